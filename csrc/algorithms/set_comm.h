@@ -1,0 +1,48 @@
+// SetComm: a process set as the algorithms see it — members, links, host group, sync counters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/link.h"
+#include "transport/shm/host_group.h"
+
+namespace lightcc {
+
+// Owned by the engine thread. Algorithms reach peers only through `links` (any host) or, when
+// every member shares this host, through the host group's staging areas and counters.
+struct SetComm {
+  int32_t id = 0;
+  std::vector<int> ranks;        // global ranks, ascending
+  int me = -1;                   // my index in ranks, -1 if not a member
+  const shm::HostGroup* host = nullptr;
+  std::vector<int> local_index;  // per member: index in the host group, -1 on another host
+  std::vector<Link*> links;      // per member: null for me
+  bool all_local = false;
+  uint64_t barrier_count = 0;    // my counter for this set's slot (shared-memory barriers)
+  size_t chunk_bytes = 4 << 20;  // one staging slot
+
+  int size() const { return static_cast<int>(ranks.size()); }
+  bool member() const { return me >= 0; }
+
+  // Every member arrives before any leaves; shared-memory members only.
+  Status shmBarrier(const std::string& what);
+  // My member's staging slot (0 or 1) and a peer member's.
+  char* staging(int member, int slot) const {
+    return host->staging(local_index[member]) + static_cast<size_t>(slot) * chunk_bytes;
+  }
+  char* meta(int member) const { return host->meta(local_index[member]); }
+};
+
+// A point-to-point step: all posted together, then driven to completion.
+struct P2POp {
+  Link* link;
+  bool send;
+  void* buf;
+  size_t bytes;
+};
+Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& what);
+
+}  // namespace lightcc

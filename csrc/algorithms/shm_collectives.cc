@@ -1,0 +1,172 @@
+// Shared-memory collectives: copy into own staging, synchronise on counters, read peers' staging.
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/collectives.h"
+#include "kernels/reduce.h"
+
+namespace lightcc {
+namespace {
+size_t ceilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+std::vector<int64_t> reducescatterRows(int64_t dim0, int members) {
+  std::vector<int64_t> rows(members, dim0 / members);
+  for (int j = 0; j < dim0 % members; ++j) ++rows[j];
+  return rows;
+}
+
+Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec) {
+  const size_t esize = dtypeSize(spec.dtype);
+  const size_t count = io.total() / esize;
+  const int p = c.size();
+  // Shares are multiples of 16 elements so every rank's kernel starts cache-line aligned.
+  size_t win = (c.chunk_bytes / esize) / (16 * p) * (16 * p);
+  if (win == 0) win = (c.chunk_bytes / esize) / p * p;
+  const size_t share = win / p;
+  std::vector<const void*> srcs(p);
+  int slot = 0;
+  for (size_t w0 = 0; w0 < count; w0 += win, slot ^= 1) {
+    const size_t wn = std::min(win, count - w0);
+    char* mine = c.staging(c.me, slot);
+    io.gather(w0 * esize, wn * esize, mine);
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allreduce copy-in"));
+    const size_t part = std::max<size_t>(ceilDiv(ceilDiv(wn, p), 16) * 16, 1);
+    (void)share;
+    const size_t lo = std::min(wn, c.me * part), hi = std::min(wn, lo + part);
+    if (hi > lo) {
+      for (int j = 0; j < p; ++j) srcs[j] = c.staging(j, slot) + lo * esize;
+      kernels::reduceN(mine + lo * esize, srcs.data(), p, hi - lo, spec.dtype, spec.op,
+                       spec.prescale, spec.postscale);
+    }
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allreduce reduce"));
+    for (int j = 0; j < p; ++j) {
+      const size_t jlo = std::min(wn, j * part), jhi = std::min(wn, jlo + part);
+      if (jhi > jlo) io.scatter((w0 + jlo) * esize, (jhi - jlo) * esize, c.staging(j, slot) + jlo * esize);
+    }
+  }
+  // Nobody may reuse its staging for the next operation until every peer has copied out.
+  return c.shmBarrier("allreduce copy-out");
+}
+
+Status shmAllgather(SetComm& c, const void* in, const std::vector<size_t>& piece_bytes, void* out) {
+  const int p = c.size();
+  const size_t cap = 2 * c.chunk_bytes;
+  std::vector<size_t> offs(p, 0);
+  size_t rounds = 0;
+  for (int j = 0; j < p; ++j) {
+    if (j > 0) offs[j] = offs[j - 1] + piece_bytes[j - 1];
+    rounds = std::max(rounds, ceilDiv(piece_bytes[j], cap));
+  }
+  char* dst = static_cast<char*>(out);
+  if (piece_bytes[c.me] > 0 && dst + offs[c.me] != in) {
+    std::memcpy(dst + offs[c.me], in, piece_bytes[c.me]);
+  }
+  for (size_t r = 0; r < rounds; ++r) {
+    const size_t base = r * cap;
+    if (base < piece_bytes[c.me]) {
+      std::memcpy(c.staging(c.me, 0), static_cast<const char*>(in) + base,
+                  std::min(cap, piece_bytes[c.me] - base));
+    }
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allgather copy-in"));
+    for (int j = 0; j < p; ++j) {
+      if (j == c.me || base >= piece_bytes[j]) continue;
+      std::memcpy(dst + offs[j] + base, c.staging(j, 0), std::min(cap, piece_bytes[j] - base));
+    }
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allgather copy-out"));
+  }
+  return Status::OK();
+}
+
+Status shmBroadcast(SetComm& c, const void* in, void* out, size_t bytes, int root_member) {
+  const size_t cap = 2 * c.chunk_bytes;
+  const bool root = c.me == root_member;
+  if (root && in != out && bytes > 0) std::memcpy(out, in, bytes);
+  for (size_t base = 0; base < bytes; base += cap) {
+    const size_t n = std::min(cap, bytes - base);
+    if (root) std::memcpy(c.staging(c.me, 0), static_cast<const char*>(in) + base, n);
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("broadcast copy-in"));
+    if (!root) std::memcpy(static_cast<char*>(out) + base, c.staging(root_member, 0), n);
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("broadcast copy-out"));
+  }
+  return Status::OK();
+}
+
+Status shmExchangeSplits(SetComm& c, const std::vector<int64_t>& send_rows, SplitMatrix* matrix) {
+  const int p = c.size();
+  std::memcpy(c.meta(c.me), send_rows.data(), sizeof(int64_t) * p);
+  LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("alltoall splits"));
+  matrix->assign(p, std::vector<int64_t>(p));
+  for (int j = 0; j < p; ++j) std::memcpy((*matrix)[j].data(), c.meta(j), sizeof(int64_t) * p);
+  // Meta is rewritten by the next operation only after everyone has read it.
+  return c.shmBarrier("alltoall splits read");
+}
+
+Status shmAlltoallData(SetComm& c, const void* in, size_t row_bytes, const SplitMatrix& matrix,
+                       void* out) {
+  const int p = c.size();
+  const size_t cap = 2 * c.chunk_bytes;
+  // For sender j: where my slice starts in its input, how long it is, and its input's size.
+  std::vector<size_t> src_off(p), len(p), out_off(p), total(p);
+  size_t rounds = 0;
+  for (int j = 0; j < p; ++j) {
+    size_t tot = 0;
+    for (int k = 0; k < p; ++k) {
+      if (k == c.me) src_off[j] = tot;
+      tot += static_cast<size_t>(matrix[j][k]) * row_bytes;
+    }
+    len[j] = static_cast<size_t>(matrix[j][c.me]) * row_bytes;
+    out_off[j] = j == 0 ? 0 : out_off[j - 1] + len[j - 1];
+    total[j] = tot;
+    rounds = std::max(rounds, ceilDiv(tot, cap));
+  }
+  char* dst = static_cast<char*>(out);
+  if (len[c.me] > 0) {
+    std::memcpy(dst + out_off[c.me], static_cast<const char*>(in) + src_off[c.me], len[c.me]);
+  }
+  for (size_t r = 0; r < rounds; ++r) {
+    const size_t base = r * cap;
+    if (base < total[c.me]) {
+      std::memcpy(c.staging(c.me, 0), static_cast<const char*>(in) + base,
+                  std::min(cap, total[c.me] - base));
+    }
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("alltoall copy-in"));
+    for (int j = 0; j < p; ++j) {
+      if (j == c.me) continue;
+      const size_t a = std::max(src_off[j], base);
+      const size_t b = std::min(src_off[j] + len[j], base + cap);
+      if (b > a) std::memcpy(dst + out_off[j] + (a - src_off[j]), c.staging(j, 0) + (a - base), b - a);
+    }
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("alltoall copy-out"));
+  }
+  return Status::OK();
+}
+
+Status shmReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
+                        size_t row_elems, const ReduceSpec& spec) {
+  const int p = c.size();
+  const size_t esize = dtypeSize(spec.dtype);
+  size_t total = 0, my_start = 0;
+  for (int j = 0; j < p; ++j) {
+    if (j == c.me) my_start = total;
+    total += static_cast<size_t>(rows[j]) * row_elems;
+  }
+  const size_t my_end = my_start + static_cast<size_t>(rows[c.me]) * row_elems;
+  const size_t win = (2 * c.chunk_bytes) / esize;
+  std::vector<const void*> srcs(p);
+  for (size_t w0 = 0; w0 < total; w0 += win) {
+    const size_t wn = std::min(win, total - w0);
+    std::memcpy(c.staging(c.me, 0), static_cast<const char*>(in) + w0 * esize, wn * esize);
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("reducescatter copy-in"));
+    const size_t a = std::max(my_start, w0), b = std::min(my_end, w0 + wn);
+    if (b > a) {
+      for (int j = 0; j < p; ++j) srcs[j] = c.staging(j, 0) + (a - w0) * esize;
+      kernels::reduceN(static_cast<char*>(out) + (a - my_start) * esize, srcs.data(), p, b - a,
+                       spec.dtype, spec.op, spec.prescale, spec.postscale);
+    }
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("reducescatter reduce"));
+  }
+  return Status::OK();
+}
+
+}  // namespace lightcc

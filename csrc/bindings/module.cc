@@ -1,0 +1,217 @@
+// lightcc._core: the thin pybind11 edge — addresses in, handle ids out, Status -> exception.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "common/config.h"
+#include "common/logging.h"
+#include "engine/engine.h"
+#include "kernels/reduce.h"
+
+namespace py = pybind11;
+using namespace lightcc;
+
+namespace {
+
+// Raised for every core failure that is not the caller's fault; Python re-exports it as
+// lightcc.LightCCInternalError (alias HorovodInternalError), a RuntimeError.
+struct CoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void raise(const Status& st) {
+  if (st.ok()) return;
+  if (st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kPreconditionFailed) {
+    throw py::value_error(st.message());
+  }
+  throw CoreError(st.message());
+}
+
+// The binding layer's only state: the engine made by init(), and the handle ids handed out.
+struct CoreState {
+  std::mutex mu;
+  std::unique_ptr<Engine> engine;
+  uint64_t generation = 0;
+  std::map<int64_t, std::shared_ptr<Handle>> handles;
+  int64_t next_handle = 1;
+};
+CoreState& state() {
+  static CoreState s;
+  return s;
+}
+
+Engine& engine() {
+  Engine* e = state().engine.get();
+  if (e == nullptr) throw py::value_error("lightcc has not been initialized; use hvd.init().");
+  return *e;
+}
+
+std::shared_ptr<Handle> handleOf(int64_t id) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  auto it = state().handles.find(id);
+  if (it == state().handles.end()) throw py::value_error("unknown or released handle " + std::to_string(id));
+  return it->second;
+}
+
+void init(py::dict opts) {
+  Config config;
+  raise(parseConfig(&config));
+  InitOptions o;
+  o.rank = opts["rank"].cast<int>();
+  o.size = opts["size"].cast<int>();
+  o.hostname = opts["hostname"].cast<std::string>();
+  o.rendezvous_host = opts["rendezvous_host"].cast<std::string>();
+  o.rendezvous_port = opts["rendezvous_port"].cast<int>();
+  o.secret = opts["secret"].cast<std::string>();
+  o.process_sets = opts["process_sets"].cast<std::vector<std::vector<int>>>();
+  o.bundled_net_plugin = opts["bundled_net_plugin"].cast<std::string>();
+  if (state().engine) throw py::value_error("lightcc is already initialized; call shutdown() first");
+  o.generation = ++state().generation;
+  std::unique_ptr<Engine> made;
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = Engine::create(o, config, &made);
+  }
+  raise(st);
+  state().engine = std::move(made);
+}
+
+void shutdown() {
+  std::unique_ptr<Engine> e = std::move(state().engine);
+  if (!e) return;
+  py::gil_scoped_release release;
+  Status st = e->shutdown();
+  e.reset();
+  raise(st);
+}
+
+using TensorArgs = std::tuple<int, std::string, uintptr_t, uintptr_t, int, std::vector<int64_t>, int, int, double,
+                              double, int, std::vector<int64_t>>;
+
+std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors) {
+  Engine& e = engine();
+  std::vector<TensorEntry> entries;
+  std::vector<std::shared_ptr<Handle>> handles;
+  for (const auto& t : tensors) {
+    auto [op, name, in, out, dtype, shape, reduce_op, root, pre, post, ps, aux] = t;
+    if (op < 0 || op >= kNumOpTypes) throw py::value_error("unknown op code " + std::to_string(op));
+    if (!isValidDataType(dtype)) throw py::value_error("unsupported dtype code " + std::to_string(dtype));
+    if (reduce_op < 0 || reduce_op > 5) throw py::value_error("unknown reduce op " + std::to_string(reduce_op));
+    TensorEntry entry;
+    entry.request.op = static_cast<OpType>(op);
+    entry.request.name = name;
+    entry.request.dtype = static_cast<DataType>(dtype);
+    entry.request.shape = shape;
+    entry.request.reduce_op = static_cast<ReduceOp>(reduce_op);
+    entry.request.root = root;
+    entry.request.prescale = pre;
+    entry.request.postscale = post;
+    entry.request.process_set_id = ps;
+    entry.request.aux = aux;
+    entry.input = reinterpret_cast<const void*>(in);
+    entry.output = reinterpret_cast<void*>(out);
+    entry.handle = std::make_shared<Handle>();
+    handles.push_back(entry.handle);
+    entries.push_back(std::move(entry));
+  }
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = e.enqueue(std::move(entries));
+  }
+  raise(st);
+  std::vector<int64_t> ids;
+  std::lock_guard<std::mutex> lock(state().mu);
+  for (auto& h : handles) {
+    int64_t id = state().next_handle++;
+    state().handles[id] = h;
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+void wait(int64_t id) {
+  auto h = handleOf(id);
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = h->wait();
+  }
+  raise(st);
+}
+
+py::tuple result(int64_t id) {
+  auto h = handleOf(id);
+  if (!h->poll()) throw py::value_error("handle " + std::to_string(id) + " has not completed");
+  const HandleResult& r = h->result();
+  py::object buf = r.output ? py::cast(r.output) : py::none();
+  return py::make_tuple(buf, r.output_shape, r.received_splits, r.value);
+}
+
+void release(int64_t id) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().handles.erase(id);
+}
+
+py::dict buildInfo() {
+  py::dict d;
+  d["simd"] = kernels::simdLevel();
+#ifdef LIGHTCC_VERSION
+  d["version"] = LIGHTCC_VERSION;
+#endif
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "lightcc C++ core (engine, algorithms, transports). Use the fronts, not this module.";
+  py::register_exception<CoreError>(m, "LightCCInternalError", PyExc_RuntimeError);
+  py::class_<HostBuffer, std::shared_ptr<HostBuffer>>(m, "HostBuffer", py::buffer_protocol())
+      .def_buffer([](HostBuffer& b) {
+        return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(b.size())}, {static_cast<py::ssize_t>(1)});
+      })
+      .def("__len__", &HostBuffer::size);
+
+  m.def("init", &init, "Start the engine (options dict from lightcc.common.basics).");
+  m.def("shutdown", &shutdown);
+  m.def("is_initialized", [] { return static_cast<bool>(state().engine); });
+  m.def("rank", [] { return engine().topology().rank; });
+  m.def("size", [] { return engine().topology().size; });
+  m.def("local_rank", [] { return engine().topology().local_rank; });
+  m.def("local_size", [] { return engine().topology().local_size; });
+  m.def("cross_rank", [] { return engine().topology().cross_rank; });
+  m.def("cross_size", [] { return engine().topology().cross_size; });
+  m.def("is_homogeneous", [] { return engine().topology().homogeneous; });
+  m.def("enqueue", &enqueue, "Queue tensors (one group); returns one handle id per tensor.");
+  m.def("poll", [](int64_t id) { return handleOf(id)->poll(); });
+  m.def("wait", &wait);
+  m.def("result", &result, "(buffer or None, output shape, received splits, value) of a completed handle.");
+  m.def("release", &release);
+  m.def("process_sets", [] { return engine().processSets(); });
+  m.def("start_timeline", [](const std::string& path, bool mark) { raise(engine().startTimeline(path, mark)); });
+  m.def("stop_timeline", [] { raise(engine().stopTimeline()); });
+  m.def("build_info", &buildInfo);
+  m.def("flags", [] {
+    py::list out;
+    for (const auto& f : flagTable()) {
+      py::dict d;
+      d["name"] = f.name;
+      d["type"] = f.type;
+      d["default"] = f.default_value;
+      d["doc"] = f.doc;
+      out.append(d);
+    }
+    return out;
+  });
+  m.def("check_config", [] {
+    Config c;
+    raise(parseConfig(&c));
+  });
+}

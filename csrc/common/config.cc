@@ -1,0 +1,194 @@
+// Config: the flag table and its parser; the only file in the core that reads the environment.
+#include "common/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+
+namespace lightcc {
+namespace {
+
+using Setter = std::function<Status(const std::string& name, const std::string& value, Config*)>;
+
+struct FlagSpec {
+  FlagInfo info;
+  Setter set;
+};
+
+Status badValue(const std::string& name, const std::string& value, const std::string& expected) {
+  return Status::InvalidArgument("environment variable " + name + "='" + value +
+                                 "' is invalid: expected " + expected);
+}
+
+Status parseInt(const std::string& name, const std::string& v, int64_t lo, int64_t hi,
+                int64_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || errno != 0 || *end != '\0' || x < lo || x > hi) {
+    return badValue(name, v, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  *out = x;
+  return Status::OK();
+}
+
+Status parseDouble(const std::string& name, const std::string& v, double lo, double hi,
+                   double* out) {
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || errno != 0 || *end != '\0' || !std::isfinite(x) || x < lo || x > hi) {
+    std::ostringstream os;
+    os << "a number in [" << lo << ", " << hi << "]";
+    return badValue(name, v, os.str());
+  }
+  *out = x;
+  return Status::OK();
+}
+
+Status parseBool(const std::string& name, const std::string& v, bool* out) {
+  if (v == "1" || v == "true" || v == "True" || v == "TRUE" || v == "yes") {
+    *out = true;
+  } else if (v == "0" || v == "false" || v == "False" || v == "FALSE" || v == "no" || v.empty()) {
+    *out = false;
+  } else {
+    return badValue(name, v, "0 or 1");
+  }
+  return Status::OK();
+}
+
+Status parseLogLevel(const std::string& name, std::string v, LogLevel* out) {
+  for (auto& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  static const std::pair<const char*, LogLevel> kLevels[] = {
+      {"TRACE", LogLevel::kTrace}, {"DEBUG", LogLevel::kDebug},     {"INFO", LogLevel::kInfo},
+      {"WARNING", LogLevel::kWarning}, {"WARN", LogLevel::kWarning}, {"ERROR", LogLevel::kError},
+      {"FATAL", LogLevel::kFatal}};
+  for (const auto& [text, level] : kLevels) {
+    if (v == text) {
+      *out = level;
+      return Status::OK();
+    }
+  }
+  return badValue(name, v, "one of TRACE, DEBUG, INFO, WARNING, ERROR, FATAL");
+}
+
+Status parseCoreList(const std::string& name, const std::string& v, std::vector<int>* out) {
+  out->clear();
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int64_t core = 0;
+    LIGHTCC_RETURN_IF_ERROR(parseInt(name, item, 0, 4095, &core));
+    out->push_back(static_cast<int>(core));
+  }
+  if (out->empty()) return badValue(name, v, "a comma-separated list of core ids");
+  return Status::OK();
+}
+
+const std::vector<FlagSpec>& specs() {
+  static const std::vector<FlagSpec> kSpecs = {
+      {{"HOROVOD_FUSION_THRESHOLD", "bytes", "134217728",
+        "Largest fused buffer; 0 turns fusion off."},
+       [](auto& n, auto& v, Config* c) {
+         return parseInt(n, v, 0, int64_t{1} << 40, &c->fusion_threshold_bytes);
+       }},
+      {{"HOROVOD_CYCLE_TIME", "ms", "1",
+        "Coalescing delay between negotiation cycles while work keeps arriving; an idle engine "
+        "starts at once."},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e5, &c->cycle_time_ms); }},
+      {{"HOROVOD_CACHE_CAPACITY", "entries", "1024",
+        "Response-cache entries (bit-vector fast path); 0 disables the cache."},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->cache_capacity); }},
+      {{"HOROVOD_TIMELINE", "path", "",
+        "Write a Chrome-trace timeline on rank 0 to this path; DYNAMIC = off until start_timeline."},
+       [](auto&, auto& v, Config* c) {
+         c->timeline_path = v;
+         return Status::OK();
+       }},
+      {{"HOROVOD_TIMELINE_MARK_CYCLES", "bool", "0", "Mark every negotiation cycle in the timeline."},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->timeline_mark_cycles); }},
+      {{"HOROVOD_STALL_CHECK_DISABLE", "bool", "0", "Turn the stall inspector off."},
+       [](auto& n, auto& v, Config* c) {
+         bool disable = false;
+         LIGHTCC_RETURN_IF_ERROR(parseBool(n, v, &disable));
+         c->stall_check_enabled = !disable;
+         return Status::OK();
+       }},
+      {{"HOROVOD_STALL_CHECK_TIME_SECONDS", "s", "60",
+        "Warn (naming missing ranks and tensors) when a tensor waits this long for other ranks."},
+       [](auto& n, auto& v, Config* c) {
+         return parseDouble(n, v, 0.001, 1e7, &c->stall_check_seconds);
+       }},
+      {{"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "s", "0",
+        "Fail stalled tensors with an error after this long; 0 = only warn."},
+       [](auto& n, auto& v, Config* c) {
+         return parseDouble(n, v, 0.0, 1e7, &c->stall_shutdown_seconds);
+       }},
+      {{"HOROVOD_LOG_LEVEL", "level", "WARNING", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL."},
+       [](auto& n, auto& v, Config* c) { return parseLogLevel(n, v, &c->log_level); }},
+      {{"LIGHTCC_LOG_LEVEL", "level", "", "Overrides HOROVOD_LOG_LEVEL when set."},
+       [](auto& n, auto& v, Config* c) { return parseLogLevel(n, v, &c->log_level); }},
+      {{"HOROVOD_DYNAMIC_PROCESS_SETS", "bool", "0",
+        "Allow add_process_set/remove_process_set after init."},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->dynamic_process_sets); }},
+      {{"HOROVOD_THREAD_AFFINITY", "cores", "",
+        "Comma list of cores, one per local rank, to pin the engine thread to."},
+       [](auto& n, auto& v, Config* c) { return parseCoreList(n, v, &c->thread_affinity); }},
+      {{"LIGHTCC_TIMEOUT", "s", "60",
+        "How long a rank waits for a peer without progress before failing with an error."},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.1, 1e7, &c->timeout_seconds); }},
+      {{"LIGHTCC_SHM_CHUNK_BYTES", "bytes", "4194304",
+        "Pipeline chunk of the shared-memory collectives (each rank stages two)."},
+       [](auto& n, auto& v, Config* c) {
+         return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm_chunk_bytes);
+       }},
+      {{"LIGHTCC_SHM_RING_BYTES", "bytes", "1048576",
+        "Capacity of each shared-memory point-to-point ring (control messages, ring algorithms)."},
+       [](auto& n, auto& v, Config* c) {
+         return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm_ring_bytes);
+       }},
+      {{"LIGHTCC_SPIN_US", "us", "50",
+        "How long a waiting engine spins before it sleeps on a futex."},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->spin_us); }},
+      {{"LIGHTCC_NET_PLUGIN", "path", "",
+        "NCCL net plugin used between hosts; empty = the bundled HARP libnccl-net-harp.so."},
+       [](auto&, auto& v, Config* c) {
+         c->net_plugin = v;
+         return Status::OK();
+       }},
+      {{"LIGHTCC_FORCE_RING", "bool", "0",
+        "Use the link-based ring algorithms even between ranks of one host (tests, benchmarks)."},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->force_ring); }},
+  };
+  return kSpecs;
+}
+
+}  // namespace
+
+Status parseConfig(Config* out) {
+  Config c;
+  for (const auto& spec : specs()) {
+    const char* raw = std::getenv(spec.info.name.c_str());
+    if (raw == nullptr) continue;
+    LIGHTCC_RETURN_IF_ERROR(spec.set(spec.info.name, std::string(raw), &c));
+  }
+  if (c.shm_chunk_bytes % 64 != 0) {
+    return badValue("LIGHTCC_SHM_CHUNK_BYTES", std::to_string(c.shm_chunk_bytes),
+                    "a multiple of 64");
+  }
+  *out = c;
+  return Status::OK();
+}
+
+const std::vector<FlagInfo>& flagTable() {
+  static const std::vector<FlagInfo> kTable = [] {
+    std::vector<FlagInfo> t;
+    for (const auto& s : specs()) t.push_back(s.info);
+    return t;
+  }();
+  return kTable;
+}
+
+}  // namespace lightcc

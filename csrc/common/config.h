@@ -1,0 +1,48 @@
+// Config: every environment flag the core reads, declared once and parsed once at init.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace lightcc {
+
+enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4, kFatal = 5 };
+
+// Immutable after parseConfig(); the engine keeps one copy. No other code calls getenv.
+struct Config {
+  int64_t fusion_threshold_bytes = 128 << 20;  // HOROVOD_FUSION_THRESHOLD
+  double cycle_time_ms = 1.0;                  // HOROVOD_CYCLE_TIME
+  int64_t cache_capacity = 1024;               // HOROVOD_CACHE_CAPACITY
+  std::string timeline_path;                   // HOROVOD_TIMELINE ("" = off, "DYNAMIC")
+  bool timeline_mark_cycles = false;           // HOROVOD_TIMELINE_MARK_CYCLES
+  bool stall_check_enabled = true;             // !HOROVOD_STALL_CHECK_DISABLE
+  double stall_check_seconds = 60.0;           // HOROVOD_STALL_CHECK_TIME_SECONDS
+  double stall_shutdown_seconds = 0.0;         // HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
+  LogLevel log_level = LogLevel::kWarning;     // HOROVOD_LOG_LEVEL / LIGHTCC_LOG_LEVEL
+  bool dynamic_process_sets = false;           // HOROVOD_DYNAMIC_PROCESS_SETS
+  std::vector<int> thread_affinity;            // HOROVOD_THREAD_AFFINITY (one core per local rank)
+  double timeout_seconds = 60.0;               // LIGHTCC_TIMEOUT
+  int64_t shm_chunk_bytes = 4 << 20;           // LIGHTCC_SHM_CHUNK_BYTES
+  int64_t shm_ring_bytes = 1 << 20;            // LIGHTCC_SHM_RING_BYTES
+  double spin_us = 50.0;                       // LIGHTCC_SPIN_US
+  std::string net_plugin;                      // LIGHTCC_NET_PLUGIN (path; "" = bundled HARP)
+  bool force_ring = false;                     // LIGHTCC_FORCE_RING
+};
+
+// One row of the flag table, for documentation (`lightcc._core.flags()`, docs/flags.md).
+struct FlagInfo {
+  std::string name;
+  std::string type;
+  std::string default_value;
+  std::string doc;
+};
+
+// Parses every declared flag from the process environment. A malformed or out-of-range value
+// yields InvalidArgument naming the variable, the value and what is accepted.
+Status parseConfig(Config* out);
+const std::vector<FlagInfo>& flagTable();
+
+}  // namespace lightcc

@@ -1,0 +1,221 @@
+// Engine bootstrap: rendezvous through rank 0's store, map host peers, connect remote peers.
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "common/logging.h"
+#include "engine/engine.h"
+#include "engine/net_peers.h"
+#include "transport/rendezvous/store_client.h"
+#include "transport/rendezvous/store_collectives.h"
+#include "transport/rendezvous/store_server.h"
+#include "transport/shm/shm_link.h"
+
+namespace lightcc {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) out.push_back(item);
+  return out;
+}
+
+// Settings every rank must share, one "NAME=value" per flag, so a mismatch is named.
+std::string fingerprint(const Config& c) {
+  std::ostringstream os;
+  os << "HOROVOD_FUSION_THRESHOLD=" << c.fusion_threshold_bytes << ";HOROVOD_CACHE_CAPACITY="
+     << c.cache_capacity << ";LIGHTCC_SHM_CHUNK_BYTES=" << c.shm_chunk_bytes
+     << ";LIGHTCC_SHM_RING_BYTES=" << c.shm_ring_bytes
+     << ";HOROVOD_DYNAMIC_PROCESS_SETS=" << c.dynamic_process_sets
+     << ";LIGHTCC_FORCE_RING=" << c.force_ring;
+  return os.str();
+}
+
+Status compareFingerprints(const std::string& mine, const std::string& theirs, int rank) {
+  if (mine == theirs) return Status::OK();
+  auto a = split(mine, ';'), b = split(theirs, ';');
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (a[i] != b[i]) {
+      return Status::InvalidArgument("ranks disagree on a setting that must match: this rank has " +
+                                     a[i] + " but rank " + std::to_string(rank) + " has " + b[i] +
+                                     " (set it the same on every rank)");
+    }
+  }
+  return Status::InvalidArgument("ranks run different lightcc versions (settings differ)");
+}
+
+}  // namespace
+
+SetComm Engine::makeSetComm(int32_t id, const std::vector<int>& ranks) {
+  SetComm c;
+  c.id = id;
+  c.ranks = ranks;
+  c.host = host_.get();
+  c.chunk_bytes = static_cast<size_t>(config_.shm_chunk_bytes);
+  c.all_local = !config_.force_ring;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == topo_.rank) c.me = static_cast<int>(i);
+    int li = host_->localIndexOf(ranks[i]);
+    c.local_index.push_back(li);
+    if (li < 0) c.all_local = false;
+    c.links.push_back(world_links_[ranks[i]]);
+  }
+  return c;
+}
+
+Status Engine::bootstrap() {
+  const int rank = options_.rank, size = options_.size;
+  const double timeout = config_.timeout_seconds;
+  std::unique_ptr<rendezvous::StoreServer> server;
+  std::unique_ptr<rendezvous::StoreClient> store;
+  std::vector<std::string> hosts(size, options_.hostname), pids(size, std::to_string(::getpid()));
+  if (size > 1) {
+    if (options_.secret.empty()) {
+      return Status::InvalidArgument(
+          "no job secret: launch with lightccrun or mpirun+mpi4py, or set LIGHTCC_JOB_SECRET on every rank");
+    }
+    if (rank == 0) {
+      LIGHTCC_RETURN_IF_ERROR(rendezvous::StoreServer::start("", options_.rendezvous_port, options_.secret,
+                                                             options_.generation, &server)
+                                  .withContext("rank 0 cannot serve the rendezvous store"));
+    }
+    LIGHTCC_RETURN_IF_ERROR(rendezvous::StoreClient::connect(options_.rendezvous_host, options_.rendezvous_port,
+                                                             options_.secret, options_.generation, rank,
+                                                             timeout, &store));
+    std::vector<std::string> info;
+    const std::string mine = options_.hostname + "\n" + std::to_string(::getpid()) + "\n" +
+                             fingerprint(config_);
+    LIGHTCC_RETURN_IF_ERROR(rendezvous::allgather(*store, "host", rank, size, mine, &info, timeout));
+    for (int r = 0; r < size; ++r) {
+      auto parts = split(info[r], '\n');
+      if (parts.size() != 3) return Status::PeerFailure("rank " + std::to_string(r) + " sent malformed host info");
+      hosts[r] = parts[0];
+      pids[r] = parts[1];
+      LIGHTCC_RETURN_IF_ERROR(compareFingerprints(fingerprint(config_), parts[2], r));
+    }
+  }
+
+  // Topology: hosts ordered by their first rank; local ranks ascending.
+  std::vector<std::string> host_order;
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r = 0; r < size; ++r) {
+    if (!by_host.count(hosts[r])) host_order.push_back(hosts[r]);
+    by_host[hosts[r]].push_back(r);
+  }
+  const std::vector<int>& local = by_host[options_.hostname];
+  topo_.local_size = static_cast<int>(local.size());
+  topo_.local_rank = static_cast<int>(std::find(local.begin(), local.end(), rank) - local.begin());
+  topo_.cross_size = 0;
+  topo_.cross_rank = 0;
+  for (const auto& h : host_order) {
+    const auto& members = by_host[h];
+    if (static_cast<int>(members.size()) > topo_.local_rank) {
+      if (h == options_.hostname) topo_.cross_rank = topo_.cross_size;
+      ++topo_.cross_size;
+    }
+    if (members.size() != local.size()) topo_.homogeneous = false;
+  }
+
+  // Shared memory: each rank creates its area, peers map it, then the owner unlinks the name.
+  auto layout = shm::RankAreaLayout::compute(topo_.local_size, static_cast<size_t>(config_.shm_ring_bytes),
+                                             static_cast<size_t>(config_.shm_chunk_bytes));
+  std::random_device rd;
+  std::ostringstream segname;
+  segname << "/lightcc-" << ::getpid() << "-r" << rank << "-g" << options_.generation << "-" << std::hex << rd();
+  std::unique_ptr<shm::ShmSegment> own;
+  LIGHTCC_RETURN_IF_ERROR(shm::ShmSegment::create(segname.str(), layout.total, &own));
+  auto* header = static_cast<shm::RankHeader*>(own->base());
+  header->magic = shm::kRankAreaMagic;
+  header->pid = ::getpid();
+  header->global_rank = rank;
+  std::vector<std::string> segnames(size, segname.str());
+  if (size > 1) {
+    LIGHTCC_RETURN_IF_ERROR(rendezvous::allgather(*store, "shm", rank, size, segname.str(), &segnames, timeout));
+  }
+  std::vector<std::unique_ptr<shm::ShmSegment>> segments;
+  for (int r : local) {
+    if (r == rank) {
+      segments.push_back(std::move(own));
+      continue;
+    }
+    std::unique_ptr<shm::ShmSegment> seg;
+    LIGHTCC_RETURN_IF_ERROR(shm::ShmSegment::open(segnames[r], layout.total, &seg)
+                                .withContext("mapping rank " + std::to_string(r) + "'s shared memory"));
+    auto* h = static_cast<shm::RankHeader*>(seg->base());
+    if (h->magic != shm::kRankAreaMagic || h->global_rank != r) {
+      return Status::PeerFailure("shared memory of rank " + std::to_string(r) + " (" + segnames[r] +
+                                 ") has a bad header");
+    }
+    segments.push_back(std::move(seg));
+  }
+  if (size > 1) LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(*store, "mapped", size, timeout));
+  for (auto& s : segments) s->unlink();  // only the owner's call removes a name
+
+  shm::WaitOptions wait;
+  wait.spin_us = config_.spin_us;
+  wait.timeout_s = timeout;
+  host_ = std::make_unique<shm::HostGroup>(topo_.local_rank, local, std::move(segments), layout, wait);
+
+  world_links_.assign(size, nullptr);
+  std::vector<int> remote;
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    int li = host_->localIndexOf(r);
+    if (li >= 0) {
+      owned_links_.push_back(std::make_unique<shm::ShmLink>(host_.get(), li));
+      world_links_[r] = owned_links_.back().get();
+    } else {
+      remote.push_back(r);
+    }
+  }
+  if (!remote.empty()) {
+    std::vector<std::unique_ptr<Link>> net_links;
+    LIGHTCC_RETURN_IF_ERROR(connectNetPeers(config_, options_, rank, size, remote, *store, &net_links));
+    for (size_t i = 0; i < remote.size(); ++i) {
+      world_links_[remote[i]] = net_links[i].get();
+      owned_links_.push_back(std::move(net_links[i]));
+    }
+    // Network links cannot ring our doorbell: keep polling them while waiting.
+    host_->setMaxSleepUs(200);
+  }
+
+  if (size > 1) {
+    // Rank 0 keeps serving until every rank has finished with the store.
+    LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(*store, "connected", size, timeout));
+    LIGHTCC_RETURN_IF_ERROR(store->set("bye/" + std::to_string(rank), "1"));
+    if (rank == 0) {
+      std::vector<std::string> keys;
+      for (int r = 0; r < size; ++r) keys.push_back("bye/" + std::to_string(r));
+      LIGHTCC_RETURN_IF_ERROR(store->wait(keys, timeout));
+    }
+  }
+
+  // Process sets: 0 is everyone; the ones passed to init get ids 1..n in order.
+  std::vector<int> all(size);
+  for (int r = 0; r < size; ++r) all[r] = r;
+  {
+    std::lock_guard<std::mutex> lock(sets_mu_);
+    set_ranks_[0] = all;
+    for (const auto& ranks : options_.process_sets) {
+      std::vector<int> sorted = ranks;
+      std::sort(sorted.begin(), sorted.end());
+      set_ranks_[next_set_id_++] = sorted;
+    }
+  }
+  for (const auto& [id, ranks] : set_ranks_) comms_[id] = makeSetComm(id, ranks);
+  cache_ = std::make_unique<ResponseCache>(static_cast<size_t>(config_.cache_capacity));
+  if (rank == 0) {
+    coordinator_ = std::make_unique<Coordinator>(size, [this](int32_t id) -> const std::vector<int>* {
+      auto it = comms_.find(id);
+      return it == comms_.end() ? nullptr : &it->second.ranks;
+    });
+  }
+  return postCycleReceives();
+}
+
+}  // namespace lightcc

@@ -1,0 +1,236 @@
+// Coordinator: readiness, cross-rank validation, join bookkeeping and stall reports.
+#include "engine/coordinator.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/logging.h"
+
+namespace lightcc {
+namespace {
+
+std::string shapeText(const std::vector<int64_t>& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+std::string lower(const char* s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool needsEqualShapes(OpType op) {
+  return op == OpType::kAllreduce || op == OpType::kBroadcast || op == OpType::kReducescatter;
+}
+
+}  // namespace
+
+bool Coordinator::isJoined(int rank) const {
+  return std::find(joined_.begin(), joined_.end(), rank) != joined_.end();
+}
+
+bool Coordinator::complete(const Key& key, const Pending& p) const {
+  const std::vector<int>* members = members_(key.first);
+  if (members == nullptr) return true;  // build() reports the unknown set
+  for (size_t m = 0; m < members->size(); ++m) {
+    if (!p.by_member[m] && !isJoined((*members)[m])) return false;
+  }
+  return true;
+}
+
+Response Coordinator::build(const Key& key, const Pending& p) const {
+  Response r;
+  r.process_set_id = key.first;
+  r.names = {key.second};
+  const std::vector<int>* members = members_(key.first);
+  if (members == nullptr) {
+    r.error = "process set " + std::to_string(key.first) + " does not exist (tensor '" + key.second + "')";
+    return r;
+  }
+  const Request* first = nullptr;
+  for (const auto& q : p.by_member) {
+    if (q) {
+      first = &*q;
+      break;
+    }
+  }
+  if (first == nullptr) {  // every member joined: nothing to run, but someone asked
+    r.error = "tensor '" + key.second + "' was submitted only by ranks that have since joined";
+    return r;
+  }
+  r.op = first->op;
+  r.dtype = first->dtype;
+  r.reduce_op = first->reduce_op;
+  r.root = first->root;
+  r.prescale = first->prescale;
+  r.postscale = first->postscale;
+  r.shapes = {first->shape};
+  const std::string what = lower(opTypeName(first->op)) + " of tensor '" + key.second + "'";
+  auto fail = [&](const std::string& msg) {
+    r.error = msg;
+    return r;
+  };
+  for (const auto& q : p.by_member) {
+    if (!q) continue;
+    const std::string a = "rank " + std::to_string(first->rank);
+    const std::string b = "rank " + std::to_string(q->rank);
+    if (q->op != first->op) {
+      return fail("Mismatched operations for tensor '" + key.second + "': " + a + " called " +
+                  lower(opTypeName(first->op)) + " but " + b + " called " + lower(opTypeName(q->op)));
+    }
+    if (q->dtype != first->dtype) {
+      return fail("Mismatched data types in " + what + ": " + a + " has " + dtypeName(first->dtype) +
+                  " but " + b + " has " + dtypeName(q->dtype));
+    }
+    if ((first->op == OpType::kAllreduce || first->op == OpType::kReducescatter) &&
+        q->reduce_op != first->reduce_op) {
+      return fail("Mismatched reduction ops in " + what + ": " + a + " uses " +
+                  reduceOpName(first->reduce_op) + " but " + b + " uses " + reduceOpName(q->reduce_op));
+    }
+    if (q->prescale != first->prescale || q->postscale != first->postscale) {
+      return fail("Mismatched prescale/postscale factors in " + what + ": " + a + " (" +
+                  std::to_string(first->prescale) + ", " + std::to_string(first->postscale) + ") vs " +
+                  b + " (" + std::to_string(q->prescale) + ", " + std::to_string(q->postscale) + ")");
+    }
+    if (first->op == OpType::kBroadcast && q->root != first->root) {
+      return fail("Mismatched root ranks in " + what + ": " + a + " names root " +
+                  std::to_string(first->root) + " but " + b + " names root " + std::to_string(q->root));
+    }
+    if (needsEqualShapes(first->op) && q->shape != first->shape) {
+      return fail("Mismatched shapes in " + what + ": " + a + " has " + shapeText(first->shape) +
+                  " but " + b + " has " + shapeText(q->shape));
+    }
+    if ((first->op == OpType::kAllgather || first->op == OpType::kAlltoall) &&
+        (q->shape.size() != first->shape.size() ||
+         !std::equal(q->shape.begin() + std::min<size_t>(1, q->shape.size()), q->shape.end(),
+                     first->shape.begin() + std::min<size_t>(1, first->shape.size())))) {
+      return fail("Mismatched shapes in " + what + " (all dimensions but the first must agree): " +
+                  a + " has " + shapeText(first->shape) + " but " + b + " has " + shapeText(q->shape));
+    }
+    if ((first->op == OpType::kAddProcessSet || first->op == OpType::kRemoveProcessSet) &&
+        q->aux != first->aux) {
+      return fail("Mismatched process-set arguments: " + a + " passed " + shapeText(first->aux) +
+                  " but " + b + " passed " + shapeText(q->aux));
+    }
+  }
+  for (size_t m = 0; m < members->size(); ++m) {
+    if (p.by_member[m]) continue;
+    int joined_rank = (*members)[m];
+    if (first->op == OpType::kAlltoall || first->op == OpType::kReducescatter) {
+      return fail(what + " cannot run while rank " + std::to_string(joined_rank) +
+                  " has joined (only allreduce, allgather, broadcast and barrier can)");
+    }
+    if (first->op == OpType::kBroadcast && first->root == joined_rank) {
+      return fail(what + ": root rank " + std::to_string(joined_rank) + " has already joined");
+    }
+  }
+  if (first->op == OpType::kAllgather) {
+    for (const auto& q : p.by_member) r.first_dims.push_back(q && !q->shape.empty() ? q->shape[0] : 0);
+  }
+  if (first->op == OpType::kAddProcessSet || first->op == OpType::kRemoveProcessSet) r.aux = first->aux;
+  return r;
+}
+
+void Coordinator::add(const Request& req, Clock::time_point now, std::vector<Response>* out) {
+  if (req.op == OpType::kJoin) {
+    if (!isJoined(req.rank)) joined_.push_back(req.rank);
+    sweep(out);
+    if (static_cast<int>(joined_.size()) == world_size_) {
+      Response r;
+      r.op = OpType::kJoin;
+      r.names = {req.name};
+      r.last_joined = joined_.back();
+      joined_.clear();
+      out->push_back(std::move(r));
+    }
+    return;
+  }
+  Key key{req.process_set_id, req.name};
+  const std::vector<int>* members = members_(req.process_set_id);
+  auto it = table_.find(key);
+  if (it == table_.end()) {
+    Pending p;
+    p.by_member.resize(members ? members->size() : 1);
+    p.first_seen = now;
+    it = table_.emplace(key, std::move(p)).first;
+    arrival_.push_back(key);
+  }
+  size_t idx = 0;
+  if (members != nullptr) {
+    auto pos = std::find(members->begin(), members->end(), req.rank);
+    idx = pos == members->end() ? 0 : static_cast<size_t>(pos - members->begin());
+  }
+  it->second.by_member[idx] = req;
+  if (complete(key, it->second)) {
+    out->push_back(build(key, it->second));
+    table_.erase(it);
+  }
+}
+
+void Coordinator::sweep(std::vector<Response>* out) {
+  std::vector<Key> keep;
+  for (const Key& key : arrival_) {
+    auto it = table_.find(key);
+    if (it == table_.end()) continue;
+    if (complete(key, it->second)) {
+      out->push_back(build(key, it->second));
+      table_.erase(it);
+    } else {
+      keep.push_back(key);
+    }
+  }
+  arrival_.swap(keep);
+}
+
+void Coordinator::checkStalls(Clock::time_point now, double warn_s, double fail_s,
+                              std::vector<Response>* out) {
+  std::map<int, std::vector<std::string>> missing;  // rank -> tensors it has not submitted
+  std::vector<Key> keep;
+  for (const Key& key : arrival_) {
+    auto it = table_.find(key);
+    if (it == table_.end()) continue;
+    Pending& p = it->second;
+    double age = std::chrono::duration<double>(now - p.first_seen).count();
+    const std::vector<int>* members = members_(key.first);
+    std::vector<int> absent;
+    for (size_t m = 0; members && m < members->size(); ++m) {
+      if (!p.by_member[m] && !isJoined((*members)[m])) absent.push_back((*members)[m]);
+    }
+    if (fail_s > 0 && age > fail_s) {
+      Response r;
+      r.process_set_id = key.first;
+      r.names = {key.second};
+      std::ostringstream os;
+      os << "tensor '" << key.second << "' stalled for " << static_cast<int>(age)
+         << " s (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS): ranks " << shapeText(std::vector<int64_t>(absent.begin(), absent.end()))
+         << " never submitted it";
+      r.error = os.str();
+      out->push_back(std::move(r));
+      table_.erase(it);
+      continue;
+    }
+    keep.push_back(key);
+    if (age > warn_s && !p.warned) {
+      p.warned = true;
+      for (int rank : absent) missing[rank].push_back(key.second);
+    }
+  }
+  arrival_.swap(keep);
+  if (missing.empty()) return;
+  std::ostringstream os;
+  os << "Stall: some ranks submitted tensors that other ranks have not submitted for more than "
+     << warn_s << " s. This usually means ranks run different code paths or one rank is stuck. "
+     << "Missing ranks and the tensors they have not submitted:";
+  for (const auto& [rank, names] : missing) {
+    os << " rank " << rank << ": [";
+    for (size_t i = 0; i < names.size(); ++i) os << (i ? ", " : "") << names[i];
+    os << "];";
+  }
+  LIGHTCC_LOG(kWarning) << os.str();
+}
+
+}  // namespace lightcc

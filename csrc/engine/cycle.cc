@@ -1,0 +1,288 @@
+// Negotiation cycle: the bit-vector fast path and the coordinator slow path (see design.md).
+//
+// Bit vector layout (uint64 words, AND-reduced across all ranks):
+//   word 0         status bits, inverted so AND acts as OR: 1 = "nothing uncached to send",
+//                  2 = "no shutdown requested", 4 = "not joined", 8 = "coordinator has nothing".
+//   words 1..W     ready bits: cache entry b is pending here (or this rank is not in its set).
+//   words W+1..2W  valid bits: cleared where this rank's request disagrees with entry b.
+// After the AND every rank knows the same facts, so every rank takes the same branch.
+#include <algorithm>
+
+#include "common/logging.h"
+#include "engine/engine.h"
+#include "engine/fusion.h"
+#include "engine/message.h"
+
+namespace lightcc {
+namespace {
+constexpr uint64_t kNothingToSend = 1, kNoShutdown = 2, kNotJoined = 4, kCoordinatorIdle = 8;
+}
+
+Status Engine::postCycleReceives() {
+  const size_t words = 1 + 2 * ((cache_->capacity() + 63) / 64);
+  cycle_in_.assign(topo_.size, std::vector<uint64_t>(words, 0));
+  cycle_req_.assign(topo_.size, nullptr);
+  cycle_done_.assign(topo_.size, false);
+  for (int r = 0; r < topo_.size; ++r) {
+    if (r == topo_.rank) continue;
+    LIGHTCC_RETURN_IF_ERROR(world_links_[r]->irecv(cycle_in_[r].data(), words * 8, &cycle_req_[r]));
+    if (cycle_req_[r] == nullptr) return Status::Internal("link to rank " + std::to_string(r) + " is busy between cycles");
+  }
+  return Status::OK();
+}
+
+bool Engine::incomingCycle() {
+  if (!link_error_.ok()) return true;
+  bool any = false;
+  for (int r = 0; r < topo_.size; ++r) {
+    if (r == topo_.rank) continue;
+    if (!cycle_done_[r]) {
+      bool done = false;
+      size_t size = 0;
+      Status st = world_links_[r]->test(cycle_req_[r], &done, &size);
+      if (!st.ok()) {
+        link_error_ = st.withContext("negotiation with rank " + std::to_string(r));
+        return true;
+      }
+      if (done) {
+        cycle_done_[r] = true;
+        if (size != cycle_in_[r].size() * 8) {
+          link_error_ = Status::PeerFailure("rank " + std::to_string(r) + " sent a " + std::to_string(size) +
+                                            "-byte negotiation vector, expected " +
+                                            std::to_string(cycle_in_[r].size() * 8));
+        }
+      }
+    }
+    any = any || cycle_done_[r];
+  }
+  return any;
+}
+
+Status Engine::exchangeBits(std::vector<uint64_t>* bits) {
+  std::vector<LinkRequest*> sends(topo_.size, nullptr);
+  std::vector<bool> sent(topo_.size, false);
+  Status error;
+  auto progress = [&]() -> bool {
+    bool all = true;
+    for (int r = 0; r < topo_.size; ++r) {
+      if (r == topo_.rank) continue;
+      if (!sent[r]) {
+        if (sends[r] == nullptr) {
+          error = world_links_[r]->isend(bits->data(), bits->size() * 8, &sends[r]);
+          if (!error.ok()) return true;
+        }
+        if (sends[r] != nullptr) {
+          bool done = false;
+          size_t n = 0;
+          error = world_links_[r]->test(sends[r], &done, &n);
+          if (!error.ok()) return true;
+          sent[r] = done;
+        }
+      }
+      all = all && sent[r];
+    }
+    incomingCycle();
+    if (!link_error_.ok()) return true;
+    for (int r = 0; r < topo_.size; ++r) {
+      if (r != topo_.rank && !cycle_done_[r]) all = false;
+    }
+    return all;
+  };
+  LIGHTCC_RETURN_IF_ERROR(host_->waitUntil(progress, "negotiation (cycle " + std::to_string(cycle_) + ")", true));
+  LIGHTCC_RETURN_IF_ERROR(error);
+  LIGHTCC_RETURN_IF_ERROR(link_error_);
+  for (int r = 0; r < topo_.size; ++r) {
+    if (r == topo_.rank) continue;
+    for (size_t w = 0; w < bits->size(); ++w) (*bits)[w] &= cycle_in_[r][w];
+  }
+  return Status::OK();
+}
+
+Status Engine::sendBytes(Link* link, const std::string& bytes) {
+  uint64_t n = bytes.size();
+  SetComm& world = comms_.at(0);
+  std::vector<P2POp> ops = {{link, true, &n, sizeof(n)},
+                            {link, true, const_cast<char*>(bytes.data()), bytes.size()}};
+  return runP2P(world, ops, "negotiation message to rank " + std::to_string(link->peer()));
+}
+
+Status Engine::recvBytes(Link* link, std::string* bytes) {
+  uint64_t n = 0;
+  SetComm& world = comms_.at(0);
+  std::vector<P2POp> head = {{link, false, &n, sizeof(n)}};
+  LIGHTCC_RETURN_IF_ERROR(runP2P(world, head, "negotiation message from rank " + std::to_string(link->peer())));
+  if (n > (uint64_t{1} << 32)) {
+    return Status::PeerFailure("rank " + std::to_string(link->peer()) + " announced a " + std::to_string(n) +
+                               "-byte negotiation message");
+  }
+  bytes->resize(n);
+  std::vector<P2POp> body = {{link, false, bytes->data(), n}};
+  return runP2P(world, body, "negotiation message from rank " + std::to_string(link->peer()));
+}
+
+void Engine::classifyNewEntries() {
+  std::vector<TensorEntry> fresh;
+  queue_.drain(&fresh);
+  for (auto& e : fresh) {
+    Pending p;
+    const Request& r = e.request;
+    if (r.op == OpType::kJoin) joined_ = true;
+    if (topo_.rank == 0) timeline_.begin(r.name, std::string("NEGOTIATE_") + opTypeName(r.op));
+    int bit = isCacheable(r.op) ? cache_->find(r.process_set_id, r.name) : -1;
+    if (bit >= 0 && cache_->matches(bit, r)) {
+      p.state = EntryState::kCached;
+      p.bit = bit;
+    } else {
+      if (bit >= 0) invalid_bits_.push_back(bit);  // everyone drops it, then renegotiates
+      p.state = EntryState::kToSend;
+    }
+    auto key = std::make_pair(r.process_set_id, r.name);
+    p.entry = std::move(e);
+    pending_[key] = std::move(p);
+  }
+}
+
+void Engine::maintenance(bool* want_cycle) {
+  auto now = std::chrono::steady_clock::now();
+  last_maintenance_ = now;
+  if (!config_.stall_check_enabled) return;
+  if (coordinator_) {
+    coordinator_->checkStalls(now, config_.stall_check_seconds, config_.stall_shutdown_seconds, &stall_responses_);
+    if (!stall_responses_.empty()) *want_cycle = true;
+  }
+  // A tensor waiting on the fast path is invisible to the coordinator; after half the stall
+  // time renegotiate it so the stall inspector can name the missing ranks.
+  for (auto& [key, p] : pending_) {
+    double age = std::chrono::duration<double>(now - p.entry.enqueued).count();
+    if (p.state == EntryState::kCached && age > config_.stall_check_seconds / 2 &&
+        std::find(invalid_bits_.begin(), invalid_bits_.end(), p.bit) == invalid_bits_.end()) {
+      invalid_bits_.push_back(p.bit);
+      *want_cycle = true;
+    }
+  }
+}
+
+Status Engine::slowPath(std::vector<Response>* responses) {
+  std::vector<Request> mine;
+  for (auto& [key, p] : pending_) {
+    if (p.state == EntryState::kToSend) {
+      mine.push_back(p.entry.request);
+      p.state = EntryState::kSubmitted;
+    }
+  }
+  if (topo_.rank != 0) {
+    LIGHTCC_RETURN_IF_ERROR(sendBytes(world_links_[0], serializeRequests(mine)));
+    std::string bytes;
+    LIGHTCC_RETURN_IF_ERROR(recvBytes(world_links_[0], &bytes));
+    std::vector<Response> got;
+    LIGHTCC_RETURN_IF_ERROR(parseResponses(bytes, 0, &got));
+    responses->insert(responses->end(), got.begin(), got.end());
+    return Status::OK();
+  }
+  auto now = std::chrono::steady_clock::now();
+  std::vector<Response> made = std::move(stall_responses_);
+  stall_responses_.clear();
+  for (const auto& r : mine) {
+    timeline_.instant(r.name, "0");
+    coordinator_->add(r, now, &made);
+  }
+  for (int peer = 1; peer < topo_.size; ++peer) {
+    std::string bytes;
+    LIGHTCC_RETURN_IF_ERROR(recvBytes(world_links_[peer], &bytes));
+    std::vector<Request> theirs;
+    LIGHTCC_RETURN_IF_ERROR(parseRequests(bytes, peer, &theirs));
+    for (auto& r : theirs) {
+      r.rank = peer;  // a rank speaks only for itself
+      timeline_.instant(r.name, std::to_string(peer));
+      coordinator_->add(r, now, &made);
+    }
+  }
+  const std::string out = serializeResponses(made);
+  for (int peer = 1; peer < topo_.size; ++peer) {
+    LIGHTCC_RETURN_IF_ERROR(sendBytes(world_links_[peer], out));
+  }
+  responses->insert(responses->end(), made.begin(), made.end());
+  return Status::OK();
+}
+
+Status Engine::runCycle(bool* stop) {
+  LIGHTCC_RETURN_IF_ERROR(link_error_);
+  ++cycle_;
+  timeline_.cycleStart();
+  classifyNewEntries();
+
+  const size_t cap = cache_->capacity();
+  const size_t W = (cap + 63) / 64;
+  std::vector<uint64_t> bits(1 + 2 * W, 0);
+  bool to_send = false;
+  for (const auto& [key, p] : pending_) to_send = to_send || p.state == EntryState::kToSend;
+  bits[0] = (to_send ? 0 : kNothingToSend) | (shutdown_requested_ ? 0 : kNoShutdown) |
+            (joined_ ? 0 : kNotJoined) | (stall_responses_.empty() ? kCoordinatorIdle : 0);
+  for (size_t b = 0; b < cap; ++b) {
+    if (!cache_->occupied(b)) continue;
+    auto it = comms_.find(cache_->response(b).process_set_id);
+    if (it == comms_.end() || !it->second.member()) bits[1 + b / 64] |= uint64_t{1} << (b % 64);
+  }
+  for (const auto& [key, p] : pending_) {
+    if (p.state == EntryState::kCached) bits[1 + p.bit / 64] |= uint64_t{1} << (p.bit % 64);
+  }
+  for (size_t w = 0; w < W; ++w) bits[1 + W + w] = ~uint64_t{0};
+  for (int b : invalid_bits_) bits[1 + W + b / 64] &= ~(uint64_t{1} << (b % 64));
+  invalid_bits_.clear();
+
+  LIGHTCC_RETURN_IF_ERROR(exchangeBits(&bits));
+
+  const uint64_t status = bits[0];
+  if (!(status & kNoShutdown)) {
+    *stop = true;
+    return Status::OK();
+  }
+  const bool any_joined = !(status & kNotJoined);
+  bool any_invalid = false;
+  for (size_t b = 0; b < cap; ++b) {
+    if (!cache_->occupied(b)) continue;
+    bool valid = (bits[1 + W + b / 64] >> (b % 64)) & 1;
+    if (!valid || any_joined) {
+      any_invalid = any_invalid || !valid;
+      cache_->erase(b);
+      for (auto& [key, p] : pending_) {
+        if (p.state == EntryState::kCached && p.bit == static_cast<int>(b)) p.state = EntryState::kToSend;
+      }
+    }
+  }
+  std::vector<Response> responses;
+  for (size_t b = 0; b < cap; ++b) {
+    if (cache_->occupied(b) && ((bits[1 + b / 64] >> (b % 64)) & 1)) {
+      responses.push_back(cache_->response(b));
+      cache_->touch(b, cycle_);
+    }
+  }
+  const size_t cached_count = responses.size();
+  if (!(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined) {
+    LIGHTCC_RETURN_IF_ERROR(slowPath(&responses));
+  }
+  for (size_t i = cached_count; i < responses.size(); ++i) {
+    const Response& r = responses[i];
+    if (any_joined || r.isError() || !isCacheable(r.op)) continue;
+    auto it = pending_.find({r.process_set_id, r.names.front()});
+    cache_->put(it == pending_.end() ? nullptr : &it->second.entry.request, r, cycle_);
+  }
+  if (topo_.rank == 0 && timeline_.active()) {
+    for (const auto& r : responses) {
+      for (const auto& n : r.names) {
+        if (pending_.count({r.process_set_id, n})) timeline_.end(n);
+      }
+    }
+  }
+  // Work that arrived while we negotiated comes from a producer running ahead of us (a backward
+  // pass): then HOROVOD_CYCLE_TIME lets more of it gather. Work queued in reaction to the
+  // completions below is a caller waiting on us, and must not wait for a tick.
+  busy_ = queue_.hasWork();
+  for (const Response& r : planFusion(responses, config_.fusion_threshold_bytes)) {
+    LIGHTCC_RETURN_IF_ERROR(execute(r));
+  }
+  last_cycle_end_ = std::chrono::steady_clock::now();
+  return postCycleReceives();
+}
+
+}  // namespace lightcc

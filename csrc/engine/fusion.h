@@ -1,0 +1,20 @@
+// Fusion planner: groups an agreed response list into fused responses; pure and deterministic.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/request.h"
+
+namespace lightcc {
+
+// Bytes of one tensor of a response (product of its shape times the dtype size).
+int64_t tensorBytes(const Response& r, size_t tensor_index);
+
+// Merges allreduce responses that share dtype, reduce op, scales and process set into fused
+// responses of at most `threshold_bytes` (0 disables fusion). Other responses pass through.
+// A fused response keeps the position of its first member; the order inside it is list order.
+// Every rank calls this on the same list and gets the same plan.
+std::vector<Response> planFusion(const std::vector<Response>& responses, int64_t threshold_bytes);
+
+}  // namespace lightcc

@@ -1,0 +1,40 @@
+// Handle: completion under a mutex, waiting on a condition variable.
+#include "engine/handle.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace lightcc {
+
+HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  data_ = static_cast<char*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded));
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+HostBuffer::~HostBuffer() { std::free(data_); }
+
+void Handle::complete(Status status, HandleResult result) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    status_ = std::move(status);
+    result_ = std::move(result);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Handle::poll() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+Status Handle::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return done_; });
+  return status_;
+}
+
+}  // namespace lightcc

@@ -1,0 +1,56 @@
+// Handle: the one async completion record shared by the engine and every front.
+//
+// Contract (as c10d's Work): poll() never blocks; wait() blocks, then reports the Status;
+// a handle completes exactly once. The engine thread completes; caller threads poll and wait.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/status.h"
+
+namespace lightcc {
+
+// 64-byte aligned heap memory the engine allocates for outputs whose size only the collective
+// knows; fronts wrap it without copying (numpy.frombuffer / torch.frombuffer).
+class HostBuffer {
+ public:
+  explicit HostBuffer(size_t bytes);
+  ~HostBuffer();
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  char* data_;
+  size_t size_;
+};
+
+struct HandleResult {
+  std::shared_ptr<HostBuffer> output;    // engine-allocated output, if any
+  std::vector<int64_t> output_shape;     // shape of `output`
+  std::vector<int64_t> received_splits;  // alltoall
+  int64_t value = -1;                    // join: last rank to join; add_process_set: new id
+};
+
+class Handle {
+ public:
+  void complete(Status status, HandleResult result = {});
+  bool poll() const;
+  Status wait();
+  // Valid after completion.
+  const HandleResult& result() const { return result_; }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+  HandleResult result_;
+};
+
+}  // namespace lightcc

@@ -1,0 +1,74 @@
+// Request and Response: what a rank asks the coordinator for, and what every rank then executes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+
+namespace lightcc {
+
+// Wire codes; also the Python contract (lightcc/common/ops.py).
+enum class OpType : uint8_t {
+  kAllreduce = 0,
+  kAllgather = 1,
+  kBroadcast = 2,
+  kAlltoall = 3,
+  kReducescatter = 4,
+  kBarrier = 5,
+  kJoin = 6,
+  kAddProcessSet = 7,
+  kRemoveProcessSet = 8,
+};
+constexpr int kNumOpTypes = 9;
+
+const char* opTypeName(OpType op);  // "ALLREDUCE", ...
+
+// One rank's description of one tensor operation. Everything here except `rank` and `aux` must
+// agree across ranks (shape: all dims for allreduce/broadcast/reducescatter, dims after the
+// first for allgather/alltoall).
+struct Request {
+  int32_t rank = 0;
+  OpType op = OpType::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  int32_t root = 0;
+  int32_t process_set_id = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::string name;
+  std::vector<int64_t> shape;
+  // Op-specific, may differ per rank: alltoall send splits; add_process_set member ranks;
+  // remove_process_set: the id.
+  std::vector<int64_t> aux;
+
+  bool sameSignature(const Request& o) const {
+    return op == o.op && dtype == o.dtype && reduce_op == o.reduce_op && root == o.root &&
+           process_set_id == o.process_set_id && prescale == o.prescale &&
+           postscale == o.postscale && name == o.name && shape == o.shape && aux == o.aux;
+  }
+};
+
+// What every rank executes, identical on all ranks. One Response covers one or more tensors of
+// the same op, dtype, reduce op, scales and process set (fusion merges several).
+struct Response {
+  OpType op = OpType::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  int32_t root = 0;
+  int32_t process_set_id = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;  // per tensor, the agreed (first rank's) shape
+  // Allgather: first dimension of every member's tensor, tensor-major (names.size() x set size).
+  std::vector<int64_t> first_dims;
+  std::string error;  // non-empty: fail every named tensor with this message on every rank
+  int32_t last_joined = -1;   // join: the last rank to join
+  std::vector<int64_t> aux;   // add_process_set: [new id, ranks...]; remove: [id]
+
+  bool isError() const { return !error.empty(); }
+};
+
+}  // namespace lightcc

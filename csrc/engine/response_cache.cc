@@ -1,0 +1,75 @@
+// ResponseCache: slot vector plus name index; LRU eviction ordered by (last use, bit).
+#include "engine/response_cache.h"
+
+namespace lightcc {
+
+bool isCacheable(OpType op) {
+  return op == OpType::kAllreduce || op == OpType::kBroadcast || op == OpType::kAllgather ||
+         op == OpType::kAlltoall || op == OpType::kReducescatter;
+}
+
+int ResponseCache::find(int32_t process_set_id, const std::string& name) const {
+  auto it = index_.find({process_set_id, name});
+  return it == index_.end() ? -1 : it->second;
+}
+
+bool ResponseCache::matches(int bit, const Request& local) const {
+  const Slot& s = *slots_[bit];
+  if (!s.has_local) return false;
+  Request a = s.request;
+  Request b = local;
+  // Alltoall splits may change every step without renegotiation: they travel with the data.
+  a.rank = b.rank = 0;
+  if (a.op == OpType::kAlltoall) a.aux.clear(), b.aux.clear();
+  return a.sameSignature(b);
+}
+
+void ResponseCache::put(const Request* local, const Response& response, uint64_t cycle) {
+  if (capacity_ == 0) return;
+  const int32_t ps = response.process_set_id;
+  const std::string& name = response.names.front();
+  int bit = find(ps, name);
+  if (bit < 0) {
+    for (size_t i = 0; i < capacity_; ++i) {
+      if (!slots_[i]) {
+        bit = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  if (bit < 0) {
+    uint64_t oldest = UINT64_MAX;
+    for (size_t i = 0; i < capacity_; ++i) {
+      if (slots_[i]->last_used < oldest) {
+        oldest = slots_[i]->last_used;
+        bit = static_cast<int>(i);
+      }
+    }
+    erase(bit);
+  }
+  Slot slot;
+  if (local != nullptr) {
+    slot.request = *local;
+    slot.has_local = true;
+  } else {
+    slot.request.process_set_id = ps;
+    slot.request.name = name;
+  }
+  slot.response = response;
+  slot.last_used = cycle;
+  slots_[bit] = std::move(slot);
+  index_[{ps, name}] = bit;
+}
+
+void ResponseCache::erase(int bit) {
+  if (!slots_[bit]) return;
+  index_.erase({slots_[bit]->request.process_set_id, slots_[bit]->request.name});
+  slots_[bit].reset();
+}
+
+void ResponseCache::clear() {
+  for (auto& s : slots_) s.reset();
+  index_.clear();
+}
+
+}  // namespace lightcc

@@ -1,0 +1,55 @@
+// ResponseCache: negotiated single-tensor responses by name, each owning one bit position.
+//
+// DESIGN. Every rank holds an identical cache: entries are inserted, touched and evicted only
+// while processing the agreed response list of a cycle, in list order, so bit positions match
+// across ranks. The engine thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/request.h"
+
+namespace lightcc {
+
+class ResponseCache {
+ public:
+  explicit ResponseCache(size_t capacity) : capacity_(capacity), slots_(capacity) {}
+
+  size_t capacity() const { return capacity_; }
+  // Bit of (set, name) or -1.
+  int find(int32_t process_set_id, const std::string& name) const;
+  const Request& request(int bit) const { return slots_[bit]->request; }
+  const Response& response(int bit) const { return slots_[bit]->response; }
+  bool occupied(int bit) const { return slots_[bit].has_value(); }
+
+  // Inserts or replaces; evicts the least recently used entry when full. `local` is this rank's
+  // own request for the tensor (null on ranks that did not submit it: non-members, joined
+  // ranks); each rank keeps its own, since e.g. allgather's first dimension differs per rank.
+  void put(const Request* local, const Response& response, uint64_t cycle);
+  // Does this rank's new request repeat the one it made when the entry was negotiated?
+  bool matches(int bit, const Request& local) const;
+  void touch(int bit, uint64_t cycle) { slots_[bit]->last_used = cycle; }
+  void erase(int bit);
+  void clear();
+
+ private:
+  struct Slot {
+    Request request;  // this rank's request when negotiated
+    bool has_local = false;
+    Response response;
+    uint64_t last_used = 0;
+  };
+  size_t capacity_;
+  std::vector<std::optional<Slot>> slots_;
+  std::map<std::pair<int32_t, std::string>, int> index_;
+};
+
+// Which requests are cacheable: data collectives whose response depends only on the signature.
+bool isCacheable(OpType op);
+
+}  // namespace lightcc

@@ -1,0 +1,53 @@
+// TensorQueue: where caller threads leave work for the engine thread, with in-flight name checks.
+//
+// DESIGN. Caller threads push(); the engine thread drain()s. A name stays "in flight" (per
+// process set) from push until the engine calls finish(), so a second op with the same name is
+// refused at once with InvalidArgument. After close(status), every push fails with that status.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/handle.h"
+#include "engine/request.h"
+
+namespace lightcc {
+
+struct TensorEntry {
+  Request request;
+  const void* input = nullptr;
+  void* output = nullptr;  // null when the engine allocates the output
+  std::shared_ptr<Handle> handle;
+  std::chrono::steady_clock::time_point enqueued;
+};
+
+class TensorQueue {
+ public:
+  explicit TensorQueue(std::function<void()> wake) : wake_(std::move(wake)) {}
+
+  // All-or-nothing: a group is queued together so it lands in one negotiation cycle.
+  Status push(std::vector<TensorEntry> entries);
+  void drain(std::vector<TensorEntry>* out);
+  bool hasWork() const;
+  void finish(int32_t process_set_id, const std::string& name);
+  void close(const Status& status);
+  // Number of names in flight (queued or being negotiated/executed).
+  size_t inFlight() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<TensorEntry> queue_;
+  std::atomic<size_t> queued_{0};  // lets the engine poll without the mutex
+  std::set<std::pair<int32_t, std::string>> names_;
+  Status closed_;
+  std::function<void()> wake_;
+};
+
+}  // namespace lightcc

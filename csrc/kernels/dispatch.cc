@@ -1,0 +1,109 @@
+// Picks the reduction kernels for this CPU once, and implements reduceN, scale and simdLevel.
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernels/reduce.h"
+#include "kernels/simd_dispatch.h"
+
+namespace lightcc::kernels {
+namespace {
+
+// reduceN returns nothing, so a caller breaking its contract (Adasum, an unknown dtype, n < 1)
+// is a bug in lightcc that would otherwise produce garbage silently: stop loudly instead.
+[[noreturn]] void contractViolation(const char* what, int value) {
+  std::fprintf(stderr, "lightcc: internal error: reduceN called with %s %d\n", what, value);
+  std::abort();
+}
+
+// The generic kernels are always built; the x86 ones only on x86-64 (see cmake/kernels.cmake),
+// hence the one compile-time switch of the kernel layer.
+ReduceFn kernelFor(SimdLevel level) {
+#if defined(__x86_64__)
+  if (level == SimdLevel::kAvx512) return reduceAvx512;
+  if (level == SimdLevel::kAvx2) return reduceAvx2;
+#endif
+  return level == SimdLevel::kGeneric ? reduceGeneric : nullptr;
+}
+
+bool cpuRuns(SimdLevel level) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  if (level == SimdLevel::kAvx2) return avx2;
+  if (level == SimdLevel::kAvx512) {
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  }
+#endif
+  return level == SimdLevel::kGeneric;
+}
+
+SimdLevel detectBest() {
+  for (SimdLevel level : {SimdLevel::kAvx512, SimdLevel::kAvx2}) {
+    if (simdLevelSupported(level)) return level;
+  }
+  return SimdLevel::kGeneric;
+}
+
+}  // namespace
+
+const char* simdLevelName(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kAvx512: return "avx512";
+    case SimdLevel::kAvx2: return "avx2";
+    case SimdLevel::kGeneric: return "generic";
+  }
+  return "unknown";
+}
+
+bool simdLevelSupported(SimdLevel level) {
+  return kernelFor(level) != nullptr && cpuRuns(level);
+}
+
+SimdLevel bestSimdLevel() {
+  static const SimdLevel best = detectBest();  // thread-safe, immutable once set
+  return best;
+}
+
+namespace {
+
+// Checks the contract and routes scaled integers; fn is the kernel of a supported level.
+void reduceWith(ReduceFn fn, void* dst, const void* const* srcs, int n, size_t count,
+                DataType dtype, ReduceOp op, double prescale, double postscale) {
+  if (n < 1) contractViolation("n", n);
+  if (!isValidDataType(static_cast<int>(dtype))) contractViolation("dtype", int(dtype));
+  if (op == ReduceOp::kAverage) op = ReduceOp::kSum;  // the caller folded 1/size into postscale
+  if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax &&
+      op != ReduceOp::kProduct) {
+    contractViolation("op", int(op));
+  }
+  if (count == 0) return;
+  if (!isFloatType(dtype) && (prescale != 1.0 || postscale != 1.0)) {
+    return reduceScaledInt(dst, srcs, n, count, dtype, op, prescale, postscale);
+  }
+  fn(dst, srcs, n, count, dtype, op, prescale, postscale);
+}
+
+}  // namespace
+
+void reduceNAt(SimdLevel level, void* dst, const void* const* srcs, int n, size_t count,
+               DataType dtype, ReduceOp op, double prescale, double postscale) {
+  if (!simdLevelSupported(level)) contractViolation("unsupported simd level", int(level));
+  reduceWith(kernelFor(level), dst, srcs, n, count, dtype, op, prescale, postscale);
+}
+
+void reduceN(void* dst, const void* const* srcs, int n, size_t count, DataType dtype,
+             ReduceOp op, double prescale, double postscale) {
+  static const ReduceFn best = kernelFor(bestSimdLevel());  // CPUID once, not per call
+  reduceWith(best, dst, srcs, n, count, dtype, op, prescale, postscale);
+}
+
+void scale(void* dst, const void* src, size_t count, DataType dtype, double factor) {
+  if (factor == 1.0 && dst == src) return;
+  const void* srcs[1] = {src};
+  reduceN(dst, srcs, 1, count, dtype, ReduceOp::kSum, factor, 1.0);
+}
+
+const char* simdLevel() { return simdLevelName(bestSimdLevel()); }
+
+}  // namespace lightcc::kernels

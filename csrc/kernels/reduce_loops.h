@@ -1,0 +1,266 @@
+// The reduction loops, written once over GCC vector types and compiled once per instruction set.
+//
+// Include only from a reduce_<isa>.cc, which first defines LIGHTCC_KERNEL_ISA (a namespace name
+// unique to that file) and, in lightcc::kernels::LIGHTCC_KERNEL_ISA, a struct Isa with
+//   kVecBytes                      vector width in bytes (16, 32, 64)
+//   FloatVec                       float vector of that width
+//   loadHalf(const Half*)          kVecBytes/4 halves -> FloatVec
+//   storeHalf(Half*, FloatVec)     FloatVec -> halves, round to nearest even
+// Everything here lives in that per-ISA namespace (or is static), so no out-of-line copy built
+// with AVX-512 can be shared with the generic path by the linker. For the same reason this file
+// calls no std:: function: only type traits.
+//
+// Shape of one reduction (see reduce.h for the contract):
+//   n <= 4   one fused pass: each output vector reads all sources, combines in order 0..n-1 and
+//            is stored once; reads happen before the store, so dst may alias any source.
+//   n > 4    per block of kBlockBytes: sources 0..3 -> an L1-resident accumulator, then one
+//            source per pass, the last pass writing dst. dst is written only after every source
+//            of that block was read, so aliasing still holds; float16/bfloat16 stay in float in
+//            the accumulator and round once.
+// Tails shorter than one vector run the same vector code on zero-padded copies, so the last
+// elements get bit-identical arithmetic to the rest.
+#pragma once
+
+// Vectors wider than the baseline ABI cross only functions private to one file: the ABI
+// change GCC warns about cannot matter. (Before the includes: reduce_ops.h is instantiated here.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "common/dtype.h"
+#include "kernels/half.h"
+#include "kernels/reduce_ops.h"
+#include "kernels/simd_dispatch.h"
+
+namespace lightcc::kernels::LIGHTCC_KERNEL_ISA {
+
+template <class T, int kBytes> struct VecType {
+  typedef T type __attribute__((vector_size(kBytes)));
+};
+template <class T> using VecOf = typename VecType<T, Isa::kVecBytes>::type;
+
+// How one storage type S is loaded into / stored from vectors of its accumulation type.
+template <class S> struct Lane {
+  using Acc = S;
+  using V = VecOf<S>;
+  static constexpr int kLanes = Isa::kVecBytes / int(sizeof(S));
+  static LIGHTCC_KERNEL_INLINE V load(const S* p) {
+    V v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static LIGHTCC_KERNEL_INLINE void store(S* p, V v) { __builtin_memcpy(p, &v, sizeof v); }
+};
+
+template <> struct Lane<Half> {
+  using Acc = float;
+  using V = VecOf<float>;
+  static constexpr int kLanes = Isa::kVecBytes / 4;
+  static LIGHTCC_KERNEL_INLINE V load(const Half* p) { return V(Isa::loadHalf(p)); }
+  static LIGHTCC_KERNEL_INLINE void store(Half* p, V v) { Isa::storeHalf(p, typename Isa::FloatVec(v)); }
+};
+
+// bfloat16 is the top half of a float, so widening needs no lane shuffles if the lanes may be
+// permuted: a 32-bit word holding two bf16 values gives its even one by `<< 16` and its odd one
+// by masking the low half. V is twice the ISA width and holds the evens then the odds; every
+// load, store and accumulator access uses the same permutation, so element-wise arithmetic is
+// unaffected, and the store undoes it with shifts and an or, no packs or permutes.
+template <> struct Lane<BFloat16> {
+  using Acc = float;
+  using V = typename VecType<float, 2 * Isa::kVecBytes>::type;
+  using U32 = VecOf<uint32_t>;
+  static constexpr int kLanes = Isa::kVecBytes / 2;
+  static LIGHTCC_KERNEL_INLINE V load(const BFloat16* p) {
+    U32 raw;
+    __builtin_memcpy(&raw, p, sizeof raw);
+    U32 even = raw << 16;
+    U32 odd = raw & 0xffff0000u;
+    V v;
+    __builtin_memcpy(&v, &even, sizeof even);
+    __builtin_memcpy(reinterpret_cast<char*>(&v) + sizeof even, &odd, sizeof odd);
+    return v;
+  }
+  // Round to nearest even per lane, as floatToBf16 in half.h: NaN -> quiet NaN, payload kept.
+  static LIGHTCC_KERNEL_INLINE U32 round(U32 x) {
+    U32 f = x & 0x7fffffffu;
+    return (f > 0x7f800000u) ? (x | 0x400000u) : (x + 0x7fffu + ((x >> 16) & 1u));
+  }
+  static LIGHTCC_KERNEL_INLINE void store(BFloat16* p, V v) {
+    U32 even, odd;
+    __builtin_memcpy(&even, &v, sizeof even);
+    __builtin_memcpy(&odd, reinterpret_cast<const char*>(&v) + sizeof even, sizeof odd);
+    U32 out = (round(even) >> 16) | (round(odd) & 0xffff0000u);
+    __builtin_memcpy(p, &out, sizeof out);
+  }
+};
+
+// Accumulator vectors are stored as they are (for bfloat16: in the permuted order above).
+template <class V, class A> static LIGHTCC_KERNEL_INLINE V loadVec(const A* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V, class A> static LIGHTCC_KERNEL_INLINE void storeVec(A* p, V v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+
+// One pass over `count` elements combining N inputs: `first` (storage S, or an accumulator
+// already prescaled when kFirstAcc) then rest[0..N-2] (storage S). The result goes to `out` as
+// an accumulator (kOutAcc, not postscaled) or as storage S (postscaled when kScaled).
+template <class S, ReduceOp Op, int N, bool kFirstAcc, bool kOutAcc, bool kScaled>
+struct Pass {
+  using L = Lane<S>;
+  using A = typename L::Acc;
+  using V = typename L::V;
+  using In0 = std::conditional_t<kFirstAcc, A, S>;
+  using Out = std::conditional_t<kOutAcc, A, S>;
+  static constexpr int kLanes = L::kLanes;
+  static constexpr int kRest = N > 1 ? N - 1 : 1;  // array size; only N-1 entries are used
+
+  static LIGHTCC_KERNEL_INLINE void step(const In0* first, const S* const* rest, Out* out,
+                                         size_t i, const V& pre, const V& post) {
+    V acc;
+    if constexpr (kFirstAcc) {
+      acc = loadVec<V>(first + i);
+    } else {
+      acc = L::load(first + i);
+      if constexpr (kScaled) acc = acc * pre;
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < N - 1; ++j) {
+      V x = L::load(rest[j] + i);
+      if constexpr (kScaled) x = x * pre;
+      acc = combineAs<Op>(acc, x);
+    }
+    if constexpr (kOutAcc) {
+      storeVec(out + i, acc);
+    } else {
+      if constexpr (kScaled) acc = acc * post;
+      L::store(out + i, acc);
+    }
+  }
+
+  static void run(void* out, const void* first, const S* const* rest, size_t count, A pre,
+                  A post) {
+    const In0* f = static_cast<const In0*>(first);
+    Out* o = static_cast<Out*>(out);
+    const S* r[kRest] = {};
+    for (int j = 0; j < N - 1; ++j) r[j] = rest[j];
+    V vpre = V{} + pre;
+    V vpost = V{} + post;
+    size_t i = 0;
+    for (; i + kLanes <= count; i += kLanes) step(f, r, o, i, vpre, vpost);
+    if (i == count) return;
+    // The tail goes once more through this loop on zero-padded copies: identical arithmetic,
+    // and no second inlined copy of step().
+    size_t left = count - i;
+    In0 tailFirst[kLanes] = {};
+    S tailRest[kRest][kLanes] = {};
+    Out tailOut[kLanes];
+    const S* tailPtrs[kRest] = {};
+    __builtin_memcpy(tailFirst, f + i, left * sizeof(In0));
+    for (int j = 0; j < N - 1; ++j) {
+      __builtin_memcpy(tailRest[j], r[j] + i, left * sizeof(S));
+      tailPtrs[j] = tailRest[j];
+    }
+    run(tailOut, tailFirst, tailPtrs, kLanes, pre, post);
+    __builtin_memcpy(o + i, tailOut, left * sizeof(Out));
+  }
+};
+
+constexpr size_t kBlockBytes = 16384;  // accumulator block: stays in L1 with room for inputs
+
+// n > 4 sources, blocked through an accumulator (see the file comment).
+template <class S, ReduceOp Op, bool kScaled>
+static void reduceMany(void* dst, const void* const* srcs, int n, size_t count,
+                       typename Lane<S>::Acc pre, typename Lane<S>::Acc post) {
+  using A = typename Lane<S>::Acc;
+  constexpr size_t kBlock = kBlockBytes / sizeof(A);
+  alignas(64) A acc[kBlock];
+  S* d = static_cast<S*>(dst);
+  for (size_t off = 0; off < count; off += kBlock) {
+    size_t len = count - off < kBlock ? count - off : kBlock;
+    const S* g[3];
+    for (int j = 0; j < 3; ++j) g[j] = static_cast<const S*>(srcs[1 + j]) + off;
+    Pass<S, Op, 4, false, true, kScaled>::run(acc, static_cast<const S*>(srcs[0]) + off, g, len,
+                                              pre, post);
+    // Then one source at a time: the accumulator pass runs from L1, so this costs little over
+    // wider groups and keeps the number of instantiated loops down.
+    for (int j = 4; j < n - 1; ++j) {
+      g[0] = static_cast<const S*>(srcs[j]) + off;
+      Pass<S, Op, 2, true, true, kScaled>::run(acc, acc, g, len, pre, post);
+    }
+    g[0] = static_cast<const S*>(srcs[n - 1]) + off;
+    Pass<S, Op, 2, true, false, kScaled>::run(d + off, acc, g, len, pre, post);
+  }
+}
+
+template <class S, ReduceOp Op, bool kScaled>
+static void reduceTyped(void* dst, const void* const* srcs, int n, size_t count, double pre,
+                        double post) {
+  using A = typename Lane<S>::Acc;
+  A p = kScaled ? A(pre) : A(1);
+  A q = kScaled ? A(post) : A(1);
+  const S* rest[3] = {};
+  for (int j = 1; j < n && j < 4; ++j) rest[j - 1] = static_cast<const S*>(srcs[j]);
+  switch (n) {
+    case 1:  // a scaled copy: the op never applies, so share one instantiation
+      return Pass<S, ReduceOp::kSum, 1, false, false, kScaled>::run(dst, srcs[0], rest, count, p, q);
+    case 2: return Pass<S, Op, 2, false, false, kScaled>::run(dst, srcs[0], rest, count, p, q);
+    case 3: return Pass<S, Op, 3, false, false, kScaled>::run(dst, srcs[0], rest, count, p, q);
+    case 4: return Pass<S, Op, 4, false, false, kScaled>::run(dst, srcs[0], rest, count, p, q);
+    default: return reduceMany<S, Op, kScaled>(dst, srcs, n, count, p, q);
+  }
+}
+
+// Floating types: every op, scaled or not.
+template <class S>
+static void reduceFloat(void* dst, const void* const* srcs, int n, size_t count, ReduceOp op,
+                        double pre, double post) {
+  bool scaled = pre != 1.0 || post != 1.0;
+#define LIGHTCC_FLOAT_CASE(OP)                                                   \
+  case ReduceOp::OP:                                                             \
+    if (scaled) return reduceTyped<S, ReduceOp::OP, true>(dst, srcs, n, count, pre, post); \
+    return reduceTyped<S, ReduceOp::OP, false>(dst, srcs, n, count, pre, post);
+  switch (op) {
+    LIGHTCC_FLOAT_CASE(kMin)
+    LIGHTCC_FLOAT_CASE(kMax)
+    LIGHTCC_FLOAT_CASE(kProduct)
+    default: LIGHTCC_FLOAT_CASE(kSum)
+  }
+#undef LIGHTCC_FLOAT_CASE
+}
+
+// Integer types, unscaled only (the dispatcher sends scaled integers to the scalar path).
+// Sum and Product run on the unsigned type U: two's complement gives the same bits and
+// unsigned vector arithmetic wraps by definition. Min and Max need the signed type I.
+template <class U, class I>
+static void reduceInt(void* dst, const void* const* srcs, int n, size_t count, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMin: return reduceTyped<I, ReduceOp::kMin, false>(dst, srcs, n, count, 1, 1);
+    case ReduceOp::kMax: return reduceTyped<I, ReduceOp::kMax, false>(dst, srcs, n, count, 1, 1);
+    case ReduceOp::kProduct:
+      return reduceTyped<U, ReduceOp::kProduct, false>(dst, srcs, n, count, 1, 1);
+    default: return reduceTyped<U, ReduceOp::kSum, false>(dst, srcs, n, count, 1, 1);
+  }
+}
+
+// Entry point for this instruction set. op is already kSum/kMin/kMax/kProduct.
+static void reduceAll(void* dst, const void* const* srcs, int n, size_t count, DataType dtype,
+                      ReduceOp op, double pre, double post) {
+  switch (dtype) {
+    case DataType::kFloat32: return reduceFloat<float>(dst, srcs, n, count, op, pre, post);
+    case DataType::kFloat64: return reduceFloat<double>(dst, srcs, n, count, op, pre, post);
+    case DataType::kFloat16: return reduceFloat<Half>(dst, srcs, n, count, op, pre, post);
+    case DataType::kBFloat16: return reduceFloat<BFloat16>(dst, srcs, n, count, op, pre, post);
+    case DataType::kUInt8:
+    case DataType::kBool: return reduceInt<uint8_t, uint8_t>(dst, srcs, n, count, op);
+    case DataType::kInt8: return reduceInt<uint8_t, int8_t>(dst, srcs, n, count, op);
+    case DataType::kInt32: return reduceInt<uint32_t, int32_t>(dst, srcs, n, count, op);
+    case DataType::kInt64: return reduceInt<uint64_t, int64_t>(dst, srcs, n, count, op);
+  }
+}
+
+}  // namespace lightcc::kernels::LIGHTCC_KERNEL_ISA

@@ -1,0 +1,166 @@
+// HostGroup: address arithmetic over the mapped areas, futex wakeups, and the waiting policy.
+#include "transport/shm/host_group.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define LIGHTCC_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define LIGHTCC_CPU_RELAX() asm volatile("yield" ::: "memory")
+#else
+#define LIGHTCC_CPU_RELAX() \
+  do {                      \
+  } while (0)
+#endif
+
+namespace lightcc::shm {
+namespace {
+
+void futexWait(std::atomic<uint32_t>* word, uint32_t expected, double timeout_us) {
+  struct timespec ts;
+  ts.tv_sec = static_cast<time_t>(timeout_us / 1e6);
+  ts.tv_nsec = static_cast<long>((timeout_us - ts.tv_sec * 1e6) * 1e3);
+  // Shared (not PRIVATE) futex: the word lives in memory mapped by several processes.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futexWake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+// A pid that is gone or a zombie (exited, not yet reaped by its launcher) is dead to us.
+bool processAlive(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  std::ifstream in(path);
+  if (!in) return false;
+  std::string line;
+  std::getline(in, line);
+  auto close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return false;
+  char state = line[close + 2];
+  return state != 'Z' && state != 'X';
+}
+
+}  // namespace
+
+HostGroup::HostGroup(int local_rank, std::vector<int> global_ranks,
+                     std::vector<std::unique_ptr<ShmSegment>> segments, RankAreaLayout layout,
+                     WaitOptions options)
+    : local_rank_(local_rank),
+      global_ranks_(std::move(global_ranks)),
+      segments_(std::move(segments)),
+      layout_(layout),
+      options_(options) {
+  for (auto& s : segments_) bases_.push_back(static_cast<char*>(s->base()));
+}
+
+int HostGroup::localIndexOf(int global_rank) const {
+  for (size_t i = 0; i < global_ranks_.size(); ++i) {
+    if (global_ranks_[i] == global_rank) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+RankHeader* HostGroup::header(int li) const { return reinterpret_cast<RankHeader*>(bases_[li]); }
+
+std::atomic<uint64_t>& HostGroup::counter(int li, int slot) const {
+  auto* c = reinterpret_cast<PaddedCounter*>(bases_[li] + layout_.counters_off);
+  return c[slot].value;
+}
+
+char* HostGroup::meta(int li) const { return bases_[li] + layout_.meta_off; }
+char* HostGroup::staging(int li) const { return bases_[li] + layout_.staging_off; }
+
+RingHeader* HostGroup::ring(int owner_li, int from_li) const {
+  return reinterpret_cast<RingHeader*>(bases_[owner_li] + layout_.rings_off +
+                                       layout_.ring_stride * static_cast<size_t>(from_li));
+}
+
+char* HostGroup::ringData(int owner_li, int from_li) const {
+  return reinterpret_cast<char*>(ring(owner_li, from_li)) + (layout_.ring_stride - ((layout_.ring_bytes + 4095) / 4096 * 4096));
+}
+
+void HostGroup::wake(int li) const {
+  RankHeader* h = header(li);
+  // seq_cst pairs with the sleeper's store to `sleeping` then load of the state it waits on.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (h->sleeping.load(std::memory_order_seq_cst) != 0) {
+    h->doorbell.fetch_add(1, std::memory_order_seq_cst);
+    futexWake(&h->doorbell);
+  }
+}
+
+Status HostGroup::checkPeersAlive() const {
+  for (int li = 0; li < localSize(); ++li) {
+    if (li == local_rank_) continue;
+    int pid = header(li)->pid;
+    if (!processAlive(pid)) {
+      return Status::PeerFailure("rank " + std::to_string(global_ranks_[li]) + " (pid " +
+                                 std::to_string(pid) + ", same host) has exited");
+    }
+  }
+  return Status::OK();
+}
+
+Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::string& what,
+                            bool check_peers, double max_wait_us) const {
+  using Clock = std::chrono::steady_clock;
+  if (ready()) return Status::OK();
+  const auto start = Clock::now();
+  const auto spin_end = start + std::chrono::nanoseconds(static_cast<int64_t>(options_.spin_us * 1e3));
+  while (Clock::now() < spin_end) {
+    for (int i = 0; i < 64; ++i) LIGHTCC_CPU_RELAX();
+    if (ready()) return Status::OK();
+  }
+  RankHeader* me = header(local_rank_);
+  auto last_liveness = start;
+  double sleep_us = 20;
+  while (true) {
+    uint32_t seen = me->doorbell.load(std::memory_order_seq_cst);
+    me->sleeping.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (ready()) {
+      me->sleeping.store(0, std::memory_order_relaxed);
+      return Status::OK();
+    }
+    auto now = Clock::now();
+    double waited_us = std::chrono::duration<double, std::micro>(now - start).count();
+    if (max_wait_us >= 0 && waited_us >= max_wait_us) {
+      me->sleeping.store(0, std::memory_order_relaxed);
+      return Status::OK();
+    }
+    // Back off from short sleeps (fast wake for quick peers) to long ones (idle engines).
+    double cap = options_.max_sleep_us;
+    if (check_peers) cap = std::min(cap, 100e3);
+    if (max_wait_us >= 0) cap = std::min(cap, max_wait_us - waited_us);
+    futexWait(&me->doorbell, seen, std::max(1.0, std::min(sleep_us, cap)));
+    sleep_us = std::min(sleep_us * 2, 100e3);
+    me->sleeping.store(0, std::memory_order_relaxed);
+    if (ready()) return Status::OK();
+    if (check_peers) {
+      now = Clock::now();
+      if (now - last_liveness > std::chrono::milliseconds(100)) {
+        last_liveness = now;
+        LIGHTCC_RETURN_IF_ERROR(checkPeersAlive().withContext("while waiting for " + what));
+      }
+      double secs = std::chrono::duration<double>(now - start).count();
+      if (secs > options_.timeout_s) {
+        return Status::Timeout("no progress for " + std::to_string(static_cast<int>(secs)) +
+                               " s while waiting for " + what + " (LIGHTCC_TIMEOUT=" +
+                               std::to_string(options_.timeout_s) + ")");
+      }
+    }
+  }
+}
+
+}  // namespace lightcc::shm

@@ -1,0 +1,73 @@
+// HostGroup: this rank's view of every rank on its host: mapped areas, wakeups, and waiting.
+//
+// DESIGN. Owned and used by the engine's background thread, except wakeSelf(), which caller
+// threads use after enqueueing work. Waiting spins for LIGHTCC_SPIN_US, then sleeps on this
+// rank's doorbell futex; whoever changes state another rank may wait on calls wake(peer).
+// Waits that involve peers check their liveness (a dead or zombie pid fails the wait at once)
+// and give up after LIGHTCC_TIMEOUT without progress.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/shm/rank_area.h"
+#include "transport/shm/segment.h"
+
+namespace lightcc::shm {
+
+struct WaitOptions {
+  double spin_us = 50.0;
+  double timeout_s = 60.0;
+  // With links that cannot ring our doorbell (network), sleeps are capped so polls continue.
+  double max_sleep_us = 1e6;
+};
+
+class HostGroup {
+ public:
+  HostGroup(int local_rank, std::vector<int> global_ranks,
+            std::vector<std::unique_ptr<ShmSegment>> segments, RankAreaLayout layout,
+            WaitOptions options);
+
+  int localRank() const { return local_rank_; }
+  int localSize() const { return static_cast<int>(global_ranks_.size()); }
+  int globalRank(int li) const { return global_ranks_[li]; }
+  // Local index of a global rank, or -1 if it lives on another host.
+  int localIndexOf(int global_rank) const;
+  const RankAreaLayout& layout() const { return layout_; }
+
+  RankHeader* header(int li) const;
+  std::atomic<uint64_t>& counter(int li, int slot) const;
+  char* meta(int li) const;
+  char* staging(int li) const;
+  RingHeader* ring(int owner_li, int from_li) const;
+  char* ringData(int owner_li, int from_li) const;
+
+  // Makes rank li's engine look again if it sleeps. Cheap when it does not.
+  void wake(int li) const;
+  // Thread-safe: wakes this rank's own engine (after a local enqueue).
+  void wakeSelf() const { wake(local_rank_); }
+
+  // Blocks until ready() is true. `what` names the wait in errors. With check_peers, peer death
+  // and LIGHTCC_TIMEOUT fail the wait; without, it waits as long as it takes (idle engine) but
+  // returns after max_wait_us so the caller can run timers.
+  Status waitUntil(const std::function<bool()>& ready, const std::string& what, bool check_peers,
+                   double max_wait_us = -1) const;
+
+  // Returns PeerFailure naming the first local peer whose process is gone.
+  Status checkPeersAlive() const;
+  void setMaxSleepUs(double us) { options_.max_sleep_us = us; }
+
+ private:
+  int local_rank_;
+  std::vector<int> global_ranks_;
+  std::vector<std::unique_ptr<ShmSegment>> segments_;
+  std::vector<char*> bases_;
+  RankAreaLayout layout_;
+  WaitOptions options_;
+};
+
+}  // namespace lightcc::shm

@@ -1,0 +1,10 @@
+"""lightcc: a drop-in replacement for Horovod, faster on ordinary cloud networks.
+
+`import lightcc as hvd` gives Horovod's API over NumPy arrays; `lightcc.torch`,
+`lightcc.tensorflow` and `lightcc.keras` give the framework fronts.
+"""
+from lightcc.version import __version__  # noqa: F401
+from lightcc.numpy import *  # noqa: F401,F403
+from lightcc.numpy import __all__ as _numpy_all
+
+__all__ = ["__version__"] + list(_numpy_all)

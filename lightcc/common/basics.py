@@ -1,0 +1,179 @@
+"""init/shutdown, topology queries and build facts: Horovod's basics, shared by every front."""
+from __future__ import annotations
+
+import atexit
+import os
+from pathlib import Path
+from typing import Any, List, Optional, Sequence, Union
+
+from lightcc.common import process_sets as _ps
+from lightcc.common.native import core
+
+NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
+
+
+def _plugin_path() -> str:
+    return str(Path(__file__).resolve().parent.parent / "lib" / "libnccl-net-harp.so")
+
+
+def init(comm: Optional[Any] = None,
+         process_sets: Optional[Union[str, Sequence[_ps.ProcessSet]]] = None) -> None:
+    """Start lightcc in this process: find the launcher's variables, rendezvous, start the engine.
+
+    `comm` may be an mpi4py communicator (its ranks become the job). `process_sets` is a list of
+    ProcessSet objects registered now on every rank (ids 1..n), or "dynamic" to allow
+    add_process_set/remove_process_set later (as HOROVOD_DYNAMIC_PROCESS_SETS=1).
+    Calling init twice without shutdown is a no-op, as in Horovod.
+    """
+    from lightcc.common.launch_env import detect
+
+    c = core()
+    if c.is_initialized():
+        return
+    if isinstance(process_sets, str):
+        if process_sets != "dynamic":
+            raise ValueError(f"process_sets must be a list of ProcessSet or 'dynamic', got {process_sets!r}")
+        os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
+        process_sets = []
+    sets: List[_ps.ProcessSet] = list(process_sets or [])
+    for ps in sets:
+        if not isinstance(ps, _ps.ProcessSet):
+            raise ValueError(f"process_sets entries must be ProcessSet objects, got {ps!r}")
+    info = detect(comm)
+    for ps in sets:
+        if not ps.ranks or ps.ranks[0] < 0 or ps.ranks[-1] >= info.size:
+            raise ValueError(f"process set ranks {ps.ranks} must lie in [0, {info.size})")
+    c.init({
+        "rank": info.rank,
+        "size": info.size,
+        "hostname": info.hostname,
+        "rendezvous_host": info.rendezvous_host or "",
+        "rendezvous_port": int(info.rendezvous_port or 0),
+        "secret": info.secret or "",
+        "process_sets": [ps.ranks for ps in sets],
+        "bundled_net_plugin": _plugin_path(),
+    })
+    _ps._reset()
+    for i, ps in enumerate(sets, start=1):
+        _ps._register(ps, i)
+
+
+def shutdown() -> None:
+    """Stop the engine on every rank (pending operations fail); init() may be called again."""
+    core().shutdown()
+    _ps._reset()
+
+
+atexit.register(lambda: core().shutdown() if core().is_initialized() else None)
+
+
+def is_initialized() -> bool:
+    """Whether init() has run (and shutdown() has not)."""
+    return bool(core().is_initialized())
+
+
+def _check() -> Any:
+    c = core()
+    if not c.is_initialized():
+        raise ValueError(NOT_INITIALIZED)
+    return c
+
+
+def size() -> int:
+    """Number of processes in the job."""
+    return _check().size()
+
+
+def local_size() -> int:
+    """Number of processes on this host."""
+    return _check().local_size()
+
+
+def cross_size() -> int:
+    """Number of hosts that have a process with this local rank."""
+    return _check().cross_size()
+
+
+def rank() -> int:
+    """This process's global rank."""
+    return _check().rank()
+
+
+def local_rank() -> int:
+    """This process's rank among the processes on its host."""
+    return _check().local_rank()
+
+
+def cross_rank() -> int:
+    """This host's index among the hosts that have this local rank."""
+    return _check().cross_rank()
+
+
+def is_homogeneous() -> bool:
+    """Whether every host runs the same number of processes."""
+    return bool(_check().is_homogeneous())
+
+
+def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
+    """Start writing a Chrome-trace timeline (rank 0 writes it)."""
+    _check().start_timeline(str(file_path), bool(mark_cycles))
+
+
+def stop_timeline() -> None:
+    """Stop and close the timeline."""
+    _check().stop_timeline()
+
+
+def mpi_threads_supported() -> bool:
+    """lightcc does not use MPI for collectives; kept for Horovod compatibility."""
+    _check()
+    return False
+
+
+def mpi_enabled() -> bool:
+    """False: collectives run on lightcc's engine, MPI is only a launcher."""
+    return False
+
+
+def mpi_built() -> bool:
+    """False: lightcc is not built against MPI."""
+    return False
+
+
+def gloo_enabled() -> bool:
+    """False: lightcc does not use gloo."""
+    return False
+
+
+def gloo_built() -> bool:
+    """False: lightcc does not use gloo."""
+    return False
+
+
+def nccl_built() -> int:
+    """NCCL version code when a NCCL library can be loaded here, else 0."""
+    from lightcc.common import build_info
+
+    return build_info.nccl_version()
+
+
+def ddl_built() -> bool:
+    """False: no IBM DDL."""
+    return False
+
+
+def ccl_built() -> bool:
+    """False: no oneCCL."""
+    return False
+
+
+def cuda_built() -> bool:
+    """Whether lightcc's CUDA kernels were compiled into this install."""
+    from lightcc.common import build_info
+
+    return build_info.cuda_built()
+
+
+def rocm_built() -> bool:
+    """False: no ROCm."""
+    return False

