@@ -25,7 +25,8 @@ struct ReduceSpec {
   DataType dtype;
   ReduceOp op;
   double prescale;
-  double postscale;  // already including 1/size for Average
+  double postscale;  // already including 1/size for a floating-point Average
+  int64_t int_divisor = 1;  // integer Average: exact division by the set size, after postscale
 };
 
 // Shared memory.

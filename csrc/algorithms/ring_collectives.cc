@@ -59,6 +59,7 @@ Status ringAllreduce(SetComm& c, void* data, size_t count, const ReduceSpec& spe
       kernels::scale(buf + start[c.me] * esize, buf + start[c.me] * esize, len[c.me], spec.dtype,
                      spec.postscale);
     }
+    kernels::divideIntegers(buf + start[c.me] * esize, len[c.me], spec.dtype, spec.int_divisor);
     for (int s = 0; s < p - 1; ++s) {
       const int send_seg = (c.me - s + p) % p;
       const int recv_seg = (c.me - s - 1 + p) % p;
@@ -70,6 +71,7 @@ Status ringAllreduce(SetComm& c, void* data, size_t count, const ReduceSpec& spe
   } else if (spec.postscale != 1.0) {
     kernels::scale(buf, buf, count, spec.dtype, spec.postscale);
   }
+  if (p == 1) kernels::divideIntegers(buf, count, spec.dtype, spec.int_divisor);
   return Status::OK();
 }
 
@@ -163,6 +165,7 @@ Status ringReducescatter(SetComm& c, const void* in, void* out, const std::vecto
   kernels::scale(work.data(), in, total, spec.dtype, spec.prescale);
   if (p > 1) LIGHTCC_RETURN_IF_ERROR(ringReduceScatterPhase(c, work.data(), start, len, spec));
   kernels::scale(out, work.data() + start[c.me] * esize, len[c.me], spec.dtype, spec.postscale);
+  kernels::divideIntegers(out, len[c.me], spec.dtype, spec.int_divisor);
   return Status::OK();
 }
 

@@ -38,6 +38,7 @@ Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec) {
       for (int j = 0; j < p; ++j) srcs[j] = c.staging(j, slot) + lo * esize;
       kernels::reduceN(mine + lo * esize, srcs.data(), p, hi - lo, spec.dtype, spec.op,
                        spec.prescale, spec.postscale);
+      kernels::divideIntegers(mine + lo * esize, hi - lo, spec.dtype, spec.int_divisor);
     }
     LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allreduce reduce"));
     for (int j = 0; j < p; ++j) {
@@ -163,6 +164,8 @@ Status shmReducescatter(SetComm& c, const void* in, void* out, const std::vector
       for (int j = 0; j < p; ++j) srcs[j] = c.staging(j, 0) + (a - w0) * esize;
       kernels::reduceN(static_cast<char*>(out) + (a - my_start) * esize, srcs.data(), p, b - a,
                        spec.dtype, spec.op, spec.prescale, spec.postscale);
+      kernels::divideIntegers(static_cast<char*>(out) + (a - my_start) * esize, b - a, spec.dtype,
+                              spec.int_divisor);
     }
     LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("reducescatter reduce"));
   }

@@ -22,7 +22,11 @@ ReduceSpec reduceSpec(const Response& r, int members) {
   ReduceSpec spec{r.dtype, r.reduce_op, r.prescale, r.postscale};
   if (r.reduce_op == ReduceOp::kAverage) {
     spec.op = ReduceOp::kSum;
-    spec.postscale /= members;
+    if (isFloatType(r.dtype)) {
+      spec.postscale /= members;
+    } else {
+      spec.int_divisor = members;
+    }
   }
   return spec;
 }
@@ -151,6 +155,7 @@ Status Engine::executeAllreduce(const Response& r, SetComm& comm) {
     for (const auto& s : io.segments()) {
       const void* src = s.in;
       kernels::reduceN(s.out, &src, 1, s.bytes / esize, r.dtype, spec.op, spec.prescale, spec.postscale);
+      kernels::divideIntegers(s.out, s.bytes / esize, r.dtype, spec.int_divisor);
     }
   } else if (comm.all_local) {
     LIGHTCC_RETURN_IF_ERROR(shmAllreduce(comm, io, spec).withContext("allreduce of '" + r.names.front() + "'"));
@@ -279,6 +284,7 @@ Status Engine::executeReducescatter(const Response& r, SetComm& comm) {
     const void* src = p->second.entry.input;
     kernels::reduceN(result.output->data(), &src, 1, rows[0] * row_elems, r.dtype, spec.op, spec.prescale,
                      spec.postscale);
+    kernels::divideIntegers(result.output->data(), rows[0] * row_elems, r.dtype, spec.int_divisor);
   } else if (comm.all_local) {
     st = shmReducescatter(comm, p->second.entry.input, result.output->data(), rows, row_elems, spec);
   } else {

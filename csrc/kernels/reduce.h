@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/dtype.h"
 
@@ -27,5 +28,13 @@ void scale(void* dst, const void* src, size_t count, DataType dtype, double fact
 // Which instruction set the dispatcher picked at load time ("avx512", "avx2", "generic"),
 // for --check-build and benchmark reports.
 const char* simdLevel();
+
+}  // namespace lightcc::kernels
+
+namespace lightcc::kernels {
+
+// data[i] /= divisor for integer dtypes, truncating toward zero: an exact integer Average
+// (scaling by 1/size through double would turn 9/3 into 2). No-op for floating types.
+void divideIntegers(void* data, size_t count, DataType dtype, int64_t divisor);
 
 }  // namespace lightcc::kernels

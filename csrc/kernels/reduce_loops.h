@@ -155,18 +155,22 @@ struct Pass {
     if (i == count) return;
     // The tail goes once more through this loop on zero-padded copies: identical arithmetic,
     // and no second inlined copy of step().
+    // An accumulator is read and written as whole vectors (its buffer has a vector of slack):
+    // for bfloat16 the lanes inside one are permuted, so a prefix is not the first elements.
     size_t left = count - i;
+    size_t firstLeft = kFirstAcc ? kLanes : left;
+    size_t outLeft = kOutAcc ? kLanes : left;
     In0 tailFirst[kLanes] = {};
     S tailRest[kRest][kLanes] = {};
     Out tailOut[kLanes];
     const S* tailPtrs[kRest] = {};
-    __builtin_memcpy(tailFirst, f + i, left * sizeof(In0));
+    __builtin_memcpy(tailFirst, f + i, firstLeft * sizeof(In0));
     for (int j = 0; j < N - 1; ++j) {
       __builtin_memcpy(tailRest[j], r[j] + i, left * sizeof(S));
       tailPtrs[j] = tailRest[j];
     }
     run(tailOut, tailFirst, tailPtrs, kLanes, pre, post);
-    __builtin_memcpy(o + i, tailOut, left * sizeof(Out));
+    __builtin_memcpy(o + i, tailOut, outLeft * sizeof(Out));
   }
 };
 
@@ -178,7 +182,7 @@ static void reduceMany(void* dst, const void* const* srcs, int n, size_t count,
                        typename Lane<S>::Acc pre, typename Lane<S>::Acc post) {
   using A = typename Lane<S>::Acc;
   constexpr size_t kBlock = kBlockBytes / sizeof(A);
-  alignas(64) A acc[kBlock];
+  alignas(64) A acc[kBlock + Lane<S>::kLanes];  // slack: see the tail in Pass::run
   S* d = static_cast<S*>(dst);
   for (size_t off = 0; off < count; off += kBlock) {
     size_t len = count - off < kBlock ? count - off : kBlock;

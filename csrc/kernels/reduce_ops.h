@@ -100,8 +100,22 @@ static inline LIGHTCC_HD T saturatingCast(double v) {
 
 // factor * x in the accumulation type: float for float32/16/bf16, double for float64,
 // through double with saturation for integers.
-static inline LIGHTCC_HD float scaleAcc(float x, double factor) { return x * float(factor); }
-static inline LIGHTCC_HD double scaleAcc(double x, double factor) { return x * factor; }
+// On the device the multiply is spelled __fmul_rn/__dmul_rn, which nvcc never fuses with a
+// following add into an FMA: a fused result would differ from the CPU's in the last bit.
+static inline LIGHTCC_HD float scaleAcc(float x, double factor) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(x, float(factor));
+#else
+  return x * float(factor);
+#endif
+}
+static inline LIGHTCC_HD double scaleAcc(double x, double factor) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(x, factor);
+#else
+  return x * factor;
+#endif
+}
 template <class T>
 static inline LIGHTCC_HD T scaleAcc(T x, double factor) {
   return saturatingCast<T>(double(x) * factor);

@@ -1,0 +1,123 @@
+// CUDA kernels for reduceN and scale on device memory, sharing reduce_ops.h and half.h with the CPU.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "cuda/reduce_cuda.h"
+#include "kernels/half.h"
+#include "kernels/reduce_ops.h"
+
+namespace lightcc::cuda {
+namespace {
+
+using kernels::AccOf;
+using kernels::BFloat16;
+using kernels::Half;
+
+constexpr int kThreads = 256;
+constexpr int kMaxBlocks = 4096;  // grid-stride beyond this: enough to fill any current GPU
+
+struct SourceList {
+  const void* p[kMaxCudaSources];
+};
+
+// A factor of exactly 1 is skipped, as on the CPU (it matters for integers: int64 through
+// double is lossy). scaleAcc uses __fmul_rn/__dmul_rn on the device, never fused into an FMA.
+template <class A>
+__device__ __forceinline__ A scaled(A x, double factor) {
+  return factor == 1.0 ? x : kernels::scaleAcc(x, factor);
+}
+
+// One thread per element (grid-stride): read all sources in order, combine in the accumulation
+// type, write once. Reading before writing keeps dst == srcs[k] safe.
+template <class T, ReduceOp Op>
+__global__ void reduceKernel(T* dst, SourceList srcs, int n, size_t count, double pre,
+                             double post) {
+  using A = typename AccOf<T>::type;
+  size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    A acc = scaled(kernels::toAcc(static_cast<const T*>(srcs.p[0])[i]), pre);
+    for (int j = 1; j < n; ++j) {
+      A x = scaled(kernels::toAcc(static_cast<const T*>(srcs.p[j])[i]), pre);
+      acc = kernels::combineAs<Op>(acc, x);
+    }
+    dst[i] = kernels::fromAcc<T>(scaled(acc, post));
+  }
+}
+
+template <class T, ReduceOp Op>
+void launch(void* dst, const SourceList& srcs, int n, size_t count, double pre, double post,
+            cudaStream_t stream) {
+  size_t blocks = (count + kThreads - 1) / kThreads;
+  if (blocks > size_t(kMaxBlocks)) blocks = kMaxBlocks;
+  reduceKernel<T, Op><<<unsigned(blocks), kThreads, 0, stream>>>(static_cast<T*>(dst), srcs, n,
+                                                                  count, pre, post);
+}
+
+template <class T>
+void launchForOp(void* dst, const SourceList& srcs, int n, size_t count, ReduceOp op,
+                 double pre, double post, cudaStream_t stream) {
+  switch (op) {
+    case ReduceOp::kMin: return launch<T, ReduceOp::kMin>(dst, srcs, n, count, pre, post, stream);
+    case ReduceOp::kMax: return launch<T, ReduceOp::kMax>(dst, srcs, n, count, pre, post, stream);
+    case ReduceOp::kProduct:
+      return launch<T, ReduceOp::kProduct>(dst, srcs, n, count, pre, post, stream);
+    default: return launch<T, ReduceOp::kSum>(dst, srcs, n, count, pre, post, stream);
+  }
+}
+
+}  // namespace
+
+Status reduceNCuda(void* dst, const void* const* srcs, int n, size_t count, DataType dtype,
+                   ReduceOp op, double prescale, double postscale, void* stream) {
+  if (n < 1 || n > kMaxCudaSources) {
+    return Status::InvalidArgument("CUDA reduce: " + std::to_string(n) + " sources, expected 1.." +
+                                   std::to_string(kMaxCudaSources));
+  }
+  if (!isValidDataType(int(dtype))) {
+    return Status::InvalidArgument("CUDA reduce: unknown dtype code " + std::to_string(int(dtype)));
+  }
+  if (op == ReduceOp::kAverage) op = ReduceOp::kSum;  // the caller folded 1/size into postscale
+  if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax &&
+      op != ReduceOp::kProduct) {
+    return Status::InvalidArgument(std::string("CUDA reduce: op ") + reduceOpName(op) +
+                                   " is not an element-wise reduction");
+  }
+  if (count == 0) return Status::OK();
+  SourceList list{};
+  for (int j = 0; j < n; ++j) list.p[j] = srcs[j];
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  switch (dtype) {
+    case DataType::kUInt8:
+    case DataType::kBool: launchForOp<uint8_t>(dst, list, n, count, op, prescale, postscale, s); break;
+    case DataType::kInt8: launchForOp<int8_t>(dst, list, n, count, op, prescale, postscale, s); break;
+    case DataType::kInt32: launchForOp<int32_t>(dst, list, n, count, op, prescale, postscale, s); break;
+    case DataType::kInt64: launchForOp<int64_t>(dst, list, n, count, op, prescale, postscale, s); break;
+    case DataType::kFloat16: launchForOp<Half>(dst, list, n, count, op, prescale, postscale, s); break;
+    case DataType::kBFloat16: launchForOp<BFloat16>(dst, list, n, count, op, prescale, postscale, s); break;
+    case DataType::kFloat32: launchForOp<float>(dst, list, n, count, op, prescale, postscale, s); break;
+    case DataType::kFloat64: launchForOp<double>(dst, list, n, count, op, prescale, postscale, s); break;
+  }
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    return Status::Internal(std::string("CUDA reduce launch (") + dtypeName(dtype) + ", " +
+                            std::to_string(count) + " elements, " + std::to_string(n) +
+                            " sources) failed: " + cudaGetErrorString(err));
+  }
+  return Status::OK();
+}
+
+Status scaleCuda(void* dst, const void* src, size_t count, DataType dtype, double factor,
+                 void* stream) {
+  const void* srcs[1] = {src};
+  return reduceNCuda(dst, srcs, 1, count, dtype, ReduceOp::kSum, factor, 1.0, stream)
+      .withContext("CUDA scale");
+}
+
+}  // namespace lightcc::cuda
+
+extern "C" const lightcc::cuda::CudaKernelTableV1* lightccCudaKernelTableV1() {
+  static const lightcc::cuda::CudaKernelTableV1 table = {1, lightcc::cuda::reduceNCuda,
+                                                         lightcc::cuda::scaleCuda};
+  return &table;
+}

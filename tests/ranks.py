@@ -1,0 +1,88 @@
+"""Runs a Python script as N real lightcc ranks with a hard timeout, and collects what each did."""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKERS = Path(__file__).resolve().parent / "parallel" / "workers"
+
+
+@dataclass
+class RankResult:
+    rank: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rank_env(rank: int, size: int, port: int, secret: str, extra: Optional[Mapping[str, str]] = None,
+             hostname: str = "testhost") -> Dict[str, str]:
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_RANK", "HOROVOD_SIZE", "LIGHTCC_")):
+            del env[k]
+    env.update({
+        "LIGHTCC_RANK": str(rank), "LIGHTCC_SIZE": str(size),
+        "LIGHTCC_RENDEZVOUS_ADDR": f"127.0.0.1:{port}", "LIGHTCC_JOB_SECRET": secret,
+        "LIGHTCC_HOSTNAME": hostname, "PYTHONPATH": f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}",
+        "PYTHONUNBUFFERED": "1", "LIGHTCC_TIMEOUT": env.get("LIGHTCC_TIMEOUT", "20"),
+    })
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_ranks(script: str, size: int, args: Sequence[str] = (), timeout: float = 120,
+              env: Optional[Mapping[str, str]] = None, per_rank_env: Optional[Mapping[int, Mapping[str, str]]] = None,
+              expect_ok: bool = True) -> List[RankResult]:
+    """Start `size` ranks of tests/parallel/workers/<script>; kill all after `timeout` seconds.
+
+    A rank still running at the deadline is a failure (AssertionError), never a skip.
+    """
+    port, secret = free_port(), secrets.token_hex(16)
+    procs = []
+    for r in range(size):
+        e = rank_env(r, size, port, secret, env)
+        if per_rank_env and r in per_rank_env:
+            e.update(per_rank_env[r])
+        procs.append(subprocess.Popen([sys.executable, str(WORKERS / script), *args], env=e,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      start_new_session=True))
+    deadline = time.monotonic() + timeout
+    results: List[Optional[RankResult]] = [None] * size
+    hung = []
+    for r, p in enumerate(procs):
+        try:
+            out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            hung.append(r)
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        results[r] = RankResult(r, p.returncode, out, err)
+    res = [x for x in results if x is not None]
+    if hung:
+        raise AssertionError(f"ranks {hung} of {script} hung past {timeout} s:\n" + describe(res))
+    if expect_ok:
+        bad = [x for x in res if x.returncode != 0]
+        assert not bad, f"{script} failed on ranks {[b.rank for b in bad]}:\n" + describe(res)
+    return res
+
+
+def describe(results: Sequence[RankResult]) -> str:
+    return "\n".join(f"--- rank {x.rank} (exit {x.returncode})\n{x.stdout[-3000:]}\n{x.stderr[-3000:]}"
+                     for x in results)
