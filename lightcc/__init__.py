@@ -4,7 +4,14 @@
 `lightcc.tensorflow` and `lightcc.keras` give the framework fronts.
 """
 from lightcc.version import __version__  # noqa: F401
-from lightcc.numpy import *  # noqa: F401,F403
-from lightcc.numpy import __all__ as _numpy_all
+
+try:
+    from lightcc.numpy import *  # noqa: F401,F403
+    from lightcc.numpy import __all__ as _numpy_all
+except ImportError as _core_error:  # the launcher and --check-build work without the core
+    _numpy_all = []
+
+    def __getattr__(name: str):
+        raise ImportError(f"lightcc.{name} needs the compiled core: {_core_error}") from _core_error
 
 __all__ = ["__version__"] + list(_numpy_all)

@@ -1,8 +1,10 @@
 // Negotiation cycle: the bit-vector fast path and the coordinator slow path (see design.md).
 //
 // Bit vector layout (uint64 words, AND-reduced across all ranks):
-//   word 0         status bits, inverted so AND acts as OR: 1 = "nothing uncached to send",
-//                  2 = "no shutdown requested", 4 = "not joined", 8 = "coordinator has nothing".
+//   word 0         status bits, most inverted so AND acts as OR: 1 = "nothing uncached to send",
+//                  2 = "no shutdown requested", 4 = "not joined", 8 = "coordinator has nothing",
+//                  16 = "nothing pending here", 64 = "my shutdown grace has not expired";
+//                  and one plain AND: 32 = "I asked to shut down".
 //   words 1..W     ready bits: cache entry b is pending here (or this rank is not in its set).
 //   words W+1..2W  valid bits: cleared where this rank's request disagrees with entry b.
 // After the AND every rank knows the same facts, so every rank takes the same branch.
@@ -15,7 +17,11 @@
 
 namespace lightcc {
 namespace {
-constexpr uint64_t kNothingToSend = 1, kNoShutdown = 2, kNotJoined = 4, kCoordinatorIdle = 8;
+constexpr uint64_t kNothingToSend = 1, kNoShutdown = 2, kNotJoined = 4, kCoordinatorIdle = 8,
+                   kNothingPending = 16, kAllAsked = 32, kNoForce = 64;
+// A rank that shuts down keeps serving cycles until every rank has asked too, but for at most
+// this long; then everyone stops and pending work fails.
+constexpr double kShutdownGraceSeconds = 5.0;
 }
 
 Status Engine::postCycleReceives() {
@@ -216,8 +222,16 @@ Status Engine::runCycle(bool* stop) {
   std::vector<uint64_t> bits(1 + 2 * W, 0);
   bool to_send = false;
   for (const auto& [key, p] : pending_) to_send = to_send || p.state == EntryState::kToSend;
-  bits[0] = (to_send ? 0 : kNothingToSend) | (shutdown_requested_ ? 0 : kNoShutdown) |
-            (joined_ ? 0 : kNotJoined) | (stall_responses_.empty() ? kCoordinatorIdle : 0);
+  const bool asked = shutdown_requested_.load();
+  if (asked && !shutdown_seen_) {
+    shutdown_seen_ = true;
+    shutdown_asked_at_ = std::chrono::steady_clock::now();
+  }
+  const bool force = asked && std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                            shutdown_asked_at_).count() > kShutdownGraceSeconds;
+  bits[0] = (to_send ? 0 : kNothingToSend) | (asked ? 0 : kNoShutdown) | (joined_ ? 0 : kNotJoined) |
+            (stall_responses_.empty() ? kCoordinatorIdle : 0) | (pending_.empty() ? kNothingPending : 0) |
+            (asked ? kAllAsked : 0) | (force ? 0 : kNoForce);
   for (size_t b = 0; b < cap; ++b) {
     if (!cache_->occupied(b)) continue;
     auto it = comms_.find(cache_->response(b).process_set_id);
@@ -233,10 +247,13 @@ Status Engine::runCycle(bool* stop) {
   LIGHTCC_RETURN_IF_ERROR(exchangeBits(&bits));
 
   const uint64_t status = bits[0];
-  if (!(status & kNoShutdown)) {
+  // Stop together once every rank has asked (the normal end of a job: ranks finish at different
+  // times and may still run ops of their own process sets), or once an asker's grace runs out.
+  if (!(status & kNoForce) || (status & kAllAsked)) {
     *stop = true;
     return Status::OK();
   }
+  shutdown_pending_ = !(status & kNoShutdown);
   const bool any_joined = !(status & kNotJoined);
   bool any_invalid = false;
   for (size_t b = 0; b < cap; ++b) {

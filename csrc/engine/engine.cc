@@ -177,17 +177,19 @@ void Engine::loop() {
   while (!stop) {
     bool timer = false;
     auto ready = [&] {
-      if (shutdown_requested_.load(std::memory_order_relaxed) || queue_.hasWork()) return true;
+      if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
       return incomingCycle();
     };
     // With nothing pending the engine sleeps until woken; otherwise it wakes each second for
     // the stall inspector.
     double max_wait_us = (pending_.empty() && (!coordinator_ || coordinator_->empty())) ? 5e6 : 1e6;
+    // While some rank is shutting down, cycle regularly so its grace period can end the job.
+    if (shutdown_pending_ || shutdown_seen_) max_wait_us = 100e3;
     st = host_->waitUntil(ready, "work", false, max_wait_us);
     if (!st.ok()) break;
     if (!ready()) {
       maintenance(&timer);
-      if (!timer) continue;
+      if (!timer && !shutdown_pending_ && !shutdown_seen_) continue;
     }
     // HOROVOD_CYCLE_TIME: while work keeps arriving, let more of it gather before negotiating.
     if (busy_ && config_.cycle_time_ms > 0 && !incomingCycle()) {

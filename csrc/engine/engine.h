@@ -129,7 +129,10 @@ class Engine {
   uint64_t cycle_ = 0;
   std::chrono::steady_clock::time_point last_cycle_end_;
   std::chrono::steady_clock::time_point last_maintenance_;
-  bool busy_ = false;  // work arrived while the last cycle ran (then HOROVOD_CYCLE_TIME applies)
+  bool busy_ = false;
+  bool shutdown_seen_ = false;     // this rank asked to shut down (time below)
+  std::chrono::steady_clock::time_point shutdown_asked_at_;
+  bool shutdown_pending_ = false;  // some rank asked; keep cycling until work drains  // work arrived while the last cycle ran (then HOROVOD_CYCLE_TIME applies)
   std::vector<std::vector<uint64_t>> cycle_in_;  // posted receive buffers for peers' bits
   std::vector<LinkRequest*> cycle_req_;
   std::vector<bool> cycle_done_;

@@ -498,6 +498,26 @@ void testNanPropagation(Tally& tally, const std::vector<Runner>& rs) {
   }
 }
 
+// A NaN whose low mantissa bits are all set (here from a crafted NaN prescale) must not be
+// rounded into an infinity or -0 by the float16/bfloat16 store.
+void testNanPayloadRounding(Tally& tally, const std::vector<Runner>& rs) {
+  uint64_t bits = 0x7fffffffe0000000ull;  // converts to float 0x7fffffff
+  double pre;
+  std::memcpy(&pre, &bits, sizeof pre);
+  constexpr size_t kCount = 37;
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32}) {
+    std::vector<unsigned char> x(kCount * 4), out(kCount * 4);
+    for (size_t i = 0; i < kCount; ++i) ref::storeFloat(t, x.data(), i, double(i) - 3.0);
+    const void* srcs[] = {x.data()};
+    for (const Runner& r : rs) {
+      r(out.data(), srcs, 1, kCount, t, ReduceOp::kSum, pre, 1.0);
+      bool ok = true;
+      for (size_t i = 0; i < kCount; ++i) ok &= std::isnan(ref::loadFloat(t, out.data(), i));
+      tally.check(ok, describe(r, t, ReduceOp::kSum, 1, kCount, pre, 1.0, " NaN payload"));
+    }
+  }
+}
+
 // scale(): float types in their accumulation type, integers through double, in place too.
 void testScale(Tally& tally, ref::Rng& rng) {
   for (DataType t : kTypes) {
@@ -537,6 +557,7 @@ int main() {
   ref::testHalfConversions([&](bool ok, const std::string& what) { tally.check(ok, what); }, rng);
   testNames(tally);
   testNanPropagation(tally, rs);
+  testNanPayloadRounding(tally, rs);
   testScale(tally, rng);
   testAliasing(tally, rs, rng);
   testScaled(tally, rs, rng);

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -138,14 +139,18 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
-def test_timeout_kills_workers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("peers,launcher", [("gloo", "lightccrun"), ("gloo,mpi", "mpirun")])
+def test_timeout_kills_workers(peers: str, launcher: str, tmp_path: Path) -> None:
     marker = uuid.uuid4().hex
-    args = ["allreduce", "--np", "2", "--no-lightcc", "--compare", "gloo,mpi", "--sizes", "256M", "--dtype", "float64"]
+    args = ["allreduce", "--np", "2", "--no-lightcc", "--compare", peers, "--sizes", "256M", "--dtype", "float64"]
     res, out = _bench(args + ["--timeout", "1"], tmp_path, marker)
-    assert res.returncode == 1
+    assert res.returncode == 1, res.stderr
     assert "did not finish within 1 s" in res.stderr
     assert not out.exists()
-    assert _processes_with(marker) == []
+    deadline = time.monotonic() + 10
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(marker) == [], f"{launcher} left workers behind"
 
 
 @pytest.mark.parametrize(

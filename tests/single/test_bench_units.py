@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lightcc.bench import launch, metrics, patterns, sizes, table, timing
-from lightcc.bench.progress import Progress
+from lightcc.bench.progress import Progress, ProgressFollower, ProgressWriter
 from lightcc.bench.report import SchemaError, build_report, validate_report, write_report
 from lightcc.bench.spec import RunSpec
 
@@ -329,6 +329,32 @@ def test_plain_progress_bar(monkeypatch) -> None:
     assert silent.getvalue() == ""
 
 
+def test_progress_file_carries_steps_to_the_front_end(tmp_path) -> None:
+    path = str(tmp_path / "progress")
+    shown: list[tuple[str, int]] = []
+
+    class Bar:
+        def advance(self, label: str, steps: int = 1) -> None:
+            shown.append((label, steps))
+
+    follower = ProgressFollower(path, Bar())
+    follower.poll()  # no file yet: nothing, no error
+    writer = ProgressWriter(path)
+    writer.advance("lightcc 4K")
+    follower.poll()
+    writer.advance("gloo 8B", 3)
+    with open(path, "a") as f:
+        f.write("1\tgloo 1")  # a line still being written waits for the next poll
+    follower.poll()
+    writer.close()
+    assert shown == [("lightcc 4K", 1), ("gloo 8B", 3)]
+    with open(path, "a") as f:
+        f.write("6M\n")
+    follower.poll()
+    assert shown[-1] == ("gloo 16M", 1)
+    ProgressWriter(None).advance("x")  # other ranks write nothing
+
+
 def test_launch_commands_and_env() -> None:
     cmd = launch.mpirun_command(3, "/s.json", is_root=True)
     assert cmd[1:3] == ["-np", "3"] and "--allow-run-as-root" in cmd and cmd[-2:] == ["--spec", "/s.json"]
@@ -369,6 +395,17 @@ def test_run_workers_kills_the_whole_group_on_timeout(tmp_path) -> None:
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child)
+
+
+def test_run_workers_polls_while_waiting() -> None:
+    ticks: list[float] = []
+    launch.run_workers(
+        [sys.executable, "-c", "import time; time.sleep(1)"],
+        dict(os.environ),
+        30,
+        lambda: ticks.append(time.monotonic()),
+    )
+    assert len(ticks) >= 3  # every POLL_INTERVAL_S (0.2 s) during the second, plus one at the end
 
 
 def test_run_workers_reports_failure() -> None:

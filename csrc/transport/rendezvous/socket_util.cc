@@ -73,7 +73,8 @@ void UniqueFd::reset(int fd) {
 }
 
 Deadline Deadline::after(double timeout_s) {
-  double clamped = std::min(std::max(timeout_s, 0.0), kMaxTimeoutSeconds);
+  // Negative and NaN mean "now"; `timeout_s > 0` is false for NaN.
+  double clamped = timeout_s > 0 ? std::min(timeout_s, kMaxTimeoutSeconds) : 0.0;
   auto span = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(clamped));
   return Deadline(Clock::now() + span);
 }

@@ -37,7 +37,7 @@ class UniqueFd {
 // A point in time that bounds a blocking operation.
 class Deadline {
  public:
-  // timeout_s is clamped to [0, one year].
+  // timeout_s is clamped to [0, one year]; NaN counts as 0.
   static Deadline after(double timeout_s);
   explicit Deadline(Clock::time_point at) : at_(at) {}
   Clock::time_point at() const { return at_; }

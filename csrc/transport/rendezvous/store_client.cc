@@ -22,7 +22,9 @@ Status readFrame(int fd, const Deadline& deadline, size_t limit, const std::stri
   LIGHTCC_RETURN_IF_ERROR(recvAll(fd, header, sizeof(header), deadline, peer, what));
   uint32_t length = 0;
   Status length_ok = parseFrameLength(header, limit, &length);
-  if (!length_ok.ok()) return Status::PeerFailure(peer + " sent a bad " + what + ": " + length_ok.message());
+  if (!length_ok.ok()) {
+    return Status::PeerFailure(peer + " sent a bad " + what + ": " + length_ok.message());
+  }
   body->resize(length);
   return recvAll(fd, &(*body)[0], length, deadline, peer, what);
 }
@@ -94,7 +96,9 @@ Status handshake(int fd, const std::string& server, const std::string& secret, u
                                ", expected CHALLENGE (is it a lightcc rendezvous store?)");
   }
   challenge.raw("nonce", transcript.server_nonce.data(), kNonceBytes);
-  if (!challenge.finish()) return Status::PeerFailure(peer + " sent a malformed CHALLENGE: " + challenge.error());
+  if (!challenge.finish()) {
+    return Status::PeerFailure(peer + " sent a malformed CHALLENGE: " + challenge.error());
+  }
 
   const Proof mine = clientProof(secret, transcript);
   LIGHTCC_RETURN_IF_ERROR(
@@ -113,7 +117,9 @@ Status handshake(int fd, const std::string& server, const std::string& secret, u
   }
   Proof theirs;
   verdict.raw("proof", theirs.data(), theirs.size());
-  if (!verdict.finish()) return Status::PeerFailure(peer + " sent a malformed WELCOME: " + verdict.error());
+  if (!verdict.finish()) {
+    return Status::PeerFailure(peer + " sent a malformed WELCOME: " + verdict.error());
+  }
   if (!proofMatches(serverProof(secret, transcript), theirs)) {
     return Status::PeerFailure(peer + " could not prove the job secret: it is not this job's " +
                                "store (job secret mismatch; check LIGHTCC_RENDEZVOUS_ADDR and " +
@@ -158,6 +164,10 @@ Status StoreClient::connect(const std::string& host, int port, const std::string
     return Status::InvalidArgument("rank " + std::to_string(rank) +
                                    ": empty job secret for the rendezvous store " +
                                    "(LIGHTCC_JOB_SECRET)");
+  }
+  if (!(timeout_s >= 0)) {
+    return Status::InvalidArgument("rank " + std::to_string(rank) + ": rendezvous connect timeout " +
+                                   formatSeconds(timeout_s) + " is negative or NaN");
   }
   const Deadline deadline = Deadline::after(timeout_s);
   const std::string server = hostPort(host, port);
