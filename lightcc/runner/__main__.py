@@ -1,0 +1,7 @@
+"""Runs lightccrun as ``python -m lightcc.runner``."""
+
+import sys
+
+from lightcc.runner.launch import main
+
+sys.exit(main())

@@ -1,0 +1,89 @@
+"""``lightccrun --check-build``: what this lightcc installation can do, in horovodrun's layout.
+
+Reads the native core's ``lightcc._core.build_info()`` (keys ``version``, ``simd``,
+``cuda_compiled``, ``harp_plugin_path``, ``nccl_found``) and looks for frameworks without
+importing them. Works, and says so, when the core is not built.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+from typing import Any
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _has_front(name: str) -> bool:
+    """A lightcc front is present when its package has real code (not an empty directory)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and spec.origin not in (None, "namespace")
+
+
+def core_build_info() -> tuple[dict[str, Any] | None, str]:
+    """``(build_info, "")`` from the native core, or ``(None, why it is unavailable)``.
+
+    Prefers ``lightcc.common.build_info.summary()`` (the core's facts plus what can be loaded on
+    this machine), falling back to ``lightcc._core.build_info()``.
+    """
+    try:
+        try:
+            facts = importlib.import_module("lightcc.common.build_info")
+        except ImportError:
+            return dict(importlib.import_module("lightcc._core").build_info()), ""
+        return dict(facts.summary()), ""
+    except Exception as err:  # noqa: BLE001 - any failure to load means "not built" here
+        return None, f"{type(err).__name__}: {err}"
+
+
+def _version(info: dict[str, Any] | None) -> str:
+    if info and info.get("version"):
+        return str(info["version"])
+    try:
+        return importlib.metadata.version("lightcc")
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown: not installed)"
+
+
+def _line(available: bool, label: str) -> str:
+    return f"    [{'X' if available else ' '}] {label}"
+
+
+def report() -> str:
+    """The ``--check-build`` text."""
+    info, why = core_build_info()
+    lines: list[str] = [f"lightcc v{_version(info)}:", ""]
+    if info is None:
+        lines += [
+            f"The native core is not built (lightcc._core: {why}).",
+            "Collectives are unavailable until it is; install lightcc with pip to build it.",
+            "",
+        ]
+    lines.append("Available Frameworks:")
+    lines.append(_line(_has_module("tensorflow") and _has_front("lightcc.tensorflow"), "TensorFlow"))
+    lines.append(_line(_has_module("torch") and _has_front("lightcc.torch"), "PyTorch"))
+    lines.append(_line(_has_module("keras") and _has_front("lightcc.keras"), "Keras"))
+    lines += ["", "Available Launchers:"]
+    lines.append(_line(True, "lightccrun (TCP rendezvous)"))
+    lines.append(_line(shutil.which("mpirun") is not None, "MPI (mpirun)"))
+    lines.append(_line(_has_module("mpi4py"), "mpi4py (rendezvous under a plain mpirun)"))
+    lines += ["", "Available Tensor Operations:"]
+    info = info or {}
+    harp = str(info.get("harp_plugin_path") or "")
+    lines.append(_line(bool(info.get("nccl_found")), "NCCL"))
+    lines.append(_line(bool(info.get("cuda_compiled")), "CUDA"))
+    lines.append(_line(bool(harp) and os.path.exists(harp), f"HARP net plugin ({harp})" if harp else "HARP net plugin"))
+    simd = info.get("simd")
+    lines.append(_line(bool(info), f"CPU ({simd})" if simd else "CPU"))
+    return "\n".join(lines)
