@@ -1,0 +1,79 @@
+"""Backend adapter for lightcc through its Horovod-style numpy API (``import lightcc as hvd``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from lightcc.bench.backend import Case
+
+
+class LightccBackend:
+    """Runs collectives through the whole lightcc engine, in-place forms where the API has them.
+
+    Every tensor gets a stable name so the engine's response cache sees the same request
+    on each iteration, as a training loop would.
+    """
+
+    name = "lightcc"
+
+    def __init__(self) -> None:
+        self._hvd = None
+
+    def setup(self) -> None:
+        import lightcc as hvd
+
+        hvd.init()
+        self._hvd = hvd
+
+    def rank(self) -> int:
+        return self._hvd.rank()
+
+    def size(self) -> int:
+        return self._hvd.size()
+
+    def unsupported(self, op: str, dtype: str) -> str | None:
+        return None
+
+    def make_case(self, op: str, inp: np.ndarray, tag: str) -> Case:
+        hvd, name = self._hvd, f"bench.{op}.{tag}"
+        if op in ("allreduce", "latency"):
+            return Case(lambda: hvd.allreduce_(inp, op=hvd.Sum, name=name), lambda: inp)
+        if op == "broadcast":
+            return Case(lambda: hvd.broadcast_(inp, 0, name=name), lambda: inp)
+        out: list[np.ndarray] = [inp]
+        if op == "allgather":
+            call = lambda: hvd.allgather(inp, name=name)
+        elif op == "alltoall":
+            call = lambda: hvd.alltoall(inp, name=name)
+        elif op == "reducescatter":
+            call = lambda: hvd.reducescatter(inp, op=hvd.Sum, name=name)
+        else:
+            raise ValueError(f"unknown collective {op!r}")
+
+        def run() -> None:
+            out[0] = call()
+
+        return Case(run, lambda: out[0])
+
+    def make_step(self, tensors: list[np.ndarray], tag: str) -> Callable[[], object]:
+        hvd = self._hvd
+        names = [f"bench.negotiation.{tag}.{i}" for i in range(len(tensors))]
+
+        def step() -> None:
+            handles = [hvd.allreduce_async_(t, op=hvd.Sum, name=n) for t, n in zip(tensors, names)]
+            for h in handles:
+                hvd.synchronize(h)
+
+        return step
+
+    def barrier(self) -> None:
+        self._hvd.barrier()
+
+    def allgather_floats(self, values: np.ndarray) -> np.ndarray:
+        out = self._hvd.allgather(np.ascontiguousarray(values, dtype=np.float64), name="bench.results")
+        return np.asarray(out).reshape(self.size(), -1)
+
+    def teardown(self) -> None:
+        self._hvd.shutdown()
