@@ -46,15 +46,17 @@ class CMakeBuild(build_ext):
             raise RuntimeError(f"CMake did not produce lightcc._core in {built}")
         pkg_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy2(cores[0], out)
+        # Shared libraries (HARP plugin, CUDA kernels) and HARP's tools and test binaries ship in
+        # lightcc/lib, where lightcc.harp and the engine look for them.
         lib_dir = pkg_dir / "lib"
         lib_dir.mkdir(exist_ok=True)
-        for so in built.glob("lib*.so"):
-            shutil.copy2(so, lib_dir / so.name)
-        for exe in ("harp-bench", "harp_conformance"):
-            for cand in build_dir.rglob(exe):
-                if cand.is_file() and os.access(cand, os.X_OK):
-                    shutil.copy2(cand, lib_dir / cand.name)
-                    break
+        for path in build_dir.rglob("*"):
+            if "CMakeFiles" in path.parts or not path.is_file():
+                continue
+            shipped = (path.name.startswith("lib") and path.suffix == ".so") or (
+                path.name.startswith("harp") and os.access(path, os.X_OK) and path.suffix == "")
+            if shipped and path.name != "liblightcc_core.a":
+                shutil.copy2(path, lib_dir / path.name)
 
 
 setup(

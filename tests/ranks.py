@@ -31,14 +31,14 @@ def free_port() -> int:
 
 
 def rank_env(rank: int, size: int, port: int, secret: str, extra: Optional[Mapping[str, str]] = None,
-             hostname: str = "testhost") -> Dict[str, str]:
+             hostname: str = "testhost", rendezvous_host: str = "127.0.0.1") -> Dict[str, str]:
     env = dict(os.environ)
     for k in list(env):
         if k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_RANK", "HOROVOD_SIZE", "LIGHTCC_")):
             del env[k]
     env.update({
         "LIGHTCC_RANK": str(rank), "LIGHTCC_SIZE": str(size),
-        "LIGHTCC_RENDEZVOUS_ADDR": f"127.0.0.1:{port}", "LIGHTCC_JOB_SECRET": secret,
+        "LIGHTCC_RENDEZVOUS_ADDR": f"{rendezvous_host}:{port}", "LIGHTCC_JOB_SECRET": secret,
         "LIGHTCC_HOSTNAME": hostname, "PYTHONPATH": f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}",
         "PYTHONUNBUFFERED": "1", "LIGHTCC_TIMEOUT": env.get("LIGHTCC_TIMEOUT", "20"),
     })
@@ -49,18 +49,23 @@ def rank_env(rank: int, size: int, port: int, secret: str, extra: Optional[Mappi
 
 def run_ranks(script: str, size: int, args: Sequence[str] = (), timeout: float = 120,
               env: Optional[Mapping[str, str]] = None, per_rank_env: Optional[Mapping[int, Mapping[str, str]]] = None,
-              expect_ok: bool = True) -> List[RankResult]:
+              expect_ok: bool = True, hosts: Optional[Sequence[str]] = None,
+              prefixes: Optional[Sequence[Sequence[str]]] = None, rendezvous_host: str = "127.0.0.1") -> List[RankResult]:
     """Start `size` ranks of tests/parallel/workers/<script>; kill all after `timeout` seconds.
 
-    A rank still running at the deadline is a failure (AssertionError), never a skip.
+    `hosts[r]` is rank r's host id and `prefixes[r]` a command prefix (e.g. `ip netns exec a`)
+    for emulated multi-host runs. A rank still running at the deadline is a failure
+    (AssertionError), never a skip.
     """
     port, secret = free_port(), secrets.token_hex(16)
     procs = []
     for r in range(size):
-        e = rank_env(r, size, port, secret, env)
+        e = rank_env(r, size, port, secret, env, hostname=hosts[r] if hosts else "testhost",
+                     rendezvous_host=rendezvous_host)
         if per_rank_env and r in per_rank_env:
             e.update(per_rank_env[r])
-        procs.append(subprocess.Popen([sys.executable, str(WORKERS / script), *args], env=e,
+        prefix = list(prefixes[r]) if prefixes else []
+        procs.append(subprocess.Popen([*prefix, sys.executable, str(WORKERS / script), *args], env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                       start_new_session=True))
     deadline = time.monotonic() + timeout

@@ -138,9 +138,10 @@ std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors) {
 void wait(int64_t id) {
   auto h = handleOf(id);
   Status st;
+  const double spin_us = state().engine ? state().engine->config().spin_us : 0.0;
   {
     py::gil_scoped_release release;
-    st = h->wait();
+    st = h->wait(spin_us);
   }
   raise(st);
 }

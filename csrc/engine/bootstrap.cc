@@ -175,7 +175,7 @@ Status Engine::bootstrap() {
   }
   if (!remote.empty()) {
     std::vector<std::unique_ptr<Link>> net_links;
-    LIGHTCC_RETURN_IF_ERROR(connectNetPeers(config_, options_, rank, size, remote, *store, &net_links));
+    LIGHTCC_RETURN_IF_ERROR(connectNetPeers(config_, options_, rank, size, remote, *store, &net_plugin_, &net_links));
     for (size_t i = 0; i < remote.size(); ++i) {
       world_links_[remote[i]] = net_links[i].get();
       owned_links_.push_back(std::move(net_links[i]));

@@ -26,6 +26,7 @@
 #include "engine/tensor_queue.h"
 #include "engine/timeline.h"
 #include "transport/link.h"
+#include "transport/net/net_plugin.h"
 #include "transport/shm/host_group.h"
 
 namespace lightcc {
@@ -111,6 +112,7 @@ class Engine {
 
   // Background thread only.
   std::unique_ptr<shm::HostGroup> host_;
+  std::unique_ptr<net::NetPlugin> net_plugin_;  // declared before the links that use it
   std::vector<std::unique_ptr<Link>> owned_links_;
   std::vector<Link*> world_links_;  // by global rank; null for self
   std::map<int32_t, SetComm> comms_;

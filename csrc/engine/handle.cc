@@ -1,6 +1,7 @@
 // Handle: completion under a mutex, waiting on a condition variable.
 #include "engine/handle.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -22,6 +23,7 @@ void Handle::complete(Status status, HandleResult result) {
     status_ = std::move(status);
     result_ = std::move(result);
     done_ = true;
+    done_flag_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }
@@ -31,7 +33,12 @@ bool Handle::poll() const {
   return done_;
 }
 
-Status Handle::wait() {
+Status Handle::wait(double spin_us) {
+  if (spin_us > 0 && !done_flag_.load(std::memory_order_acquire)) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(spin_us * 1e3));
+    while (!done_flag_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < end) {
+    }
+  }
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return done_; });
   return status_;

@@ -4,6 +4,7 @@
 // a handle completes exactly once. The engine thread completes; caller threads poll and wait.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -41,7 +42,9 @@ class Handle {
  public:
   void complete(Status status, HandleResult result = {});
   bool poll() const;
-  Status wait();
+  // Spins up to spin_us (the engine usually answers within microseconds, and a futex wakeup
+  // costs tens of them), then sleeps.
+  Status wait(double spin_us = 0);
   // Valid after completion.
   const HandleResult& result() const { return result_; }
 
@@ -49,6 +52,7 @@ class Handle {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::atomic<bool> done_flag_{false};  // done_, readable without the mutex
   Status status_;
   HandleResult result_;
 };

@@ -5,15 +5,19 @@
 #include <vector>
 
 #include "common/config.h"
-#include "engine/engine.h"
 #include "transport/link.h"
+#include "transport/net/net_plugin.h"
 #include "transport/rendezvous/store_client.h"
 
 namespace lightcc {
 
-// One Link per entry of `remote` (same order). Listen handles travel through the store.
+struct InitOptions;
+
+// Loads the plugin (LIGHTCC_NET_PLUGIN, else the bundled HARP) and returns one Link per entry of
+// `remote` (same order); listen handles travel through the rendezvous store. The links use
+// *plugin, which must outlive them.
 Status connectNetPeers(const Config& config, const InitOptions& options, int rank, int size,
                        const std::vector<int>& remote, rendezvous::StoreClient& store,
-                       std::vector<std::unique_ptr<Link>>* links);
+                       std::unique_ptr<net::NetPlugin>* plugin, std::vector<std::unique_ptr<Link>>* links);
 
 }  // namespace lightcc

@@ -2,7 +2,7 @@
 //
 // Include only from a reduce_<isa>.cc, which first defines LIGHTCC_KERNEL_ISA (a namespace name
 // unique to that file) and, in lightcc::kernels::LIGHTCC_KERNEL_ISA, a struct Isa with
-//   kVecBytes                      vector width in bytes (16, 32, 64)
+//   kVecBytes                      vector width in bytes (16 or 32)
 //   FloatVec                       float vector of that width
 //   loadHalf(const Half*)          kVecBytes/4 halves -> FloatVec
 //   storeHalf(Half*, FloatVec)     FloatVec -> halves, round to nearest even
@@ -20,10 +20,6 @@
 // Tails shorter than one vector run the same vector code on zero-padded copies, so the last
 // elements get bit-identical arithmetic to the rest.
 #pragma once
-
-// Vectors wider than the baseline ABI cross only functions private to one file: the ABI
-// change GCC warns about cannot matter. (Before the includes: reduce_ops.h is instantiated here.)
-#pragma GCC diagnostic ignored "-Wpsabi"
 
 #include <cstddef>
 #include <cstdint>
@@ -62,36 +58,58 @@ template <> struct Lane<Half> {
   static LIGHTCC_KERNEL_INLINE void store(Half* p, V v) { Isa::storeHalf(p, typename Isa::FloatVec(v)); }
 };
 
-// bfloat16 is the top half of a float, so widening needs no lane shuffles if the lanes may be
-// permuted: a 32-bit word holding two bf16 values gives its even one by `<< 16` and its odd one
-// by masking the low half. V is twice the ISA width and holds the evens then the odds; every
-// load, store and accumulator access uses the same permutation, so element-wise arithmetic is
-// unaffected, and the store undoes it with shifts and an or, no packs or permutes.
+// Two float vectors handled as one: bfloat16's lane type below. A struct rather than a vector
+// of twice the width, which GCC would put in one 512-bit register where AVX-512 is enabled.
+struct FloatPair {
+  VecOf<float> lo, hi;
+};
+
+// Element-wise helpers over plain vectors and FloatPair, for Pass::step.
+template <class V, class A> static LIGHTCC_KERNEL_INLINE V splat(A x) {
+  if constexpr (std::is_same_v<V, FloatPair>) {
+    return {VecOf<float>{} + x, VecOf<float>{} + x};
+  } else {
+    return V{} + x;
+  }
+}
+template <class V> static LIGHTCC_KERNEL_INLINE V mul(V a, V b) { return a * b; }
+static LIGHTCC_KERNEL_INLINE FloatPair mul(FloatPair a, FloatPair b) {
+  return {a.lo * b.lo, a.hi * b.hi};
+}
+template <ReduceOp Op, class V> static LIGHTCC_KERNEL_INLINE V apply(V a, V b) {
+  return combineAs<Op>(a, b);
+}
+template <ReduceOp Op> static LIGHTCC_KERNEL_INLINE FloatPair apply(FloatPair a, FloatPair b) {
+  return {combineAs<Op>(a.lo, b.lo), combineAs<Op>(a.hi, b.hi)};
+}
+
+// bfloat16 is the top half of a float: widening is a 16-bit shift, narrowing a rounding add and
+// a shift. Zero-extending 16-bit lanes into 32-bit ones would cost lane shuffles (or slow
+// narrowing moves), so the lanes are permuted instead: a 32-bit word holding two bf16 values
+// gives its even one by `<< 16` and its odd one by masking the low half. V holds the evens
+// (lo) and the odds (hi). Every load, store and accumulator access uses the same permutation,
+// so element-wise arithmetic is unaffected, and the store undoes it with shifts and an or.
 template <> struct Lane<BFloat16> {
   using Acc = float;
-  using V = typename VecType<float, 2 * Isa::kVecBytes>::type;
+  using V = FloatPair;
   using U32 = VecOf<uint32_t>;
   static constexpr int kLanes = Isa::kVecBytes / 2;
+
   static LIGHTCC_KERNEL_INLINE V load(const BFloat16* p) {
     U32 raw;
     __builtin_memcpy(&raw, p, sizeof raw);
-    U32 even = raw << 16;
-    U32 odd = raw & 0xffff0000u;
-    V v;
-    __builtin_memcpy(&v, &even, sizeof even);
-    __builtin_memcpy(reinterpret_cast<char*>(&v) + sizeof even, &odd, sizeof odd);
-    return v;
+    return {VecOf<float>(raw << 16), VecOf<float>(raw & 0xffff0000u)};
   }
+
   // Round to nearest even per lane, as floatToBf16 in half.h: NaN -> quiet NaN, payload kept.
-  static LIGHTCC_KERNEL_INLINE U32 round(U32 x) {
+  static LIGHTCC_KERNEL_INLINE U32 round(VecOf<float> v) {
+    U32 x = U32(v);
     U32 f = x & 0x7fffffffu;
     return (f > 0x7f800000u) ? (x | 0x400000u) : (x + 0x7fffu + ((x >> 16) & 1u));
   }
+
   static LIGHTCC_KERNEL_INLINE void store(BFloat16* p, V v) {
-    U32 even, odd;
-    __builtin_memcpy(&even, &v, sizeof even);
-    __builtin_memcpy(&odd, reinterpret_cast<const char*>(&v) + sizeof even, sizeof odd);
-    U32 out = (round(even) >> 16) | (round(odd) & 0xffff0000u);
+    U32 out = (round(v.lo) >> 16) | (round(v.hi) & 0xffff0000u);
     __builtin_memcpy(p, &out, sizeof out);
   }
 };
@@ -126,18 +144,18 @@ struct Pass {
       acc = loadVec<V>(first + i);
     } else {
       acc = L::load(first + i);
-      if constexpr (kScaled) acc = acc * pre;
+      if constexpr (kScaled) acc = mul(acc, pre);
     }
 #pragma GCC unroll 8
     for (int j = 0; j < N - 1; ++j) {
       V x = L::load(rest[j] + i);
-      if constexpr (kScaled) x = x * pre;
-      acc = combineAs<Op>(acc, x);
+      if constexpr (kScaled) x = mul(x, pre);
+      acc = apply<Op>(acc, x);
     }
     if constexpr (kOutAcc) {
       storeVec(out + i, acc);
     } else {
-      if constexpr (kScaled) acc = acc * post;
+      if constexpr (kScaled) acc = mul(acc, post);
       L::store(out + i, acc);
     }
   }
@@ -148,8 +166,8 @@ struct Pass {
     Out* o = static_cast<Out*>(out);
     const S* r[kRest] = {};
     for (int j = 0; j < N - 1; ++j) r[j] = rest[j];
-    V vpre = V{} + pre;
-    V vpost = V{} + post;
+    V vpre = splat<V>(pre);
+    V vpost = splat<V>(post);
     size_t i = 0;
     for (; i + kLanes <= count; i += kLanes) step(f, r, o, i, vpre, vpost);
     if (i == count) return;

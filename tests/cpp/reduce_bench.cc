@@ -1,11 +1,12 @@
 // Throughput table for the CPU reduction kernels (GB/s per dtype, n and instruction set).
 //
-// Build and run from the repository root (same objects as reduce_test.cc; one command a line):
+// Build and run from the repository root, as for reduce_test.cc (indented lines continue):
 //   F="-std=c++17 -O2 -ffp-contract=off -Icsrc"
 //   g++ $F -mavx2 -mf16c -c csrc/kernels/reduce_avx2.cc -o /tmp/lk_avx2.o
-//   g++ $F -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mf16c
+//   g++ $F -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mf16c -mprefer-vector-width=256
 //       -c csrc/kernels/reduce_avx512.cc -o /tmp/lk_avx512.o
-//   g++ $F csrc/kernels/{reduce_generic,reduce_scaled_int,dispatch}.cc csrc/common/dtype.cc
+//   g++ $F csrc/kernels/{reduce_generic,reduce_scaled_int,integer_average,dispatch}.cc
+//       csrc/common/dtype.cc
 //       tests/cpp/reduce_bench.cc /tmp/lk_avx2.o /tmp/lk_avx512.o -o /tmp/reduce_bench
 //   /tmp/reduce_bench [MiB per buffer, default 16]
 //

@@ -1,11 +1,12 @@
 // Checks the CPU reduction kernels and half conversions against independent scalar references.
 //
-// Build and run from the repository root, one command a line:
-//   F="-std=c++17 -O2 -ffp-contract=off -Wno-psabi -Icsrc"
+// Build and run from the repository root (an indented line continues the command above it):
+//   F="-std=c++17 -O2 -ffp-contract=off -Icsrc"
 //   g++ $F -mavx2 -mf16c -c csrc/kernels/reduce_avx2.cc -o /tmp/lk_avx2.o
-//   g++ $F -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mf16c
+//   g++ $F -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mf16c -mprefer-vector-width=256
 //       -c csrc/kernels/reduce_avx512.cc -o /tmp/lk_avx512.o
-//   g++ $F csrc/kernels/{reduce_generic,reduce_scaled_int,dispatch}.cc csrc/common/dtype.cc
+//   g++ $F csrc/kernels/{reduce_generic,reduce_scaled_int,integer_average,dispatch}.cc
+//       csrc/common/dtype.cc
 //       tests/cpp/reduce_test.cc /tmp/lk_avx2.o /tmp/lk_avx512.o -o /tmp/reduce_test
 //   /tmp/reduce_test            (exit 0 when everything passed; about 20 s on 2 cores)
 // On a non-x86 machine leave out the two .o files (dispatch.cc then offers only "generic").
@@ -537,6 +538,23 @@ void testScale(Tally& tally, ref::Rng& rng) {
   }
 }
 
+// divideIntegers (integer_average.cc): exact, truncating toward zero; floats untouched.
+void testDivideIntegers(Tally& tally) {
+  int8_t i8[] = {-7, 7, -128, 127};
+  lk::divideIntegers(i8, 4, DataType::kInt8, 2);
+  tally.check(i8[0] == -3 && i8[1] == 3 && i8[2] == -64 && i8[3] == 63, "divideIntegers int8");
+  uint8_t u8[] = {255, 9, 1};
+  lk::divideIntegers(u8, 3, DataType::kUInt8, 3);
+  tally.check(u8[0] == 85 && u8[1] == 3 && u8[2] == 0, "divideIntegers uint8");
+  int64_t i64[] = {9, (int64_t(1) << 62) + 3, -9};
+  lk::divideIntegers(i64, 3, DataType::kInt64, 3);
+  tally.check(i64[0] == 3 && i64[1] == ((int64_t(1) << 62) + 3) / 3 && i64[2] == -3,
+              "divideIntegers int64 beyond 2^53");
+  float f[] = {9.0f};
+  lk::divideIntegers(f, 1, DataType::kFloat32, 3);
+  tally.check(f[0] == 9.0f, "divideIntegers leaves float32 alone");
+}
+
 void testNames(Tally& tally) {
   tally.check(std::strcmp(lightcc::dtypeName(DataType::kBFloat16), "bfloat16") == 0, "dtypeName bf16");
   tally.check(std::strcmp(lightcc::dtypeName(DataType::kBool), "bool") == 0, "dtypeName bool");
@@ -556,6 +574,7 @@ int main() {
 
   ref::testHalfConversions([&](bool ok, const std::string& what) { tally.check(ok, what); }, rng);
   testNames(tally);
+  testDivideIntegers(tally);
   testNanPropagation(tally, rs);
   testNanPayloadRounding(tally, rs);
   testScale(tally, rng);

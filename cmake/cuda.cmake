@@ -1,0 +1,56 @@
+# Builds the CUDA kernels (csrc/cuda/*.cu) into liblightcc_cuda.so when nvcc is found.
+#
+# Usage, at file scope of the top-level CMakeLists.txt after project() (enable_language may not
+# be called from a function):
+#   include(cmake/cuda.cmake)
+#   lightcc_add_cuda_objects(<python-module-target> [INSTALL_DESTINATION <dir>])
+#
+# Without a CUDA compiler this prints one status line and does nothing: the Python module builds
+# and imports the same. With one, it adds the SHARED library `lightcc_cuda`, which links the
+# CUDA runtime statically (the runtime itself finds libcuda.so when first used), is written and
+# installed next to the module, and is built whenever the module is. The module does not link
+# it: it dlopens liblightcc_cuda.so and looks up lightccCudaKernelTableV1 (csrc/cuda/reduce_cuda.h),
+# so importing lightcc never needs libcudart or a driver.
+#
+# GPU architectures: CMAKE_CUDA_ARCHITECTURES if the user set it, else LIGHTCC_CUDA_ARCHS below
+# (real code for each, plus PTX for the newest so later GPUs JIT-compile).
+
+include(CheckLanguage)
+check_language(CUDA)
+if(CMAKE_CUDA_COMPILER)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(LIGHTCC_CUDA_ARCHS "75-real;80-real;86-real;89-real;90-real;90-virtual")
+    set(CMAKE_CUDA_ARCHITECTURES "${LIGHTCC_CUDA_ARCHS}")
+  endif()
+  enable_language(CUDA)
+endif()
+
+set(LIGHTCC_CUDA_CSRC_DIR "${CMAKE_CURRENT_LIST_DIR}/../csrc")
+
+function(lightcc_add_cuda_objects target)
+  cmake_parse_arguments(ARG "" "INSTALL_DESTINATION" "" ${ARGN})
+  if(NOT CMAKE_CUDA_COMPILER)
+    message(STATUS "lightcc: no CUDA compiler found; building without the CUDA kernels")
+    return()
+  endif()
+  set(c "${LIGHTCC_CUDA_CSRC_DIR}")
+  add_library(lightcc_cuda SHARED "${c}/cuda/reduce.cu" "${c}/common/dtype.cc")
+  target_include_directories(lightcc_cuda PRIVATE "${c}")
+  set_target_properties(lightcc_cuda PROPERTIES
+                        CUDA_STANDARD 17
+                        CUDA_STANDARD_REQUIRED ON
+                        CXX_STANDARD 17
+                        CUDA_RUNTIME_LIBRARY Static
+                        POSITION_INDEPENDENT_CODE ON)
+  # Same bits as the CPU kernels: no multiply-add fusion (reduce_ops.h also spells its device
+  # multiplies __fmul_rn, this covers the rest).
+  target_compile_options(lightcc_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>)
+  get_target_property(outdir ${target} LIBRARY_OUTPUT_DIRECTORY)
+  if(outdir)
+    set_target_properties(lightcc_cuda PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${outdir}")
+  endif()
+  add_dependencies(${target} lightcc_cuda)
+  if(ARG_INSTALL_DESTINATION)
+    install(TARGETS lightcc_cuda LIBRARY DESTINATION "${ARG_INSTALL_DESTINATION}")
+  endif()
+endfunction()

@@ -1,0 +1,57 @@
+// Flow: one TCP connection of a comm, owned by exactly one engine instance after attach.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+
+#include "comm.h"
+#include "wire.h"
+
+namespace harp {
+
+// Flow states, moved only by the owning instance (send_path.cc / recv_path.cc):
+//   send: kIdle -(claim a chunk)-> kSending -(header+payload written)-> kIdle
+//         kSending -(payload handed to io_uring SEND_ZC)-> kUringBusy -(result CQE)-> kIdle
+//         kIdle -(receiver closed)-> kEof -(a message still needs this comm)-> kBroken
+//   recv: kHeader -(32 header bytes read)-> kParked -(seq posted)-> kPayload -(len bytes)-> kHeader
+//         kHeader -(header read and seq already posted)-> kPayload
+//         kHeader -(orderly EOF between chunks)-> kEof
+//   any:  -(socket error, protocol error)-> kBroken
+enum class FlowState : uint8_t { kIdle, kSending, kUringBusy, kHeader, kParked, kPayload, kEof, kBroken };
+
+// A zero-copy send the kernel has not released yet (MSG_ZEROCOPY id or io_uring notification).
+struct ZcPending {
+  uint32_t id;         // MSG_ZEROCOPY call id (unused for io_uring)
+  Request* req;        // credited with one chunk when released; null for partial sends
+  bool released;
+};
+
+struct Flow {
+  int fd = -1;
+  int index = 0;        // flow index within the comm
+  Lane* lane = nullptr;
+  FlowState state = FlowState::kIdle;
+  bool readable = false;
+  bool writable = false;
+  bool in_epoll = false;
+  bool zc_capable = false;  // zero-copy enabled on this socket (SO_ZEROCOPY or io_uring)
+
+  // Send side: the chunk in progress.
+  Request* req = nullptr;
+  uint64_t offset = 0;
+  uint64_t len = 0;
+  size_t sent = 0;      // header + payload bytes written of this chunk
+  bool zc = false;      // payload goes zero-copy
+  uint8_t hdr[kChunkHeaderBytes] = {};
+  uint32_t zc_next_id = 0;           // MSG_ZEROCOPY: id the next zerocopy call will get
+  std::deque<ZcPending> zc_pending;  // in call order
+
+  // Receive side.
+  uint8_t rhdr[kChunkHeaderBytes] = {};
+  size_t rhdr_got = 0;
+  ChunkHeader chunk;
+  Request* rreq = nullptr;
+  uint64_t rgot = 0;
+};
+
+}  // namespace harp

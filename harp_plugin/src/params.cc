@@ -1,0 +1,204 @@
+// Params: parses HARP_* variables and the harp-setup profile file once, with named errors.
+#include "params.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace harp {
+namespace {
+
+const char* envOrNull(const char* name) {
+  const char* v = getenv(name);
+  return (v != nullptr && v[0] != '\0') ? v : nullptr;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+bool parseInt(const std::string& v, long long lo, long long hi, long long* out) {
+  char* end = nullptr;
+  long long x = strtoll(v.c_str(), &end, 0);
+  if (v.empty() || end == nullptr || *end != '\0' || x < lo || x > hi) return false;
+  *out = x;
+  return true;
+}
+
+// Accepts a plain byte count or a K/M/G suffix (binary units).
+bool parseBytes(const std::string& v, long long lo, long long hi, long long* out) {
+  if (v.empty()) return false;
+  long long mult = 1;
+  std::string num = v;
+  char last = static_cast<char>(toupper(v.back()));
+  if (last == 'K' || last == 'M' || last == 'G') {
+    mult = last == 'K' ? 1024LL : last == 'M' ? 1024LL * 1024 : 1024LL * 1024 * 1024;
+    num = v.substr(0, v.size() - 1);
+  }
+  long long x = 0;
+  if (!parseInt(num, 0, hi, &x)) return false;
+  x *= mult;
+  if (x < lo || x > hi) return false;
+  *out = x;
+  return true;
+}
+
+std::string bad(const char* name, const std::string& value, const char* expected) {
+  return std::string(name) + "='" + value + "' is invalid: expected " + expected;
+}
+
+// Applies one setting by variable name; shared by environment and profile parsing.
+std::string applySetting(const std::string& name, const std::string& value, Params* p) {
+  long long x = 0;
+  if (name == "HARP_NINSTANCES") {
+    if (!parseInt(value, 1, 64, &x)) return bad("HARP_NINSTANCES", value, "an integer 1..64");
+    p->ninstances = static_cast<int>(x);
+  } else if (name == "HARP_CORES") {
+    p->cores.clear();
+    std::stringstream ss(value);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (!parseInt(trim(item), 0, 4095, &x)) return bad("HARP_CORES", value, "a list like 0,2");
+      p->cores.push_back(static_cast<int>(x));
+    }
+  } else if (name == "HARP_NFLOWS") {
+    if (!parseInt(value, 1, 64, &x)) return bad("HARP_NFLOWS", value, "an integer 1..64");
+    p->nflows = static_cast<int>(x);
+  } else if (name == "HARP_CHUNK_BYTES") {
+    if (!parseBytes(value, 4096, 64LL << 20, &x))
+      return bad("HARP_CHUNK_BYTES", value, "4096..64M bytes");
+    p->chunk_bytes = static_cast<size_t>(x);
+  } else if (name == "HARP_ZC_MIN_BYTES") {
+    if (!parseBytes(value, 0, 1LL << 40, &x)) return bad("HARP_ZC_MIN_BYTES", value, "bytes");
+    p->zc_min_bytes = static_cast<size_t>(x);
+  } else if (name == "HARP_ZC") {
+    if (value == "auto") p->zc_mode = ZeroCopyMode::kAuto;
+    else if (value == "uring") p->zc_mode = ZeroCopyMode::kUring;
+    else if (value == "msg") p->zc_mode = ZeroCopyMode::kMsg;
+    else if (value == "off" || value == "0") p->zc_mode = ZeroCopyMode::kOff;
+    else return bad("HARP_ZC", value, "auto, uring, msg or off");
+  } else if (name == "HARP_HUGEPAGES") {
+    if (value != "0" && value != "1") return bad("HARP_HUGEPAGES", value, "0 or 1");
+    p->hugepages = value == "1";
+  } else if (name == "HARP_IFNAME") {
+    p->ifname = value;
+  } else if (name == "HARP_ALLOW_NO_SECRET") {
+    if (value != "0" && value != "1") return bad("HARP_ALLOW_NO_SECRET", value, "0 or 1");
+    p->allow_no_secret = value == "1";
+  } else if (name == "HARP_LOG_LEVEL") {
+    if (!parseInt(value, 0, 5, &x)) return bad("HARP_LOG_LEVEL", value, "0..5");
+    p->log_level = static_cast<int>(x);
+  } else if (name == "HARP_HANDSHAKE_TIMEOUT") {
+    char* end = nullptr;
+    double d = strtod(value.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !(d > 0 && d < 86400))
+      return bad("HARP_HANDSHAKE_TIMEOUT", value, "seconds in (0, 86400)");
+    p->handshake_timeout_s = d;
+  } else {
+    return "unknown setting '" + name + "'";
+  }
+  return "";
+}
+
+// Variables settable from both the environment and the profile (secrets are env-only).
+const char* const kSettable[] = {"HARP_NINSTANCES", "HARP_CORES",       "HARP_NFLOWS",
+                                 "HARP_CHUNK_BYTES", "HARP_ZC_MIN_BYTES", "HARP_ZC",
+                                 "HARP_HUGEPAGES",  "HARP_IFNAME",      "HARP_ALLOW_NO_SECRET",
+                                 "HARP_LOG_LEVEL",  "HARP_HANDSHAKE_TIMEOUT"};
+
+}  // namespace
+
+const std::vector<ParamDoc>& harpParamDocs() {
+  static const std::vector<ParamDoc> docs = {
+      {"HARP_NINSTANCES", "int", "min(cores,4)", "engine threads, each pinned to one core"},
+      {"HARP_CORES", "list", "first N allowed", "cores to pin the instances to, e.g. 2,3"},
+      {"HARP_NFLOWS", "int", "4", "TCP flows per connection, spread over instances"},
+      {"HARP_CHUNK_BYTES", "bytes", "512K", "a message is cut into chunks of this size"},
+      {"HARP_ZC_MIN_BYTES", "bytes", "64K", "chunks at least this big are sent zero-copy"},
+      {"HARP_ZC", "enum", "auto", "zero-copy: auto (io_uring, else MSG_ZEROCOPY), uring, msg, off"},
+      {"HARP_HUGEPAGES", "bool", "0", "1: advise huge pages for registered host buffers"},
+      {"HARP_IFNAME", "list", "all up, non-loopback", "interfaces (names or prefixes) to use"},
+      {"HARP_CONFIG", "path", "", "profile file written by harp-setup"},
+      {"HARP_JOB_SECRET", "string", "", "per-job secret; flows prove it with HMAC-SHA256"},
+      {"HARP_ALLOW_NO_SECRET", "bool", "0", "1: allow running without a secret (no HMAC)"},
+      {"HARP_LOG_LEVEL", "int", "2", "stderr log level when NCCL passes no logger"},
+      {"HARP_HANDSHAKE_TIMEOUT", "seconds", "30", "time a flow may take to complete its handshake"},
+  };
+  return docs;
+}
+
+std::string harpParseProfile(const std::string& text, Params* out,
+                             const std::vector<std::string>& env_set) {
+  std::stringstream ss(text);
+  std::string line;
+  int lineno = 0;
+  while (std::getline(ss, line)) {
+    ++lineno;
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::string where = "profile line " + std::to_string(lineno) + ": ";
+    if (line.rfind("nic ", 0) == 0) {
+      std::stringstream ls(line.substr(4));
+      ProfileNic nic;
+      ls >> nic.ifname;
+      std::string kv;
+      while (ls >> kv) {
+        long long x = 0;
+        if (kv.rfind("speed_mbps=", 0) == 0 && parseInt(kv.substr(11), 0, 1 << 30, &x)) {
+          nic.speed_mbps = static_cast<int>(x);
+        } else if (kv.rfind("numa=", 0) == 0 && parseInt(kv.substr(5), -1, 1024, &x)) {
+          nic.numa_node = static_cast<int>(x);
+        } else if (kv.rfind("pci=", 0) != 0) {
+          return where + "bad nic attribute '" + kv + "'";
+        }
+      }
+      if (nic.ifname.empty()) return where + "nic line without an interface name";
+      out->profile_nics.push_back(nic);
+      continue;
+    }
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) return where + "expected 'HARP_X = value' or 'nic ...'";
+    std::string name = trim(line.substr(0, eq));
+    std::string value = trim(line.substr(eq + 1));
+    if (name == "HARP_JOB_SECRET") return where + "secrets do not belong in the profile";
+    if (std::find(env_set.begin(), env_set.end(), name) != env_set.end()) continue;
+    std::string err = applySetting(name, value, out);
+    if (!err.empty()) return where + err;
+  }
+  return "";
+}
+
+std::string harpParseParams(Params* out) {
+  Params p;
+  std::vector<std::string> env_set;
+  for (const char* name : kSettable) {
+    const char* v = envOrNull(name);
+    if (v == nullptr) continue;
+    std::string err = applySetting(name, v, &p);
+    if (!err.empty()) return err;
+    env_set.push_back(name);
+  }
+  if (const char* path = envOrNull("HARP_CONFIG")) {
+    p.config_path = path;
+    std::ifstream f(path);
+    if (!f) return std::string("HARP_CONFIG='") + path + "': cannot open the profile file";
+    std::stringstream buf;
+    buf << f.rdbuf();
+    std::string err = harpParseProfile(buf.str(), &p, env_set);
+    if (!err.empty()) return std::string("HARP_CONFIG='") + path + "' " + err;
+  }
+  if (const char* s = envOrNull("HARP_JOB_SECRET")) p.secret = s;
+  if (p.ninstances == 0) {
+    int cores = static_cast<int>(std::thread::hardware_concurrency());
+    p.ninstances = std::max(1, std::min(cores, 4));
+  }
+  *out = p;
+  return "";
+}
+
+}  // namespace harp

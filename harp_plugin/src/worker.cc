@@ -1,0 +1,293 @@
+// Worker: the instance thread's loop, lane attach/detach and the sleep/wake protocol.
+#include "worker.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "log.h"
+
+namespace harp {
+namespace {
+constexpr int kSpinRounds = 64;      // idle rounds before sleeping in epoll_wait
+constexpr int kMaxEvents = 64;
+char g_uring_tag;                     // epoll data.ptr marking the io_uring eventfd
+}  // namespace
+
+Worker::Worker(int index, int core, ZeroCopyMode zc_mode)
+    : index_(index), core_(core), zc_mode_(zc_mode) {
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  evfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
+  if (zc_mode_ == ZeroCopyMode::kAuto || zc_mode_ == ZeroCopyMode::kUring) {
+    std::string why;
+    uring_ = Uring::create(256, &why);
+    if (uring_ == nullptr) {
+      HARP_INFO("instance %d: io_uring SEND_ZC unavailable (%s); using MSG_ZEROCOPY", index_,
+                why.c_str());
+      zc_mode_ = ZeroCopyMode::kMsg;
+    } else {
+      zc_mode_ = ZeroCopyMode::kUring;
+      epoll_event uev{};
+      uev.events = EPOLLIN;
+      uev.data.ptr = &g_uring_tag;
+      epoll_ctl(epfd_, EPOLL_CTL_ADD, uring_->eventFd(), &uev);
+    }
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+Worker::~Worker() {
+  stop_.store(true);
+  uint64_t one = 1;
+  ssize_t rc = write(evfd_, &one, sizeof(one));
+  (void)rc;
+  thread_.join();
+  uring_.reset();
+  close(evfd_);
+  close(epfd_);
+}
+
+const char* Worker::zcName() const {
+  switch (zc_mode_) {
+    case ZeroCopyMode::kUring: return "io_uring SEND_ZC";
+    case ZeroCopyMode::kMsg: return "MSG_ZEROCOPY";
+    case ZeroCopyMode::kOff: return "off";
+    case ZeroCopyMode::kAuto: break;
+  }
+  return "auto";
+}
+
+void Worker::attach(Lane* lane) {
+  {
+    std::lock_guard<std::mutex> lock(ctl_mu_);
+    ctl_ops_.push_back({lane, true, nullptr});
+    ctl_pending_.store(true);
+  }
+  uint64_t one = 1;
+  ssize_t rc = write(evfd_, &one, sizeof(one));
+  (void)rc;
+}
+
+void Worker::detach(Lane* lane) {
+  bool done = false;
+  std::unique_lock<std::mutex> lock(ctl_mu_);
+  ctl_ops_.push_back({lane, false, &done});
+  ctl_pending_.store(true);
+  uint64_t one = 1;
+  ssize_t rc = write(evfd_, &one, sizeof(one));
+  (void)rc;
+  ctl_cv_.wait(lock, [&] { return done; });
+}
+
+void Worker::wake() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed)) {
+    uint64_t one = 1;
+    ssize_t rc = write(evfd_, &one, sizeof(one));
+    (void)rc;
+  }
+}
+
+bool Worker::applyControl() {
+  if (!ctl_pending_.load(std::memory_order_acquire)) return false;
+  std::vector<CtlOp> ops;
+  {
+    std::lock_guard<std::mutex> lock(ctl_mu_);
+    ops.swap(ctl_ops_);
+    ctl_pending_.store(false);
+  }
+  for (const CtlOp& op : ops) {
+    if (op.attach) {
+      addLane(op.lane);
+    } else {
+      dropLane(op.lane);
+      std::lock_guard<std::mutex> lock(ctl_mu_);
+      *op.done = true;
+    }
+  }
+  ctl_cv_.notify_all();
+  return !ops.empty();
+}
+
+void Worker::addLane(Lane* lane) {
+  for (auto& f : lane->flows) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = f.get();
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, f->fd, &ev) != 0) {
+      breakFlow(*f, harp_abi::ncclSystemError, "epoll_ctl(ADD)", errno);
+      continue;
+    }
+    f->in_epoll = true;
+    if (zc_mode_ == ZeroCopyMode::kUring) {
+      f->zc_capable = true;
+    } else if (zc_mode_ == ZeroCopyMode::kMsg) {
+      int one = 1;
+      f->zc_capable = setsockopt(f->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) == 0;
+    }
+  }
+  lanes_.push_back(lane);
+}
+
+void Worker::dropLane(Lane* lane) {
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    if (lanes_[i] == lane) {
+      lanes_.erase(lanes_.begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  for (auto& f : lane->flows) {
+    if (f->in_epoll) epoll_ctl(epfd_, EPOLL_CTL_DEL, f->fd, nullptr);
+    f->in_epoll = false;
+    bool owed = false;
+    for (ZcPending& z : f->zc_pending) {
+      z.req = nullptr;  // the comm is going away: nobody tests these requests any more
+      if (!z.released) owed = true;
+    }
+    if (f->state == FlowState::kUringBusy || (owed && zc_mode_ == ZeroCopyMode::kUring)) {
+      // Abortive close so the kernel drops queued skbs and sends the notifications promptly.
+      linger lg{1, 0};
+      setsockopt(f->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+      shutdown(f->fd, SHUT_RDWR);
+      f->lane = nullptr;
+      f->req = nullptr;
+      graveyard_.push_back(std::move(f));
+      continue;
+    }
+    close(f->fd);
+    f->fd = -1;
+  }
+  lane->flows.clear();
+}
+
+bool Worker::drainRings() {
+  bool got = false;
+  for (Lane* lane : lanes_) {
+    Posted p;
+    while (lane->ring.pop(&p)) {
+      got = true;
+      if (lane->comm->kind == CommKind::kSend) {
+        lane->queue[lane->q_tail % kSlots] = p;
+        ++lane->q_tail;
+      } else {
+        lane->table[p.seq % kSlots] = p;
+      }
+      lane->known_seq = p.seq + 1;
+    }
+  }
+  return got;
+}
+
+bool Worker::anyWork() const {
+  for (const Lane* lane : lanes_) {
+    if (!lane->ring.empty()) return true;
+  }
+  return ctl_pending_.load();
+}
+
+void Worker::handleEvents(int timeout_ms) {
+  epoll_event events[kMaxEvents];
+  int n = epoll_wait(epfd_, events, kMaxEvents, timeout_ms);
+  for (int i = 0; i < n; ++i) {
+    void* tag = events[i].data.ptr;
+    if (tag == nullptr) {
+      uint64_t v;
+      ssize_t rc = read(evfd_, &v, sizeof(v));
+      (void)rc;
+      continue;
+    }
+    if (tag == &g_uring_tag) {
+      uint64_t v;
+      ssize_t rc = read(uring_->eventFd(), &v, sizeof(v));
+      (void)rc;
+      continue;
+    }
+    Flow* f = static_cast<Flow*>(tag);
+    uint32_t e = events[i].events;
+    if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) f->readable = true;
+    if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) f->writable = true;
+  }
+}
+
+void Worker::run() {
+  if (core_ >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core_, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+      HARP_INFO("instance %d: could not pin to core %d; running unpinned", index_, core_);
+    }
+  }
+  char name[16];
+  snprintf(name, sizeof(name), "harp-inst%d", index_);
+  pthread_setname_np(pthread_self(), name);
+  int idle = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    bool progressed = applyControl();
+    progressed |= drainRings();
+    if (uring_ != nullptr) reapUring();
+    bool zc_owed = uring_ != nullptr && uring_->inflight() > 0;
+    for (Lane* lane : lanes_) {
+      bool send = lane->comm->kind == CommKind::kSend;
+      for (auto& f : lane->flows) {
+        progressed |= send ? progressSend(*f) : progressRecv(*f);
+        zc_owed |= !f->zc_pending.empty();
+      }
+      if (send) retireExhausted(*lane);
+    }
+    if (progressed) {
+      idle = 0;
+      handleEvents(0);
+      continue;
+    }
+    if (++idle < kSpinRounds) {
+      handleEvents(0);
+      continue;
+    }
+    // About to sleep: announce it, then re-check for work a producer published before seeing
+    // the flag (the producer fences between its push and its read of sleeping_).
+    sleeping_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (anyWork()) {
+      sleeping_.store(false, std::memory_order_relaxed);
+      continue;
+    }
+    handleEvents(zc_owed ? 1 : 1000);
+    sleeping_.store(false, std::memory_order_relaxed);
+    idle = kSpinRounds / 2;
+  }
+  for (Lane* lane : lanes_) {
+    for (auto& f : lane->flows) {
+      if (f->fd >= 0) close(f->fd);
+      f->fd = -1;
+    }
+  }
+  for (auto& f : graveyard_) close(f->fd);
+}
+
+void Worker::breakFlow(Flow& f, ncclResult_t code, const char* what, int err) {
+  if (f.state == FlowState::kBroken) return;
+  f.state = FlowState::kBroken;
+  if (f.lane != nullptr) {
+    CommCore* c = f.lane->comm;
+    if (err != 0) {
+      c->fail(code, "peer %s, flow %d: %s failed: %s", c->peer.c_str(), f.index, what, strerror(err));
+    } else {
+      c->fail(code, "peer %s, flow %d: %s", c->peer.c_str(), f.index, what);
+    }
+  }
+  if (f.in_epoll) epoll_ctl(epfd_, EPOLL_CTL_DEL, f.fd, nullptr);
+  f.in_epoll = false;
+}
+
+}  // namespace harp

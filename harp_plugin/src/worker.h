@@ -1,0 +1,97 @@
+// Worker: one HARP engine instance — a thread pinned to a core that owns the flows it serves.
+//
+// DESIGN (instance). Each instance runs an epoll loop on its own thread. It exclusively owns the
+// sockets of the lanes attached to it; no other thread reads, writes or closes them. Work
+// arrives two ways:
+//   data path: NCCL threads push posted requests into per-lane SPSC rings, then call wake(),
+//              which writes the instance's eventfd only if the instance announced it is about to
+//              sleep (sleeping_ flag, seq_cst fences on both sides). Completions go back through
+//              atomics in the Request. No mutex.
+//   control path: attach/detach of lanes (connect, accept, close) go through a mutex-protected
+//              op list and the same eventfd; detach waits on a condition variable until the
+//              instance dropped the lane and closed its fds.
+// Zero-copy sends use the instance's own io_uring (SEND_ZC) or MSG_ZEROCOPY on the socket.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm.h"
+#include "flow.h"
+#include "params.h"
+#include "uring.h"
+
+namespace harp {
+
+class Worker {
+ public:
+  // Starts the thread, pinned to `core` (-1: not pinned).
+  Worker(int index, int core, ZeroCopyMode zc_mode);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void attach(Lane* lane);   // control path; returns at once
+  void detach(Lane* lane);   // control path; blocks until the lane's fds are closed
+  void wake();               // data path; cheap when the instance is busy
+  int index() const { return index_; }
+  const char* zcName() const;
+
+ private:
+  struct CtlOp {
+    Lane* lane;
+    bool attach;
+    bool* done;
+  };
+
+  void run();
+  bool applyControl();
+  void addLane(Lane* lane);
+  void dropLane(Lane* lane);
+  bool drainRings();
+  void handleEvents(int timeout_ms);
+  bool anyWork() const;
+
+  // send_path.cc
+  bool progressSend(Flow& f);
+  bool claimChunk(Flow& f);
+  void retireExhausted(Lane& lane);
+  bool sendCopy(Flow& f);
+  bool sendZeroCopyMsg(Flow& f);
+  bool sendZeroCopyUring(Flow& f);
+  void reapErrqueue(Flow& f);
+  void reapUring();
+  void releaseZc(Flow& f, uint32_t id);
+  void checkSendPeer(Flow& f);
+  // recv_path.cc
+  bool progressRecv(Flow& f);
+  bool readHeader(Flow& f);
+  bool lookupRecv(Flow& f);
+  bool readPayload(Flow& f);
+  void flowEof(Flow& f);
+
+  void breakFlow(Flow& f, ncclResult_t code, const char* what, int err);
+
+  int index_;
+  int core_;
+  ZeroCopyMode zc_mode_;
+  int epfd_ = -1;
+  int evfd_ = -1;
+  std::unique_ptr<Uring> uring_;
+  std::vector<Lane*> lanes_;
+  std::vector<std::unique_ptr<Flow>> graveyard_;  // closed flows still owed io_uring completions
+  std::atomic<bool> stop_{false};
+  alignas(64) std::atomic<bool> sleeping_{false};
+  alignas(64) std::atomic<bool> ctl_pending_{false};
+  std::mutex ctl_mu_;
+  std::condition_variable ctl_cv_;
+  std::vector<CtlOp> ctl_ops_;
+  std::thread thread_;
+};
+
+}  // namespace harp

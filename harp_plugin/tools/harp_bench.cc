@@ -1,0 +1,160 @@
+// harp-bench: point-to-point throughput/latency of HARP vs one socket vs multi-stream raw TCP.
+//
+// Usage: harp-bench --lib libnccl-net-harp.so [--modes harp,socket1,tcp] [--streams 4]
+//          [--sizes 64K,1M,4M,16M] [--mb-per-size 512] [--latency]
+//          [--ns-recv NS --ns-send NS --ifname IF]
+// HARP settings come from the environment as usual (HARP_NFLOWS, HARP_NINSTANCES, ...).
+// Prints one line per (mode, size): "bench mode=harp size=4194304 GB/s=3.21".
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "bench.h"
+#include "plugin_loader.h"
+
+namespace harp_bench {
+namespace {
+
+bool readAll(int fd, void* p, size_t n) {
+  char* c = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t r = read(fd, c, n);
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool enterNs(const std::string& ns) {
+  if (ns.empty()) return true;
+  std::string path = "/var/run/netns/" + ns;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+    fprintf(stderr, "harp-bench: cannot enter network namespace %s: %s\n", ns.c_str(), strerror(errno));
+    return false;
+  }
+  close(fd);
+  return true;
+}
+
+size_t parseSize(const std::string& s) {
+  char* end = nullptr;
+  double v = strtod(s.c_str(), &end);
+  if (*end == 'K' || *end == 'k') v *= 1024;
+  if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
+  if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
+  return static_cast<size_t>(v);
+}
+
+}  // namespace
+
+size_t messagesFor(const Config& cfg, size_t size) {
+  if (cfg.latency) return 2000;
+  size_t n = cfg.bytes_per_size / (size > 0 ? size : 1);
+  return n < 16 ? 16 : (n > 200000 ? 200000 : n);
+}
+
+bool harpBenchRun(const Config& cfg, std::vector<Result>* out, std::string* err) {
+  int ctl[2], res[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, ctl) != 0 || pipe(res) != 0) {
+    *err = "socketpair/pipe failed";
+    return false;
+  }
+  pid_t pids[2];
+  for (int role = 0; role < 2; ++role) {  // 0 = receiver, 1 = sender
+    pids[role] = fork();
+    if (pids[role] == 0) {
+      alarm(600);
+      close(res[0]);
+      dup2(res[1], 100);  // results pipe at a fixed fd for the side that measures
+      bool receiver = role == 0;
+      if (!enterNs(receiver ? cfg.ns_recv : cfg.ns_send)) _exit(3);
+      int fd = ctl[receiver ? 0 : 1];
+      int rc = cfg.mode == "harp" ? harpSide(cfg, fd, receiver) : tcpSide(cfg, fd, receiver);
+      _exit(rc);
+    }
+  }
+  close(res[1]);
+  close(ctl[0]);
+  close(ctl[1]);
+  for (size_t i = 0; i < cfg.sizes.size(); ++i) {
+    double v = 0;
+    if (!readAll(res[0], &v, sizeof(v))) break;
+    out->push_back({cfg.sizes[i], v});
+  }
+  close(res[0]);
+  int bad = 0;
+  for (pid_t p : pids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    bad += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  if (bad != 0 || out->size() != cfg.sizes.size()) {
+    *err = "a benchmark process failed (see its messages above)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace harp_bench
+
+using namespace harp_bench;
+
+int main(int argc, char** argv) {
+  Config cfg;
+  std::string modes = "harp,socket1,tcp", sizes = "64K,1M,4M,16M";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--lib") cfg.lib = next();
+    else if (a == "--modes") modes = next();
+    else if (a == "--streams") cfg.streams = atoi(next().c_str());
+    else if (a == "--sizes") sizes = next();
+    else if (a == "--mb-per-size") cfg.bytes_per_size = static_cast<size_t>(atof(next().c_str()) * (1 << 20));
+    else if (a == "--window") cfg.window = atoi(next().c_str());
+    else if (a == "--latency") cfg.latency = true;
+    else if (a == "--ns-recv") cfg.ns_recv = next();
+    else if (a == "--ns-send") cfg.ns_send = next();
+    else if (a == "--ifname") cfg.ifname = next();
+    else {
+      fprintf(stderr, "harp-bench: unknown argument '%s' (see the header of harp_bench.cc)\n", a.c_str());
+      return 2;
+    }
+  }
+  std::stringstream ss(sizes);
+  for (std::string s; std::getline(ss, s, ',');) cfg.sizes.push_back(parseSize(s));
+  std::stringstream ms(modes);
+  int failures = 0;
+  for (std::string m; std::getline(ms, m, ',');) {
+    Config c = cfg;
+    c.mode = m;
+    if (m == "harp" && c.lib.empty()) {
+      fprintf(stderr, "harp-bench: --lib is required for mode harp\n");
+      return 2;
+    }
+    std::vector<Result> results;
+    std::string err;
+    if (!harpBenchRun(c, &results, &err)) {
+      fprintf(stderr, "harp-bench: mode %s: %s\n", m.c_str(), err.c_str());
+      ++failures;
+      continue;
+    }
+    const char* env_flows = getenv("HARP_NFLOWS");
+    const char* env_inst = getenv("HARP_NINSTANCES");
+    for (const Result& r : results) {
+      printf("bench mode=%s streams=%d flows=%s instances=%s size=%zu %s=%.3f\n", m.c_str(),
+             m == "tcp" ? c.streams : 1, env_flows ? env_flows : "default",
+             env_inst ? env_inst : "default", r.size, c.latency ? "usec" : "GB/s", r.value);
+    }
+    fflush(stdout);
+  }
+  return failures == 0 ? 0 : 1;
+}
