@@ -57,6 +57,11 @@ class CMakeBuild(build_ext):
                 path.name.startswith("harp") and os.access(path, os.X_OK) and path.suffix == "")
             if shipped and path.name != "liblightcc_core.a":
                 shutil.copy2(path, lib_dir / path.name)
+                if getattr(self, "editable_mode", False) or self.inplace:
+                    # An editable install imports lightcc from the source tree: ship there too.
+                    src_lib = ROOT / "lightcc" / "lib"
+                    src_lib.mkdir(exist_ok=True)
+                    shutil.copy2(path, src_lib / path.name)
 
 
 setup(

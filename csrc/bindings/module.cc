@@ -199,6 +199,18 @@ PYBIND11_MODULE(_core, m) {
   m.def("start_timeline", [](const std::string& path, bool mark) { raise(engine().startTimeline(path, mark)); });
   m.def("stop_timeline", [] { raise(engine().stopTimeline()); });
   m.def("build_info", &buildInfo);
+  m.def("stats", [] {
+    const EngineStats& s = engine().stats();
+    py::dict d;
+    d["cycles"] = s.cycles.load();
+    d["slow_cycles"] = s.slow_cycles.load();
+    d["negotiate_ns"] = s.negotiate_ns.load();
+    d["execute_ns"] = s.execute_ns.load();
+    d["cached_responses"] = s.cached_responses.load();
+    d["coordinated_responses"] = s.coordinated_responses.load();
+    d["fused_batches"] = s.fused_batches.load();
+    return d;
+  }, "Engine counters: cycles, negotiation and execution time, cached vs coordinated tensors.");
   m.def("flags", [] {
     py::list out;
     for (const auto& f : flagTable()) {

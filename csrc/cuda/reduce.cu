@@ -1,4 +1,4 @@
-// CUDA kernels for reduceN and scale on device memory, sharing reduce_ops.h and half.h with the CPU.
+// CUDA kernels for reduceN and scale on device memory, sharing reduce_ops.h and half.h with CPU.
 #include <cuda_runtime.h>
 
 #include <string>
@@ -87,16 +87,17 @@ Status reduceNCuda(void* dst, const void* const* srcs, int n, size_t count, Data
   SourceList list{};
   for (int j = 0; j < n; ++j) list.p[j] = srcs[j];
   cudaStream_t s = static_cast<cudaStream_t>(stream);
+  double pre = prescale, post = postscale;
   switch (dtype) {
     case DataType::kUInt8:
-    case DataType::kBool: launchForOp<uint8_t>(dst, list, n, count, op, prescale, postscale, s); break;
-    case DataType::kInt8: launchForOp<int8_t>(dst, list, n, count, op, prescale, postscale, s); break;
-    case DataType::kInt32: launchForOp<int32_t>(dst, list, n, count, op, prescale, postscale, s); break;
-    case DataType::kInt64: launchForOp<int64_t>(dst, list, n, count, op, prescale, postscale, s); break;
-    case DataType::kFloat16: launchForOp<Half>(dst, list, n, count, op, prescale, postscale, s); break;
-    case DataType::kBFloat16: launchForOp<BFloat16>(dst, list, n, count, op, prescale, postscale, s); break;
-    case DataType::kFloat32: launchForOp<float>(dst, list, n, count, op, prescale, postscale, s); break;
-    case DataType::kFloat64: launchForOp<double>(dst, list, n, count, op, prescale, postscale, s); break;
+    case DataType::kBool: launchForOp<uint8_t>(dst, list, n, count, op, pre, post, s); break;
+    case DataType::kInt8: launchForOp<int8_t>(dst, list, n, count, op, pre, post, s); break;
+    case DataType::kInt32: launchForOp<int32_t>(dst, list, n, count, op, pre, post, s); break;
+    case DataType::kInt64: launchForOp<int64_t>(dst, list, n, count, op, pre, post, s); break;
+    case DataType::kFloat16: launchForOp<Half>(dst, list, n, count, op, pre, post, s); break;
+    case DataType::kBFloat16: launchForOp<BFloat16>(dst, list, n, count, op, pre, post, s); break;
+    case DataType::kFloat32: launchForOp<float>(dst, list, n, count, op, pre, post, s); break;
+    case DataType::kFloat64: launchForOp<double>(dst, list, n, count, op, pre, post, s); break;
   }
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {

@@ -213,6 +213,7 @@ Status Engine::slowPath(std::vector<Response>* responses) {
 
 Status Engine::runCycle(bool* stop) {
   LIGHTCC_RETURN_IF_ERROR(link_error_);
+  const auto cycle_start = std::chrono::steady_clock::now();
   ++cycle_;
   timeline_.cycleStart();
   classifyNewEntries();
@@ -275,9 +276,8 @@ Status Engine::runCycle(bool* stop) {
     }
   }
   const size_t cached_count = responses.size();
-  if (!(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined) {
-    LIGHTCC_RETURN_IF_ERROR(slowPath(&responses));
-  }
+  const bool slow = !(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined;
+  if (slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&responses));
   for (size_t i = cached_count; i < responses.size(); ++i) {
     const Response& r = responses[i];
     if (any_joined || r.isError() || !isCacheable(r.op)) continue;
@@ -295,9 +295,20 @@ Status Engine::runCycle(bool* stop) {
   // pass): then HOROVOD_CYCLE_TIME lets more of it gather. Work queued in reaction to the
   // completions below is a caller waiting on us, and must not wait for a tick.
   busy_ = queue_.hasWork();
-  for (const Response& r : planFusion(responses, config_.fusion_threshold_bytes)) {
+  const auto agreed = std::chrono::steady_clock::now();
+  const std::vector<Response> plan = planFusion(responses, config_.fusion_threshold_bytes);
+  for (const Response& r : plan) {
     LIGHTCC_RETURN_IF_ERROR(execute(r));
   }
+  const auto executed = std::chrono::steady_clock::now();
+  auto ns = [](auto d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
+  stats_.cycles.fetch_add(1, std::memory_order_relaxed);
+  if (slow) stats_.slow_cycles.fetch_add(1, std::memory_order_relaxed);
+  stats_.negotiate_ns.fetch_add(ns(agreed - cycle_start), std::memory_order_relaxed);
+  stats_.execute_ns.fetch_add(ns(executed - agreed), std::memory_order_relaxed);
+  stats_.cached_responses.fetch_add(cached_count, std::memory_order_relaxed);
+  stats_.coordinated_responses.fetch_add(responses.size() - cached_count, std::memory_order_relaxed);
+  stats_.fused_batches.fetch_add(plan.size(), std::memory_order_relaxed);
   last_cycle_end_ = std::chrono::steady_clock::now();
   return postCycleReceives();
 }

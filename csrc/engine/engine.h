@@ -43,6 +43,18 @@ struct InitOptions {
   std::string bundled_net_plugin;              // path of the HARP plugin shipped with lightcc
 };
 
+// Counters the engine thread bumps and callers read (lightcc._core.stats()), so benchmarks can
+// separate negotiation from execution without instrumenting the data path.
+struct EngineStats {
+  std::atomic<uint64_t> cycles{0};
+  std::atomic<uint64_t> slow_cycles{0};            // cycles that needed the coordinator
+  std::atomic<uint64_t> negotiate_ns{0};           // cycle start until the response list is agreed
+  std::atomic<uint64_t> execute_ns{0};             // running the agreed responses
+  std::atomic<uint64_t> cached_responses{0};       // tensors agreed through the bit vector
+  std::atomic<uint64_t> coordinated_responses{0};  // tensors agreed through rank 0
+  std::atomic<uint64_t> fused_batches{0};          // executed (fused) responses
+};
+
 struct Topology {
   int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
   bool homogeneous = true;
@@ -61,6 +73,7 @@ class Engine {
   Status shutdown();
 
   const Topology& topology() const { return topo_; }
+  const EngineStats& stats() const { return stats_; }
   const Config& config() const { return config_; }
   std::map<int32_t, std::vector<int>> processSets() const;
   Status startTimeline(const std::string& path, bool mark_cycles);
@@ -98,6 +111,7 @@ class Engine {
   const InitOptions options_;
   const Config config_;
   Topology topo_;
+  EngineStats stats_;
 
   // Shared with caller threads.
   TensorQueue queue_;

@@ -55,7 +55,9 @@ template <> struct Lane<Half> {
   using V = VecOf<float>;
   static constexpr int kLanes = Isa::kVecBytes / 4;
   static LIGHTCC_KERNEL_INLINE V load(const Half* p) { return V(Isa::loadHalf(p)); }
-  static LIGHTCC_KERNEL_INLINE void store(Half* p, V v) { Isa::storeHalf(p, typename Isa::FloatVec(v)); }
+  static LIGHTCC_KERNEL_INLINE void store(Half* p, V v) {
+    Isa::storeHalf(p, typename Isa::FloatVec(v));
+  }
 };
 
 // Two float vectors handled as one: bfloat16's lane type below. A struct rather than a vector
@@ -229,7 +231,8 @@ static void reduceTyped(void* dst, const void* const* srcs, int n, size_t count,
   for (int j = 1; j < n && j < 4; ++j) rest[j - 1] = static_cast<const S*>(srcs[j]);
   switch (n) {
     case 1:  // a scaled copy: the op never applies, so share one instantiation
-      return Pass<S, ReduceOp::kSum, 1, false, false, kScaled>::run(dst, srcs[0], rest, count, p, q);
+      return Pass<S, ReduceOp::kSum, 1, false, false, kScaled>::run(dst, srcs[0], rest, count, p,
+                                                                    q);
     case 2: return Pass<S, Op, 2, false, false, kScaled>::run(dst, srcs[0], rest, count, p, q);
     case 3: return Pass<S, Op, 3, false, false, kScaled>::run(dst, srcs[0], rest, count, p, q);
     case 4: return Pass<S, Op, 4, false, false, kScaled>::run(dst, srcs[0], rest, count, p, q);

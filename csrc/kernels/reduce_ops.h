@@ -82,9 +82,13 @@ inline LIGHTCC_HD BFloat16 fromAcc<BFloat16>(float x) { return BFloat16{floatToB
 template <class T> struct IntRange;
 template <> struct IntRange<uint8_t> { static constexpr double kLo = 0, kHi = 255; };
 template <> struct IntRange<int8_t> { static constexpr double kLo = -128, kHi = 127; };
-template <> struct IntRange<int32_t> { static constexpr double kLo = -2147483648.0, kHi = 2147483647.0; };
+template <> struct IntRange<int32_t> {
+  static constexpr double kLo = -2147483648.0, kHi = 2147483647.0;
+};
 // 2^63 is the first double above INT64_MAX; -2^63 is exactly INT64_MIN.
-template <> struct IntRange<int64_t> { static constexpr double kLo = -9223372036854775808.0, kHi = 9223372036854775808.0; };
+template <> struct IntRange<int64_t> {
+  static constexpr double kLo = -9223372036854775808.0, kHi = 9223372036854775808.0;
+};
 
 // double -> integer: truncate toward zero, saturate, NaN -> 0.
 template <class T>

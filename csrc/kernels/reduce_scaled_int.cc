@@ -1,4 +1,4 @@
-// Scaled integer reductions: a scalar loop through double, too rare (integer averages) to vectorise.
+// Scaled integer reductions: a scalar loop through double, too rare to be worth vectorising.
 #include <cstdint>
 
 #include "kernels/reduce_ops.h"
@@ -31,11 +31,14 @@ template <class T>
 void reduceScaledOp(void* dst, const void* const* srcs, int n, size_t count, ReduceOp op,
                     double pre, double post) {
   switch (op) {
-    case ReduceOp::kMin: return reduceScaledTyped<T, ReduceOp::kMin>(dst, srcs, n, count, pre, post);
-    case ReduceOp::kMax: return reduceScaledTyped<T, ReduceOp::kMax>(dst, srcs, n, count, pre, post);
+    case ReduceOp::kMin:
+      return reduceScaledTyped<T, ReduceOp::kMin>(dst, srcs, n, count, pre, post);
+    case ReduceOp::kMax:
+      return reduceScaledTyped<T, ReduceOp::kMax>(dst, srcs, n, count, pre, post);
     case ReduceOp::kProduct:
       return reduceScaledTyped<T, ReduceOp::kProduct>(dst, srcs, n, count, pre, post);
-    default: return reduceScaledTyped<T, ReduceOp::kSum>(dst, srcs, n, count, pre, post);
+    default:
+      return reduceScaledTyped<T, ReduceOp::kSum>(dst, srcs, n, count, pre, post);
   }
 }
 
@@ -43,12 +46,13 @@ void reduceScaledOp(void* dst, const void* const* srcs, int n, size_t count, Red
 
 void reduceScaledInt(void* dst, const void* const* srcs, int n, size_t count, DataType dtype,
                      ReduceOp op, double prescale, double postscale) {
+  double pre = prescale, post = postscale;
   switch (dtype) {
     case DataType::kUInt8:
-    case DataType::kBool: return reduceScaledOp<uint8_t>(dst, srcs, n, count, op, prescale, postscale);
-    case DataType::kInt8: return reduceScaledOp<int8_t>(dst, srcs, n, count, op, prescale, postscale);
-    case DataType::kInt32: return reduceScaledOp<int32_t>(dst, srcs, n, count, op, prescale, postscale);
-    case DataType::kInt64: return reduceScaledOp<int64_t>(dst, srcs, n, count, op, prescale, postscale);
+    case DataType::kBool: return reduceScaledOp<uint8_t>(dst, srcs, n, count, op, pre, post);
+    case DataType::kInt8: return reduceScaledOp<int8_t>(dst, srcs, n, count, op, pre, post);
+    case DataType::kInt32: return reduceScaledOp<int32_t>(dst, srcs, n, count, op, pre, post);
+    case DataType::kInt64: return reduceScaledOp<int64_t>(dst, srcs, n, count, op, pre, post);
     default: return;  // floating types never come here (see dispatch.cc)
   }
 }

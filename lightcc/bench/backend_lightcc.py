@@ -71,6 +71,12 @@ class LightccBackend:
     def barrier(self) -> None:
         self._hvd.barrier()
 
+    def engine_counters(self) -> dict:
+        """The engine's cumulative counters (cycles, negotiation/execution ns, cached tensors)."""
+        from lightcc.common.native import core
+
+        return dict(core().stats())
+
     def allgather_floats(self, values: np.ndarray) -> np.ndarray:
         out = self._hvd.allgather(np.ascontiguousarray(values, dtype=np.float64), name="bench.results")
         return np.asarray(out).reshape(self.size(), -1)

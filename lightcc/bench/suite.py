@@ -67,6 +67,29 @@ def _sweep(backend: Backend, spec: RunSpec, progress: ProgressWriter) -> list[di
     return [dict(m, time_us=t * 1e6) for m, t in zip(metas, medians)]
 
 
+def _engine_overhead(backend: Backend, step, steps: int) -> dict:
+    """This rank's engine time per steady step, split into negotiation and execution.
+
+    Only engines that keep counters (lightcc) report it; the step time above also includes the
+    Python front's per-tensor cost, which these counters exclude.
+    """
+    counters = getattr(backend, "engine_counters", None)
+    if counters is None or steps <= 0:
+        return {}
+    before = counters()
+    for _ in range(steps):
+        step()
+    after = counters()
+    per = {k: (after[k] - before[k]) / steps for k in before}
+    return {
+        "engine_negotiate_us": per["negotiate_ns"] / 1e3,
+        "engine_execute_us": per["execute_ns"] / 1e3,
+        "engine_cycles": per["cycles"],
+        "engine_cached_fraction": per["cached_responses"]
+        / max(1.0, per["cached_responses"] + per["coordinated_responses"]),
+    }
+
+
 def _negotiation(backend: Backend, spec: RunSpec, progress: ProgressWriter) -> list[dict]:
     """Per size: the first (uncached) step of ``spec.tensors`` async allreduces, then steady steps."""
     dtype = spec.dtype
@@ -85,17 +108,17 @@ def _negotiation(backend: Backend, spec: RunSpec, progress: ProgressWriter) -> l
             step, spec.iters, spec.warmup, backend.barrier, max_repeats=spec.iters, barrier_between=False
         )
         samples.append(np.concatenate([[first], steady]))
-        metas.append(
-            {
-                "op": "negotiation",
-                "size": count * itemsize,
-                "count": count,
-                "dtype": dtype,
-                "iters": spec.iters,
-                "warmup": spec.warmup,
-                "tensors": spec.tensors,
-            }
-        )
+        meta = {
+            "op": "negotiation",
+            "size": count * itemsize,
+            "count": count,
+            "dtype": dtype,
+            "iters": spec.iters,
+            "warmup": spec.warmup,
+            "tensors": spec.tensors,
+        }
+        meta.update(_engine_overhead(backend, step, spec.iters))
+        metas.append(meta)
         del step, tensors
         progress.advance(f"{backend.name} {format_size(count * itemsize)}")
     gathered = backend.allgather_floats(pack_samples(samples)).reshape(nranks, len(samples), -1)
