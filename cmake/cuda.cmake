@@ -12,18 +12,31 @@
 # it: it dlopens liblightcc_cuda.so and looks up lightccCudaKernelTableV1 (csrc/cuda/reduce_cuda.h),
 # so importing lightcc never needs libcudart or a driver.
 #
-# GPU architectures: CMAKE_CUDA_ARCHITECTURES if the user set it, else LIGHTCC_CUDA_ARCHS below
-# (real code for each, plus PTX for the newest so later GPUs JIT-compile).
+# GPU architectures: CMAKE_CUDA_ARCHITECTURES if the user set it, else the list below (machine
+# code for each, plus PTX for the newest so later GPUs JIT-compile).
 
 include(CheckLanguage)
 check_language(CUDA)
 if(CMAKE_CUDA_COMPILER)
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    # Native code for the common datacenter GPUs, PTX for 7.5 so every newer GPU can JIT it.
-    set(LIGHTCC_CUDA_ARCHS "75-virtual;80-real;90-real")
-    set(CMAKE_CUDA_ARCHITECTURES "${LIGHTCC_CUDA_ARCHS}")
+  set(lightcc_cuda_archs_from_user FALSE)
+  if(DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(lightcc_cuda_archs_from_user TRUE)
+  else()
+    # Placeholder so enable_language does not probe a default the compiler may reject; the
+    # real list follows once the compiler version is known.
+    set(CMAKE_CUDA_ARCHITECTURES 75)
   endif()
   enable_language(CUDA)
+  if(NOT lightcc_cuda_archs_from_user)
+    # Turing .. Hopper as machine code; Blackwell too when the compiler knows it (12.8+); PTX of
+    # the newest for whatever comes next. CUDA older than 11.8 needs CMAKE_CUDA_ARCHITECTURES.
+    set(CMAKE_CUDA_ARCHITECTURES "75-real;80-real;86-real;89-real;90-real")
+    if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.8)
+      list(APPEND CMAKE_CUDA_ARCHITECTURES "100-real;120-real;120-virtual")
+    else()
+      list(APPEND CMAKE_CUDA_ARCHITECTURES "90-virtual")
+    endif()
+  endif()
 endif()
 
 set(LIGHTCC_CUDA_CSRC_DIR "${CMAKE_CURRENT_LIST_DIR}/../csrc")

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "algorithms/iovec.h"
@@ -29,8 +30,11 @@ struct ReduceSpec {
   int64_t int_divisor = 1;  // integer Average: exact division by the set size, after postscale
 };
 
-// Shared memory.
-Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec);
+// Shared memory. `on_share`, when given, runs on this member's fully reduced share of each
+// window (in its staging, `count` elements) before the others copy it out: the 2D algorithms
+// use it to combine shares across hosts.
+using ShareHook = std::function<Status(char* share, size_t offset_elems, size_t count)>;
+Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec, const ShareHook& on_share = nullptr);
 // Output: members' pieces concatenated in member order; piece_bytes per member.
 Status shmAllgather(SetComm& c, const void* in, const std::vector<size_t>& piece_bytes, void* out);
 Status shmBroadcast(SetComm& c, const void* in, void* out, size_t bytes, int root_member);

@@ -16,14 +16,13 @@ std::vector<int64_t> reducescatterRows(int64_t dim0, int members) {
   return rows;
 }
 
-Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec) {
+Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec, const ShareHook& on_share) {
   const size_t esize = dtypeSize(spec.dtype);
   const size_t count = io.total() / esize;
   const int p = c.size();
   // Shares are multiples of 16 elements so every rank's kernel starts cache-line aligned.
   size_t win = (c.chunk_bytes / esize) / (16 * p) * (16 * p);
   if (win == 0) win = (c.chunk_bytes / esize) / p * p;
-  const size_t share = win / p;
   std::vector<const void*> srcs(p);
   int slot = 0;
   for (size_t w0 = 0; w0 < count; w0 += win, slot ^= 1) {
@@ -32,7 +31,6 @@ Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec) {
     io.gather(w0 * esize, wn * esize, mine);
     LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allreduce copy-in"));
     const size_t part = std::max<size_t>(ceilDiv(ceilDiv(wn, p), 16) * 16, 1);
-    (void)share;
     const size_t lo = std::min(wn, c.me * part), hi = std::min(wn, lo + part);
     if (hi > lo) {
       for (int j = 0; j < p; ++j) srcs[j] = c.staging(j, slot) + lo * esize;
@@ -40,6 +38,8 @@ Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec) {
                        spec.prescale, spec.postscale);
       kernels::divideIntegers(mine + lo * esize, hi - lo, spec.dtype, spec.int_divisor);
     }
+    // Every member calls the hook, even with an empty share, so peers across hosts stay in step.
+    if (on_share) LIGHTCC_RETURN_IF_ERROR(on_share(mine + lo * esize, w0 + lo, hi - lo));
     LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allreduce reduce"));
     for (int j = 0; j < p; ++j) {
       const size_t jlo = std::min(wn, j * part), jhi = std::min(wn, jlo + part);

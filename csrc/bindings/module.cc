@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -199,6 +200,22 @@ PYBIND11_MODULE(_core, m) {
   m.def("start_timeline", [](const std::string& path, bool mark) { raise(engine().startTimeline(path, mark)); });
   m.def("stop_timeline", [] { raise(engine().stopTimeline()); });
   m.def("build_info", &buildInfo);
+  m.def("topk_residuals", [] {
+    py::dict out;
+    for (auto& [name, values] : engine().topkResiduals()) {
+      auto buf = std::make_shared<HostBuffer>(values.size() * sizeof(float));
+      std::memcpy(buf->data(), values.data(), values.size() * sizeof(float));
+      out[py::str(name)] = py::cast(buf);
+    }
+    return out;
+  }, "Copies of the top-k error-feedback residuals (float32 bytes) by tensor name.");
+  m.def("set_topk_residual", [](const std::string& name, py::buffer b) {
+    py::buffer_info info = b.request();
+    if (info.itemsize != 4 || info.format != py::format_descriptor<float>::format()) {
+      throw py::value_error("top-k residuals are float32 arrays");
+    }
+    raise(engine().setTopkResidual(name, static_cast<const float*>(info.ptr), static_cast<size_t>(info.size)));
+  });
   m.def("stats", [] {
     const EngineStats& s = engine().stats();
     py::dict d;

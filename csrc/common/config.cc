@@ -161,6 +161,51 @@ const std::vector<FlagSpec>& specs() {
       {{"LIGHTCC_FORCE_RING", "bool", "0",
         "Use the link-based ring algorithms even between ranks of one host (tests, benchmarks)."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->force_ring); }},
+      {{"LIGHT_2D_ALLREDUCE", "bool", "0",
+        "Hierarchical (2D) allreduce: reduce-scatter inside each group of LIGHT_INTRA_SIZE ranks "
+        "(shared memory), allreduce each shard across groups (every local rank its own flows), "
+        "allgather inside the group."},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->hierarchical_allreduce); }},
+      {{"HOROVOD_HIERARCHICAL_ALLREDUCE", "bool", "0", "Horovod's name for LIGHT_2D_ALLREDUCE."},
+       [](auto& n, auto& v, Config* c) {
+         bool on = false;
+         LIGHTCC_RETURN_IF_ERROR(parseBool(n, v, &on));
+         c->hierarchical_allreduce = c->hierarchical_allreduce || on;
+         return Status::OK();
+       }},
+      {{"LIGHT_INTRA_SIZE", "ranks", "0",
+        "Ranks per 2D group (consecutive ranks of one host); 0 = the ranks per host."},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->intra_size); }},
+      {{"LIGHT_TOPK_ALLREDUCE", "bool", "0",
+        "Top-k compressed allreduce with error feedback for float32 tensors of at least "
+        "LIGHT_TOPK_THRESHOLD bytes reduced with Sum or Average."},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk_allreduce); }},
+      {{"LIGHT_TOPK_THRESHOLD", "bytes", "2097152", "Smallest tensor that top-k compresses."},
+       [](auto& n, auto& v, Config* c) {
+         return parseInt(n, v, 1, int64_t{1} << 40, &c->topk_threshold_bytes);
+       }},
+      {{"LIGHT_TOPK_DENSITY", "fraction", "0.01", "Fraction of elements each rank sends (0 < d <= 1)."},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 1e-6, 1.0, &c->topk_density); }},
+      {{"LIGHT_TOPK_WARMUP_STEPS", "steps", "0",
+        "Steps per tensor before full compression (dense, or decaying density; LIGHT_TOPK_WARMUP)."},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, int64_t{1} << 40, &c->topk_warmup_steps); }},
+      {{"LIGHT_TOPK_WARMUP", "mode", "dense",
+        "dense: warm-up steps are plain allreduces; decay: density falls from 25 % to "
+        "LIGHT_TOPK_DENSITY over the warm-up (Deep Gradient Compression's schedule)."},
+       [](auto& n, auto& v, Config* c) {
+         if (v == "dense" || v == "decay") {
+           c->topk_warmup_decay = v == "decay";
+           return Status::OK();
+         }
+         return badValue(n, v, "dense or decay");
+       }},
+      {{"LIGHT_TOPK_MOMENTUM", "factor", "0",
+        "DGC momentum correction for SGD-with-momentum users: accumulate velocity locally with "
+        "this factor and send top-k of it (0 = off; then pass plain gradients)."},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 0.999999, &c->topk_momentum); }},
+      {{"LIGHT_TOPK_ERROR_FEEDBACK", "bool", "1",
+        "Keep what top-k did not send and add it next step; 0 drops it (biased; for comparison only)."},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk_error_feedback); }},
   };
   return kSpecs;
 }

@@ -30,6 +30,16 @@ struct Config {
   double spin_us = 50.0;                       // LIGHTCC_SPIN_US
   std::string net_plugin;                      // LIGHTCC_NET_PLUGIN (path; "" = bundled HARP)
   bool force_ring = false;                     // LIGHTCC_FORCE_RING
+  // LightCC algorithms.
+  bool hierarchical_allreduce = false;          // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL_ALLREDUCE)
+  int64_t intra_size = 0;                       // LIGHT_INTRA_SIZE (0 = ranks per host)
+  bool topk_allreduce = false;                  // LIGHT_TOPK_ALLREDUCE
+  int64_t topk_threshold_bytes = 2097152;       // LIGHT_TOPK_THRESHOLD
+  double topk_density = 0.01;                   // LIGHT_TOPK_DENSITY
+  int64_t topk_warmup_steps = 0;                // LIGHT_TOPK_WARMUP_STEPS
+  bool topk_warmup_decay = false;               // LIGHT_TOPK_WARMUP=decay (default dense)
+  double topk_momentum = 0.0;                   // LIGHT_TOPK_MOMENTUM (DGC momentum correction)
+  bool topk_error_feedback = true;              // LIGHT_TOPK_ERROR_FEEDBACK
 };
 
 // One row of the flag table, for documentation (`lightcc._core.flags()`, docs/flags.md).

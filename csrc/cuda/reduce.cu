@@ -10,7 +10,6 @@
 namespace lightcc::cuda {
 namespace {
 
-using kernels::AccOf;
 using kernels::BFloat16;
 using kernels::Half;
 
@@ -19,29 +18,17 @@ constexpr int kMaxBlocks = 4096;  // grid-stride beyond this: enough to fill any
 
 struct SourceList {
   const void* p[kMaxCudaSources];
+  __device__ const void* operator[](int j) const { return p[j]; }
 };
 
-// A factor of exactly 1 is skipped, as on the CPU (it matters for integers: int64 through
-// double is lossy). scaleAcc uses __fmul_rn/__dmul_rn on the device, never fused into an FMA.
-template <class A>
-__device__ __forceinline__ A scaled(A x, double factor) {
-  return factor == 1.0 ? x : kernels::scaleAcc(x, factor);
-}
-
-// One thread per element (grid-stride): read all sources in order, combine in the accumulation
-// type, write once. Reading before writing keeps dst == srcs[k] safe.
+// One thread per element (grid-stride); the element itself is reduce_ops.h's reduceElement,
+// which reads every source before the single write, so dst == srcs[k] is safe.
 template <class T, ReduceOp Op>
 __global__ void reduceKernel(T* dst, SourceList srcs, int n, size_t count, double pre,
                              double post) {
-  using A = typename AccOf<T>::type;
   size_t stride = size_t(gridDim.x) * blockDim.x;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    A acc = scaled(kernels::toAcc(static_cast<const T*>(srcs.p[0])[i]), pre);
-    for (int j = 1; j < n; ++j) {
-      A x = scaled(kernels::toAcc(static_cast<const T*>(srcs.p[j])[i]), pre);
-      acc = kernels::combineAs<Op>(acc, x);
-    }
-    dst[i] = kernels::fromAcc<T>(scaled(acc, post));
+    dst[i] = kernels::reduceElement<T, Op>(srcs, n, i, pre, post);
   }
 }
 

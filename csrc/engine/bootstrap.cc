@@ -12,6 +12,7 @@
 #include "transport/rendezvous/store_client.h"
 #include "transport/rendezvous/store_collectives.h"
 #include "transport/rendezvous/store_server.h"
+#include "transport/shm/rank_area.h"
 #include "transport/shm/shm_link.h"
 
 namespace lightcc {
@@ -32,7 +33,11 @@ std::string fingerprint(const Config& c) {
      << c.cache_capacity << ";LIGHTCC_SHM_CHUNK_BYTES=" << c.shm_chunk_bytes
      << ";LIGHTCC_SHM_RING_BYTES=" << c.shm_ring_bytes
      << ";HOROVOD_DYNAMIC_PROCESS_SETS=" << c.dynamic_process_sets
-     << ";LIGHTCC_FORCE_RING=" << c.force_ring;
+     << ";LIGHTCC_FORCE_RING=" << c.force_ring << ";LIGHT_2D_ALLREDUCE=" << c.hierarchical_allreduce
+     << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk_allreduce
+     << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
+     << ";LIGHT_TOPK_WARMUP_STEPS=" << c.topk_warmup_steps << ";LIGHT_TOPK_WARMUP=" << c.topk_warmup_decay
+     << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback;
   return os.str();
 }
 
@@ -66,6 +71,37 @@ SetComm Engine::makeSetComm(int32_t id, const std::vector<int>& ranks) {
     c.links.push_back(world_links_[ranks[i]]);
   }
   return c;
+}
+
+void Engine::buildHierComm(int32_t id, const std::vector<int>& ranks) {
+  if (!config_.hierarchical_allreduce) return;
+  const int g = config_.intra_size > 0 ? static_cast<int>(config_.intra_size) : topo_.local_size;
+  const int n = static_cast<int>(ranks.size());
+  auto me = std::find(ranks.begin(), ranks.end(), topo_.rank);
+  if (me == ranks.end() || g <= 0 || n % g != 0 || n / g < 2) return;
+  // Every group must sit on one host (its phases use shared memory); decided from every rank's
+  // host id so all ranks agree.
+  for (int start = 0; start < n; start += g) {
+    for (int i = start; i < start + g; ++i) {
+      if (hosts_[ranks[i]] != hosts_[ranks[start]]) {
+        if (id == 0) {
+          LIGHTCC_LOG(kWarning) << "LIGHT_2D_ALLREDUCE: ranks " << ranks[start] << ".." << ranks[start + g - 1]
+                                << " are not on one host (LIGHT_INTRA_SIZE=" << g << "); using the flat ring";
+        }
+        return;
+      }
+    }
+  }
+  const int pos = static_cast<int>(me - ranks.begin());
+  std::vector<int> intra(ranks.begin() + pos / g * g, ranks.begin() + pos / g * g + g);
+  std::vector<int> cross;
+  for (int start = 0; start < n; start += g) cross.push_back(ranks[start + pos % g]);
+  HierComm h;
+  // Counter slots apart from the process sets' own (see shm::kMaxProcessSets).
+  h.intra = makeSetComm(shm::kMaxProcessSets + id, intra);
+  h.cross = makeSetComm(2 * shm::kMaxProcessSets + id, cross);
+  if (!h.intra.all_local) return;
+  hier_[id] = std::move(h);
 }
 
 Status Engine::bootstrap() {
@@ -207,7 +243,11 @@ Status Engine::bootstrap() {
       set_ranks_[next_set_id_++] = sorted;
     }
   }
-  for (const auto& [id, ranks] : set_ranks_) comms_[id] = makeSetComm(id, ranks);
+  hosts_ = hosts;
+  for (const auto& [id, ranks] : set_ranks_) {
+    comms_[id] = makeSetComm(id, ranks);
+    buildHierComm(id, ranks);
+  }
   cache_ = std::make_unique<ResponseCache>(static_cast<size_t>(config_.cache_capacity));
   if (rank == 0) {
     coordinator_ = std::make_unique<Coordinator>(size, [this](int32_t id) -> const std::vector<int>* {

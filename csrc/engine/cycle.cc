@@ -296,7 +296,8 @@ Status Engine::runCycle(bool* stop) {
   // completions below is a caller waiting on us, and must not wait for a tick.
   busy_ = queue_.hasWork();
   const auto agreed = std::chrono::steady_clock::now();
-  const std::vector<Response> plan = planFusion(responses, config_.fusion_threshold_bytes);
+  const std::vector<Response> plan =
+      planFusion(responses, config_.fusion_threshold_bytes, [this](const Response& r) { return topkEligible(r); });
   for (const Response& r : plan) {
     LIGHTCC_RETURN_IF_ERROR(execute(r));
   }

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/hierarchical.h"
 #include "algorithms/set_comm.h"
 #include "common/config.h"
 #include "engine/coordinator.h"
@@ -78,6 +79,10 @@ class Engine {
   std::map<int32_t, std::vector<int>> processSets() const;
   Status startTimeline(const std::string& path, bool mark_cycles);
   Status stopTimeline();
+  // Top-k error-feedback residuals by tensor name ("<set id>:<name>" outside the global set),
+  // for checkpointing; set replaces one (its size must match the tensor's element count).
+  std::map<std::string, std::vector<float>> topkResiduals() const;
+  Status setTopkResidual(const std::string& name, const float* data, size_t count);
 
  private:
   Engine(const InitOptions& options, const Config& config);
@@ -103,7 +108,10 @@ class Engine {
   Status executeBroadcast(const Response& r, SetComm& comm);
   Status executeAlltoall(const Response& r, SetComm& comm);
   Status executeReducescatter(const Response& r, SetComm& comm);
+  Status executeTopk(const Response& r, SetComm& comm);
+  bool topkEligible(const Response& r) const;
   Status applyProcessSetChange(const Response& r);
+  void buildHierComm(int32_t id, const std::vector<int>& ranks);
   void completeEntry(int32_t set_id, const std::string& name, const Status& st, HandleResult result = {});
   void failEverything(const Status& st);
   SetComm makeSetComm(int32_t id, const std::vector<int>& ranks);
@@ -130,6 +138,11 @@ class Engine {
   std::vector<std::unique_ptr<Link>> owned_links_;
   std::vector<Link*> world_links_;  // by global rank; null for self
   std::map<int32_t, SetComm> comms_;
+  std::map<int32_t, HierComm> hier_;  // 2D communicators of the sets where LIGHT_2D_ALLREDUCE applies
+  std::vector<std::string> hosts_;    // host id of every rank
+  mutable std::mutex topk_mu_;        // guards topk_ against users saving/restoring residuals
+  std::map<std::pair<int32_t, std::string>, TopkTensorState> topk_;
+  kernels::TopkScratch topk_scratch_;
   std::unique_ptr<ResponseCache> cache_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
 

@@ -1,5 +1,6 @@
 // Executor: runs one agreed (possibly fused) response and completes its handles.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "algorithms/collectives.h"
@@ -64,14 +65,15 @@ Status Engine::applyProcessSetChange(const Response& r) {
     {
       std::lock_guard<std::mutex> lock(sets_mu_);
       id = next_set_id_++;
-      if (id < shm::kMaxSetSlots) set_ranks_[id] = ranks;
+      if (id < shm::kMaxProcessSets) set_ranks_[id] = ranks;
     }
-    if (id >= shm::kMaxSetSlots) {
+    if (id >= shm::kMaxProcessSets) {
       completeEntry(0, name, Status::InvalidArgument("too many process sets created in this job (limit " +
-                                                     std::to_string(shm::kMaxSetSlots) + ")"));
+                                                     std::to_string(shm::kMaxProcessSets) + ")"));
       return Status::OK();
     }
     comms_[id] = makeSetComm(id, ranks);
+    buildHierComm(id, ranks);
     result.value = id;
   } else {
     const int32_t id = static_cast<int32_t>(r.aux.at(0));
@@ -80,6 +82,7 @@ Status Engine::applyProcessSetChange(const Response& r) {
       set_ranks_.erase(id);
     }
     comms_.erase(id);
+    hier_.erase(id);
     for (size_t b = 0; b < cache_->capacity(); ++b) {
       if (cache_->occupied(b) && cache_->response(b).process_set_id == id) cache_->erase(b);
     }
@@ -132,7 +135,97 @@ Status Engine::execute(const Response& r) {
   return st;
 }
 
+bool Engine::topkEligible(const Response& r) const {
+  return config_.topk_allreduce && r.op == OpType::kAllreduce && r.names.size() == 1 &&
+         r.dtype == DataType::kFloat32 &&
+         (r.reduce_op == ReduceOp::kSum || r.reduce_op == ReduceOp::kAverage) &&
+         tensorBytes(r, 0) >= config_.topk_threshold_bytes;
+}
+
+Status Engine::executeTopk(const Response& r, SetComm& comm) {
+  const std::string& name = r.names.front();
+  const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / sizeof(float);
+  auto p = pending_.find({r.process_set_id, name});
+  std::vector<float> zeros;
+  const float* in;
+  float* out;
+  if (p != pending_.end()) {
+    in = static_cast<const float*>(p->second.entry.input);
+    out = static_cast<float*>(p->second.entry.output);
+  } else {
+    zeros.assign(count, 0.0f);  // a joined rank contributes nothing
+    in = out = zeros.data();
+  }
+  const ReduceSpec spec = reduceSpec(r, comm.size());
+  auto hier = hier_.find(r.process_set_id);
+  Status st;
+  {
+    std::lock_guard<std::mutex> lock(topk_mu_);
+    TopkTensorState& state = topk_[{r.process_set_id, name}];
+    if (state.residual.size() != count) {
+      state.residual.assign(count, 0.0f);
+      state.velocity.assign(config_.topk_momentum > 0 ? count : 0, 0.0f);
+    }
+    TopkParams params;
+    params.density = config_.topk_density;
+    params.momentum = static_cast<float>(config_.topk_momentum);
+    params.error_feedback = config_.topk_error_feedback;
+    params.seed = state.steps * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(topo_.rank);
+    const uint64_t warm = static_cast<uint64_t>(config_.topk_warmup_steps);
+    const bool dense = state.steps < warm && !config_.topk_warmup_decay;
+    if (state.steps < warm && config_.topk_warmup_decay) {
+      // Deep Gradient Compression's warm-up: density falls geometrically from 25 % to the target.
+      double start = std::max(0.25, params.density);
+      params.density = start * std::pow(params.density / start, static_cast<double>(state.steps) / warm);
+    }
+    ++state.steps;
+    if (dense) {
+      IoVec io;
+      io.add(in, out, count * sizeof(float));
+      st = hier != hier_.end() ? hierAllreduce(hier->second, io, spec)
+           : comm.all_local    ? shmAllreduce(comm, io, spec)
+                               : (std::memcpy(out, in, count * sizeof(float)), ringAllreduce(comm, out, count, spec));
+    } else if (hier != hier_.end()) {
+      st = hierTopkAllreduce(hier->second, in, out, count, spec, params, state, topk_scratch_);
+    } else {
+      st = topkAllreduce(comm, in, out, count, spec, params, state, topk_scratch_);
+    }
+  }
+  LIGHTCC_RETURN_IF_ERROR(st.withContext("top-k allreduce of '" + name + "'"));
+  completeEntry(r.process_set_id, name, Status::OK());
+  return Status::OK();
+}
+
+std::map<std::string, std::vector<float>> Engine::topkResiduals() const {
+  std::lock_guard<std::mutex> lock(topk_mu_);
+  std::map<std::string, std::vector<float>> out;
+  for (const auto& [key, state] : topk_) {
+    out[key.first == 0 ? key.second : std::to_string(key.first) + ":" + key.second] = state.residual;
+  }
+  return out;
+}
+
+Status Engine::setTopkResidual(const std::string& name, const float* data, size_t count) {
+  std::pair<int32_t, std::string> key{0, name};
+  auto colon = name.find(':');
+  if (colon != std::string::npos && colon > 0 && name.find_first_not_of("0123456789") == colon) {
+    key = {std::stoi(name.substr(0, colon)), name.substr(colon + 1)};
+  }
+  std::lock_guard<std::mutex> lock(topk_mu_);
+  TopkTensorState& state = topk_[key];
+  if (!state.residual.empty() && state.residual.size() != count) {
+    return Status::InvalidArgument("top-k residual for '" + name + "' has " + std::to_string(state.residual.size()) +
+                                   " elements, not " + std::to_string(count));
+  }
+  state.residual.assign(data, data + count);
+  if (config_.topk_momentum > 0 && state.velocity.size() != count) state.velocity.assign(count, 0.0f);
+  // A restored residual means training resumes past the warm-up.
+  state.steps = std::max<uint64_t>(state.steps, static_cast<uint64_t>(config_.topk_warmup_steps));
+  return Status::OK();
+}
+
 Status Engine::executeAllreduce(const Response& r, SetComm& comm) {
+  if (topkEligible(r)) return executeTopk(r, comm);
   IoVec io;
   std::vector<std::unique_ptr<HostBuffer>> zeros;  // a joined rank contributes zeros
   for (size_t i = 0; i < r.names.size(); ++i) {
@@ -157,6 +250,8 @@ Status Engine::executeAllreduce(const Response& r, SetComm& comm) {
       kernels::reduceN(s.out, &src, 1, s.bytes / esize, r.dtype, spec.op, spec.prescale, spec.postscale);
       kernels::divideIntegers(s.out, s.bytes / esize, r.dtype, spec.int_divisor);
     }
+  } else if (auto hier = hier_.find(r.process_set_id); hier != hier_.end()) {
+    LIGHTCC_RETURN_IF_ERROR(hierAllreduce(hier->second, io, spec).withContext("2D allreduce of '" + r.names.front() + "'"));
   } else if (comm.all_local) {
     LIGHTCC_RETURN_IF_ERROR(shmAllreduce(comm, io, spec).withContext("allreduce of '" + r.names.front() + "'"));
   } else {

@@ -18,11 +18,12 @@ bool fusable(const Response& a, const Response& b) {
 }
 }  // namespace
 
-std::vector<Response> planFusion(const std::vector<Response>& responses, int64_t threshold_bytes) {
+std::vector<Response> planFusion(const std::vector<Response>& responses, int64_t threshold_bytes,
+                                 const std::function<bool(const Response&)>& alone) {
   std::vector<Response> out;
   std::vector<int64_t> bucket_bytes;  // parallel to out; -1 = closed to fusion
   for (const Response& r : responses) {
-    bool candidate = threshold_bytes > 0 && r.op == OpType::kAllreduce && !r.isError();
+    bool candidate = threshold_bytes > 0 && r.op == OpType::kAllreduce && !r.isError() && !(alone && alone(r));
     int64_t bytes = 0;
     for (size_t i = 0; candidate && i < r.names.size(); ++i) bytes += tensorBytes(r, i);
     if (candidate && bytes <= threshold_bytes) {

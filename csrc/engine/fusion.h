@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/request.h"
@@ -15,6 +16,8 @@ int64_t tensorBytes(const Response& r, size_t tensor_index);
 // responses of at most `threshold_bytes` (0 disables fusion). Other responses pass through.
 // A fused response keeps the position of its first member; the order inside it is list order.
 // Every rank calls this on the same list and gets the same plan.
-std::vector<Response> planFusion(const std::vector<Response>& responses, int64_t threshold_bytes);
+// `alone(r)` marks responses that must not be fused (e.g. tensors top-k compresses one by one).
+std::vector<Response> planFusion(const std::vector<Response>& responses, int64_t threshold_bytes,
+                                 const std::function<bool(const Response&)>& alone = nullptr);
 
 }  // namespace lightcc

@@ -125,4 +125,24 @@ static inline LIGHTCC_HD T scaleAcc(T x, double factor) {
   return saturatingCast<T>(double(x) * factor);
 }
 
+// A factor of exactly 1 is skipped, not applied: int64 values beyond 2^53 would not survive a
+// trip through double (for floats it changes nothing).
+template <class A>
+static inline LIGHTCC_HD A scaleUnlessOne(A x, double factor) {
+  return factor == 1.0 ? x : scaleAcc(x, factor);
+}
+
+// One output element of reduceN, exactly as the CUDA kernel computes it; host-callable so the
+// C++ tests can hold the device arithmetic to the CPU reference. srcs[j] yields a const void*.
+template <class T, ReduceOp Op, class Sources>
+static inline LIGHTCC_HD T reduceElement(const Sources& srcs, int n, size_t i, double pre,
+                                         double post) {
+  using A = typename AccOf<T>::type;
+  A acc = scaleUnlessOne(toAcc(static_cast<const T*>(srcs[0])[i]), pre);
+  for (int j = 1; j < n; ++j) {
+    acc = combineAs<Op>(acc, scaleUnlessOne(toAcc(static_cast<const T*>(srcs[j])[i]), pre));
+  }
+  return fromAcc<T>(scaleUnlessOne(acc, post));
+}
+
 }  // namespace lightcc::kernels

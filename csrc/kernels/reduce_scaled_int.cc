@@ -7,24 +7,15 @@
 namespace lightcc::kernels {
 namespace {
 
-// Per element: every source is scaled and truncated into T, the results combined in T (wrapping
-// for sum/product) in source order, and the total scaled and truncated again, which is what
-// Horovod's separate prescale/allreduce/postscale passes produce for integers. A factor of
-// exactly 1 is skipped, not applied: int64 values beyond 2^53 would not survive a trip
-// through double.
+// Per element (reduce_ops.h's reduceElement, shared with CUDA): every source is scaled and
+// truncated into T, the results combined in T (wrapping for sum/product) in source order, and
+// the total scaled and truncated again, which is what Horovod's separate prescale/allreduce/
+// postscale passes produce for integers.
 template <class T, ReduceOp Op>
 void reduceScaledTyped(void* dst, const void* const* srcs, int n, size_t count, double pre,
                        double post) {
   T* d = static_cast<T*>(dst);
-  const T* first = static_cast<const T*>(srcs[0]);
-  for (size_t i = 0; i < count; ++i) {
-    T acc = pre == 1.0 ? first[i] : scaleAcc(first[i], pre);
-    for (int j = 1; j < n; ++j) {
-      T x = static_cast<const T*>(srcs[j])[i];
-      acc = combineAs<Op>(acc, pre == 1.0 ? x : scaleAcc(x, pre));
-    }
-    d[i] = post == 1.0 ? acc : scaleAcc(acc, post);
-  }
+  for (size_t i = 0; i < count; ++i) d[i] = reduceElement<T, Op>(srcs, n, i, pre, post);
 }
 
 template <class T>

@@ -19,6 +19,8 @@ namespace lightcc::shm {
 
 constexpr uint64_t kRankAreaMagic = 0x314145524343494CULL;  // "LICCREA1"
 constexpr int kMaxSetSlots = 4096;
+// Process-set ids stay below this; the slots above serve the 2D sub-communicators.
+constexpr int kMaxProcessSets = kMaxSetSlots / 4;
 constexpr size_t kMetaBytes = 64 << 10;
 constexpr size_t kCacheLine = 64;
 

@@ -1,0 +1,52 @@
+// The AVX-512 top-k loops (VL/BW/DQ at 256 bits, as reduce_avx512.cc); see topk_dispatch.cc.
+//
+// The instruction-set flags sit in this file, as a target pragma, rather than in
+// cmake/kernels.cmake: the build lists every topk_*.cc once among the portable sources (which
+// gives them -ffp-contract=off), and the pragma opens only after the standard headers, so no
+// std:: code in this file is compiled for AVX-512. Other processors build an empty file.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/topk_detail.h"
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c,prefer-vector-width=256")
+#include <immintrin.h>
+
+#include "kernels/half.h"
+#include "kernels/topk_ops.h"
+
+#define LIGHTCC_TOPK_ISA topk_avx512
+
+namespace lightcc::kernels::topk_avx512 {
+
+struct Isa {
+  static constexpr int kVecBytes = 32;
+  static LIGHTCC_KERNEL_INLINE __m256 loadHalf(const Half* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // vpmovd2m: straight into a mask register, no trip through the float domain.
+  template <class V>
+  static LIGHTCC_KERNEL_INLINE uint32_t movemask(V lanes) {
+    return uint32_t(_mm256_movepi32_mask(__m256i(lanes)));
+  }
+};
+
+}  // namespace lightcc::kernels::topk_avx512
+
+#include "kernels/topk_loops.h"
+
+namespace lightcc::kernels {
+
+const TopkIsaKernels& topkKernelsAvx512() {
+  static const TopkIsaKernels table = {"avx512", topk_avx512::filter, topk_avx512::residual,
+                                       topk_avx512::momentum};
+  return table;
+}
+
+}  // namespace lightcc::kernels
+
+#pragma GCC pop_options
+#endif  // __x86_64__
