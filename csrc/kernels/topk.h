@@ -70,6 +70,8 @@ Status scatterAdd(float* dst, size_t count, const uint32_t* indices, const float
 // Every rank's k pairs added into dst in rank order 0..nranks-1 (dst is not cleared first).
 // Each element receives its contributions in that fixed order, so every rank that runs this on
 // the same gathered pairs ends with the same bits. All indices are checked before any add.
+// When every rank's indices ascend (as selectTopk writes them) dst is walked in L2-sized windows
+// with all ranks per window; otherwise rank after rank. Both give the same bits.
 Status scatterAddRanks(float* dst, size_t count, const uint32_t* const* indices,
                        const float* const* values, int nranks, size_t k);
 

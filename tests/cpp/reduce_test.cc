@@ -8,7 +8,7 @@
 //   g++ $F csrc/kernels/{reduce_generic,reduce_scaled_int,integer_average,dispatch}.cc
 //       csrc/common/dtype.cc
 //       tests/cpp/reduce_test.cc /tmp/lk_avx2.o /tmp/lk_avx512.o -o /tmp/reduce_test
-//   /tmp/reduce_test            (exit 0 when everything passed; about 20 s on 2 cores)
+//   /tmp/reduce_test            (exit 0 when everything passed; 10-30 s on 2 cores)
 // On a non-x86 machine leave out the two .o files (dispatch.cc then offers only "generic").
 //
 // Every instruction set this CPU supports is checked through reduceNAt, and the dispatched
@@ -26,6 +26,7 @@
 #include "common/dtype.h"
 #include "kernels/half.h"
 #include "kernels/reduce.h"
+#include "kernels/reduce_ops.h"
 #include "kernels/simd_dispatch.h"
 
 #if defined(__x86_64__)
@@ -307,7 +308,9 @@ size_t firstMismatch(DataType t, const void* got, const void* want, size_t count
     const unsigned char* g = static_cast<const unsigned char*>(got) + i * size;
     const unsigned char* w = static_cast<const unsigned char*>(want) + i * size;
     if (std::memcmp(g, w, size) == 0) continue;
-    if (isFloat(t) && std::isnan(loadFloat(t, got, i)) && std::isnan(loadFloat(t, want, i))) continue;
+    if (isFloat(t) && std::isnan(loadFloat(t, got, i)) && std::isnan(loadFloat(t, want, i))) {
+      continue;
+    }
     return i;
   }
   return count;
@@ -319,7 +322,8 @@ std::string show(DataType t, const void* got, const void* want, size_t i) {
   std::memcpy(&g, static_cast<const unsigned char*>(got) + i * size, size);
   std::memcpy(&w, static_cast<const unsigned char*>(want) + i * size, size);
   char buf[96];
-  std::snprintf(buf, sizeof buf, "got 0x%llx want 0x%llx", (unsigned long long)g, (unsigned long long)w);
+  std::snprintf(buf, sizeof buf, "got 0x%llx want 0x%llx", static_cast<unsigned long long>(g),
+                static_cast<unsigned long long>(w));
   return buf;
 }
 
@@ -387,7 +391,8 @@ struct Case {
   std::vector<std::vector<unsigned char>> srcStore;
   std::vector<const void*> srcs;
 
-  Case(DataType t, int n, size_t count, ref::Rng& rng) : type(t), count(count), size(lightcc::dtypeSize(t)) {
+  Case(DataType t, int n, size_t count, ref::Rng& rng)
+      : type(t), count(count), size(lightcc::dtypeSize(t)) {
     srcStore.resize(n);
     for (int j = 0; j < n; ++j) {
       srcStore[j].resize((count + 1) * size);
@@ -399,7 +404,7 @@ struct Case {
 
 // Runs `run` into a guarded, misaligned dst and compares with `want`.
 void runAndCompare(Tally& tally, const Runner& r, const Case& c, int n, ReduceOp op, double pre,
-                   double post, const std::vector<unsigned char>& want, const std::string& extra = "") {
+                   double post, const std::vector<unsigned char>& want) {
   std::vector<unsigned char> dstStore(c.size + c.count * c.size + kGuard, kGuardByte);
   unsigned char* dst = dstStore.data() + c.size;
   r(dst, c.srcs.data(), n, c.count, c.type, op, pre, post);
@@ -407,8 +412,11 @@ void runAndCompare(Tally& tally, const Runner& r, const Case& c, int n, ReduceOp
   bool guardOk = true;
   for (size_t b = 0; b < kGuard; ++b) guardOk &= dst[c.count * c.size + b] == kGuardByte;
   guardOk &= dstStore[0] == kGuardByte;
-  std::string what = describe(r, c.type, op, n, c.count, pre, post, extra);
-  if (bad != c.count) what += " first mismatch at " + std::to_string(bad) + ": " + ref::show(c.type, dst, want.data(), bad);
+  std::string what = describe(r, c.type, op, n, c.count, pre, post);
+  if (bad != c.count) {
+    what += " first mismatch at " + std::to_string(bad) + ": " +
+            ref::show(c.type, dst, want.data(), bad);
+  }
   if (!guardOk) what += " wrote outside dst";
   tally.check(bad == c.count && guardOk, what);
 }
@@ -456,8 +464,8 @@ void testAliasing(Tally& tally, const std::vector<Runner>& rs, ref::Rng& rng) {
             double post = isFloatType(t) ? 0.5 : 1.0;
             std::vector<unsigned char> want = ref::reduce(t, c.srcs, count, op, 1.0, post);
             for (const Runner& r : rs) {
-              std::vector<unsigned char> inout(static_cast<const unsigned char*>(c.srcs[k]),
-                                               static_cast<const unsigned char*>(c.srcs[k]) + count * c.size);
+              const unsigned char* src = static_cast<const unsigned char*>(c.srcs[k]);
+              std::vector<unsigned char> inout(src, src + count * c.size);
               std::vector<const void*> srcs = c.srcs;
               srcs[k] = inout.data();
               r(inout.data(), srcs.data(), n, count, t, op, 1.0, post);
@@ -477,7 +485,8 @@ void testNanPropagation(Tally& tally, const std::vector<Runner>& rs) {
   const float a[] = {NAN, 1.0f, NAN, 2.0f, -0.0f};
   const float b[] = {1.0f, NAN, NAN, 3.0f, 0.0f};
   constexpr size_t kCount = 5;
-  for (DataType t : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+  for (DataType t :
+       {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
     std::vector<unsigned char> x(kCount * 8), y(kCount * 8), out(kCount * 8);
     for (size_t i = 0; i < kCount; ++i) {
       ref::storeFloat(t, x.data(), i, a[i]);
@@ -529,11 +538,70 @@ void testScale(Tally& tally, ref::Rng& rng) {
       lk::scale(out.data(), c.srcs[0], c.count, t, f);
       std::string what = std::string("scale ") + lightcc::dtypeName(t) + " by " + std::to_string(f);
       tally.check(ref::firstMismatch(t, out.data(), want.data(), c.count) == c.count, what);
-      std::vector<unsigned char> inPlace(static_cast<const unsigned char*>(c.srcs[0]),
-                                         static_cast<const unsigned char*>(c.srcs[0]) + c.count * c.size);
+      const unsigned char* src = static_cast<const unsigned char*>(c.srcs[0]);
+      std::vector<unsigned char> inPlace(src, src + c.count * c.size);
       lk::scale(inPlace.data(), inPlace.data(), c.count, t, f);
       tally.check(ref::firstMismatch(t, inPlace.data(), want.data(), c.count) == c.count,
                   what + " in place");
+    }
+  }
+}
+
+// reduceElement is the per-element code the CUDA kernel runs (csrc/cuda/reduce.cu); no GPU
+// here, so it is held to the same reference on the host, every dtype, op and scale.
+template <class T, ReduceOp Op>
+void elementLoop(void* dst, const std::vector<const void*>& srcs, size_t count, double pre,
+                 double post) {
+  const void* const* s = srcs.data();
+  for (size_t i = 0; i < count; ++i) {
+    static_cast<T*>(dst)[i] = lk::reduceElement<T, Op>(s, int(srcs.size()), i, pre, post);
+  }
+}
+
+template <class T>
+void elementReduceAs(void* dst, const std::vector<const void*>& srcs, size_t count, ReduceOp op,
+                     double pre, double post) {
+  switch (op) {
+    case ReduceOp::kMin: return elementLoop<T, ReduceOp::kMin>(dst, srcs, count, pre, post);
+    case ReduceOp::kMax: return elementLoop<T, ReduceOp::kMax>(dst, srcs, count, pre, post);
+    case ReduceOp::kProduct:
+      return elementLoop<T, ReduceOp::kProduct>(dst, srcs, count, pre, post);
+    default: return elementLoop<T, ReduceOp::kSum>(dst, srcs, count, pre, post);
+  }
+}
+
+void elementReduce(DataType t, void* dst, const std::vector<const void*>& srcs, size_t count,
+                   ReduceOp op, double pre, double post) {
+  switch (t) {
+    case DataType::kInt8: return elementReduceAs<int8_t>(dst, srcs, count, op, pre, post);
+    case DataType::kInt32: return elementReduceAs<int32_t>(dst, srcs, count, op, pre, post);
+    case DataType::kInt64: return elementReduceAs<int64_t>(dst, srcs, count, op, pre, post);
+    case DataType::kFloat16: return elementReduceAs<lk::Half>(dst, srcs, count, op, pre, post);
+    case DataType::kBFloat16:
+      return elementReduceAs<lk::BFloat16>(dst, srcs, count, op, pre, post);
+    case DataType::kFloat32: return elementReduceAs<float>(dst, srcs, count, op, pre, post);
+    case DataType::kFloat64: return elementReduceAs<double>(dst, srcs, count, op, pre, post);
+    default: return elementReduceAs<uint8_t>(dst, srcs, count, op, pre, post);
+  }
+}
+
+void testDeviceElement(Tally& tally, ref::Rng& rng) {
+  const double kScales[][2] = {{1.0, 1.0}, {0.5, 3.0}, {1.0, 1.0 / 3.0}};
+  for (DataType t : kTypes) {
+    for (int n : {1, 2, 3, 5}) {
+      Case c(t, n, 1001, rng);
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+        for (const auto& sc : kScales) {
+          std::vector<unsigned char> want = ref::reduce(t, c.srcs, c.count, op, sc[0], sc[1]);
+          std::vector<unsigned char> got(c.count * c.size);
+          elementReduce(t, got.data(), c.srcs, c.count, op, sc[0], sc[1]);
+          size_t bad = ref::firstMismatch(t, got.data(), want.data(), c.count);
+          char what[160];
+          std::snprintf(what, sizeof what, "reduceElement (CUDA path) %s %s n=%d pre=%g post=%g",
+                        lightcc::dtypeName(t), lightcc::reduceOpName(op), n, sc[0], sc[1]);
+          tally.check(bad == c.count, what);
+        }
+      }
     }
   }
 }
@@ -556,10 +624,12 @@ void testDivideIntegers(Tally& tally) {
 }
 
 void testNames(Tally& tally) {
-  tally.check(std::strcmp(lightcc::dtypeName(DataType::kBFloat16), "bfloat16") == 0, "dtypeName bf16");
+  tally.check(std::strcmp(lightcc::dtypeName(DataType::kBFloat16), "bfloat16") == 0,
+              "dtypeName bf16");
   tally.check(std::strcmp(lightcc::dtypeName(DataType::kBool), "bool") == 0, "dtypeName bool");
   tally.check(std::strcmp(lightcc::reduceOpName(ReduceOp::kAdasum), "Adasum") == 0, "reduceOpName");
-  tally.check(std::strcmp(lightcc::reduceOpName(ReduceOp::kProduct), "Product") == 0, "reduceOpName");
+  tally.check(std::strcmp(lightcc::reduceOpName(ReduceOp::kProduct), "Product") == 0,
+              "reduceOpName");
 }
 
 }  // namespace
@@ -575,6 +645,7 @@ int main() {
   ref::testHalfConversions([&](bool ok, const std::string& what) { tally.check(ok, what); }, rng);
   testNames(tally);
   testDivideIntegers(tally);
+  testDeviceElement(tally, rng);
   testNanPropagation(tally, rs);
   testNanPayloadRounding(tally, rs);
   testScale(tally, rng);
