@@ -24,7 +24,7 @@ def built() -> Path:
     jobs = os.environ.get("LIGHTCC_BUILD_JOBS", "2")
     proc = subprocess.run(["cmake", "--build", ".", "--parallel", jobs, "--target", *TESTS], cwd=BUILD,
                           capture_output=True, text=True, timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     return BUILD
 
 
