@@ -1,0 +1,161 @@
+"""Command line of the emulated-cluster benchmark: setup, teardown, status, sizes, run, report.
+
+python -m benchmarks.cluster run --out results/cluster.json     # set up, measure all, tear down
+python -m benchmarks.cluster setup --hosts 2 --rate 1gbit        # or keep a cluster between runs
+python -m benchmarks.cluster run --reuse --out ...
+python -m benchmarks.cluster teardown
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from benchmarks.cluster import hosts, models, plot, report, suite
+from benchmarks.cluster.configs import all_configs, by_keys
+
+DEFAULT_RATE = "1gbit"
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def cmd_setup(a: argparse.Namespace) -> int:
+    cl = hosts.setup(a.hosts, None if a.rate == "none" else a.rate, a.prefix)
+    print(
+        f"made {', '.join(cl.names)} ({', '.join(cl.addrs)} on {cl.ifname}, rate {cl.rate}, burst {cl.burst}); "
+        f"state in {hosts.state_path(a.prefix)}"
+    )
+    return 0
+
+
+def cmd_teardown(a: argparse.Namespace) -> int:
+    gone = hosts.teardown(a.prefix)
+    print(f"removed {', '.join(gone) if gone else 'nothing'}")
+    return 0
+
+
+def cmd_status(a: argparse.Namespace) -> int:
+    cl = hosts.load(a.prefix)
+    if cl is None:
+        left = hosts.list_namespaces(a.prefix)
+        print("no cluster" + (f" (stray namespaces: {left}; run teardown)" if left else ""))
+        return 1
+    print(f"{len(cl.names)} hosts {cl.names} at {cl.addrs}, rate {cl.rate}")
+    for i in range(len(cl.names)):
+        print(hosts.qdisc_stats(cl, i))
+    return 0
+
+
+def cmd_sizes(a: argparse.Namespace) -> int:
+    if a.write:
+        print(f"wrote {models.write_snapshot()}")
+    for name in a.models.split(","):
+        g = models.gradient_sizes(name)
+        print(
+            f"{name:15s} {len(g.tensors):4d} tensors {g.params:13,d} params {g.bytes / 1e6:9.1f} MB  "
+            f"{g.share_at_least(2097152) * 100:5.1f} % of bytes in tensors >= 2 MiB  [{g.source}]"
+        )
+    return 0
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    configs = by_keys(a.configs.split(","), a.per_host) if a.configs else all_configs(a.per_host)
+    plan = suite.plan_for(
+        a.models.split(","), configs, a.per_host, a.steps, a.warmup, _ints(a.synthetic) if a.synthetic else None
+    )
+    if a.probe_bytes:
+        plan.probe_bytes = _ints(a.probe_bytes)
+    plan.probe_reps = a.probe_reps
+    out = Path(a.out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cl: hosts.Cluster | None = hosts.load(a.prefix) if a.reuse else None
+    if a.reuse and cl is None:
+        print(f"no cluster with prefix {a.prefix!r} to reuse; run setup first", file=sys.stderr)
+        return 2
+    made = cl is None
+    try:
+        if made:
+            cl = hosts.setup(a.hosts, None if a.rate == "none" else a.rate, a.prefix)
+            print(f"set up {len(cl.names)} hosts, rate {cl.rate}, burst {cl.burst}", flush=True)
+        res = suite.run(cl, plan, out, log=lambda s: print(s, flush=True))
+    finally:
+        if made and not a.keep:
+            hosts.teardown(a.prefix)
+    _write_report(res, out)
+    return 0
+
+
+def _write_report(res: dict, out: Path) -> None:
+    md = report.markdown(res)
+    out.with_suffix(".md").write_text(md + "\n")
+    plot.plot(res, out.with_suffix(".png"))
+    print(md)
+    print(f"\nwrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.png')}")
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    res = suite.load(Path(a.results))
+    suite.predict_rows(res)
+    _write_report(res, Path(a.results).resolve())
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.cluster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--prefix", default=hosts.DEFAULT_PREFIX, help="namespace name prefix (default %(default)s)")
+
+    p = sub.add_parser("setup", help="make the emulated hosts and keep them")
+    common(p)
+    p.add_argument("--hosts", type=int, default=2)
+    p.add_argument("--rate", default=DEFAULT_RATE, help="tc rate per host egress, or none (default %(default)s)")
+    p.set_defaults(fn=cmd_setup)
+    p = sub.add_parser("teardown", help="remove every namespace with the prefix")
+    common(p)
+    p.set_defaults(fn=cmd_teardown)
+    p = sub.add_parser("status", help="show the cluster and its qdisc counters")
+    common(p)
+    p.set_defaults(fn=cmd_status)
+    p = sub.add_parser("sizes", help="print the gradient size tables")
+    p.add_argument("--models", default=",".join(models.BENCH_MODELS))
+    p.add_argument("--write", action="store_true", help="also refresh the fallback snapshot")
+    p.set_defaults(fn=cmd_sizes)
+    p = sub.add_parser("run", help="probe, replay every model under every configuration, report")
+    common(p)
+    p.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
+    p.add_argument("--hosts", type=int, default=2)
+    p.add_argument("--per-host", type=int, default=2, help="ranks per host (default %(default)s)")
+    p.add_argument("--rate", default=DEFAULT_RATE, help="tc rate per host egress, or none (default %(default)s)")
+    p.add_argument("--models", default=",".join(models.BENCH_MODELS))
+    p.add_argument("--synthetic", default="", help="comma-separated element counts instead of --models")
+    p.add_argument("--configs", default="", help="subset of flat,2d,topk,2d_topk (default all)")
+    p.add_argument("--steps", type=int, default=3, help="timed steps per run (default %(default)s)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed steps first (default %(default)s)")
+    p.add_argument("--probe-bytes", default="", help="probe message sizes (default 4 KiB .. 64 MiB)")
+    p.add_argument("--probe-reps", type=int, default=5)
+    p.add_argument("--reuse", action="store_true", help="use the cluster made by setup instead of making one")
+    p.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
+    p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("report", help="rewrite .md and .png from a results JSON")
+    p.add_argument("results")
+    p.set_defaults(fn=cmd_report)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    if a.cmd in ("setup", "teardown", "status", "run") and hosts.available():
+        print(hosts.available(), file=sys.stderr)
+        return 2
+    return a.fn(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The four measured configurations and the environment flags that select each one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TOPK_THRESHOLD = 2097152
+TOPK_DENSITY = 0.01
+
+
+@dataclass(frozen=True)
+class Config:
+    """A configuration: short key, label for tables, engine flags."""
+
+    key: str
+    label: str
+    env: dict[str, str]
+
+
+def all_configs(ranks_per_host: int) -> list[Config]:
+    """flat ring (Horovod's behaviour), 2D, top-k, 2D + top-k — in that order."""
+    two_d = {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": str(ranks_per_host)}
+    topk = {
+        "LIGHT_TOPK_ALLREDUCE": "1",
+        "LIGHT_TOPK_THRESHOLD": str(TOPK_THRESHOLD),
+        "LIGHT_TOPK_DENSITY": str(TOPK_DENSITY),
+    }
+    return [
+        Config("flat", "flat ring", {}),
+        Config("2d", "2D", two_d),
+        Config("topk", "top-k 1%", topk),
+        Config("2d_topk", "2D + top-k 1%", {**two_d, **topk}),
+    ]
+
+
+def by_keys(keys: list[str], ranks_per_host: int) -> list[Config]:
+    """The configurations named in `keys` (ValueError naming the known ones)."""
+    known = {c.key: c for c in all_configs(ranks_per_host)}
+    bad = [k for k in keys if k not in known]
+    if bad:
+        raise ValueError(f"unknown configurations {bad}; choose from {', '.join(known)}")
+    return [known[k] for k in keys]

@@ -1,0 +1,100 @@
+"""Rank worker: replays one model's gradient tensors through lightcc like a DistributedOptimizer step.
+
+Run as `python -m benchmarks.cluster.replay --sizes FILE --steps N --warmup W` by the launcher.
+Per step every rank refills its float32 gradients (from a per-rank random pool, outside the timed
+part), waits at a barrier, then calls `allreduce_async_` on every tensor in reverse layer order
+with stable names and synchronizes them all. A step's time is the slowest rank's time from its
+first enqueue to its last synchronize. Rank 0 prints one `RESULT {json}` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+import lightcc as hvd
+from benchmarks.cluster.flagcheck import check_flags_known
+from benchmarks.cluster.models import load_file
+
+POOL_ELEMENTS = 1 << 22  # 16 MiB of random values tiled into every gradient
+
+
+def fill(dst: np.ndarray, pool: np.ndarray, offset: int) -> None:
+    """Copy pool values (starting at `offset`, wrapping around) into all of dst."""
+    done, n = 0, dst.size
+    pos = offset % pool.size
+    while done < n:
+        take = min(n - done, pool.size - pos)
+        dst[done : done + take] = pool[pos : pos + take]
+        done += take
+        pos = 0
+
+
+def step(grads: list[np.ndarray], names: list[str]) -> float:
+    """One replayed step: async allreduce of every gradient in reverse order, then synchronize all."""
+    t0 = time.perf_counter()
+    handles = [hvd.allreduce_async_(g, name=n, op=hvd.Average) for g, n in zip(reversed(grads), reversed(names))]
+    for h in handles:
+        hvd.synchronize(h)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", required=True, help="JSON written by benchmarks.cluster.models.save")
+    ap.add_argument("--steps", type=int, default=5, help="timed steps")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed steps first (negotiation, caches, buffers)")
+    args = ap.parse_args()
+    flags = check_flags_known()
+    grads_spec = load_file(args.sizes)
+    hvd.init()
+    rank = hvd.rank()
+    pool = np.random.default_rng(1234 + rank).standard_normal(POOL_ELEMENTS, dtype=np.float32)
+    names = [f"grad.{n}" for n, _ in grads_spec.tensors]
+    grads = [np.empty(c, dtype=np.float32) for _, c in grads_spec.tensors]
+    times = []
+    for s in range(args.warmup + args.steps):
+        offset = 7919 * s
+        for g in grads:
+            fill(g, pool, offset)
+            offset += g.size
+        hvd.barrier()
+        times.append(step(grads, names))
+    everyone = hvd.allgather_object(times)
+    finite = all(bool(np.isfinite(g).all()) for g in grads)
+    from lightcc.common.native import core
+
+    stats: dict[str, int] = dict(core().stats())
+    if rank == 0:
+        per_step = [max(t[i] for t in everyone) for i in range(len(times))]
+        print(
+            "RESULT "
+            + json.dumps(
+                {
+                    "model": grads_spec.name,
+                    "source": grads_spec.source,
+                    "size": hvd.size(),
+                    "local_size": hvd.local_size(),
+                    "cross_size": hvd.cross_size(),
+                    "flags": {k: os.environ[k] for k in flags},
+                    "tensors": len(grads),
+                    "bytes": int(sum(4 * g.size for g in grads)),
+                    "warmup": args.warmup,
+                    "step_s": per_step[args.warmup :],
+                    "warmup_s": per_step[: args.warmup],
+                    "per_rank_s": everyone,
+                    "finite": finite,
+                    "stats_rank0": stats,
+                }
+            ),
+            flush=True,
+        )
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
