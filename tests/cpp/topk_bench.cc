@@ -1,4 +1,4 @@
-// Times the CPU top-k kernels on a 25.6 M-float gradient: selection per path and ISA, scatter-add, updates.
+// Times the CPU top-k kernels on 25.6 M floats: selection, scatter-add, residual, momentum.
 //
 // Build and run from the repository root, as for topk_test.cc (indented lines continue):
 //   F="-std=c++17 -O2 -ffp-contract=off -Icsrc"
@@ -118,12 +118,10 @@ void benchUpdates(size_t n) {
   for (int level = 0; level <= 2; ++level) {
     const lk::TopkIsaKernels* isa = lk::topkKernelsAt(lk::SimdLevel(level));
     if (!isa) continue;
-    const void* gh = h.data();
-    double res = median([&](int) { isa->residual(r.data(), g.data(), DataType::kFloat32, n, .5f); }).cpu;
-    double resH = median([&](int) { isa->residual(r.data(), gh, DataType::kFloat16, n, .5f); }).cpu;
-    double mom =
-        median([&](int) { isa->momentum(u.data(), v.data(), g.data(), DataType::kFloat32, n, .9f); })
-            .cpu;
+    const DataType f32 = DataType::kFloat32, f16 = DataType::kFloat16;
+    double res = median([&](int) { isa->residual(r.data(), g.data(), f32, n, .5f); }).cpu;
+    double resH = median([&](int) { isa->residual(r.data(), h.data(), f16, n, .5f); }).cpu;
+    double mom = median([&](int) { isa->momentum(u.data(), v.data(), g.data(), f32, n, .9f); }).cpu;
     // Bytes moved: residual reads r and g and writes r; momentum reads u, v, g, writes u, v.
     std::printf("update  %-7s residual %6.1f ms cpu (%4.1f GB/s), f16 grad %6.1f ms; "
                 "momentum %6.1f ms (%4.1f GB/s)\n",

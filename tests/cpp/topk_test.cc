@@ -1,4 +1,4 @@
-// Checks the CPU top-k kernels (selection, scatter-add, residual, momentum) against scalar references.
+// Checks the CPU top-k kernels (selection, scatter-add, residual, momentum) against scalar code.
 //
 // Build and run from the repository root (an indented line continues the command above it):
 //   F="-std=c++17 -O2 -ffp-contract=off -Icsrc"
@@ -61,7 +61,9 @@ struct Rng {
     return s;
   }
   double unit() { return double(next() >> 11) * 0x1p-53; }
-  double normal() { return std::sqrt(-2 * std::log(1 - unit())) * std::cos(6.283185307179586 * unit()); }
+  double normal() {
+    return std::sqrt(-2 * std::log(1 - unit())) * std::cos(6.283185307179586 * unit());
+  }
 };
 
 // ---- Reference: plain scalar code restating topk.h, sharing nothing with the kernels. ----
@@ -96,9 +98,14 @@ std::vector<uint32_t> referenceTopk(const std::vector<float>& v, size_t k) {
   float kth = m[k - 1];
   size_t above = 0;
   for (float x : v) above += magGreater(x, kth);
-  size_t ties = k - above;
+  size_t ties = k - above;  // equal to the k-th: the first `ties` of them, by index
   for (size_t i = 0; i < v.size(); ++i) {
-    if (magGreater(v[i], kth) || (magEqual(v[i], kth) && ties > 0 && ties--)) out.push_back(uint32_t(i));
+    if (magGreater(v[i], kth)) {
+      out.push_back(uint32_t(i));
+    } else if (magEqual(v[i], kth) && ties > 0) {
+      out.push_back(uint32_t(i));
+      --ties;
+    }
   }
   return out;
 }
@@ -121,7 +128,7 @@ std::vector<float> makeFloats(Dist d, size_t n, Rng& rng) {
     switch (d) {
       case Dist::kNormal: v[i] = float(rng.normal() * 0.01); break;
       case Dist::kUniform: v[i] = float(rng.unit() * 2 - 1); break;
-      case Dist::kCauchy: v[i] = float(std::tan(3.141592653589793 * (rng.unit() - 0.5)) * 1e-3); break;
+      case Dist::kCauchy: v[i] = float(std::tan(3.14159265 * (rng.unit() - 0.5)) * 1e-3); break;
       case Dist::kAllZero: v[i] = (i & 1) ? -0.0f : 0.0f; break;
       case Dist::kFewValues: v[i] = few[rng.next() % 14]; break;
       case Dist::kMostlyZero: v[i] = rng.next() % 100 == 0 ? float(rng.normal()) : 0.0f; break;
@@ -367,7 +374,10 @@ void testScatterAdd(Tally& t) {
     auto valCopy = val;
     std::vector<const uint32_t*> ip;
     std::vector<const float*> vp;
-    for (int r = 0; r < ranks; ++r) ip.push_back(idxCopy[r].data()), vp.push_back(valCopy[r].data());
+    for (int r = 0; r < ranks; ++r) {
+      ip.push_back(idxCopy[r].data());
+      vp.push_back(valCopy[r].data());
+    }
     std::vector<float> dst = base;
     lightcc::Status st = lk::scatterAddRanks(dst.data(), n, ip.data(), vp.data(), ranks, k);
     t.check(st.ok() && std::memcmp(dst.data(), want.data(), n * 4) == 0,
