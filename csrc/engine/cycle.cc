@@ -26,7 +26,9 @@ constexpr double kShutdownGraceSeconds = 5.0;
 
 Status Engine::postCycleReceives() {
   const size_t words = 1 + 2 * ((cache_->capacity() + 63) / 64);
-  cycle_in_.assign(topo_.size, std::vector<uint64_t>(words, 0));
+  if (cycle_in_.size() != static_cast<size_t>(topo_.size)) {
+    cycle_in_.assign(topo_.size, std::vector<uint64_t>(words, 0));  // reused every cycle
+  }
   cycle_req_.assign(topo_.size, nullptr);
   cycle_done_.assign(topo_.size, false);
   for (int r = 0; r < topo_.size; ++r) {

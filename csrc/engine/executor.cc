@@ -21,6 +21,11 @@ int64_t product(const std::vector<int64_t>& s, size_t from) {
 
 ReduceSpec reduceSpec(const Response& r, int members) {
   ReduceSpec spec{r.dtype, r.reduce_op, r.prescale, r.postscale};
+  if (r.dtype == DataType::kBool) {
+    // Logical reductions: sum/average is "any" (or), product is "all" (and).
+    spec.op = r.reduce_op == ReduceOp::kProduct || r.reduce_op == ReduceOp::kMin ? ReduceOp::kMin : ReduceOp::kMax;
+    return spec;
+  }
   if (r.reduce_op == ReduceOp::kAverage) {
     spec.op = ReduceOp::kSum;
     if (isFloatType(r.dtype)) {
