@@ -9,6 +9,7 @@ from pathlib import Path
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 VERSION = {}
@@ -64,6 +65,14 @@ class CMakeBuild(build_ext):
                     shutil.copy2(path, src_lib / path.name)
 
 
+class BuildPyWithAlias(build_py):
+    """Also ships lightcc_horovod_alias.pth into site-packages (LIGHTCC_AS_HOROVOD, docs/torch.md)."""
+
+    def run(self) -> None:
+        super().run()
+        shutil.copy2(ROOT / "lightcc_horovod_alias.pth", Path(self.build_lib) / "lightcc_horovod_alias.pth")
+
+
 setup(
     name="lightcc",
     version=VERSION["__version__"],
@@ -72,8 +81,9 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.8",
     packages=find_packages(include=["lightcc", "lightcc.*"]),
+    py_modules=["lightcc_horovod_alias"],
     ext_modules=[CMakeExtension("lightcc._core")],
-    cmdclass={"build_ext": CMakeBuild},
+    cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithAlias},
     install_requires=["numpy>=1.21"],
     extras_require={
         "torch": ["torch>=2.0"],

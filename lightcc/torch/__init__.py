@@ -1,0 +1,13 @@
+"""The PyTorch front: Horovod's `horovod.torch` API over torch tensors (`import lightcc.torch as hvd`)."""
+from lightcc.torch import elastic
+from lightcc.torch.compression import Compression, Compressor  # noqa: F401
+from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
+from lightcc.torch.mpi_ops import *  # noqa: F403
+from lightcc.torch.mpi_ops import __all__ as _ops_all
+from lightcc.torch.optimizer import DistributedOptimizer
+from lightcc.torch.sync_batch_norm import SyncBatchNorm
+
+__all__ = list(_ops_all) + [
+    "elastic", "allgather_object", "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters",
+    "DistributedOptimizer", "SyncBatchNorm",
+]

@@ -1,0 +1,205 @@
+"""Asynchronous collectives on torch tensors, plus poll/synchronize over every kind of handle.
+
+CPU tensors go to the core by address (`data_ptr`): in-place results land in the caller's tensor,
+out-of-place allreduce/broadcast results in a tensor allocated here, and results whose size only
+the collective knows (allgather, alltoall, reducescatter) in an engine buffer wrapped as a tensor
+without a copy. Accelerator tensors go to `lightcc.torch.device_ops` (NCCL). Every call returns
+an int handle: positive ids belong to the core's handle manager, negative ids to handles this
+front completes itself (device work, sparse allreduce).
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+
+from lightcc.common import ops as _ops
+from lightcc.common.process_sets import ProcessSet, _id_of, global_process_set
+from lightcc.torch import tensors as _t
+
+
+class LocalHandle:
+    """Work this front tracks itself: `poll` never blocks, `wait` blocks once and returns the output."""
+
+    def __init__(self, poll: Callable[[], bool], wait: Callable[[], Any]) -> None:
+        self.poll = poll
+        self.wait = wait
+
+
+_local_lock = threading.Lock()
+_local: Dict[int, LocalHandle] = {}
+_local_ids = itertools.count(-1, -1)
+
+
+def register_local(handle: LocalHandle) -> int:
+    """Give a LocalHandle an int id that poll/synchronize accept."""
+    with _local_lock:
+        hid = next(_local_ids)
+        _local[hid] = handle
+    return hid
+
+
+def poll(handle: int) -> bool:
+    """True when the operation behind `handle` has finished (never blocks)."""
+    with _local_lock:
+        local = _local.get(handle)
+    if local is not None:
+        return bool(local.poll())
+    return _ops.handles.poll(handle)
+
+
+def synchronize(handle: int) -> Any:
+    """Wait for `handle` and return its output; raises the operation's error on failure."""
+    with _local_lock:
+        local = _local.pop(handle, None)
+    if local is not None:
+        return local.wait()
+    return _ops.handles.synchronize(handle)
+
+
+def _bump(tensors: Sequence[torch.Tensor]) -> None:
+    # The core wrote these tensors behind autograd's back; tell autograd they changed so a
+    # tensor saved for backward and then overwritten in place is reported, not silently wrong.
+    for t in tensors:
+        if not t.is_inference():  # inference tensors have no version counter
+            torch.autograd.graph.increment_version(t)
+
+
+def _names(prefix: str, name: Optional[str], count: int) -> List[str]:
+    base = _ops.tensor_name(prefix, name)
+    return [base] if count == 1 else [f"{base}.{i}" for i in range(count)]
+
+
+def _pick(outs: List[torch.Tensor], single: bool) -> Any:
+    return outs[0] if single else outs
+
+
+def _unwrap(handle: LocalHandle, single: bool) -> LocalHandle:
+    if not single:
+        return handle
+    return LocalHandle(handle.poll, lambda: handle.wait()[0])
+
+
+def _device_ops() -> Any:
+    from lightcc.torch import device_ops
+
+    return device_ops
+
+
+# ---- allreduce -------------------------------------------------------------------------------
+
+def grouped_allreduce_start(tensors: Sequence[torch.Tensor], op: int, name: Optional[str], prescale: float,
+                            postscale: float, process_set: ProcessSet, inplace: bool, single: bool = False) -> int:
+    """Start allreducing a list; `synchronize` returns the list of results (the inputs if in place).
+
+    With `single`, the list holds one tensor and `synchronize` returns that tensor.
+    """
+    what = "allreduce_" if inplace else "allreduce"
+    ins = [_t.check(t, what) for t in tensors]
+    names = _names("allreduce", name, len(ins))
+    set_id = _id_of(process_set)
+    outs = ins if inplace else [torch.empty_like(t, memory_format=torch.contiguous_format) for t in ins]
+    if ins and _t.same_device(ins, what):
+        return register_local(_unwrap(_device_ops().allreduce(ins, outs, names, op, prescale, postscale,
+                                                              process_set), single))
+    args = [_ops.TensorArgs(_ops.ALLREDUCE, n, _t.ptr(a), _t.ptr(o), _t.dtype_code(a.dtype), a.shape, op, 0,
+                            prescale, postscale, set_id) for n, a, o in zip(names, ins, outs)]
+
+    def finish(_: List[_ops.CoreResult]) -> List[torch.Tensor]:
+        if inplace:
+            _bump(outs)
+        return outs[0] if single else outs
+
+    return _ops.handles.submit(args, (ins, outs), finish)
+
+
+# ---- allgather -------------------------------------------------------------------------------
+
+def grouped_allgather_start(tensors: Sequence[torch.Tensor], name: Optional[str], process_set: ProcessSet,
+                            single: bool = False) -> int:
+    """Start gathering a list along dim 0 (dim 0 may differ per rank); results are new tensors."""
+    ins = [_t.check(t, "allgather") for t in tensors]
+    for t in ins:
+        if t.dim() == 0:
+            raise ValueError("allgather needs a tensor with at least one dimension (got a scalar)")
+    names = _names("allgather", name, len(ins))
+    if ins and _t.same_device(ins, "allgather"):
+        return register_local(_unwrap(_device_ops().allgather(ins, names, process_set), single))
+    set_id = _id_of(process_set)
+    args = [_ops.TensorArgs(_ops.ALLGATHER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
+                            process_set_id=set_id) for n, a in zip(names, ins)]
+    dtypes = [a.dtype for a in ins]
+    return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, d) for r, d in zip(res, dtypes)], single))
+
+
+# ---- broadcast -------------------------------------------------------------------------------
+
+def broadcast_start(tensor: torch.Tensor, root_rank: int, name: Optional[str], process_set: ProcessSet,
+                    inplace: bool) -> int:
+    """Start broadcasting root_rank's tensor; `synchronize` returns the result tensor."""
+    a = _t.check(tensor, "broadcast_" if inplace else "broadcast")
+    out = a if inplace else torch.empty_like(a, memory_format=torch.contiguous_format)
+    n = _ops.tensor_name("broadcast", name)
+    if _t.is_device(a):
+        return register_local(_device_ops().broadcast(a, out, n, int(root_rank), process_set))
+    args = [_ops.TensorArgs(_ops.BROADCAST, n, _t.ptr(a), _t.ptr(out), _t.dtype_code(a.dtype), a.shape,
+                            root=int(root_rank), process_set_id=_id_of(process_set))]
+
+    def finish(_: List[_ops.CoreResult]) -> torch.Tensor:
+        if inplace:
+            _bump([out])
+        return out
+
+    return _ops.handles.submit(args, (a, out), finish)
+
+
+# ---- alltoall --------------------------------------------------------------------------------
+
+def split_list(splits: Any) -> List[int]:
+    """Splits given as a list, tuple, NumPy array or tensor, as a flat list of ints."""
+    if isinstance(splits, torch.Tensor):
+        return [int(s) for s in splits.reshape(-1).tolist()]
+    return [int(s) for s in torch.as_tensor(splits).reshape(-1).tolist()]
+
+
+def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], process_set: ProcessSet) -> int:
+    """Start an alltoall; `synchronize` returns (output, received_splits as an int32 tensor)."""
+    a = _t.check(tensor, "alltoall")
+    if a.dim() == 0:
+        raise ValueError("alltoall needs a tensor with at least one dimension (got a scalar)")
+    aux = split_list(splits) if splits is not None else []
+    n = _ops.tensor_name("alltoall", name)
+    if _t.is_device(a):
+        return register_local(_device_ops().alltoall(a, aux, n, process_set))
+    args = [_ops.TensorArgs(_ops.ALLTOALL, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
+                            process_set_id=_id_of(process_set), aux=aux)]
+
+    def finish(res: List[_ops.CoreResult]) -> tuple:
+        return _t.wrap(res[0], a.dtype), torch.tensor(list(res[0][2]), dtype=torch.int32)
+
+    return _ops.handles.submit(args, a, finish)
+
+
+# ---- reducescatter ---------------------------------------------------------------------------
+
+def grouped_reducescatter_start(tensors: Sequence[torch.Tensor], op: int, name: Optional[str], prescale: float,
+                                postscale: float, process_set: ProcessSet, single: bool = False) -> int:
+    """Start reduce-scattering a list; each rank gets its rows (the first dim % size ranks get one more)."""
+    ins = [_t.check(t, "reducescatter") for t in tensors]
+    for t in ins:
+        if t.dim() == 0:
+            raise ValueError("reducescatter needs a tensor with at least one dimension (got a scalar)")
+    names = _names("reducescatter", name, len(ins))
+    if ins and _t.same_device(ins, "reducescatter"):
+        return register_local(_unwrap(_device_ops().reducescatter(ins, names, op, prescale, postscale,
+                                                                  process_set), single))
+    set_id = _id_of(process_set)
+    args = [_ops.TensorArgs(_ops.REDUCESCATTER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape, op, 0,
+                            prescale, postscale, set_id) for n, a in zip(names, ins)]
+    dtypes = [a.dtype for a in ins]
+    return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, d) for r, d in zip(res, dtypes)], single))
+
+
+__all__ = ["LocalHandle", "global_process_set", "poll", "register_local", "synchronize"]

@@ -1,0 +1,69 @@
+"""Torch tensors at the core's edge: dtype codes, argument checks, raw addresses, zero-copy wrapping."""
+from __future__ import annotations
+
+from typing import Any, Dict, Sequence
+
+import torch
+
+from lightcc.common import dtypes as _dt
+from lightcc.common import ops as _ops
+
+_CODES: Dict[torch.dtype, int] = {
+    torch.uint8: _dt.UINT8,
+    torch.int8: _dt.INT8,
+    torch.int32: _dt.INT32,
+    torch.int64: _dt.INT64,
+    torch.float16: _dt.FLOAT16,
+    torch.bfloat16: _dt.BFLOAT16,
+    torch.float32: _dt.FLOAT32,
+    torch.float64: _dt.FLOAT64,
+    torch.bool: _dt.BOOL,
+}
+
+
+def dtype_code(dtype: torch.dtype) -> int:
+    """The core's code for a torch dtype; ValueError for dtypes lightcc cannot reduce or move."""
+    try:
+        return _CODES[dtype]
+    except KeyError:
+        names = ", ".join(str(d).replace("torch.", "") for d in _CODES)
+        raise ValueError(f"lightcc does not support dtype {str(dtype).replace('torch.', '')}; "
+                         f"supported: {names}") from None
+
+
+def check(tensor: Any, what: str) -> torch.Tensor:
+    """Validate a collective's input: a dense, contiguous tensor of a supported dtype."""
+    if not isinstance(tensor, torch.Tensor):
+        raise ValueError(f"{what} expects a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.layout != torch.strided:
+        raise ValueError(f"{what}: sparse tensors go through sparse_allreduce_async (or sparse_as_dense=True)")
+    if not tensor.is_contiguous():
+        raise ValueError(f"{what}: the tensor is not contiguous; pass tensor.contiguous()")
+    dtype_code(tensor.dtype)
+    return tensor
+
+
+def is_device(tensor: torch.Tensor) -> bool:
+    """Whether the tensor lives on an accelerator (handled by lightcc.torch.device_ops)."""
+    return tensor.device.type != "cpu"
+
+
+def same_device(tensors: Sequence[torch.Tensor], what: str) -> bool:
+    """True if every tensor is on an accelerator, False if every one is on the CPU; ValueError if mixed."""
+    kinds = {is_device(t) for t in tensors}
+    if len(kinds) > 1:
+        raise ValueError(f"{what}: a group mixes CPU and accelerator tensors; use one kind per call")
+    return kinds == {True}
+
+
+def ptr(tensor: torch.Tensor) -> int:
+    """The tensor's first byte: handed to the core, which reads or writes it without a copy."""
+    return int(tensor.data_ptr())
+
+
+def wrap(result: _ops.CoreResult, dtype: torch.dtype) -> torch.Tensor:
+    """A torch tensor over the engine-allocated output buffer (no copy; it keeps the buffer alive)."""
+    buf, shape, _, _ = result
+    if buf is None or len(buf) == 0:
+        return torch.empty([int(d) for d in shape], dtype=dtype)
+    return torch.frombuffer(buf, dtype=dtype).view([int(d) for d in shape])

@@ -1,0 +1,73 @@
+"""The PyTorch examples under lightccrun, and an unmodified Horovod script through --as-horovod."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "pytorch"
+WORKERS = Path(__file__).resolve().parent / "workers"
+
+
+def env(**extra: str) -> dict:
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI"))}
+    e["PYTHONPATH"] = f"{ROOT}{os.pathsep}{e.get('PYTHONPATH', '')}"
+    e.update(extra)
+    return e
+
+
+def lightccrun(args, timeout: float, **extra: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "lightcc.runner", *args]
+    proc = subprocess.run(cmd, check=False, env=env(**extra), capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return proc
+
+
+def test_digits_reaches_target_accuracy():
+    proc = lightccrun(["-np", "2", sys.executable, str(EXAMPLES / "pytorch_digits.py"), "--epochs", "10",
+                       "--target-accuracy", "0.95"], timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "reached the target 0.95" in proc.stdout, proc.stdout
+
+
+def test_synthetic_benchmark_lightcc_and_ddp(tmp_path):
+    for mode in ("", "--compare-ddp"):  # lightcc alone; lightcc and DDP (gloo) interleaved
+        out = tmp_path / f"result{mode}.json"
+        args = ["-np", "2", sys.executable, str(EXAMPLES / "pytorch_synthetic_benchmark.py"), "--model", "resnet50",
+                "--batch-size", "1", "--num-warmup-batches", "1", "--num-batches-per-iter", "1", "--num-iters", "2",
+                "--json", str(out)] + ([mode] if mode else [])
+        proc = lightccrun(args, timeout=400)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "| resnet50" in proc.stdout and "25.56" in proc.stdout, proc.stdout
+        result = json.loads(out.read_text())
+        results = result if mode else [result]
+        assert [r["backend"] for r in results] == (["lightcc", "ddp-gloo"] if mode else ["lightcc"])
+        for r in results:
+            assert r["ranks"] == 2 and r["total"] > 0 and len(r["per_rank_all"]) == 2 and r["cpu_seconds_per_batch"] > 0
+        if mode:
+            assert "lightcc / DDP throughput ratio" in proc.stdout, proc.stdout
+
+
+def _user_site(tmp_path: Path) -> Path:
+    """A user base whose site-packages holds the alias as `pip install` places it (.pth + module)."""
+    base = tmp_path / "userbase"
+    site = Path(sysconfig.get_path("purelib", f"{os.name}_user", vars={"userbase": str(base)}))
+    site.mkdir(parents=True)
+    for name in ("lightcc_horovod_alias.pth", "lightcc_horovod_alias.py"):
+        shutil.copy(ROOT / name, site / name)
+    return base
+
+
+def test_unmodified_horovod_script_under_as_horovod(tmp_path):
+    base = _user_site(tmp_path)
+    script = str(WORKERS / "torch_horovod_script_worker.py")
+    proc = lightccrun(["--as-horovod", "-np", "2", sys.executable, script], timeout=240, PYTHONUSERBASE=str(base))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("module lightcc.torch") == 2 and "ok=True" in proc.stdout, proc.stdout
+    # Without the flag, `import horovod` fails as it would without Horovod installed.
+    proc = lightccrun(["-np", "2", sys.executable, script], timeout=120, PYTHONUSERBASE=str(base))
+    assert proc.returncode != 0 and "No module named 'horovod'" in proc.stdout + proc.stderr

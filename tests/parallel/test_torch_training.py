@@ -1,0 +1,13 @@
+"""DistributedOptimizer and SyncBatchNorm give single-process results on the combined batch."""
+from __future__ import annotations
+
+import pytest
+
+from tests.ranks import run_ranks
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_torch_training(size):
+    results = run_ranks("torch_training_worker.py", size, timeout=180)
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout
