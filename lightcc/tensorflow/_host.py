@@ -1,0 +1,100 @@
+"""Blocking engine calls on host NumPy arrays: what eager ops and tf.numpy_function bodies run.
+
+Inputs are read in place (they alias TF's buffers); outputs are 64-byte aligned arrays, either
+allocated here (allreduce, broadcast) or the engine's own buffer (allgather, alltoall,
+reducescatter), so TF can adopt them without copying.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from lightcc.common import ops as _ops
+from lightcc.common.dtypes import numpy_code
+from lightcc.tensorflow._util import aligned_empty
+
+
+def _ptr(a: np.ndarray) -> int:
+    return int(a.__array_interface__["data"][0])
+
+
+def contiguous(a: np.ndarray) -> np.ndarray:
+    """`a` itself when C-contiguous, else a contiguous copy of the same shape (0-d stays 0-d)."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(a.shape)
+
+
+def _contiguous(arrays: Sequence[np.ndarray]) -> List[np.ndarray]:
+    return [contiguous(np.asarray(a)) for a in arrays]
+
+
+def _names(base: str, n: int) -> List[str]:
+    return [base] if n == 1 else [f"{base}.{i}" for i in range(n)]
+
+
+def _run(args: List[_ops.TensorArgs], keepalive: Any, finish) -> Any:
+    return _ops.handles.synchronize(_ops.handles.submit(args, keepalive, finish))
+
+
+def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> np.ndarray:
+    buf, shape, _, _ = result
+    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+
+
+def allreduce(arrays: Sequence[np.ndarray], name: str, op: int, prescale: float, postscale: float,
+              set_id: int) -> List[np.ndarray]:
+    """Reduce each array across the process set; one fused group."""
+    arrays = _contiguous(arrays)
+    outs = [aligned_empty(a.shape, a.dtype) for a in arrays]
+    args = [_ops.TensorArgs(_ops.ALLREDUCE, n, _ptr(a), _ptr(o), numpy_code(a.dtype), a.shape, op, 0,
+                            prescale, postscale, set_id)
+            for n, a, o in zip(_names(name, len(arrays)), arrays, outs)]
+    return _run(args, (arrays, outs), lambda _: outs)
+
+
+def allgather(arrays: Sequence[np.ndarray], name: str, set_id: int) -> List[np.ndarray]:
+    """Concatenate each array along dim 0 across the process set."""
+    arrays = _contiguous(arrays)
+    args = [_ops.TensorArgs(_ops.ALLGATHER, n, _ptr(a), 0, numpy_code(a.dtype), a.shape, process_set_id=set_id)
+            for n, a in zip(_names(name, len(arrays)), arrays)]
+    dtypes = [a.dtype for a in arrays]
+    return _run(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)])
+
+
+def broadcast(arrays: Sequence[np.ndarray], name: str, root: int, set_id: int) -> List[np.ndarray]:
+    """Return root's arrays on every rank of the process set."""
+    arrays = _contiguous(arrays)
+    outs = [aligned_empty(a.shape, a.dtype) for a in arrays]
+    args = [_ops.TensorArgs(_ops.BROADCAST, n, _ptr(a), _ptr(o), numpy_code(a.dtype), a.shape, root=int(root),
+                            process_set_id=set_id)
+            for n, a, o in zip(_names(name, len(arrays)), arrays, outs)]
+    return _run(args, (arrays, outs), lambda _: outs)
+
+
+def alltoall(array: np.ndarray, splits: Optional[np.ndarray], name: str, set_id: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Scatter dim-0 slices to every rank and gather theirs; returns (output, received_splits)."""
+    a = contiguous(np.asarray(array))
+    aux: Sequence[int] = () if splits is None else [int(s) for s in np.asarray(splits).reshape(-1)]
+    args = [_ops.TensorArgs(_ops.ALLTOALL, name, _ptr(a), 0, numpy_code(a.dtype), a.shape, process_set_id=set_id,
+                            aux=aux)]
+
+    def finish(res: List[_ops.CoreResult]) -> Tuple[np.ndarray, np.ndarray]:
+        return _wrap(res[0], a.dtype), np.asarray(res[0][2], dtype=np.int32)
+
+    return _run(args, a, finish)
+
+
+def reducescatter(arrays: Sequence[np.ndarray], name: str, op: int, prescale: float, postscale: float,
+                  set_id: int) -> List[np.ndarray]:
+    """Reduce each array, then keep this rank's share of dim 0."""
+    arrays = _contiguous(arrays)
+    args = [_ops.TensorArgs(_ops.REDUCESCATTER, n, _ptr(a), 0, numpy_code(a.dtype), a.shape, op, 0, prescale,
+                            postscale, set_id)
+            for n, a in zip(_names(name, len(arrays)), arrays)]
+    dtypes = [a.dtype for a in arrays]
+    return _run(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)])
+
+
+def join() -> int:
+    """Declare this rank done; returns the last rank to join."""
+    return int(_ops.run_simple(_ops.JOIN, "join"))

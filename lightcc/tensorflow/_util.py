@@ -1,0 +1,161 @@
+"""TensorFlow <-> NumPy bridging (zero-copy where TF allows), engine names and graph-mode op order."""
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import Any, Callable, List, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from lightcc.common import ops as _ops
+from lightcc.common.dtypes import code_of_name
+from lightcc.tensorflow._pool import ALIGN, aligned_empty
+
+# TensorFlow's CPU kernels expect 64-byte aligned buffers (a misaligned DLPack import aborts the
+# process), so every array handed to TF without a copy is aligned to ALIGN (see _pool).
+_DLPACK_KINDS = "biuf"  # bool, signed/unsigned ints and floats export through NumPy's DLPack
+
+
+def executing_eagerly() -> bool:
+    """True outside tf.function tracing (and outside TF1 graphs)."""
+    return tf.executing_eagerly()
+
+
+def dtype_code(dtype: tf.DType) -> int:
+    """lightcc's dtype code for a TF dtype; ValueError for dtypes the engine cannot carry."""
+    return code_of_name(tf.as_dtype(dtype).name)
+
+
+def as_tensor(value: Any) -> tf.Tensor:
+    """A tensor for a tensor, tf.Variable, Keras variable or array-like (a variable is read)."""
+    if isinstance(value, tf.Tensor):
+        return value
+    return tf.convert_to_tensor(value)
+
+
+def to_numpy(t: tf.Tensor) -> np.ndarray:
+    """Zero-copy NumPy view of an eager CPU tensor (a device-to-host copy for GPU tensors).
+
+    The view aliases TF's buffer: callers read it and never write it.
+    """
+    a = t._numpy()  # the public .numpy() copies; _numpy() is the aliasing view
+    if not isinstance(a, np.ndarray):
+        a = np.asarray(a)
+    return a
+
+
+def _is_aligned(a: np.ndarray) -> bool:
+    return a.size == 0 or a.__array_interface__["data"][0] % ALIGN == 0
+
+
+def to_tensor(a: np.ndarray) -> tf.Tensor:
+    """Eager tensor over `a` without a copy when `a` is aligned (DLPack), else a copy.
+
+    bfloat16 has no DLPack code in NumPy, so it travels as uint16 and is bit-cast back.
+    The tensor keeps `a` (and whatever `a` views, e.g. an engine buffer) alive.
+    """
+    if a.dtype.name == "bfloat16":
+        return tf.bitcast(to_tensor(a.view(np.uint16)), tf.bfloat16)
+    if a.dtype.kind in _DLPACK_KINDS and a.flags.c_contiguous and _is_aligned(a):
+        try:
+            return tf.experimental.dlpack.from_dlpack(a.__dlpack__())
+        except (BufferError, TypeError, ValueError):
+            pass  # read-only or unsupported here: fall back to TF's copy
+    return tf.convert_to_tensor(a)
+
+
+def to_host_array(a: np.ndarray) -> np.ndarray:
+    """What a tf.numpy_function body returns: aligned arrays pass through (TF aliases them)."""
+    if _is_aligned(a) and a.flags.c_contiguous:
+        return a
+    out = aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
+class _GraphState:
+    """Per-graph bookkeeping: a counter for unnamed collectives and the last collective op."""
+
+    def __init__(self) -> None:
+        self.counter = itertools.count()
+        self.last: Optional[tf.Operation] = None
+
+
+_graphs: "weakref.WeakKeyDictionary[Any, _GraphState]" = weakref.WeakKeyDictionary()
+
+
+def _state() -> _GraphState:
+    g = tf.compat.v1.get_default_graph()
+    st = _graphs.get(g)
+    if st is None:
+        st = _graphs[g] = _GraphState()
+    return st
+
+
+def engine_name(prefix: str, name: Optional[str], ignore_name_scope: bool = False) -> str:
+    """The engine-visible name of a collective.
+
+    Eagerly: `<op>.<name>` or `<op>.noname.<n>` (a process-wide counter, like the NumPy front).
+    While tracing: the graph's name and the TF name scope are included and unnamed ops are
+    numbered within their graph, so a retrace on one rank reproduces the same names.
+    """
+    if executing_eagerly():
+        return _ops.tensor_name(prefix, name)
+    g = tf.compat.v1.get_default_graph()
+    scope = "" if ignore_name_scope else g.get_name_scope()
+    scope = f"{scope}/" if scope else ""
+    if name:
+        return f"{prefix}.{scope}{name}"
+    return f"{prefix}.{getattr(g, 'name', 'graph')}/{scope}noname.{next(_state().counter)}"
+
+
+def in_xla_context() -> bool:
+    """Whether the graph being traced will be compiled by XLA (where Python ops cannot run)."""
+    try:
+        from tensorflow.python.ops import control_flow_util
+    except ImportError:  # pragma: no cover - TF moved it; skip the early check
+        return False
+    return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
+
+
+def run_in_graph(body: Callable[..., List[np.ndarray]], inputs: List[tf.Tensor], out_dtypes: List[tf.DType],
+                 op_name: str) -> List[tf.Tensor]:
+    """Adds `body` to the graph being traced as one tf.numpy_function, ordered after the previous
+    lightcc collective of the same graph.
+
+    The ordering matters: each collective blocks its TF thread until every rank has submitted
+    it, so two collectives left unordered could run in different orders on different ranks and
+    wait for each other forever. A control dependency chain makes every rank run them in the
+    order the program created them.
+    """
+    if in_xla_context():
+        raise ValueError("lightcc collectives run as Python ops, which XLA cannot compile; use "
+                         "jit_compile=False (Keras: model.compile(..., jit_compile=False))")
+    st = _state()
+    deps = [st.last] if st.last is not None else []
+    with tf.control_dependencies(deps):
+        outs = tf.numpy_function(body, inputs, out_dtypes, stateful=True, name=op_name)
+    if not isinstance(outs, (list, tuple)):
+        outs = [outs]
+    outs = list(outs)
+    if outs:
+        st.last = outs[0].op
+    return outs
+
+
+def split_list(items: List[Any], n: int) -> List[List[Any]]:
+    """Split `items` into `n` contiguous chunks of near-equal length (the first ones longer)."""
+    q, r = divmod(len(items), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + q + (1 if i < r else 0)
+        out.append(items[start:end])
+        start = end
+    return [chunk for chunk in out if chunk]
+
+
+def var_key(v: Any) -> int:
+    """Identity key for a tf.Variable or Keras 3 variable (the latter has no `.ref()`)."""
+    return id(v)
+
