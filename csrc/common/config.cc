@@ -94,9 +94,10 @@ const std::vector<FlagSpec>& specs() {
        [](auto& n, auto& v, Config* c) {
          return parseInt(n, v, 0, int64_t{1} << 40, &c->fusion_threshold_bytes);
        }},
-      {{"HOROVOD_CYCLE_TIME", "ms", "1",
-        "Coalescing delay between negotiation cycles while work keeps arriving; an idle engine "
-        "starts at once."},
+      {{"HOROVOD_CYCLE_TIME", "ms", "0",
+        "Coalescing delay before the next negotiation cycle when work kept arriving during the "
+        "last one. 0 (lightcc's default; Horovod's is 1): negotiate as soon as work arrives, since "
+        "a cached cycle costs microseconds and work queued during a cycle batches by itself."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e5, &c->cycle_time_ms); }},
       {{"HOROVOD_CACHE_CAPACITY", "entries", "1024",
         "Response-cache entries (bit-vector fast path); 0 disables the cache."},

@@ -14,7 +14,7 @@ enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kEr
 // Immutable after parseConfig(); the engine keeps one copy. No other code calls getenv.
 struct Config {
   int64_t fusion_threshold_bytes = 128 << 20;  // HOROVOD_FUSION_THRESHOLD
-  double cycle_time_ms = 1.0;                  // HOROVOD_CYCLE_TIME
+  double cycle_time_ms = 0.0;                  // HOROVOD_CYCLE_TIME
   int64_t cache_capacity = 1024;               // HOROVOD_CACHE_CAPACITY
   std::string timeline_path;                   // HOROVOD_TIMELINE ("" = off, "DYNAMIC")
   bool timeline_mark_cycles = false;           // HOROVOD_TIMELINE_MARK_CYCLES

@@ -296,7 +296,8 @@ Status Engine::runCycle(bool* stop) {
   // Work that arrived while we negotiated comes from a producer running ahead of us (a backward
   // pass): then HOROVOD_CYCLE_TIME lets more of it gather. Work queued in reaction to the
   // completions below is a caller waiting on us, and must not wait for a tick.
-  busy_ = queue_.hasWork();
+  // An empty cycle (a peer woke us before we had the op) is not a burst: never delay after it.
+  busy_ = queue_.hasWork() && !responses.empty();
   const auto agreed = std::chrono::steady_clock::now();
   const std::vector<Response> plan =
       planFusion(responses, config_.fusion_threshold_bytes, [this](const Response& r) { return topkEligible(r); });
