@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,22 +51,27 @@ def test_synthetic_benchmark_lightcc_and_ddp(tmp_path):
             assert "lightcc / DDP throughput ratio" in proc.stdout, proc.stdout
 
 
-def _user_site(tmp_path: Path) -> Path:
-    """A user base whose site-packages holds the alias as `pip install` places it (.pth + module)."""
-    base = tmp_path / "userbase"
-    site = Path(sysconfig.get_path("purelib", f"{os.name}_user", vars={"userbase": str(base)}))
-    site.mkdir(parents=True)
+def _alias_site(tmp_path: Path) -> Path:
+    """A site directory holding the alias as `pip install` places it (.pth + module).
+
+    A sitecustomize on PYTHONPATH processes it with site.addsitedir at start-up, exactly as the
+    interpreter processes site-packages; unlike a user site it also works inside a venv.
+    """
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
     for name in ("lightcc_horovod_alias.pth", "lightcc_horovod_alias.py"):
-        shutil.copy(ROOT / name, site / name)
-    return base
+        shutil.copy(ROOT / name, site_dir / name)
+    (site_dir / "sitecustomize.py").write_text(
+        "import os, site\nsite.addsitedir(os.path.dirname(os.path.abspath(__file__)))\n")
+    return site_dir
 
 
 def test_unmodified_horovod_script_under_as_horovod(tmp_path):
-    base = _user_site(tmp_path)
+    path = f"{_alias_site(tmp_path)}{os.pathsep}{ROOT}"
     script = str(WORKERS / "torch_horovod_script_worker.py")
-    proc = lightccrun(["--as-horovod", "-np", "2", sys.executable, script], timeout=240, PYTHONUSERBASE=str(base))
+    proc = lightccrun(["--as-horovod", "-np", "2", sys.executable, script], timeout=240, PYTHONPATH=path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("module lightcc.torch") == 2 and "ok=True" in proc.stdout, proc.stdout
     # Without the flag, `import horovod` fails as it would without Horovod installed.
-    proc = lightccrun(["-np", "2", sys.executable, script], timeout=120, PYTHONUSERBASE=str(base))
+    proc = lightccrun(["-np", "2", sys.executable, script], timeout=120, PYTHONPATH=path)
     assert proc.returncode != 0 and "No module named 'horovod'" in proc.stdout + proc.stderr
