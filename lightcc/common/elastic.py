@@ -44,14 +44,18 @@ class State:
     def check_host_updates(self) -> None:
         """With a fixed set of ranks there is never an update to raise HostsUpdatedInterrupt for."""
 
+    # The three below are abstract: ObjectState and the framework states (TorchState, ...) define them.
     def save(self) -> None:
-        raise NotImplementedError
+        """Record the current state as the last commit."""
+        raise NotImplementedError(f"{type(self).__name__} must implement save()")
 
     def restore(self) -> None:
-        raise NotImplementedError
+        """Return to the last commit."""
+        raise NotImplementedError(f"{type(self).__name__} must implement restore()")
 
     def sync(self) -> None:
-        raise NotImplementedError
+        """Make every rank's state equal to rank 0's."""
+        raise NotImplementedError(f"{type(self).__name__} must implement sync()")
 
     def reset(self) -> None:
         """Hook for subclasses; nothing to do by default."""
