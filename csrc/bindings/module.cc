@@ -35,7 +35,9 @@ void raise(const Status& st) {
 // The binding layer's only state: the engine made by init(), and the handle ids handed out.
 struct CoreState {
   std::mutex mu;
-  std::unique_ptr<Engine> engine;
+  // Shared so a thread waiting (and driving the engine) with the GIL released keeps it alive
+  // while another thread calls shutdown().
+  std::shared_ptr<Engine> engine;
   uint64_t generation = 0;
   std::map<int64_t, std::shared_ptr<Handle>> handles;
   int64_t next_handle = 1;
@@ -83,7 +85,7 @@ void init(py::dict opts) {
 }
 
 void shutdown() {
-  std::unique_ptr<Engine> e = std::move(state().engine);
+  std::shared_ptr<Engine> e = std::move(state().engine);
   if (!e) return;
   py::gil_scoped_release release;
   Status st = e->shutdown();
@@ -94,7 +96,7 @@ void shutdown() {
 using TensorArgs = std::tuple<int, std::string, uintptr_t, uintptr_t, int, std::vector<int64_t>, int, int, double,
                               double, int, std::vector<int64_t>>;
 
-std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors) {
+std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors, bool wake) {
   Engine& e = engine();
   std::vector<TensorEntry> entries;
   std::vector<std::shared_ptr<Handle>> handles;
@@ -123,7 +125,7 @@ std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors) {
   Status st;
   {
     py::gil_scoped_release release;
-    st = e.enqueue(std::move(entries));
+    st = e.enqueue(std::move(entries), wake);
   }
   raise(st);
   std::vector<int64_t> ids;
@@ -139,10 +141,11 @@ std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors) {
 void wait(int64_t id) {
   auto h = handleOf(id);
   Status st;
-  const double spin_us = state().engine ? state().engine->config().spin_us : 0.0;
+  std::shared_ptr<Engine> e = state().engine;
   {
     py::gil_scoped_release release;
-    st = h->wait(spin_us);
+    // The waiting thread runs the engine itself when it is free (no hand-off to its thread).
+    st = e ? e->wait(*h) : h->wait();
   }
   raise(st);
 }
@@ -191,7 +194,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("cross_rank", [] { return engine().topology().cross_rank; });
   m.def("cross_size", [] { return engine().topology().cross_size; });
   m.def("is_homogeneous", [] { return engine().topology().homogeneous; });
-  m.def("enqueue", &enqueue, "Queue tensors (one group); returns one handle id per tensor.");
+  m.def("enqueue", &enqueue, py::arg("tensors"), py::arg("wake") = true,
+        "Queue tensors (one group); returns one handle id per tensor. wake=False: the caller waits at once "
+        "and runs the engine itself, so the engine thread is not woken.");
   m.def("poll", [](int64_t id) { return handleOf(id)->poll(); });
   m.def("wait", &wait);
   m.def("result", &result, "(buffer or None, output shape, received splits, value) of a completed handle.");

@@ -1,9 +1,6 @@
 // Engine: lifecycle, request validation, and the background loop's outer shape.
 #include "engine/engine.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 
 #include "common/logging.h"
@@ -121,7 +118,7 @@ Status Engine::validate(const TensorEntry& e) const {
   return Status::OK();
 }
 
-Status Engine::enqueue(std::vector<TensorEntry> entries) {
+Status Engine::enqueue(std::vector<TensorEntry> entries, bool wake) {
   if (!running_) {
     return final_status_.ok() ? Status::PreconditionFailed("lightcc has been shut down; call init() first")
                               : final_status_;
@@ -141,12 +138,13 @@ Status Engine::enqueue(std::vector<TensorEntry> entries) {
     }
     LIGHTCC_RETURN_IF_ERROR(validate(e));
   }
-  return queue_.push(std::move(entries));
+  return queue_.push(std::move(entries), wake);
 }
 
 Status Engine::shutdown() {
   if (thread_.joinable()) {
     shutdown_requested_ = true;
+    driver_cv_.notify_all();
     host_->wakeSelf();
     thread_.join();
   }
@@ -159,60 +157,6 @@ void Engine::failEverything(const Status& st) {
   queue_.close(st);
   for (auto& [key, p] : pending_) p.entry.handle->complete(st);
   pending_.clear();
-}
-
-void Engine::loop() {
-  if (!config_.thread_affinity.empty()) {
-    int core = config_.thread_affinity[topo_.local_rank % config_.thread_affinity.size()];
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(core, &set);
-    if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
-      LIGHTCC_LOG(kWarning) << "HOROVOD_THREAD_AFFINITY: cannot pin the engine thread to core " << core;
-    }
-  }
-  Status st;
-  bool stop = false;
-  last_maintenance_ = std::chrono::steady_clock::now();
-  while (!stop) {
-    bool timer = false;
-    auto ready = [&] {
-      if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
-      return incomingCycle();
-    };
-    // With nothing pending the engine sleeps until woken; otherwise it wakes each second for
-    // the stall inspector.
-    double max_wait_us = (pending_.empty() && (!coordinator_ || coordinator_->empty())) ? 5e6 : 1e6;
-    // While some rank is shutting down, cycle regularly so its grace period can end the job.
-    if (shutdown_pending_ || shutdown_seen_) max_wait_us = 100e3;
-    st = host_->waitUntil(ready, "work", false, max_wait_us);
-    if (!st.ok()) break;
-    if (!ready()) {
-      maintenance(&timer);
-      if (!timer && !shutdown_pending_ && !shutdown_seen_) continue;
-    }
-    // HOROVOD_CYCLE_TIME: while work keeps arriving, let more of it gather before negotiating.
-    if (busy_ && config_.cycle_time_ms > 0 && !incomingCycle()) {
-      auto due = last_cycle_end_ + std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 1e3));
-      double left_us = std::chrono::duration<double, std::micro>(due - std::chrono::steady_clock::now()).count();
-      if (left_us > 0) {
-        st = host_->waitUntil([&] { return shutdown_requested_.load() || incomingCycle(); },
-                              "cycle time", false, left_us);
-        if (!st.ok()) break;
-      }
-    }
-    st = runCycle(&stop);
-    if (!st.ok()) break;
-  }
-  if (st.ok()) {
-    st = Status::Aborted("lightcc was shut down before this operation completed");
-  } else {
-    LIGHTCC_LOG(kError) << st.message();
-    final_status_ = st;
-  }
-  running_ = false;
-  failEverything(st);
-  timeline_.stop();
 }
 
 }  // namespace lightcc

@@ -1,16 +1,19 @@
 // Engine: the one restartable object behind init/shutdown; owns the background thread.
 //
 // DESIGN. Caller threads call enqueue() (validates, pushes to the TensorQueue, rings this
-// rank's doorbell) and wait on Handles. The background thread owns everything else: links,
-// host group, response cache, coordinator state, process-set communicators, fusion buffer.
-// It sleeps until local work arrives or a peer's cycle message does (both ring the doorbell),
-// runs one negotiation cycle (cycle.cc), executes the agreed responses in order (executor.cc),
-// and repeats. Errors on the background thread fail every pending and future handle with the
-// same Status. The process-set table is the only state both sides read; a mutex guards it.
+// rank's doorbell) and wait on Handles. Everything below the queue — links, host group,
+// response cache, coordinator state, process-set communicators, fusion buffer — is touched only
+// with progress_mu_ held (progress.cc). The background thread holds it while it runs cycles: it
+// sleeps until local work arrives or a peer's cycle message does (both ring the doorbell), runs
+// one negotiation cycle (cycle.cc), executes the agreed responses in order (executor.cc), and
+// repeats. A caller blocked in wait() takes the lock when it is free and runs the same cycles
+// itself, so a synchronous op costs no thread hand-off. Errors fail every pending and future
+// handle with the same Status. The process-set table is also read by callers; sets_mu_ guards it.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -68,8 +71,11 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Validates and queues one tensor or a group (negotiated and fused together).
-  Status enqueue(std::vector<TensorEntry> entries);
+  // Validates and queues one tensor or a group (negotiated and fused together). Without `wake`
+  // the background thread is not rung: the caller promises to wait() at once and drive it.
+  Status enqueue(std::vector<TensorEntry> entries, bool wake = true);
+  // Blocks until the handle completes, running the engine on this thread when nobody else is.
+  Status wait(Handle& handle);
   // Coordinated stop: every rank leaves its loop in the same cycle; pending work is aborted.
   Status shutdown();
 
@@ -87,7 +93,12 @@ class Engine {
  private:
   Engine(const InitOptions& options, const Config& config);
   Status bootstrap();  // bootstrap.cc
+  // progress.cc
   void loop();
+  bool workReady();
+  bool maintenanceDue(bool* want_cycle);
+  void endLoop(Status st);
+  Status driveUntil(Handle& handle);
   Status validate(const TensorEntry& e) const;
 
   // cycle.cc
@@ -131,6 +142,11 @@ class Engine {
   Timeline timeline_;
   std::thread thread_;
   Status final_status_;
+  std::mutex progress_mu_;             // held by whoever runs the engine (see DESIGN)
+  std::atomic<bool> driving_{false};   // a caller holds progress_mu_ and runs cycles
+  std::atomic<bool> stopped_{false};   // the loop has ended; every handle has been failed
+  std::mutex driver_mu_;               // with driver_cv_: the background thread waits out a driver
+  std::condition_variable driver_cv_;
 
   // Background thread only.
   std::unique_ptr<shm::HostGroup> host_;
@@ -159,9 +175,9 @@ class Engine {
   std::chrono::steady_clock::time_point last_cycle_end_;
   std::chrono::steady_clock::time_point last_maintenance_;
   bool busy_ = false;
-  bool shutdown_seen_ = false;     // this rank asked to shut down (time below)
+  std::atomic<bool> shutdown_seen_{false};  // this rank asked to shut down (time below)
   std::chrono::steady_clock::time_point shutdown_asked_at_;
-  bool shutdown_pending_ = false;  // some rank asked; keep cycling until work drains  // work arrived while the last cycle ran (then HOROVOD_CYCLE_TIME applies)
+  bool shutdown_pending_ = false;  // some rank asked; keep cycling until work drains
   std::vector<std::vector<uint64_t>> cycle_in_;  // posted receive buffers for peers' bits
   std::vector<LinkRequest*> cycle_req_;
   std::vector<bool> cycle_done_;

@@ -44,4 +44,9 @@ Status Handle::wait(double spin_us) {
   return status_;
 }
 
+bool Handle::waitFor(double us) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::nanoseconds(static_cast<int64_t>(us * 1e3)), [this] { return done_; });
+}
+
 }  // namespace lightcc

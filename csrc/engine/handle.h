@@ -45,6 +45,10 @@ class Handle {
   // Spins up to spin_us (the engine usually answers within microseconds, and a futex wakeup
   // costs tens of them), then sleeps.
   Status wait(double spin_us = 0);
+  // Sleeps until completion or for at most `us`; true if completed.
+  bool waitFor(double us);
+  // Lock-free completion check for the engine's own progress loop.
+  bool done() const { return done_flag_.load(std::memory_order_acquire); }
   // Valid after completion.
   const HandleResult& result() const { return result_; }
 

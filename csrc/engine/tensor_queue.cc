@@ -3,7 +3,7 @@
 
 namespace lightcc {
 
-Status TensorQueue::push(std::vector<TensorEntry> entries) {
+Status TensorQueue::push(std::vector<TensorEntry> entries, bool wake) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!closed_.ok()) return closed_;
@@ -25,7 +25,7 @@ Status TensorQueue::push(std::vector<TensorEntry> entries) {
     }
     queued_.store(queue_.size(), std::memory_order_release);
   }
-  wake_();
+  if (wake) wake_();
   return Status::OK();
 }
 

@@ -33,7 +33,7 @@ class TensorQueue {
   explicit TensorQueue(std::function<void()> wake) : wake_(std::move(wake)) {}
 
   // All-or-nothing: a group is queued together so it lands in one negotiation cycle.
-  Status push(std::vector<TensorEntry> entries);
+  Status push(std::vector<TensorEntry> entries, bool wake = true);
   void drain(std::vector<TensorEntry>* out);
   bool hasWork() const;
   void finish(int32_t process_set_id, const std::string& name);

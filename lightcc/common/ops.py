@@ -1,10 +1,11 @@
 """Operation codes, reduce ops, and the handle manager every front submits work through."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from lightcc.common.native import core
 
@@ -77,6 +78,21 @@ class _Pending:
     finish: Callable[[List[CoreResult]], Any]
 
 
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def wait_at_once() -> Iterator[None]:
+    """Work submitted inside is synchronized by this thread right after: the engine thread is
+    not woken for it, because the waiting thread runs the engine itself (a synchronous op then
+    costs no thread hand-off)."""
+    _local.defer_wake = True
+    try:
+        yield
+    finally:
+        _local.defer_wake = False
+
+
 class HandleManager:
     """Maps front-level handles to core handle ids and keeps buffers alive until completion."""
 
@@ -87,7 +103,7 @@ class HandleManager:
 
     def submit(self, args: Sequence[TensorArgs], keepalive: Any,
                finish: Callable[[List[CoreResult]], Any]) -> int:
-        ids = core().enqueue([a.as_tuple() for a in args])
+        ids = core().enqueue([a.as_tuple() for a in args], not getattr(_local, "defer_wake", False))
         handle = next(self._next)
         with self._lock:
             self._pending[handle] = _Pending(ids, keepalive, finish)
@@ -123,7 +139,8 @@ def run_simple(op: int, name: str, process_set_id: int = 0, aux: Sequence[int] =
     """Runs a tensor-less op (barrier, join, process-set change) and returns its value."""
     args = TensorArgs(op=op, name=name, in_ptr=0, out_ptr=0, dtype=0, shape=[],
                       process_set_id=process_set_id, aux=aux)
-    h = handles.submit([args], None, lambda results: results[0][3])
+    with wait_at_once():
+        h = handles.submit([args], None, lambda results: results[0][3])
     return handles.synchronize(h)
 
 

@@ -119,30 +119,38 @@ def allreduce(tensor: np.ndarray, average: Optional[bool] = None, name: Optional
               compression: Any = None, op: Optional[int] = None, prescale_factor: float = 1.0,
               postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Reduce `tensor` across the process set (default op Average) and return the result."""
-    return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
+    with _ops.wait_at_once():
+        handle = allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
+    return synchronize(handle)
 
 
 def allreduce_(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
                op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                process_set: ProcessSet = global_process_set) -> np.ndarray:
     """In-place allreduce; returns `tensor`."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
+    with _ops.wait_at_once():
+        handle = allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
+    return synchronize(handle)
 
 
 def grouped_allreduce(tensors: Sequence[np.ndarray], average: Optional[bool] = None, name: Optional[str] = None,
                       compression: Any = None, op: Optional[int] = None, prescale_factor: float = 1.0,
                       postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set) -> List[np.ndarray]:
     """Allreduce a list of arrays as one fused group."""
-    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
-                                               process_set))
+    with _ops.wait_at_once():
+        handle = grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
+                                         process_set)
+    return synchronize(handle)
 
 
 def grouped_allreduce_(tensors: Sequence[np.ndarray], average: Optional[bool] = None, name: Optional[str] = None,
                        op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                        process_set: ProcessSet = global_process_set) -> List[np.ndarray]:
     """In-place grouped allreduce."""
-    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
-                                                process_set))
+    with _ops.wait_at_once():
+        handle = grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
+                                          process_set)
+    return synchronize(handle)
 
 
 # ---- allgather -------------------------------------------------------------------------------
@@ -167,13 +175,17 @@ def allgather_async(tensor: np.ndarray, name: Optional[str] = None,
 
 def allgather(tensor: np.ndarray, name: Optional[str] = None, process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Concatenate every rank's array along the first dimension."""
-    return synchronize(allgather_async(tensor, name, process_set))
+    with _ops.wait_at_once():
+        handle = allgather_async(tensor, name, process_set)
+    return synchronize(handle)
 
 
 def grouped_allgather(tensors: Sequence[np.ndarray], name: Optional[str] = None,
                       process_set: ProcessSet = global_process_set) -> List[np.ndarray]:
     """Allgather each array of a list."""
-    return synchronize(grouped_allgather_async(tensors, name, process_set))
+    with _ops.wait_at_once():
+        handle = grouped_allgather_async(tensors, name, process_set)
+    return synchronize(handle)
 
 
 # ---- broadcast -------------------------------------------------------------------------------
@@ -202,13 +214,17 @@ def broadcast_async_(tensor: np.ndarray, root_rank: int, name: Optional[str] = N
 def broadcast(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
               process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Return root_rank's array on every rank."""
-    return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+    with _ops.wait_at_once():
+        handle = broadcast_async(tensor, root_rank, name, process_set)
+    return synchronize(handle)
 
 
 def broadcast_(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
                process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Overwrite `tensor` with root_rank's values; returns it."""
-    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+    with _ops.wait_at_once():
+        handle = broadcast_async_(tensor, root_rank, name, process_set)
+    return synchronize(handle)
 
 
 # ---- alltoall --------------------------------------------------------------------------------
@@ -237,7 +253,9 @@ def alltoall(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, name: O
 
     Without splits the first dimension is cut evenly. With splits, returns (output, received_splits).
     """
-    return synchronize(alltoall_async(tensor, splits, name, process_set))
+    with _ops.wait_at_once():
+        handle = alltoall_async(tensor, splits, name, process_set)
+    return synchronize(handle)
 
 
 # ---- reducescatter ---------------------------------------------------------------------------
@@ -268,15 +286,19 @@ def reducescatter(tensor: np.ndarray, name: Optional[str] = None, compression: A
                   process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
                   postscale_factor: float = 1.0) -> np.ndarray:
     """Reduce across ranks, then keep this rank's rows (the first dim % size ranks get one more)."""
-    return synchronize(reducescatter_async(tensor, name, op, process_set, prescale_factor, postscale_factor))
+    with _ops.wait_at_once():
+        handle = reducescatter_async(tensor, name, op, process_set, prescale_factor, postscale_factor)
+    return synchronize(handle)
 
 
 def grouped_reducescatter(tensors: Sequence[np.ndarray], name: Optional[str] = None, compression: Any = None,
                           op: int = Average, process_set: ProcessSet = global_process_set,
                           prescale_factor: float = 1.0, postscale_factor: float = 1.0) -> List[np.ndarray]:
     """Reducescatter each array of a list."""
-    return synchronize(grouped_reducescatter_async(tensors, name, op, process_set, prescale_factor,
-                                                   postscale_factor))
+    with _ops.wait_at_once():
+        handle = grouped_reducescatter_async(tensors, name, op, process_set, prescale_factor,
+                                             postscale_factor)
+    return synchronize(handle)
 
 
 # ---- handles and control ---------------------------------------------------------------------

@@ -113,7 +113,9 @@ def allreduce_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optio
                op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                process_set: ProcessSet = global_process_set) -> torch.Tensor:
     """In-place allreduce; returns `tensor` (not differentiable)."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
+    with _ops.wait_at_once():
+        handle = allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
+    return synchronize(handle)
 
 
 def grouped_allreduce_async(tensors: Tensors, average: Optional[bool] = None, name: Optional[str] = None,
@@ -150,8 +152,10 @@ def grouped_allreduce_(tensors: Tensors, average: Optional[bool] = None, name: O
                        op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                        process_set: ProcessSet = global_process_set) -> List[torch.Tensor]:
     """In-place grouped allreduce; returns the same tensors."""
-    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
-                                                process_set))
+    with _ops.wait_at_once():
+        handle = grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
+                                          process_set)
+    return synchronize(handle)
 
 
 def sparse_allreduce_async(tensor: torch.Tensor, name: str, op: int,
@@ -233,7 +237,9 @@ def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
 def broadcast_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
                process_set: ProcessSet = global_process_set) -> torch.Tensor:
     """Overwrite `tensor` with root_rank's values; returns it."""
-    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+    with _ops.wait_at_once():
+        handle = broadcast_async_(tensor, root_rank, name, process_set)
+    return synchronize(handle)
 
 
 # ---- alltoall --------------------------------------------------------------------------------

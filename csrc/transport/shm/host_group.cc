@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -33,8 +34,9 @@ void futexWait(std::atomic<uint32_t>* word, uint32_t expected, double timeout_us
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
 }
 
+// Wakes every sleeper: a rank's engine thread and a caller driving it may both wait on the word.
 void futexWake(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 // A pid that is gone or a zombie (exited, not yet reaped by its launcher) is dead to us.
@@ -113,11 +115,11 @@ Status HostGroup::checkPeersAlive() const {
 }
 
 Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::string& what,
-                            bool check_peers, double max_wait_us) const {
+                            bool check_peers, double max_wait_us, bool spin) const {
   using Clock = std::chrono::steady_clock;
   if (ready()) return Status::OK();
   const auto start = Clock::now();
-  const auto spin_end = start + std::chrono::nanoseconds(static_cast<int64_t>(options_.spin_us * 1e3));
+  const auto spin_end = start + std::chrono::nanoseconds(static_cast<int64_t>(spin ? options_.spin_us * 1e3 : 0));
   while (Clock::now() < spin_end) {
     for (int i = 0; i < 64; ++i) LIGHTCC_CPU_RELAX();
     if (ready()) return Status::OK();
@@ -127,16 +129,16 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
   double sleep_us = 20;
   while (true) {
     uint32_t seen = me->doorbell.load(std::memory_order_seq_cst);
-    me->sleeping.store(1, std::memory_order_seq_cst);
+    me->sleeping.fetch_add(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (ready()) {
-      me->sleeping.store(0, std::memory_order_relaxed);
+      me->sleeping.fetch_sub(1, std::memory_order_relaxed);
       return Status::OK();
     }
     auto now = Clock::now();
     double waited_us = std::chrono::duration<double, std::micro>(now - start).count();
     if (max_wait_us >= 0 && waited_us >= max_wait_us) {
-      me->sleeping.store(0, std::memory_order_relaxed);
+      me->sleeping.fetch_sub(1, std::memory_order_relaxed);
       return Status::OK();
     }
     // Back off from short sleeps (fast wake for quick peers) to long ones (idle engines).
@@ -145,7 +147,7 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
     if (max_wait_us >= 0) cap = std::min(cap, max_wait_us - waited_us);
     futexWait(&me->doorbell, seen, std::max(1.0, std::min(sleep_us, cap)));
     sleep_us = std::min(sleep_us * 2, 100e3);
-    me->sleeping.store(0, std::memory_order_relaxed);
+    me->sleeping.fetch_sub(1, std::memory_order_relaxed);
     if (ready()) return Status::OK();
     if (check_peers) {
       now = Clock::now();

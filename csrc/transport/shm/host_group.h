@@ -53,9 +53,11 @@ class HostGroup {
 
   // Blocks until ready() is true. `what` names the wait in errors. With check_peers, peer death
   // and LIGHTCC_TIMEOUT fail the wait; without, it waits as long as it takes (idle engine) but
-  // returns after max_wait_us so the caller can run timers.
+  // returns after max_wait_us so the caller can run timers. Without `spin` it sleeps at once
+  // (an idle engine must not take a core from the thread that is doing the work).
+  // Several threads of this rank may wait at once (the engine thread and a caller driving it).
   Status waitUntil(const std::function<bool()>& ready, const std::string& what, bool check_peers,
-                   double max_wait_us = -1) const;
+                   double max_wait_us = -1, bool spin = true) const;
 
   // Returns PeerFailure naming the first local peer whose process is gone.
   Status checkPeersAlive() const;

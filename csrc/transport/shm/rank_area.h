@@ -2,7 +2,7 @@
 //
 // DESIGN. Each rank owns one segment. Peers write into it only through the fields named here:
 //  - header.doorbell: a futex word. Anyone who wants this rank's engine to look again bumps it
-//    (and calls futex_wake when header.sleeping says the engine sleeps). The owner only sleeps.
+//    (and calls futex_wake when header.sleeping counts sleepers). The owner only sleeps.
 //  - counters[slot]: sync counters, one per process set (slot = process-set id). Written only by
 //    the owner, read by every member of the set.
 //  - rings[j]: the SPSC byte ring carrying messages from local rank j to the owner. j is the
@@ -33,7 +33,7 @@ struct alignas(kCacheLine) RankHeader {
   int32_t pid;
   int32_t global_rank;
   alignas(kCacheLine) std::atomic<uint32_t> doorbell;
-  std::atomic<uint32_t> sleeping;
+  std::atomic<uint32_t> sleeping;  // how many of the owner's threads sleep on the doorbell
 };
 
 struct RingHeader {

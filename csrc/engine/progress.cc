@@ -1,0 +1,163 @@
+// Progress: who runs the engine — its background thread, or a caller waiting on a handle.
+//
+// DESIGN. All state below the queue is touched only with progress_mu_ held. A caller in wait()
+// that finds the lock free runs the cycles itself until its handle completes (the MPI model:
+// the waiting thread makes progress), so a synchronous op needs no hand-off to the engine thread
+// and back, each of which costs a futex wake-up — tens of microseconds on a busy core. While a
+// caller drives, the background thread waits on driver_cv_ rather than on the doorbell, so peers'
+// messages wake only the thread that will read them and nobody spins beside the driver. The
+// background thread still serves everything nobody waits for: async work, peers' cycles for
+// process sets this rank has no waiter in, the stall inspector, and shutdown.
+#include <pthread.h>
+#include <sched.h>
+
+#include "common/logging.h"
+#include "engine/engine.h"
+
+namespace lightcc {
+namespace {
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+// How long a driver with nothing to do sleeps before it looks at the timers (stall inspector,
+// shutdown grace) again; it runs them itself, since it may keep the engine for a long time.
+constexpr double kDriverIdleUs = 20e3;
+}  // namespace
+
+bool Engine::workReady() {
+  if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
+  return incomingCycle();
+}
+
+bool Engine::maintenanceDue(bool* want_cycle) {
+  const bool winding_down = shutdown_pending_ || shutdown_seen_;
+  if (secondsSince(last_maintenance_) < (winding_down ? 0.1 : 1.0)) return false;
+  bool timer = false;
+  maintenance(&timer);
+  *want_cycle = timer || winding_down;
+  return true;
+}
+
+void Engine::endLoop(Status st) {
+  if (st.ok()) {
+    st = Status::Aborted("lightcc was shut down before this operation completed");
+  } else {
+    LIGHTCC_LOG(kError) << st.message();
+    final_status_ = st;
+  }
+  running_ = false;
+  failEverything(st);
+  timeline_.stop();
+  stopped_ = true;
+  driver_cv_.notify_all();
+  host_->wakeSelf();
+}
+
+void Engine::loop() {
+  if (!config_.thread_affinity.empty()) {
+    int core = config_.thread_affinity[topo_.local_rank % config_.thread_affinity.size()];
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+      LIGHTCC_LOG(kWarning) << "HOROVOD_THREAD_AFFINITY: cannot pin the engine thread to core " << core;
+    }
+  }
+  std::unique_lock<std::mutex> lock(progress_mu_);
+  last_maintenance_ = std::chrono::steady_clock::now();
+  while (!stopped_) {
+    bool run = workReady();
+    if (!run) maintenanceDue(&run);
+    if (!run) {
+      // With nothing pending the engine sleeps until woken; otherwise it wakes each second for
+      // the stall inspector; while some rank shuts down, every 100 ms so its grace can end the job.
+      double wait_us = (pending_.empty() && (!coordinator_ || coordinator_->empty())) ? 5e6 : 1e6;
+      if (shutdown_pending_ || shutdown_seen_) wait_us = 100e3;
+      lock.unlock();
+      auto hint = [&] {
+        if (stopped_ || driving_.load(std::memory_order_acquire)) return true;
+        if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
+        std::unique_lock<std::mutex> probe(progress_mu_, std::try_to_lock);
+        return probe.owns_lock() && incomingCycle();
+      };
+      Status st = host_->waitUntil(hint, "work", false, wait_us, /*spin=*/false);
+      if (driving_.load(std::memory_order_acquire)) {
+        std::unique_lock<std::mutex> d(driver_mu_);
+        driver_cv_.wait(d, [&] { return !driving_.load(std::memory_order_acquire) || stopped_; });
+      }
+      lock.lock();
+      if (stopped_) break;
+      if (!st.ok()) {
+        endLoop(st);
+        break;
+      }
+      continue;
+    }
+    // HOROVOD_CYCLE_TIME: while work keeps arriving, let more of it gather before negotiating.
+    if (busy_ && config_.cycle_time_ms > 0 && !incomingCycle()) {
+      auto due = last_cycle_end_ + std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 1e3));
+      double left_us = std::chrono::duration<double, std::micro>(due - std::chrono::steady_clock::now()).count();
+      if (left_us > 0) {
+        Status st = host_->waitUntil([&] { return shutdown_requested_.load() || incomingCycle(); },
+                                     "cycle time", false, left_us);
+        if (!st.ok()) {
+          endLoop(st);
+          break;
+        }
+      }
+    }
+    bool stop = false;
+    Status st = runCycle(&stop);
+    if (!st.ok() || stop) {
+      endLoop(st);
+      break;
+    }
+  }
+}
+
+Status Engine::driveUntil(Handle& handle) {
+  while (!handle.done() && !stopped_) {
+    bool run = workReady();
+    if (!run) maintenanceDue(&run);
+    if (!run) {
+      // Peers answer within microseconds when they are driving too, so spin first (waitUntil's
+      // policy); the lock stays ours because nobody else could use it better.
+      LIGHTCC_RETURN_IF_ERROR(host_->waitUntil([&] { return workReady(); }, "work", false, kDriverIdleUs));
+      continue;
+    }
+    bool stop = false;
+    Status st = runCycle(&stop);
+    if (!st.ok()) return st;
+    if (stop) {
+      endLoop(Status::OK());
+      return Status::OK();
+    }
+  }
+  return Status::OK();
+}
+
+Status Engine::wait(Handle& handle) {
+  while (!handle.done()) {
+    std::unique_lock<std::mutex> lock(progress_mu_, std::try_to_lock);
+    if (!lock.owns_lock() || stopped_) {
+      if (lock.owns_lock()) lock.unlock();
+      // Whoever holds the lock completes this handle or hands the engine back soon.
+      handle.waitFor(stopped_ ? 1e6 : 200);
+      continue;
+    }
+    driving_.store(true, std::memory_order_release);
+    Status st = driveUntil(handle);
+    if (!st.ok() && !stopped_) endLoop(st);
+    const bool more = !stopped_ && (!pending_.empty() || queue_.hasWork());
+    {
+      std::lock_guard<std::mutex> d(driver_mu_);
+      driving_.store(false, std::memory_order_release);
+    }
+    lock.unlock();
+    driver_cv_.notify_one();
+    if (more) host_->wakeSelf();
+  }
+  return handle.wait();
+}
+
+}  // namespace lightcc
