@@ -28,6 +28,12 @@ class IoVec {
   bool single() const { return segs_.size() == 1; }
   const std::vector<IoSegment>& segments() const { return segs_; }
 
+  // Calls f(in, out, len, done) for each piece of the virtual range [off, off+n) that lies in
+  // one tensor; `done` counts the bytes before the piece.
+  template <typename F>
+  void forEachPiece(size_t off, size_t n, F&& f) const {
+    walk(off, n, [&](const IoSegment& s, size_t so, size_t len, size_t done) { f(s.in + so, s.out + so, len, done); });
+  }
   // Copies input bytes [off, off+n) of the virtual range into dst.
   void gather(size_t off, size_t n, char* dst) const {
     walk(off, n, [&](const IoSegment& s, size_t so, size_t len, size_t done) {

@@ -28,20 +28,28 @@ Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec, const S
   for (size_t w0 = 0; w0 < count; w0 += win, slot ^= 1) {
     const size_t wn = std::min(win, count - w0);
     char* mine = c.staging(c.me, slot);
-    io.gather(w0 * esize, wn * esize, mine);
-    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allreduce copy-in"));
     const size_t part = std::max<size_t>(ceilDiv(ceilDiv(wn, p), 16) * 16, 1);
     const size_t lo = std::min(wn, c.me * part), hi = std::min(wn, lo + part);
-    if (hi > lo) {
-      for (int j = 0; j < p; ++j) srcs[j] = c.staging(j, slot) + lo * esize;
-      kernels::reduceN(mine + lo * esize, srcs.data(), p, hi - lo, spec.dtype, spec.op,
-                       spec.prescale, spec.postscale);
-      kernels::divideIntegers(mine + lo * esize, hi - lo, spec.dtype, spec.int_divisor);
-    }
+    // Stage only what the peers reduce: my own share is read straight from my input, which
+    // saves a copy in and (without a hook) a copy out of 1/p of every byte.
+    io.gather(w0 * esize, lo * esize, mine);
+    io.gather((w0 + hi) * esize, (wn - hi) * esize, mine + hi * esize);
+    LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allreduce copy-in"));
+    io.forEachPiece((w0 + lo) * esize, (hi - lo) * esize, [&](const char* in, char* out, size_t len, size_t done) {
+      char* share = mine + lo * esize + done;
+      for (int j = 0; j < p; ++j) srcs[j] = j == c.me ? in : c.staging(j, slot) + lo * esize + done;
+      // Without a hook the result is final: write it to my output and stage a copy for the peers.
+      // A hook (2D) still changes it, so then it is reduced into staging and copied out below.
+      char* dst = on_share ? share : out;
+      kernels::reduceN(dst, srcs.data(), p, len / esize, spec.dtype, spec.op, spec.prescale, spec.postscale);
+      kernels::divideIntegers(dst, len / esize, spec.dtype, spec.int_divisor);
+      if (!on_share && p > 1) std::memcpy(share, out, len);
+    });
     // Every member calls the hook, even with an empty share, so peers across hosts stay in step.
     if (on_share) LIGHTCC_RETURN_IF_ERROR(on_share(mine + lo * esize, w0 + lo, hi - lo));
     LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allreduce reduce"));
     for (int j = 0; j < p; ++j) {
+      if (j == c.me && !on_share) continue;
       const size_t jlo = std::min(wn, j * part), jhi = std::min(wn, jlo + part);
       if (jhi > jlo) io.scatter((w0 + jlo) * esize, (jhi - jlo) * esize, c.staging(j, slot) + jlo * esize);
     }
