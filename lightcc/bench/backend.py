@@ -41,10 +41,11 @@ class Backend(Protocol):
     def make_case(self, op: str, inp: np.ndarray, tag: str) -> Case:
         """Prepare ``op`` (Sum, root 0) on input ``inp``; ``tag`` names it stably across calls."""
 
-    def make_step(self, tensors: list[np.ndarray], tag: str) -> Callable[[], object]:
+    def make_step(self, tensors: list[np.ndarray], tag: str, grouped: bool = False) -> Callable[[], object]:
         """A call that submits an async in-place Sum allreduce per tensor, then waits for all.
 
-        ``tag`` names the set stably, so repeated calls reuse the same tensor names.
+        ``tag`` names the set stably, so repeated calls reuse the same tensor names. With
+        ``grouped`` the tensors go in one grouped call where the library has one.
         """
 
     def barrier(self) -> None:

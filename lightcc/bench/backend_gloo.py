@@ -80,7 +80,7 @@ class GlooBackend:
             return Case(lambda: rs(o, t), lambda: out)
         raise ValueError(f"unknown collective {op!r}")
 
-    def make_step(self, tensors: list[np.ndarray], tag: str) -> Callable[[], object]:
+    def make_step(self, tensors: list[np.ndarray], tag: str, grouped: bool = False) -> Callable[[], object]:
         dist = self._dist
         ts = [self._torch.from_numpy(a) for a in tensors]
 

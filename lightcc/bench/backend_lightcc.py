@@ -57,9 +57,15 @@ class LightccBackend:
 
         return Case(run, lambda: out[0])
 
-    def make_step(self, tensors: list[np.ndarray], tag: str) -> Callable[[], object]:
+    def make_step(self, tensors: list[np.ndarray], tag: str, grouped: bool = False) -> Callable[[], object]:
         hvd = self._hvd
         names = [f"bench.negotiation.{tag}.{i}" for i in range(len(tensors))]
+
+        if grouped:
+            def step_grouped() -> None:
+                hvd.synchronize(hvd.grouped_allreduce_async_(tensors, op=hvd.Sum, name=f"bench.negotiation.{tag}"))
+
+            return step_grouped
 
         def step() -> None:
             handles = [hvd.allreduce_async_(t, op=hvd.Sum, name=n) for t, n in zip(tensors, names)]

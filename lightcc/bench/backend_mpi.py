@@ -57,7 +57,7 @@ class MpiBackend:
             return Case(lambda: comm.Reduce_scatter_block(inp, out, op=MPI.SUM), lambda: out)
         raise ValueError(f"unknown collective {op!r}")
 
-    def make_step(self, tensors: list[np.ndarray], tag: str) -> Callable[[], object]:
+    def make_step(self, tensors: list[np.ndarray], tag: str, grouped: bool = False) -> Callable[[], object]:
         MPI, comm = self._mpi, self._comm
 
         def step() -> None:

@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--warmup", type=int, help="warm-up iterations (default 5; latency 50)")
     p.add_argument("--tensors", type=int, default=300, help="negotiation: tensors per step (default 300)")
+    p.add_argument("--grouped", action="store_true",
+                   help="negotiation: submit each step's tensors as one grouped allreduce (lightcc), "
+                        "which measures the engine without the front's per-tensor submit cost")
     p.add_argument("--json", metavar="PATH", help="write every row plus machine info as JSON")
     p.add_argument("--plot", metavar="PATH", help="draw busbw vs size (or time per library) as a PNG")
     p.add_argument(
@@ -128,6 +131,7 @@ def make_spec(args: argparse.Namespace, libraries: tuple[str, ...], result_path:
         iters=iters if args.iters is None else args.iters,
         warmup=warmup if args.warmup is None else args.warmup,
         tensors=args.tensors,
+        grouped=args.grouped,
         result_path=result_path,
         progress_path=progress_path,
     )

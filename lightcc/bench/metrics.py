@@ -8,6 +8,8 @@ import math
 COLLECTIVES = ("allreduce", "allgather", "broadcast", "alltoall", "reducescatter")
 # Collectives whose buffer is split into one equal chunk per rank.
 CHUNKED = ("allgather", "alltoall", "reducescatter")
+# Per-step engine counters a negotiation row of lightcc carries (see suite._engine_overhead).
+ENGINE_FIELDS = ("engine_negotiate_us", "engine_execute_us", "engine_cycles", "engine_cached_fraction")
 
 
 def busbw_factor(op: str, nranks: int) -> float:
@@ -88,7 +90,7 @@ def build_rows(libraries: list[dict], nranks: int) -> list[dict]:
                 "ratio": None,
                 "iters": res["iters"],
             }
-            for key in ("tensors", "first_step_us"):
+            for key in ("tensors", "first_step_us", *ENGINE_FIELDS):
                 if key in res:
                     row[key] = res[key]
             rows.append(row)

@@ -18,7 +18,15 @@ ROW_FIELDS = {
     "busbw": float,
     "iters": int,
 }
-OPTIONAL_ROW_FIELDS = {"tensors": int, "first_step_us": float}
+OPTIONAL_ROW_FIELDS = {
+    "tensors": int,
+    "first_step_us": float,
+    # negotiation rows of lightcc: its engine's counters per steady step
+    "engine_negotiate_us": float,
+    "engine_execute_us": float,
+    "engine_cycles": float,
+    "engine_cached_fraction": float,
+}
 
 
 class SchemaError(ValueError):

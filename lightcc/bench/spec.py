@@ -29,6 +29,7 @@ class RunSpec:
     tensors: int
     result_path: str
     progress_path: str = ""  # where rank 0 appends finished steps; "" for none
+    grouped: bool = False  # negotiation: submit each step's tensors as one group
 
     def __post_init__(self) -> None:
         if self.command not in COMMANDS:

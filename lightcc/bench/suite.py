@@ -99,7 +99,7 @@ def _negotiation(backend: Backend, spec: RunSpec, progress: ProgressWriter) -> l
     for nbytes in spec.sizes:
         count = max(1, nbytes // itemsize)
         tensors = [make_input("negotiation", count, dtype, rank, nranks) for _ in range(spec.tensors)]
-        step = backend.make_step(tensors, tag=f"{count}.{dtype}")
+        step = backend.make_step(tensors, tag=f"{count}.{dtype}", grouped=spec.grouped)
         first = time_once(step, backend.barrier)
         want = expected_output("negotiation", count, dtype, rank, nranks)
         for i, t in enumerate(tensors):
