@@ -32,9 +32,19 @@ def code_of_name(name: str) -> int:
         ) from None
 
 
+_BY_DTYPE: dict = {}  # np.dtype -> code; dtype.name is slow enough to show in per-tensor costs
+
+
 def numpy_code(dtype: np.dtype) -> int:
     """Code of a NumPy dtype (ml_dtypes' bfloat16 included)."""
-    return code_of_name(np.dtype(dtype).name)
+    try:
+        return _BY_DTYPE[dtype]
+    except (KeyError, TypeError):
+        pass
+    code = code_of_name(np.dtype(dtype).name)
+    if isinstance(dtype, np.dtype):
+        _BY_DTYPE[dtype] = code
+    return code
 
 
 def numpy_dtype(code: int) -> np.dtype:
