@@ -227,6 +227,7 @@ PYBIND11_MODULE(_core, m) {
     d["cycles"] = s.cycles.load();
     d["slow_cycles"] = s.slow_cycles.load();
     d["negotiate_ns"] = s.negotiate_ns.load();
+    d["negotiate_wait_ns"] = s.negotiate_wait_ns.load();
     d["execute_ns"] = s.execute_ns.load();
     d["cached_responses"] = s.cached_responses.load();
     d["coordinated_responses"] = s.coordinated_responses.load();

@@ -96,7 +96,11 @@ Status Engine::exchangeBits(std::vector<uint64_t>* bits) {
     }
     return all;
   };
+  const auto wait_start = std::chrono::steady_clock::now();
   LIGHTCC_RETURN_IF_ERROR(host_->waitUntil(progress, "negotiation (cycle " + std::to_string(cycle_) + ")", true));
+  stats_.negotiate_wait_ns.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count(),
+      std::memory_order_relaxed);
   LIGHTCC_RETURN_IF_ERROR(error);
   LIGHTCC_RETURN_IF_ERROR(link_error_);
   for (int r = 0; r < topo_.size; ++r) {

@@ -53,6 +53,7 @@ struct EngineStats {
   std::atomic<uint64_t> cycles{0};
   std::atomic<uint64_t> slow_cycles{0};            // cycles that needed the coordinator
   std::atomic<uint64_t> negotiate_ns{0};           // cycle start until the response list is agreed
+  std::atomic<uint64_t> negotiate_wait_ns{0};      // of which: waiting for peers' bit vectors
   std::atomic<uint64_t> execute_ns{0};             // running the agreed responses
   std::atomic<uint64_t> cached_responses{0};       // tensors agreed through the bit vector
   std::atomic<uint64_t> coordinated_responses{0};  // tensors agreed through rank 0

@@ -9,19 +9,20 @@ bool isCacheable(OpType op) {
 }
 
 int ResponseCache::find(int32_t process_set_id, const std::string& name) const {
-  auto it = index_.find({process_set_id, name});
+  auto it = index_.find(std::pair<int32_t, std::string_view>(process_set_id, name));
   return it == index_.end() ? -1 : it->second;
 }
 
 bool ResponseCache::matches(int bit, const Request& local) const {
   const Slot& s = *slots_[bit];
   if (!s.has_local) return false;
-  Request a = s.request;
-  Request b = local;
-  // Alltoall splits may change every step without renegotiation: they travel with the data.
-  a.rank = b.rank = 0;
-  if (a.op == OpType::kAlltoall) a.aux.clear(), b.aux.clear();
-  return a.sameSignature(b);
+  const Request& a = s.request;
+  // Runs for every cached tensor every step, so it compares in place (no copies). Alltoall
+  // splits may change every step without renegotiation: they travel with the data.
+  return a.op == local.op && a.dtype == local.dtype && a.reduce_op == local.reduce_op && a.root == local.root &&
+         a.process_set_id == local.process_set_id && a.prescale == local.prescale &&
+         a.postscale == local.postscale && a.name == local.name && a.shape == local.shape &&
+         (a.op == OpType::kAlltoall || a.aux == local.aux);
 }
 
 void ResponseCache::put(const Request* local, const Response& response, uint64_t cycle) {

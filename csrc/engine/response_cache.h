@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,7 +47,15 @@ class ResponseCache {
   };
   size_t capacity_;
   std::vector<std::optional<Slot>> slots_;
-  std::map<std::pair<int32_t, std::string>, int> index_;
+  // Ordered by (set, name); transparent so find() needs no key copy (it runs per tensor per step).
+  struct KeyLess {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return a.first != b.first ? a.first < b.first : std::string_view(a.second) < std::string_view(b.second);
+    }
+  };
+  std::map<std::pair<int32_t, std::string>, int, KeyLess> index_;
 };
 
 // Which requests are cacheable: data collectives whose response depends only on the signature.

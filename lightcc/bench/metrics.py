@@ -9,7 +9,8 @@ COLLECTIVES = ("allreduce", "allgather", "broadcast", "alltoall", "reducescatter
 # Collectives whose buffer is split into one equal chunk per rank.
 CHUNKED = ("allgather", "alltoall", "reducescatter")
 # Per-step engine counters a negotiation row of lightcc carries (see suite._engine_overhead).
-ENGINE_FIELDS = ("engine_negotiate_us", "engine_execute_us", "engine_cycles", "engine_cached_fraction")
+ENGINE_FIELDS = ("engine_negotiate_us", "engine_wait_us", "engine_execute_us", "engine_cycles",
+                 "engine_cached_fraction")
 
 
 def busbw_factor(op: str, nranks: int) -> float:

@@ -23,6 +23,7 @@ OPTIONAL_ROW_FIELDS = {
     "first_step_us": float,
     # negotiation rows of lightcc: its engine's counters per steady step
     "engine_negotiate_us": float,
+    "engine_wait_us": float,
     "engine_execute_us": float,
     "engine_cycles": float,
     "engine_cached_fraction": float,

@@ -83,6 +83,7 @@ def _engine_overhead(backend: Backend, step, steps: int) -> dict:
     per = {k: (after[k] - before[k]) / steps for k in before}
     return {
         "engine_negotiate_us": per["negotiate_ns"] / 1e3,
+        "engine_wait_us": per["negotiate_wait_ns"] / 1e3,
         "engine_execute_us": per["execute_ns"] / 1e3,
         "engine_cycles": per["cycles"],
         "engine_cached_fraction": per["cached_responses"]

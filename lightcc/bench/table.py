@@ -83,10 +83,14 @@ def format_table(rows: list[dict], libraries: list[str]) -> str:
     engine = [by_key.get((primary, size)) for size in sizes]
     engine = [r for r in engine if r is not None and "engine_negotiate_us" in r]
     if engine:
-        lines.append(f"# {primary} engine time per steady step (this rank's counters, Python front excluded):")
-        lines.append(f"{'size(B)':>12} {'negotiate(us)':>14} {'execute(us)':>12} {'cycles':>8} {'cached':>7}")
+        lines.append(f"# {primary} engine time per steady step (this rank's counters, Python front excluded);")
+        lines.append("# overhead = negotiation minus waiting for peers' bit vectors (the engine's own work)")
+        lines.append(f"{'size(B)':>12} {'negotiate(us)':>14} {'waiting(us)':>12} {'overhead(us)':>13} "
+                     f"{'execute(us)':>12} {'cycles':>8} {'cached':>7}")
         for r in engine:
-            lines.append(f"{r['size']:>12} {r['engine_negotiate_us']:>14.1f} {r['engine_execute_us']:>12.1f} "
+            wait = r.get("engine_wait_us", 0.0)
+            lines.append(f"{r['size']:>12} {r['engine_negotiate_us']:>14.1f} {wait:>12.1f} "
+                         f"{r['engine_negotiate_us'] - wait:>13.1f} {r['engine_execute_us']:>12.1f} "
                          f"{r['engine_cycles']:>8.1f} {r['engine_cached_fraction']:>7.0%}")
     return "\n".join(lines)
 
