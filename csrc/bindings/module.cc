@@ -194,6 +194,17 @@ PYBIND11_MODULE(_core, m) {
   m.def("cross_rank", [] { return engine().topology().cross_rank; });
   m.def("cross_size", [] { return engine().topology().cross_size; });
   m.def("is_homogeneous", [] { return engine().topology().homogeneous; });
+  m.def(
+      "address",
+      [](py::handle obj) -> uintptr_t {
+        // The buffer protocol without building a buffer_info: this runs twice per tensor.
+        Py_buffer view;
+        if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_ANY_CONTIGUOUS) != 0) throw py::error_already_set();
+        auto addr = reinterpret_cast<uintptr_t>(view.buf);
+        PyBuffer_Release(&view);
+        return addr;
+      },
+      "Address of a contiguous buffer's first byte.");
   m.def("enqueue", &enqueue, py::arg("tensors"), py::arg("wake") = true,
         "Queue tensors (one group); returns one handle id per tensor. wake=False: the caller waits at once "
         "and runs the engine itself, so the engine thread is not woken.");

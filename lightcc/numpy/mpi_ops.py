@@ -7,6 +7,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from lightcc.common import ops as _ops
+from lightcc.common.arrays import address
 from lightcc.common.basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built,
                                    gloo_enabled, init, is_homogeneous, is_initialized, local_rank,
                                    local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built,
@@ -47,7 +48,7 @@ def _check_array(a: Any, what: str, writeable: bool = False) -> np.ndarray:
 
 
 def _ptr(a: np.ndarray) -> int:
-    return int(a.__array_interface__["data"][0])
+    return address(a)
 
 
 def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> np.ndarray:

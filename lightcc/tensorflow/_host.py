@@ -11,12 +11,13 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from lightcc.common import ops as _ops
+from lightcc.common.arrays import address
 from lightcc.common.dtypes import numpy_code
 from lightcc.tensorflow._util import aligned_empty
 
 
 def _ptr(a: np.ndarray) -> int:
-    return int(a.__array_interface__["data"][0])
+    return address(a)
 
 
 def contiguous(a: np.ndarray) -> np.ndarray:
