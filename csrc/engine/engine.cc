@@ -178,6 +178,7 @@ void Engine::loop() {
     bool timer = false;
     auto ready = [&] {
       if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
+      if (streams_ && streams_->failed()) return true;
       return incomingCycle();
     };
     // With nothing pending the engine sleeps until woken; otherwise it wakes each second for
@@ -201,8 +202,18 @@ void Engine::loop() {
         if (!st.ok()) break;
       }
     }
+    if (streams_ && streams_->failed()) {
+      st = streams_->error();
+      break;
+    }
     st = runCycle(&stop);
     if (!st.ok()) break;
+  }
+  // Agreed batches still queued on streams run to completion on every rank (all stop in the same
+  // cycle); after an error they are failed instead.
+  if (streams_) {
+    streams_->stop(st);
+    if (st.ok() && streams_->failed()) st = streams_->error();
   }
   if (st.ok()) {
     st = Status::Aborted("lightcc was shut down before this operation completed");
