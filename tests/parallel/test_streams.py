@@ -54,6 +54,14 @@ def test_process_sets_on_streams(mode):
     ok(run_ranks("features_worker.py", 3, [mode], timeout=120, env={"LIGHT_NUM_STREAMS": "2"}))
 
 
+def test_timeline_and_stall_inspector_on_streams(tmp_path):
+    env = {"LIGHT_NUM_STREAMS": "2", "HOROVOD_TIMELINE": str(tmp_path / "t.json"), "HOROVOD_TIMELINE_MARK_CYCLES": "1"}
+    ok(run_ranks("features_worker.py", 2, ["timeline"], timeout=60, env=env))
+    env = {"LIGHT_NUM_STREAMS": "2", "HOROVOD_STALL_CHECK_TIME_SECONDS": "1", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "3"}
+    results = run_ranks("features_worker.py", 2, ["stall"], timeout=60, env=env)
+    assert " 0 failed" in results[0].stdout and "allreduce.lonely" in results[0].stderr, results[0].stderr
+
+
 def test_every_collective_on_three_streams():
     ok(run_ranks("collectives_worker.py", 3, timeout=300, env={**BASE, "LIGHT_NUM_STREAMS": "3"}))
 
@@ -72,14 +80,15 @@ def test_shutdown_with_work_in_flight(size):
 
 @pytest.mark.parametrize("size", [2, 3])
 def test_rank_death_fails_every_stream(size):
-    results = run_ranks("streams_worker.py", size, ["kill"], timeout=90,
-                        env={"LIGHTCC_TIMEOUT": "30", "LIGHT_NUM_STREAMS": "2"}, expect_ok=False)
+    results = run_ranks("streams_worker.py", size, ["kill"], timeout=90, expect_ok=False,
+                        env={**BASE, "LIGHTCC_TIMEOUT": "30", "LIGHT_NUM_STREAMS": "2"})
     assert results[1].returncode == 3
     for res in results:
         if res.rank == 1:
             continue
         assert res.returncode == 0 and " 0 failed" in res.stdout, res.stdout + res.stderr
         assert float(res.stdout.split("raised after ")[1].split("s:")[0]) < 30, res.stdout
+        assert "has exited" in res.stdout, res.stdout
 
 
 @pytest.mark.parametrize("value", ["0", "9", "two"])

@@ -128,8 +128,9 @@ def kill(c: Checker) -> None:
     r = hvd.rank()
     last_ok = time.monotonic()
     for step in range(200):
-        hs = [hvd.allreduce_async(np.full(1 << 18, 1.0, np.float32), name=f"k{step}.{j}") for j in range(8)]
+        hs = [hvd.allreduce_async(np.full(1 << 20, 1.0, np.float32), name=f"k{step}.{j}") for j in range(8)]
         if r == 1 and step == 3:
+            hvd.synchronize(hs[0])  # the step is agreed: the rest is queued or running on streams
             os._exit(3)
         failed = 0
         for h in hs:
