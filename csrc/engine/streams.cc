@@ -60,12 +60,16 @@ void Streams::work(Worker& w) {
   Channel& ch = *w.channel;
   ExecContext ctx = ch.exec();
   const std::string name = "stream " + std::to_string(ch.index);
+  // Idle waits need no polling of network links (submit() rings this channel's doorbell), so
+  // they use a view of the same channel whose sleeps are not capped for network polling.
+  std::unique_ptr<shm::HostGroup> idle_view = ch.host->channel(ch.index);
+  idle_view->setMaxSleepUs(1e6);
   while (true) {
     auto ready = [&] {
       std::lock_guard<std::mutex> lock(w.mu);
       return !w.queue.empty() || stopping_.load(std::memory_order_acquire);
     };
-    Status ignored = ch.host->waitUntil(ready, name + " work", false, 1e6);
+    Status ignored = idle_view->waitUntil(ready, name + " work", false, 1e6);
     (void)ignored;  // without peer checks a wait only returns OK
     Batch batch;
     {
