@@ -45,8 +45,13 @@ def main() -> None:
             times.append(slowest)
     stats = core().stats()
     if hvd.rank() == 0:
-        print("RESULT " + json.dumps({"times": times, "fused_batches": stats["fused_batches"],
-                                      "streams_busy_max": stats["streams_busy_max"]}), flush=True)
+        print(
+            "RESULT "
+            + json.dumps(
+                {"times": times, "fused_batches": stats["fused_batches"], "streams_busy_max": stats["streams_busy_max"]}
+            ),
+            flush=True,
+        )
     hvd.shutdown()
 
 

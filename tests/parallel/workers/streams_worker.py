@@ -1,4 +1,5 @@
 """Multi-stream: many async collectives of mixed sizes and dtypes in flight, checked against NumPy."""
+
 from __future__ import annotations
 
 import hashlib
@@ -7,9 +8,8 @@ import sys
 import time
 
 import common  # noqa: F401
-from common import Checker, close, data, np_dtype, reference
-
 import numpy as np
+from common import Checker, close, data, np_dtype, reference
 
 import lightcc as hvd
 from lightcc.common.native import core
@@ -33,8 +33,14 @@ def step_ops(step: int, r: int, n: int):
     want = np.concatenate([data(k, (k + 1 + step, 3), "float32", seed=step) for k in range(n)])
     yield "allgather", f"s{step}.ag", None, mine, want, "float32"
     root = step % n
-    yield "broadcast", f"s{step}.bc", None, data(r, (4099,), "int32", seed=step), \
-        data(root, (4099,), "int32", seed=step), "int32"
+    yield (
+        "broadcast",
+        f"s{step}.bc",
+        None,
+        data(r, (4099,), "int32", seed=step),
+        data(root, (4099,), "int32", seed=step),
+        "int32",
+    )
 
 
 def mixed(c: Checker, steps: int) -> None:
@@ -58,8 +64,12 @@ def mixed(c: Checker, steps: int) -> None:
             outs[name] = (kind, hvd.synchronize(h), want, dtype, x)
         for name, (kind, got, want, dtype, x) in sorted(outs.items()):
             digests.append(hashlib.sha256(np.ascontiguousarray(got).tobytes()).hexdigest())
-            compressed = topk and kind == "allreduce" and dtype == "float32" and got.nbytes >= \
-                int(os.environ.get("LIGHT_TOPK_THRESHOLD", "2097152"))
+            compressed = (
+                topk
+                and kind == "allreduce"
+                and dtype == "float32"
+                and got.nbytes >= int(os.environ.get("LIGHT_TOPK_THRESHOLD", "2097152"))
+            )
             if compressed:
                 # Top-k is lossy by design; what it must keep: the shape, finiteness, sparsity.
                 c.check(got.shape == want.shape and np.all(np.isfinite(got)), f"{name}: top-k result malformed")
