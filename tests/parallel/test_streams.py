@@ -137,8 +137,16 @@ def test_ranks_must_agree_on_the_stream_count():
 
 
 @pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
-@pytest.mark.parametrize("layout", [[0, 0, 1, 1], [0, 1, 1]])
-def test_streams_across_hosts_over_harp(layout):
+@pytest.mark.parametrize(
+    "layout,extra",
+    [
+        ([0, 0, 1, 1], {}),
+        ([0, 1, 1], {}),
+        # 2D + top-k across hosts: each stream's cross-host rings run over its own HARP comms.
+        ([0, 0, 1, 1], {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144"}),
+    ],
+)
+def test_streams_across_hosts_over_harp(layout, extra):
     with netns.hosts(max(layout) + 1) as h:
         results = run_ranks(
             "streams_worker.py",
@@ -150,6 +158,7 @@ def test_streams_across_hosts_over_harp(layout):
             rendezvous_host=h.addrs[layout[0]],
             env={
                 **BASE,
+                **extra,
                 "LIGHT_NUM_STREAMS": "2",
                 "HARP_IFNAME": h.ifname,
                 "HARP_NFLOWS": "2",
