@@ -82,6 +82,11 @@ def test_every_collective_on_three_streams():
     ok(run_ranks("collectives_worker.py", 3, timeout=300, env={**BASE, "LIGHT_NUM_STREAMS": "3"}))
 
 
+@pytest.mark.parametrize("size", [2, 3])
+def test_mismatches_error_on_every_rank_with_streams(size):
+    ok(run_ranks("errors_worker.py", size, timeout=120, env={**BASE, "LIGHT_NUM_STREAMS": "2"}))
+
+
 def test_init_shutdown_init():
     ok(run_ranks("streams_worker.py", 3, ["reinit"], timeout=120, env={"LIGHT_NUM_STREAMS": "2"}))
 
