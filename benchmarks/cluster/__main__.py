@@ -135,7 +135,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", default=DEFAULT_RATE, help="tc rate per host egress, or none (default %(default)s)")
     p.add_argument("--models", default=",".join(models.BENCH_MODELS))
     p.add_argument("--synthetic", default="", help="comma-separated element counts instead of --models")
-    p.add_argument("--configs", default="", help="subset of flat,2d,topk,2d_topk (default all)")
+    p.add_argument("--configs", default="", help="subset of flat,2d,topk,2d_topk (default all); also flat+s2, flat+s4, 2d+s2, 2d+s4 (LIGHT_NUM_STREAMS)")
     p.add_argument("--steps", type=int, default=3, help="timed steps per run (default %(default)s)")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first (default %(default)s)")
     p.add_argument("--probe-bytes", default="", help="probe message sizes (default 4 KiB .. 64 MiB)")

@@ -33,9 +33,22 @@ def all_configs(ranks_per_host: int) -> list[Config]:
     ]
 
 
+def stream_configs(ranks_per_host: int) -> list[Config]:
+    """flat ring and 2D with LIGHT_NUM_STREAMS=2 and 4 (keys flat+s2, 2d+s4, ...); only run when named.
+
+    The part before '+' is the base configuration: streams change concurrency, not the bytes the
+    cost model counts.
+    """
+    return [
+        Config(f"{c.key}+s{k}", f"{c.label}, {k} streams", {**c.env, "LIGHT_NUM_STREAMS": str(k)})
+        for c in all_configs(ranks_per_host)[:2]
+        for k in (2, 4)
+    ]
+
+
 def by_keys(keys: list[str], ranks_per_host: int) -> list[Config]:
     """The configurations named in `keys` (ValueError naming the known ones)."""
-    known = {c.key: c for c in all_configs(ranks_per_host)}
+    known = {c.key: c for c in all_configs(ranks_per_host) + stream_configs(ranks_per_host)}
     bad = [k for k in keys if k not in known]
     if bad:
         raise ValueError(f"unknown configurations {bad}; choose from {', '.join(known)}")

@@ -150,6 +150,7 @@ def split(sizes: Sequence[int], lay: Layout, topk: bool) -> tuple[list[int], lis
 
 def predict(config: str, sizes: Sequence[int], lay: Layout, k: Links) -> float:
     """Modelled communication seconds of one step; `sizes` are tensor bytes in layer order."""
+    config = config.split("+")[0]  # "+s2": the same bytes on more streams (configs.stream_configs)
     two_d = config in ("2d", "2d_topk") and lay.per_host > 1 and lay.hosts > 1
     sparse, dense = split(sizes, lay, config in ("topk", "2d_topk"))
     buffers = fused_buffers(dense, lay.fusion_bytes)

@@ -15,7 +15,9 @@ Status SetComm::shmBarrier(const std::string& what) {
     }
     return true;
   };
-  return host->waitUntil(ready, what + " in process set " + std::to_string(id), true);
+  const int ch = host->channelIndex();
+  return host->waitUntil(ready, what + " in process set " + std::to_string(id) +
+                                    (ch > 0 ? " (stream " + std::to_string(ch) + ")" : ""), true);
 }
 
 Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& what) {

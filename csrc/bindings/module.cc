@@ -243,6 +243,8 @@ PYBIND11_MODULE(_core, m) {
     d["cached_responses"] = s.cached_responses.load();
     d["coordinated_responses"] = s.coordinated_responses.load();
     d["fused_batches"] = s.fused_batches.load();
+    d["stream_batches"] = s.stream_batches.load();
+    d["streams_busy_max"] = s.streams_busy_max.load();
     return d;
   }, "Engine counters: cycles, negotiation and execution time, cached vs coordinated tensors.");
   m.def("flags", [] {

@@ -207,6 +207,12 @@ const std::vector<FlagSpec>& specs() {
       {{"LIGHT_TOPK_ERROR_FEEDBACK", "bool", "1",
         "Keep what top-k did not send and add it next step; 0 drops it (biased; for comparison only)."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk_error_feedback); }},
+      {{"LIGHT_NUM_STREAMS", "streams", "1",
+        "Fused batches in flight at once (1..8). Above 1, each stream has its own worker thread, "
+        "shared-memory staging and counters, and its own links (own HARP comms and flows) to every "
+        "peer; batches go to streams round-robin in the agreed order and complete independently. "
+        "Must match on every rank."},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 8, &c->num_streams); }},
   };
   return kSpecs;
 }

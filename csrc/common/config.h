@@ -40,6 +40,7 @@ struct Config {
   bool topk_warmup_decay = false;               // LIGHT_TOPK_WARMUP=decay (default dense)
   double topk_momentum = 0.0;                   // LIGHT_TOPK_MOMENTUM (DGC momentum correction)
   bool topk_error_feedback = true;              // LIGHT_TOPK_ERROR_FEEDBACK
+  int64_t num_streams = 1;                      // LIGHT_NUM_STREAMS (fused batches in flight at once)
 };
 
 // One row of the flag table, for documentation (`lightcc._core.flags()`, docs/flags.md).

@@ -37,7 +37,8 @@ std::string fingerprint(const Config& c) {
      << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk_allreduce
      << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
      << ";LIGHT_TOPK_WARMUP_STEPS=" << c.topk_warmup_steps << ";LIGHT_TOPK_WARMUP=" << c.topk_warmup_decay
-     << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback;
+     << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback
+     << ";LIGHT_NUM_STREAMS=" << c.num_streams;
   return os.str();
 }
 
@@ -56,24 +57,26 @@ Status compareFingerprints(const std::string& mine, const std::string& theirs, i
 
 }  // namespace
 
-SetComm Engine::makeSetComm(int32_t id, const std::vector<int>& ranks) {
+SetComm Engine::makeSetComm(const shm::HostGroup* host, const std::vector<Link*>& links, int32_t id,
+                            const std::vector<int>& ranks) {
   SetComm c;
   c.id = id;
   c.ranks = ranks;
-  c.host = host_.get();
+  c.host = host;
   c.chunk_bytes = static_cast<size_t>(config_.shm_chunk_bytes);
   c.all_local = !config_.force_ring;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == topo_.rank) c.me = static_cast<int>(i);
-    int li = host_->localIndexOf(ranks[i]);
+    int li = host->localIndexOf(ranks[i]);
     c.local_index.push_back(li);
     if (li < 0) c.all_local = false;
-    c.links.push_back(world_links_[ranks[i]]);
+    c.links.push_back(links[ranks[i]]);
   }
   return c;
 }
 
-void Engine::buildHierComm(int32_t id, const std::vector<int>& ranks) {
+void Engine::buildHierComm(const shm::HostGroup* host, const std::vector<Link*>& links,
+                           std::map<int32_t, HierComm>* hier, int32_t id, const std::vector<int>& ranks) {
   if (!config_.hierarchical_allreduce) return;
   const int g = config_.intra_size > 0 ? static_cast<int>(config_.intra_size) : topo_.local_size;
   const int n = static_cast<int>(ranks.size());
@@ -84,7 +87,7 @@ void Engine::buildHierComm(int32_t id, const std::vector<int>& ranks) {
   for (int start = 0; start < n; start += g) {
     for (int i = start; i < start + g; ++i) {
       if (hosts_[ranks[i]] != hosts_[ranks[start]]) {
-        if (id == 0) {
+        if (id == 0 && host->channelIndex() == 0) {
           LIGHTCC_LOG(kWarning) << "LIGHT_2D_ALLREDUCE: ranks " << ranks[start] << ".." << ranks[start + g - 1]
                                 << " are not on one host (LIGHT_INTRA_SIZE=" << g << "); using the flat ring";
         }
@@ -98,10 +101,70 @@ void Engine::buildHierComm(int32_t id, const std::vector<int>& ranks) {
   for (int start = 0; start < n; start += g) cross.push_back(ranks[start + pos % g]);
   HierComm h;
   // Counter slots apart from the process sets' own (see shm::kMaxProcessSets).
-  h.intra = makeSetComm(shm::kMaxProcessSets + id, intra);
-  h.cross = makeSetComm(2 * shm::kMaxProcessSets + id, cross);
+  h.intra = makeSetComm(host, links, shm::kMaxProcessSets + id, intra);
+  h.cross = makeSetComm(host, links, 2 * shm::kMaxProcessSets + id, cross);
   if (!h.intra.all_local) return;
-  hier_[id] = std::move(h);
+  (*hier)[id] = std::move(h);
+}
+
+void Engine::addSetComms(int32_t id, const std::vector<int>& ranks) {
+  comms_[id] = makeSetComm(host_.get(), world_links_, id, ranks);
+  buildHierComm(host_.get(), world_links_, &hier_, id, ranks);
+  for (int s = 0; streams_ && s < streams_->size(); ++s) {
+    Channel& ch = streams_->channel(s);
+    ch.comms[id] = makeSetComm(ch.host.get(), ch.world_links, id, ranks);
+    buildHierComm(ch.host.get(), ch.world_links, &ch.hier, id, ranks);
+  }
+}
+
+void Engine::eraseSetComms(int32_t id) {
+  comms_.erase(id);
+  hier_.erase(id);
+  for (int s = 0; streams_ && s < streams_->size(); ++s) {
+    streams_->channel(s).comms.erase(id);
+    streams_->channel(s).hier.erase(id);
+  }
+}
+
+// LIGHT_NUM_STREAMS > 1: channel s (1..k) gets its own view of the host group and its own links
+// to every peer — shared-memory rings of that channel, and fresh net comms (own HARP flows).
+Status Engine::startStreams(rendezvous::StoreClient* store) {
+  const int k = static_cast<int>(config_.num_streams);
+  if (k <= 1) return Status::OK();
+  std::vector<std::unique_ptr<Channel>> channels;
+  for (int s = 1; s <= k; ++s) {
+    auto ch = std::make_unique<Channel>();
+    ch->index = s;
+    ch->host = host_->channel(s);
+    ch->world_links.assign(topo_.size, nullptr);
+    std::vector<int> remote;
+    for (int r = 0; r < topo_.size; ++r) {
+      if (r == topo_.rank) continue;
+      int li = host_->localIndexOf(r);
+      if (li >= 0) {
+        ch->owned_links.push_back(std::make_unique<shm::ShmLink>(ch->host.get(), li));
+        ch->world_links[r] = ch->owned_links.back().get();
+      } else {
+        remote.push_back(r);
+      }
+    }
+    if (!remote.empty()) {
+      std::vector<std::unique_ptr<Link>> net_links;
+      LIGHTCC_RETURN_IF_ERROR(connectNetPeers(config_, options_, topo_.rank, topo_.size, remote, *store,
+                                              "net" + std::to_string(s), &net_plugin_, &net_links)
+                                  .withContext("links of stream " + std::to_string(s)));
+      for (size_t i = 0; i < remote.size(); ++i) {
+        ch->world_links[remote[i]] = net_links[i].get();
+        ch->owned_links.push_back(std::move(net_links[i]));
+      }
+    }
+    channels.push_back(std::move(ch));
+  }
+  streams_ = std::make_unique<Streams>(
+      std::move(channels), host_.get(), [this](Batch& b, ExecContext& ctx) { return runBatch(b, ctx); },
+      [this](Batch& b, const Status& st) { failBatch(b, st); },
+      Streams::Counters{&stats_.stream_batches, &stats_.streams_busy_max});
+  return Status::OK();
 }
 
 Status Engine::bootstrap() {
@@ -127,13 +190,21 @@ Status Engine::bootstrap() {
     const std::string mine = options_.hostname + "\n" + std::to_string(::getpid()) + "\n" +
                              fingerprint(config_);
     LIGHTCC_RETURN_IF_ERROR(rendezvous::allgather(*store, "host", rank, size, mine, &info, timeout));
-    for (int r = 0; r < size; ++r) {
+    Status agreed;
+    for (int r = 0; r < size && agreed.ok(); ++r) {
       auto parts = split(info[r], '\n');
-      if (parts.size() != 3) return Status::PeerFailure("rank " + std::to_string(r) + " sent malformed host info");
+      if (parts.size() != 3) {
+        agreed = Status::PeerFailure("rank " + std::to_string(r) + " sent malformed host info");
+        break;
+      }
       hosts[r] = parts[0];
       pids[r] = parts[1];
-      LIGHTCC_RETURN_IF_ERROR(compareFingerprints(fingerprint(config_), parts[2], r));
+      agreed = compareFingerprints(fingerprint(config_), parts[2], r);
     }
+    // Every rank has read every rank's settings once all pass this barrier; only then may rank 0
+    // (whose store the others read) leave with an error, so each rank names the bad setting.
+    LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(*store, "checked", size, timeout));
+    LIGHTCC_RETURN_IF_ERROR(agreed);
   }
 
   // Topology: hosts ordered by their first rank; local ranks ascending.
@@ -158,8 +229,11 @@ Status Engine::bootstrap() {
   }
 
   // Shared memory: each rank creates its area, peers map it, then the owner unlinks the name.
+  // One channel for the background thread; with streams, one more per stream, each with staging.
+  const int streams = static_cast<int>(config_.num_streams);
   auto layout = shm::RankAreaLayout::compute(topo_.local_size, static_cast<size_t>(config_.shm_ring_bytes),
-                                             static_cast<size_t>(config_.shm_chunk_bytes));
+                                             static_cast<size_t>(config_.shm_chunk_bytes),
+                                             streams > 1 ? streams + 1 : 1, streams);
   std::random_device rd;
   std::ostringstream segname;
   segname << "/lightcc-" << ::getpid() << "-r" << rank << "-g" << options_.generation << "-" << std::hex << rd();
@@ -211,7 +285,8 @@ Status Engine::bootstrap() {
   }
   if (!remote.empty()) {
     std::vector<std::unique_ptr<Link>> net_links;
-    LIGHTCC_RETURN_IF_ERROR(connectNetPeers(config_, options_, rank, size, remote, *store, &net_plugin_, &net_links));
+    LIGHTCC_RETURN_IF_ERROR(
+        connectNetPeers(config_, options_, rank, size, remote, *store, "net", &net_plugin_, &net_links));
     for (size_t i = 0; i < remote.size(); ++i) {
       world_links_[remote[i]] = net_links[i].get();
       owned_links_.push_back(std::move(net_links[i]));
@@ -219,6 +294,7 @@ Status Engine::bootstrap() {
     // Network links cannot ring our doorbell: keep polling them while waiting.
     host_->setMaxSleepUs(200);
   }
+  LIGHTCC_RETURN_IF_ERROR(startStreams(store.get()));
 
   if (size > 1) {
     // Rank 0 keeps serving until every rank has finished with the store.
@@ -244,10 +320,7 @@ Status Engine::bootstrap() {
     }
   }
   hosts_ = hosts;
-  for (const auto& [id, ranks] : set_ranks_) {
-    comms_[id] = makeSetComm(id, ranks);
-    buildHierComm(id, ranks);
-  }
+  for (const auto& [id, ranks] : set_ranks_) addSetComms(id, ranks);
   cache_ = std::make_unique<ResponseCache>(static_cast<size_t>(config_.cache_capacity));
   if (rank == 0) {
     coordinator_ = std::make_unique<Coordinator>(size, [this](int32_t id) -> const std::vector<int>* {
@@ -255,6 +328,7 @@ Status Engine::bootstrap() {
       return it == comms_.end() ? nullptr : &it->second.ranks;
     });
   }
+  if (streams_) streams_->start();
   return postCycleReceives();
 }
 

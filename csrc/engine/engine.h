@@ -9,6 +9,9 @@
 // repeats. A caller blocked in wait() takes the lock when it is free and runs the same cycles
 // itself, so a synchronous op costs no thread hand-off. Errors fail every pending and future
 // handle with the same Status. The process-set table is also read by callers; sets_mu_ guards it.
+// With LIGHT_NUM_STREAMS > 1 agreed batches run on stream workers instead (streams.h); the
+// cycle then only negotiates, dispatches, and runs fences (barrier, join, process-set changes)
+// once every stream is idle, and waiting callers sleep on their handles instead of driving.
 #pragma once
 
 #include <atomic>
@@ -27,6 +30,7 @@
 #include "common/config.h"
 #include "engine/coordinator.h"
 #include "engine/response_cache.h"
+#include "engine/streams.h"
 #include "engine/tensor_queue.h"
 #include "engine/timeline.h"
 #include "transport/link.h"
@@ -34,6 +38,10 @@
 #include "transport/shm/host_group.h"
 
 namespace lightcc {
+
+namespace rendezvous {
+class StoreClient;
+}
 
 struct InitOptions {
   int rank = 0;
@@ -58,6 +66,8 @@ struct EngineStats {
   std::atomic<uint64_t> cached_responses{0};       // tensors agreed through the bit vector
   std::atomic<uint64_t> coordinated_responses{0};  // tensors agreed through rank 0
   std::atomic<uint64_t> fused_batches{0};          // executed (fused) responses
+  std::atomic<uint64_t> stream_batches{0};         // batches run by stream workers (LIGHT_NUM_STREAMS > 1)
+  std::atomic<uint64_t> streams_busy_max{0};       // most batches ever running at once on streams
 };
 
 struct Topology {
@@ -113,20 +123,32 @@ class Engine {
   void classifyNewEntries();
   void maintenance(bool* want_cycle);
 
-  // executor.cc
+  // executor.cc. execute() runs on the background thread; runBatch() and what it calls run on
+  // whichever thread owns `ctx` (the background thread, or a stream worker) and read only the
+  // batch, ctx, and immutable or locked engine state.
   Status execute(const Response& r);
-  Status executeAllreduce(const Response& r, SetComm& comm);
-  Status executeAllgather(const Response& r, SetComm& comm);
-  Status executeBroadcast(const Response& r, SetComm& comm);
-  Status executeAlltoall(const Response& r, SetComm& comm);
-  Status executeReducescatter(const Response& r, SetComm& comm);
-  Status executeTopk(const Response& r, SetComm& comm);
+  Batch takeBatch(const Response& r);
+  Status runBatch(Batch& b, ExecContext& ctx);
+  void failBatch(Batch& b, const Status& st);
+  Status executeAllreduce(Batch& b, SetComm& comm, ExecContext& ctx);
+  Status executeAllgather(Batch& b, SetComm& comm);
+  Status executeBroadcast(Batch& b, SetComm& comm);
+  Status executeAlltoall(Batch& b, SetComm& comm);
+  Status executeReducescatter(Batch& b, SetComm& comm);
+  Status executeTopk(Batch& b, SetComm& comm, ExecContext& ctx);
   bool topkEligible(const Response& r) const;
   Status applyProcessSetChange(const Response& r);
-  void buildHierComm(int32_t id, const std::vector<int>& ranks);
   void completeEntry(int32_t set_id, const std::string& name, const Status& st, HandleResult result = {});
+  void completeBatchEntry(Batch& b, const std::string& name, const Status& st, HandleResult result = {});
   void failEverything(const Status& st);
-  SetComm makeSetComm(int32_t id, const std::vector<int>& ranks);
+  // bootstrap.cc: communicators of a set on the background thread's channel and every stream's.
+  SetComm makeSetComm(const shm::HostGroup* host, const std::vector<Link*>& links, int32_t id,
+                      const std::vector<int>& ranks);
+  void buildHierComm(const shm::HostGroup* host, const std::vector<Link*>& links, std::map<int32_t, HierComm>* hier,
+                     int32_t id, const std::vector<int>& ranks);
+  void addSetComms(int32_t id, const std::vector<int>& ranks);
+  void eraseSetComms(int32_t id);
+  Status startStreams(rendezvous::StoreClient* store);
 
   const InitOptions options_;
   const Config config_;
@@ -157,8 +179,14 @@ class Engine {
   std::map<int32_t, SetComm> comms_;
   std::map<int32_t, HierComm> hier_;  // 2D communicators of the sets where LIGHT_2D_ALLREDUCE applies
   std::vector<std::string> hosts_;    // host id of every rank
-  mutable std::mutex topk_mu_;        // guards topk_ against users saving/restoring residuals
-  std::map<std::pair<int32_t, std::string>, TopkTensorState> topk_;
+  // Top-k state per tensor: topk_mu_ guards the map (entries are never erased, so pointers stay
+  // valid), each entry's mutex its state (streams and users saving/restoring residuals).
+  struct TopkEntry {
+    mutable std::mutex mu;
+    TopkTensorState state;
+  };
+  mutable std::mutex topk_mu_;
+  std::map<std::pair<int32_t, std::string>, TopkEntry> topk_;
   kernels::TopkScratch topk_scratch_;
   std::unique_ptr<ResponseCache> cache_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
@@ -185,6 +213,8 @@ class Engine {
   std::vector<char> fusion_buffer_;
   Status link_error_;                      // a failure seen while polling for cycle messages
   std::vector<Response> stall_responses_;  // rank 0: stalled tensors to fail next cycle
+  // LIGHT_NUM_STREAMS > 1. Declared last so its workers stop before anything they use goes.
+  std::unique_ptr<Streams> streams_;
 };
 
 }  // namespace lightcc

@@ -1,4 +1,9 @@
 // Executor: runs one agreed (possibly fused) response and completes its handles.
+//
+// execute() (background thread) handles fences and errors itself and turns every data response
+// into a Batch: with LIGHT_NUM_STREAMS > 1 it goes to stream (sequence mod k), else it runs here.
+// Fences — barrier, join, process-set add/remove — first wait for every stream to go idle, so
+// they see (and, for barrier, complete after) everything agreed before them.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -46,6 +51,33 @@ int memberIndex(const SetComm& c, int rank) {
 
 }  // namespace
 
+void Engine::completeBatchEntry(Batch& b, const std::string& name, const Status& st, HandleResult result) {
+  auto it = b.entries.find(name);
+  if (it == b.entries.end()) return;
+  // Free the name before waking the caller, who may reuse it at once.
+  std::shared_ptr<Handle> handle = std::move(it->second.handle);
+  b.entries.erase(it);
+  queue_.finish(b.response.process_set_id, name);
+  handle->complete(st, std::move(result));
+}
+
+void Engine::failBatch(Batch& b, const Status& st) {
+  while (!b.entries.empty()) completeBatchEntry(b, b.entries.begin()->first, st);
+}
+
+Batch Engine::takeBatch(const Response& r) {
+  Batch b;
+  b.response = r;
+  b.joined = joined_;
+  for (const auto& n : r.names) {
+    auto p = pending_.find({r.process_set_id, n});
+    if (p == pending_.end()) continue;
+    b.entries.emplace(n, std::move(p->second.entry));
+    pending_.erase(p);
+  }
+  return b;
+}
+
 void Engine::completeEntry(int32_t set_id, const std::string& name, const Status& st, HandleResult result) {
   auto it = pending_.find({set_id, name});
   if (it == pending_.end()) return;
@@ -77,8 +109,7 @@ Status Engine::applyProcessSetChange(const Response& r) {
                                                      std::to_string(shm::kMaxProcessSets) + ")"));
       return Status::OK();
     }
-    comms_[id] = makeSetComm(id, ranks);
-    buildHierComm(id, ranks);
+    addSetComms(id, ranks);
     result.value = id;
   } else {
     const int32_t id = static_cast<int32_t>(r.aux.at(0));
@@ -86,8 +117,7 @@ Status Engine::applyProcessSetChange(const Response& r) {
       std::lock_guard<std::mutex> lock(sets_mu_);
       set_ranks_.erase(id);
     }
-    comms_.erase(id);
-    hier_.erase(id);
+    eraseSetComms(id);
     for (size_t b = 0; b < cache_->capacity(); ++b) {
       if (cache_->occupied(b) && cache_->response(b).process_set_id == id) cache_->erase(b);
     }
@@ -105,6 +135,11 @@ Status Engine::applyProcessSetChange(const Response& r) {
 }
 
 Status Engine::execute(const Response& r) {
+  // Every rank counts every response of the agreed plan, member or not, so streams match.
+  const uint64_t seq = streams_ ? streams_->nextSequence() : 0;
+  const bool fence = r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet ||
+                     r.op == OpType::kJoin || r.op == OpType::kBarrier;
+  if (fence && streams_ && !r.isError()) LIGHTCC_RETURN_IF_ERROR(streams_->drain());
   if (r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet) return applyProcessSetChange(r);
   if (r.op == OpType::kJoin) {
     HandleResult result;
@@ -119,6 +154,28 @@ Status Engine::execute(const Response& r) {
     for (const auto& n : r.names) completeEntry(r.process_set_id, n, Status::Mismatch(r.error));
     return Status::OK();
   }
+  if (r.op == OpType::kBarrier) {
+    completeEntry(r.process_set_id, r.names.front(), Status::OK());
+    return Status::OK();
+  }
+  Batch b = takeBatch(r);
+  if (streams_) {
+    streams_->submit(static_cast<int>(seq % static_cast<uint64_t>(streams_->size())), std::move(b));
+    return Status::OK();
+  }
+  ExecContext ctx{comms_, hier_, fusion_buffer_, topk_scratch_};
+  Status st = runBatch(b, ctx);
+  if (!st.ok()) failBatch(b, st);
+  return st;
+}
+
+Status Engine::runBatch(Batch& b, ExecContext& ctx) {
+  const Response& r = b.response;
+  auto it = ctx.comms.find(r.process_set_id);
+  if (it == ctx.comms.end()) {
+    return Status::Internal("rank " + std::to_string(topo_.rank) + " has no communicator for process set " +
+                            std::to_string(r.process_set_id));
+  }
   SetComm& comm = it->second;
   const bool trace = topo_.rank == 0 && timeline_.active();
   if (trace) {
@@ -126,12 +183,11 @@ Status Engine::execute(const Response& r) {
   }
   Status st;
   switch (r.op) {
-    case OpType::kAllreduce: st = executeAllreduce(r, comm); break;
-    case OpType::kAllgather: st = executeAllgather(r, comm); break;
-    case OpType::kBroadcast: st = executeBroadcast(r, comm); break;
-    case OpType::kAlltoall: st = executeAlltoall(r, comm); break;
-    case OpType::kReducescatter: st = executeReducescatter(r, comm); break;
-    case OpType::kBarrier: completeEntry(r.process_set_id, r.names.front(), Status::OK()); break;
+    case OpType::kAllreduce: st = executeAllreduce(b, comm, ctx); break;
+    case OpType::kAllgather: st = executeAllgather(b, comm); break;
+    case OpType::kBroadcast: st = executeBroadcast(b, comm); break;
+    case OpType::kAlltoall: st = executeAlltoall(b, comm); break;
+    case OpType::kReducescatter: st = executeReducescatter(b, comm); break;
     default: st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op));
   }
   if (trace) {
@@ -147,26 +203,33 @@ bool Engine::topkEligible(const Response& r) const {
          tensorBytes(r, 0) >= config_.topk_threshold_bytes;
 }
 
-Status Engine::executeTopk(const Response& r, SetComm& comm) {
+Status Engine::executeTopk(Batch& b, SetComm& comm, ExecContext& ctx) {
+  const Response& r = b.response;
   const std::string& name = r.names.front();
   const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / sizeof(float);
-  auto p = pending_.find({r.process_set_id, name});
+  auto p = b.entries.find(name);
   std::vector<float> zeros;
   const float* in;
   float* out;
-  if (p != pending_.end()) {
-    in = static_cast<const float*>(p->second.entry.input);
-    out = static_cast<float*>(p->second.entry.output);
+  if (p != b.entries.end()) {
+    in = static_cast<const float*>(p->second.input);
+    out = static_cast<float*>(p->second.output);
   } else {
     zeros.assign(count, 0.0f);  // a joined rank contributes nothing
     in = out = zeros.data();
   }
   const ReduceSpec spec = reduceSpec(r, comm.size());
-  auto hier = hier_.find(r.process_set_id);
-  Status st;
+  auto hier = ctx.hier.find(r.process_set_id);
+  TopkEntry* entry;
   {
     std::lock_guard<std::mutex> lock(topk_mu_);
-    TopkTensorState& state = topk_[{r.process_set_id, name}];
+    entry = &topk_[{r.process_set_id, name}];
+  }
+  Status st;
+  {
+    // Held across the exchange: a tensor is in flight at most once, so no other stream waits here.
+    std::lock_guard<std::mutex> lock(entry->mu);
+    TopkTensorState& state = entry->state;
     if (state.residual.size() != count) {
       state.residual.assign(count, 0.0f);
       state.velocity.assign(config_.topk_momentum > 0 ? count : 0, 0.0f);
@@ -187,25 +250,34 @@ Status Engine::executeTopk(const Response& r, SetComm& comm) {
     if (dense) {
       IoVec io;
       io.add(in, out, count * sizeof(float));
-      st = hier != hier_.end() ? hierAllreduce(hier->second, io, spec)
+      st = hier != ctx.hier.end() ? hierAllreduce(hier->second, io, spec)
            : comm.all_local    ? shmAllreduce(comm, io, spec)
                                : (std::memcpy(out, in, count * sizeof(float)), ringAllreduce(comm, out, count, spec));
-    } else if (hier != hier_.end()) {
-      st = hierTopkAllreduce(hier->second, in, out, count, spec, params, state, topk_scratch_);
+    } else if (hier != ctx.hier.end()) {
+      st = hierTopkAllreduce(hier->second, in, out, count, spec, params, state, ctx.topk_scratch);
     } else {
-      st = topkAllreduce(comm, in, out, count, spec, params, state, topk_scratch_);
+      st = topkAllreduce(comm, in, out, count, spec, params, state, ctx.topk_scratch);
     }
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("top-k allreduce of '" + name + "'"));
-  completeEntry(r.process_set_id, name, Status::OK());
+  completeBatchEntry(b, name, Status::OK());
   return Status::OK();
 }
 
 std::map<std::string, std::vector<float>> Engine::topkResiduals() const {
-  std::lock_guard<std::mutex> lock(topk_mu_);
+  // Collect the entries first and lock each alone, so a caller never holds the map while a
+  // stream holds an entry through an exchange (streams need the map to find their entries).
+  std::vector<std::pair<std::string, const TopkEntry*>> entries;
+  {
+    std::lock_guard<std::mutex> lock(topk_mu_);
+    for (const auto& [key, e] : topk_) {
+      entries.emplace_back(key.first == 0 ? key.second : std::to_string(key.first) + ":" + key.second, &e);
+    }
+  }
   std::map<std::string, std::vector<float>> out;
-  for (const auto& [key, state] : topk_) {
-    out[key.first == 0 ? key.second : std::to_string(key.first) + ":" + key.second] = state.residual;
+  for (auto& [name, e] : entries) {
+    std::lock_guard<std::mutex> lock(e->mu);
+    out[name] = e->state.residual;
   }
   return out;
 }
@@ -216,8 +288,13 @@ Status Engine::setTopkResidual(const std::string& name, const float* data, size_
   if (colon != std::string::npos && colon > 0 && name.find_first_not_of("0123456789") == colon) {
     key = {std::stoi(name.substr(0, colon)), name.substr(colon + 1)};
   }
-  std::lock_guard<std::mutex> lock(topk_mu_);
-  TopkTensorState& state = topk_[key];
+  TopkEntry* entry;
+  {
+    std::lock_guard<std::mutex> lock(topk_mu_);
+    entry = &topk_[key];
+  }
+  std::lock_guard<std::mutex> lock(entry->mu);
+  TopkTensorState& state = entry->state;
   if (!state.residual.empty() && state.residual.size() != count) {
     return Status::InvalidArgument("top-k residual for '" + name + "' has " + std::to_string(state.residual.size()) +
                                    " elements, not " + std::to_string(count));
@@ -229,16 +306,17 @@ Status Engine::setTopkResidual(const std::string& name, const float* data, size_
   return Status::OK();
 }
 
-Status Engine::executeAllreduce(const Response& r, SetComm& comm) {
-  if (topkEligible(r)) return executeTopk(r, comm);
+Status Engine::executeAllreduce(Batch& b, SetComm& comm, ExecContext& ctx) {
+  const Response& r = b.response;
+  if (topkEligible(r)) return executeTopk(b, comm, ctx);
   IoVec io;
   std::vector<std::unique_ptr<HostBuffer>> zeros;  // a joined rank contributes zeros
   for (size_t i = 0; i < r.names.size(); ++i) {
     const size_t bytes = static_cast<size_t>(tensorBytes(r, i));
-    auto p = pending_.find({r.process_set_id, r.names[i]});
-    if (p != pending_.end()) {
-      io.add(p->second.entry.input, p->second.entry.output, bytes);
-    } else if (joined_) {
+    auto p = b.entries.find(r.names[i]);
+    if (p != b.entries.end()) {
+      io.add(p->second.input, p->second.output, bytes);
+    } else if (b.joined) {
       zeros.push_back(std::make_unique<HostBuffer>(bytes));
       std::memset(zeros.back()->data(), 0, bytes);
       io.add(zeros.back()->data(), zeros.back()->data(), bytes);
@@ -255,7 +333,7 @@ Status Engine::executeAllreduce(const Response& r, SetComm& comm) {
       kernels::reduceN(s.out, &src, 1, s.bytes / esize, r.dtype, spec.op, spec.prescale, spec.postscale);
       kernels::divideIntegers(s.out, s.bytes / esize, r.dtype, spec.int_divisor);
     }
-  } else if (auto hier = hier_.find(r.process_set_id); hier != hier_.end()) {
+  } else if (auto hier = ctx.hier.find(r.process_set_id); hier != ctx.hier.end()) {
     LIGHTCC_RETURN_IF_ERROR(hierAllreduce(hier->second, io, spec).withContext("2D allreduce of '" + r.names.front() + "'"));
   } else if (comm.all_local) {
     LIGHTCC_RETURN_IF_ERROR(shmAllreduce(comm, io, spec).withContext("allreduce of '" + r.names.front() + "'"));
@@ -266,19 +344,20 @@ Status Engine::executeAllreduce(const Response& r, SetComm& comm) {
       if (s.in != s.out) std::memcpy(s.out, s.in, s.bytes);
       buf = s.out;
     } else {
-      if (fusion_buffer_.size() < io.total()) fusion_buffer_.resize(io.total());
-      io.gather(0, io.total(), fusion_buffer_.data());
-      buf = fusion_buffer_.data();
+      if (ctx.fusion_buffer.size() < io.total()) ctx.fusion_buffer.resize(io.total());
+      io.gather(0, io.total(), ctx.fusion_buffer.data());
+      buf = ctx.fusion_buffer.data();
     }
     LIGHTCC_RETURN_IF_ERROR(ringAllreduce(comm, buf, io.total() / esize, spec)
                                 .withContext("allreduce of '" + r.names.front() + "'"));
     if (!io.single()) io.scatter(0, io.total(), buf);
   }
-  for (const auto& n : r.names) completeEntry(r.process_set_id, n, Status::OK());
+  for (const auto& n : r.names) completeBatchEntry(b, n, Status::OK());
   return Status::OK();
 }
 
-Status Engine::executeAllgather(const Response& r, SetComm& comm) {
+Status Engine::executeAllgather(Batch& b, SetComm& comm) {
+  const Response& r = b.response;
   const std::string& name = r.names.front();
   const auto& shape = r.shapes.front();
   const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(shape, 1));
@@ -288,8 +367,8 @@ Status Engine::executeAllgather(const Response& r, SetComm& comm) {
     pieces[j] = static_cast<size_t>(r.first_dims[j]) * row_bytes;
     rows += r.first_dims[j];
   }
-  auto p = pending_.find({r.process_set_id, name});
-  const void* in = p != pending_.end() ? p->second.entry.input : nullptr;
+  auto p = b.entries.find(name);
+  const void* in = p != b.entries.end() ? p->second.input : nullptr;
   HandleResult result;
   result.output = std::make_shared<HostBuffer>(static_cast<size_t>(rows) * row_bytes);
   result.output_shape = shape;
@@ -303,21 +382,22 @@ Status Engine::executeAllgather(const Response& r, SetComm& comm) {
     st = ringAllgather(comm, in, pieces, result.output->data());
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("allgather of '" + name + "'"));
-  completeEntry(r.process_set_id, name, Status::OK(), std::move(result));
+  completeBatchEntry(b, name, Status::OK(), std::move(result));
   return Status::OK();
 }
 
-Status Engine::executeBroadcast(const Response& r, SetComm& comm) {
+Status Engine::executeBroadcast(Batch& b, SetComm& comm) {
+  const Response& r = b.response;
   const std::string& name = r.names.front();
   const size_t bytes = static_cast<size_t>(tensorBytes(r, 0));
   const int root = memberIndex(comm, r.root);
-  auto p = pending_.find({r.process_set_id, name});
+  auto p = b.entries.find(name);
   std::unique_ptr<HostBuffer> scratch;
   const void* in;
   void* out;
-  if (p != pending_.end()) {
-    in = p->second.entry.input;
-    out = p->second.entry.output;
+  if (p != b.entries.end()) {
+    in = p->second.input;
+    out = p->second.output;
   } else {
     scratch = std::make_unique<HostBuffer>(bytes);  // joined rank: receive and drop
     in = out = scratch->data();
@@ -332,15 +412,16 @@ Status Engine::executeBroadcast(const Response& r, SetComm& comm) {
     st = chainBroadcast(comm, out, bytes, root);
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("broadcast of '" + name + "'"));
-  completeEntry(r.process_set_id, name, Status::OK());
+  completeBatchEntry(b, name, Status::OK());
   return Status::OK();
 }
 
-Status Engine::executeAlltoall(const Response& r, SetComm& comm) {
+Status Engine::executeAlltoall(Batch& b, SetComm& comm) {
+  const Response& r = b.response;
   const std::string& name = r.names.front();
-  auto p = pending_.find({r.process_set_id, name});
-  if (p == pending_.end()) return Status::Internal("alltoall of '" + name + "' has no local tensor");
-  const Request& req = p->second.entry.request;
+  auto p = b.entries.find(name);
+  if (p == b.entries.end()) return Status::Internal("alltoall of '" + name + "' has no local tensor");
+  const Request& req = p->second.request;
   const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(req.shape, 1));
   SplitMatrix matrix;
   Status st = comm.size() == 1 ? (matrix = {req.aux}, Status::OK())
@@ -357,20 +438,21 @@ Status Engine::executeAlltoall(const Response& r, SetComm& comm) {
   result.output_shape = req.shape;
   result.output_shape[0] = rows;
   if (comm.size() == 1) {
-    std::memcpy(result.output->data(), p->second.entry.input, static_cast<size_t>(rows) * row_bytes);
+    std::memcpy(result.output->data(), p->second.input, static_cast<size_t>(rows) * row_bytes);
   } else {
-    st = comm.all_local ? shmAlltoallData(comm, p->second.entry.input, row_bytes, matrix, result.output->data())
-                        : linkAlltoallData(comm, p->second.entry.input, row_bytes, matrix, result.output->data());
+    st = comm.all_local ? shmAlltoallData(comm, p->second.input, row_bytes, matrix, result.output->data())
+                        : linkAlltoallData(comm, p->second.input, row_bytes, matrix, result.output->data());
     LIGHTCC_RETURN_IF_ERROR(st.withContext("alltoall of '" + name + "'"));
   }
-  completeEntry(r.process_set_id, name, Status::OK(), std::move(result));
+  completeBatchEntry(b, name, Status::OK(), std::move(result));
   return Status::OK();
 }
 
-Status Engine::executeReducescatter(const Response& r, SetComm& comm) {
+Status Engine::executeReducescatter(Batch& b, SetComm& comm) {
+  const Response& r = b.response;
   const std::string& name = r.names.front();
-  auto p = pending_.find({r.process_set_id, name});
-  if (p == pending_.end()) return Status::Internal("reducescatter of '" + name + "' has no local tensor");
+  auto p = b.entries.find(name);
+  if (p == b.entries.end()) return Status::Internal("reducescatter of '" + name + "' has no local tensor");
   const auto& shape = r.shapes.front();
   const auto rows = reducescatterRows(shape[0], comm.size());
   const size_t row_elems = static_cast<size_t>(product(shape, 1));
@@ -381,17 +463,17 @@ Status Engine::executeReducescatter(const Response& r, SetComm& comm) {
   result.output = std::make_shared<HostBuffer>(static_cast<size_t>(rows[comm.me]) * row_elems * dtypeSize(r.dtype));
   Status st;
   if (comm.size() == 1) {
-    const void* src = p->second.entry.input;
+    const void* src = p->second.input;
     kernels::reduceN(result.output->data(), &src, 1, rows[0] * row_elems, r.dtype, spec.op, spec.prescale,
                      spec.postscale);
     kernels::divideIntegers(result.output->data(), rows[0] * row_elems, r.dtype, spec.int_divisor);
   } else if (comm.all_local) {
-    st = shmReducescatter(comm, p->second.entry.input, result.output->data(), rows, row_elems, spec);
+    st = shmReducescatter(comm, p->second.input, result.output->data(), rows, row_elems, spec);
   } else {
-    st = ringReducescatter(comm, p->second.entry.input, result.output->data(), rows, row_elems, spec);
+    st = ringReducescatter(comm, p->second.input, result.output->data(), rows, row_elems, spec);
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("reducescatter of '" + name + "'"));
-  completeEntry(r.process_set_id, name, Status::OK(), std::move(result));
+  completeBatchEntry(b, name, Status::OK(), std::move(result));
   return Status::OK();
 }
 

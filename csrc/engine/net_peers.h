@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/config.h"
@@ -13,11 +14,12 @@ namespace lightcc {
 
 struct InitOptions;
 
-// Loads the plugin (LIGHTCC_NET_PLUGIN, else the bundled HARP) and returns one Link per entry of
-// `remote` (same order); listen handles travel through the rendezvous store. The links use
-// *plugin, which must outlive them.
+// Loads the plugin (LIGHTCC_NET_PLUGIN, else the bundled HARP) unless *plugin is already loaded,
+// and returns one Link per entry of `remote` (same order); listen handles travel through the
+// rendezvous store under `key` (one key per channel, so each call makes fresh comms). The links
+// use *plugin, which must outlive them.
 Status connectNetPeers(const Config& config, const InitOptions& options, int rank, int size,
-                       const std::vector<int>& remote, rendezvous::StoreClient& store,
+                       const std::vector<int>& remote, rendezvous::StoreClient& store, const std::string& key,
                        std::unique_ptr<net::NetPlugin>* plugin, std::vector<std::unique_ptr<Link>>* links);
 
 }  // namespace lightcc

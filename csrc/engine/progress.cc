@@ -13,6 +13,7 @@
 
 #include "common/logging.h"
 #include "engine/engine.h"
+#include "engine/streams.h"
 
 namespace lightcc {
 namespace {
@@ -26,6 +27,7 @@ constexpr double kDriverIdleUs = 20e3;
 
 bool Engine::workReady() {
   if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
+  if (streams_ && streams_->failed()) return true;
   return incomingCycle();
 }
 
@@ -39,6 +41,12 @@ bool Engine::maintenanceDue(bool* want_cycle) {
 }
 
 void Engine::endLoop(Status st) {
+  // Agreed batches still queued on streams run to completion on every rank (all stop in the same
+  // cycle); after an error they are failed instead.
+  if (streams_) {
+    streams_->stop(st);
+    if (st.ok() && streams_->failed()) st = streams_->error();
+  }
   if (st.ok()) {
     st = Status::Aborted("lightcc was shut down before this operation completed");
   } else {
@@ -77,6 +85,7 @@ void Engine::loop() {
       auto hint = [&] {
         if (stopped_ || driving_.load(std::memory_order_acquire)) return true;
         if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
+        if (streams_ && streams_->failed()) return true;
         std::unique_lock<std::mutex> probe(progress_mu_, std::try_to_lock);
         return probe.owns_lock() && incomingCycle();
       };
@@ -105,6 +114,10 @@ void Engine::loop() {
           break;
         }
       }
+    }
+    if (streams_ && streams_->failed()) {
+      endLoop(streams_->error());
+      break;
     }
     bool stop = false;
     Status st = runCycle(&stop);
@@ -137,6 +150,9 @@ Status Engine::driveUntil(Handle& handle) {
 }
 
 Status Engine::wait(Handle& handle) {
+  // With streams the work runs on their workers and completes handles there; a driver would only
+  // negotiate, which the engine thread already does without a hand-off on the data path.
+  if (streams_) return handle.wait();
   while (!handle.done()) {
     std::unique_lock<std::mutex> lock(progress_mu_, std::try_to_lock);
     if (!lock.owns_lock() || stopped_) {

@@ -58,12 +58,25 @@ bool processAlive(int pid) {
 HostGroup::HostGroup(int local_rank, std::vector<int> global_ranks,
                      std::vector<std::unique_ptr<ShmSegment>> segments, RankAreaLayout layout,
                      WaitOptions options)
-    : local_rank_(local_rank),
-      global_ranks_(std::move(global_ranks)),
-      segments_(std::move(segments)),
-      layout_(layout),
-      options_(options) {
-  for (auto& s : segments_) bases_.push_back(static_cast<char*>(s->base()));
+    : local_rank_(local_rank), global_ranks_(std::move(global_ranks)), layout_(layout), options_(options) {
+  auto map = std::make_shared<Mapping>();
+  map->segments = std::move(segments);
+  for (auto& s : map->segments) map->bases.push_back(static_cast<char*>(s->base()));
+  map_ = map;
+  bases_ = &map_->bases;
+}
+
+HostGroup::HostGroup(const HostGroup& base, int channel)
+    : local_rank_(base.local_rank_),
+      global_ranks_(base.global_ranks_),
+      map_(base.map_),
+      bases_(&map_->bases),
+      layout_(base.layout_),
+      options_(base.options_),
+      channel_(channel) {}
+
+std::unique_ptr<HostGroup> HostGroup::channel(int c) const {
+  return std::unique_ptr<HostGroup>(new HostGroup(*this, c));  // private constructor
 }
 
 int HostGroup::localIndexOf(int global_rank) const {
@@ -73,18 +86,25 @@ int HostGroup::localIndexOf(int global_rank) const {
   return -1;
 }
 
-RankHeader* HostGroup::header(int li) const { return reinterpret_cast<RankHeader*>(bases_[li]); }
+RankHeader* HostGroup::header(int li) const { return reinterpret_cast<RankHeader*>((*bases_)[li]); }
 
 std::atomic<uint64_t>& HostGroup::counter(int li, int slot) const {
-  auto* c = reinterpret_cast<PaddedCounter*>(bases_[li] + layout_.counters_off);
+  auto* c = reinterpret_cast<PaddedCounter*>((*bases_)[li] + layout_.counters_off +
+                                             layout_.counters_stride * static_cast<size_t>(channel_));
   return c[slot].value;
 }
 
-char* HostGroup::meta(int li) const { return bases_[li] + layout_.meta_off; }
-char* HostGroup::staging(int li) const { return bases_[li] + layout_.staging_off; }
+char* HostGroup::meta(int li) const { return (*bases_)[li] + layout_.meta_off + kMetaBytes * static_cast<size_t>(channel_); }
+
+char* HostGroup::staging(int li) const {
+  const int area = channel_ - (layout_.channels - layout_.staging_areas);
+  if (area < 0) return nullptr;
+  return (*bases_)[li] + layout_.staging_off + layout_.staging_bytes * static_cast<size_t>(area);
+}
 
 RingHeader* HostGroup::ring(int owner_li, int from_li) const {
-  return reinterpret_cast<RingHeader*>(bases_[owner_li] + layout_.rings_off +
+  return reinterpret_cast<RingHeader*>((*bases_)[owner_li] + layout_.rings_off +
+                                       layout_.rings_channel_stride * static_cast<size_t>(channel_) +
                                        layout_.ring_stride * static_cast<size_t>(from_li));
 }
 
@@ -93,7 +113,7 @@ char* HostGroup::ringData(int owner_li, int from_li) const {
 }
 
 void HostGroup::wake(int li) const {
-  RankHeader* h = header(li);
+  Bell* h = bell(li);
   // seq_cst pairs with the sleeper's store to `sleeping` then load of the state it waits on.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (h->sleeping.load(std::memory_order_seq_cst) != 0) {
@@ -124,7 +144,7 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
     for (int i = 0; i < 64; ++i) LIGHTCC_CPU_RELAX();
     if (ready()) return Status::OK();
   }
-  RankHeader* me = header(local_rank_);
+  Bell* me = bell(local_rank_);
   auto last_liveness = start;
   double sleep_us = 20;
   while (true) {
@@ -150,6 +170,9 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
     me->sleeping.fetch_sub(1, std::memory_order_relaxed);
     if (ready()) return Status::OK();
     if (check_peers) {
+      if (abort_ != nullptr && abort_->load(std::memory_order_acquire)) {
+        return Status::Aborted("gave up waiting for " + what + ": the engine failed on another stream");
+      }
       now = Clock::now();
       if (now - last_liveness > std::chrono::milliseconds(100)) {
         last_liveness = now;

@@ -1,10 +1,14 @@
 // HostGroup: this rank's view of every rank on its host: mapped areas, wakeups, and waiting.
 //
-// DESIGN. Owned and used by the engine's background thread, except wakeSelf(), which caller
-// threads use after enqueueing work. Waiting spins for LIGHTCC_SPIN_US, then sleeps on this
-// rank's doorbell futex; whoever changes state another rank may wait on calls wake(peer).
-// Waits that involve peers check their liveness (a dead or zombie pid fails the wait at once)
-// and give up after LIGHTCC_TIMEOUT without progress.
+// DESIGN. A HostGroup is one *channel's* view of the mapped areas (see rank_area.h): channel 0
+// belongs to the engine's background thread, channel c >= 1 to stream worker c (made with
+// channel(c), sharing the mapping). Each view is used by its one thread, except wakeSelf(),
+// which caller threads use after enqueueing work. Waiting spins for LIGHTCC_SPIN_US, then sleeps
+// on this rank's doorbell futex of the channel; whoever changes state another rank may wait on
+// calls wake(peer), which rings the same channel's doorbell over there.
+// Waits that involve peers check their liveness (a dead or zombie pid fails the wait at once),
+// an optional abort flag (the engine failed elsewhere), and give up after LIGHTCC_TIMEOUT
+// without progress.
 #pragma once
 
 #include <atomic>
@@ -31,6 +35,9 @@ class HostGroup {
   HostGroup(int local_rank, std::vector<int> global_ranks,
             std::vector<std::unique_ptr<ShmSegment>> segments, RankAreaLayout layout,
             WaitOptions options);
+  // Another channel's view of the same mapping (which it keeps alive); c < layout().channels.
+  std::unique_ptr<HostGroup> channel(int c) const;
+  int channelIndex() const { return channel_; }
 
   int localRank() const { return local_rank_; }
   int localSize() const { return static_cast<int>(global_ranks_.size()); }
@@ -40,9 +47,10 @@ class HostGroup {
   const RankAreaLayout& layout() const { return layout_; }
 
   RankHeader* header(int li) const;
+  Bell* bell(int li) const { return &header(li)->bells[channel_]; }
   std::atomic<uint64_t>& counter(int li, int slot) const;
   char* meta(int li) const;
-  char* staging(int li) const;
+  char* staging(int li) const;  // null on a channel without a staging area
   RingHeader* ring(int owner_li, int from_li) const;
   char* ringData(int owner_li, int from_li) const;
 
@@ -62,14 +70,24 @@ class HostGroup {
   // Returns PeerFailure naming the first local peer whose process is gone.
   Status checkPeersAlive() const;
   void setMaxSleepUs(double us) { options_.max_sleep_us = us; }
+  // Waits with check_peers fail with Aborted once *flag is true; the flag must outlive the view.
+  void setAbortFlag(const std::atomic<bool>* flag) { abort_ = flag; }
 
  private:
+  struct Mapping {
+    std::vector<std::unique_ptr<ShmSegment>> segments;
+    std::vector<char*> bases;
+  };
+  HostGroup(const HostGroup& base, int channel);
+
   int local_rank_;
   std::vector<int> global_ranks_;
-  std::vector<std::unique_ptr<ShmSegment>> segments_;
-  std::vector<char*> bases_;
+  std::shared_ptr<const Mapping> map_;
+  const std::vector<char*>* bases_;
   RankAreaLayout layout_;
   WaitOptions options_;
+  int channel_ = 0;
+  const std::atomic<bool>* abort_ = nullptr;
 };
 
 }  // namespace lightcc::shm

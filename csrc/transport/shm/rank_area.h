@@ -1,14 +1,18 @@
 // RankArea: the layout of one rank's shared-memory segment, which its host peers map.
 //
-// DESIGN. Each rank owns one segment. Peers write into it only through the fields named here:
-//  - header.doorbell: a futex word. Anyone who wants this rank's engine to look again bumps it
-//    (and calls futex_wake when header.sleeping counts sleepers). The owner only sleeps.
-//  - counters[slot]: sync counters, one per process set (slot = process-set id). Written only by
-//    the owner, read by every member of the set.
-//  - rings[j]: the SPSC byte ring carrying messages from local rank j to the owner. j is the
+// DESIGN. Each rank owns one segment. Peers write into it only through the fields named here.
+// The segment holds one set of the fields below per *channel* (LIGHT_NUM_STREAMS: channel 0 is
+// the engine thread's, channels 1..k the stream workers'), so channels never share a word and
+// each thread of the owner sleeps on its own doorbell:
+//  - header.bells[c].doorbell: a futex word. Anyone who wants the owner's channel-c thread to
+//    look again bumps it (and calls futex_wake when bells[c].sleeping counts sleepers: on
+//    channel 0 both the engine thread and a caller driving it may sleep).
+//  - counters[c][slot]: sync counters, one per process set (slot = process-set id). Written only
+//    by the owner, read by every member of the set.
+//  - rings[c][j]: the SPSC byte ring carrying messages from local rank j to the owner. j is the
 //    only producer (writes data and `head`), the owner the only consumer (writes `tail`).
-//  - meta and staging: written only by the owner, read by peers during a collective, guarded by
-//    the counters.
+//  - meta[c] and staging areas: written only by the owner, read by peers during a collective,
+//    guarded by the counters. Only channels that run collectives have a staging area.
 #pragma once
 
 #include <atomic>
@@ -23,17 +27,23 @@ constexpr int kMaxSetSlots = 4096;
 constexpr int kMaxProcessSets = kMaxSetSlots / 4;
 constexpr size_t kMetaBytes = 64 << 10;
 constexpr size_t kCacheLine = 64;
+// The engine thread's channel plus at most 8 streams (LIGHT_NUM_STREAMS).
+constexpr int kMaxChannels = 9;
 
 struct alignas(kCacheLine) PaddedCounter {
   std::atomic<uint64_t> value;
+};
+
+struct alignas(kCacheLine) Bell {
+  std::atomic<uint32_t> doorbell;
+  std::atomic<uint32_t> sleeping;  // how many of the owner's threads sleep on this doorbell
 };
 
 struct alignas(kCacheLine) RankHeader {
   uint64_t magic;
   int32_t pid;
   int32_t global_rank;
-  alignas(kCacheLine) std::atomic<uint32_t> doorbell;
-  std::atomic<uint32_t> sleeping;  // how many of the owner's threads sleep on the doorbell
+  Bell bells[kMaxChannels];
 };
 
 struct RingHeader {
@@ -42,27 +52,38 @@ struct RingHeader {
   alignas(kCacheLine) std::atomic<uint32_t> producer_sleeping;  // producer waits for space
 };
 
+// Channel c's fields sit at base + X_off + c * X_channel_stride. Staging areas belong to the
+// last `staging_areas` channels (with one channel, to channel 0; with streams, channels 1..k).
 struct RankAreaLayout {
+  int channels;
+  int staging_areas;
   size_t counters_off;
+  size_t counters_stride;
   size_t rings_off;
   size_t ring_stride;  // RingHeader rounded up + ring capacity
   size_t ring_bytes;
+  size_t rings_channel_stride;
   size_t meta_off;
   size_t staging_off;
-  size_t staging_bytes;  // two chunks
+  size_t staging_bytes;  // two chunks per staging area
   size_t total;
 
-  static RankAreaLayout compute(int local_size, size_t ring_bytes, size_t chunk_bytes) {
+  static RankAreaLayout compute(int local_size, size_t ring_bytes, size_t chunk_bytes, int channels = 1,
+                                int staging_areas = 1) {
     auto roundUp = [](size_t x, size_t a) { return (x + a - 1) / a * a; };
     RankAreaLayout l{};
-    l.counters_off = 4096;
-    l.rings_off = roundUp(l.counters_off + sizeof(PaddedCounter) * kMaxSetSlots, 4096);
+    l.channels = channels;
+    l.staging_areas = staging_areas;
+    l.counters_off = roundUp(sizeof(RankHeader), 4096);
+    l.counters_stride = roundUp(sizeof(PaddedCounter) * kMaxSetSlots, 4096);
+    l.rings_off = l.counters_off + l.counters_stride * static_cast<size_t>(channels);
     l.ring_bytes = ring_bytes;
     l.ring_stride = roundUp(sizeof(RingHeader), 4096) + roundUp(ring_bytes, 4096);
-    l.meta_off = l.rings_off + l.ring_stride * static_cast<size_t>(local_size);
-    l.staging_off = roundUp(l.meta_off + kMetaBytes, 4096);
+    l.rings_channel_stride = l.ring_stride * static_cast<size_t>(local_size);
+    l.meta_off = l.rings_off + l.rings_channel_stride * static_cast<size_t>(channels);
+    l.staging_off = roundUp(l.meta_off + kMetaBytes * static_cast<size_t>(channels), 4096);
     l.staging_bytes = 2 * chunk_bytes;
-    l.total = roundUp(l.staging_off + l.staging_bytes, 4096);
+    l.total = roundUp(l.staging_off + l.staging_bytes * static_cast<size_t>(staging_areas), 4096);
     return l;
   }
 };
