@@ -99,6 +99,9 @@ std::string applySetting(const std::string& name, const std::string& value, Para
     if (end == nullptr || *end != '\0' || !(d > 0 && d < 86400))
       return bad("HARP_HANDSHAKE_TIMEOUT", value, "seconds in (0, 86400)");
     p->handshake_timeout_s = d;
+  } else if (name == "HARP_BUSY_POLL_US") {
+    if (!parseInt(value, 0, 1000000, &x)) return bad("HARP_BUSY_POLL_US", value, "microseconds 0..1000000");
+    p->busy_poll_us = static_cast<int>(x);
   } else {
     return "unknown setting '" + name + "'";
   }
@@ -109,7 +112,7 @@ std::string applySetting(const std::string& name, const std::string& value, Para
 const char* const kSettable[] = {"HARP_NINSTANCES", "HARP_CORES",       "HARP_NFLOWS",
                                  "HARP_CHUNK_BYTES", "HARP_ZC_MIN_BYTES", "HARP_ZC",
                                  "HARP_HUGEPAGES",  "HARP_IFNAME",      "HARP_ALLOW_NO_SECRET",
-                                 "HARP_LOG_LEVEL",  "HARP_HANDSHAKE_TIMEOUT"};
+                                 "HARP_LOG_LEVEL",  "HARP_HANDSHAKE_TIMEOUT", "HARP_BUSY_POLL_US"};
 
 }  // namespace
 
@@ -128,6 +131,7 @@ const std::vector<ParamDoc>& harpParamDocs() {
       {"HARP_ALLOW_NO_SECRET", "bool", "0", "1: allow running without a secret (no HMAC)"},
       {"HARP_LOG_LEVEL", "int", "2", "stderr log level when NCCL passes no logger"},
       {"HARP_HANDSHAKE_TIMEOUT", "seconds", "30", "time a flow may take to complete its handshake"},
+      {"HARP_BUSY_POLL_US", "usec", "20", "instances keep polling (yielding) this long after work"},
   };
   return docs;
 }

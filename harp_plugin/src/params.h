@@ -35,6 +35,7 @@ struct Params {
   bool allow_no_secret = false;    // HARP_ALLOW_NO_SECRET=1: run unauthenticated
   int log_level = 2;               // HARP_LOG_LEVEL: stderr level when NCCL gives no logger
   double handshake_timeout_s = 30; // HARP_HANDSHAKE_TIMEOUT: seconds a flow may take to open
+  int busy_poll_us = 20;           // HARP_BUSY_POLL_US: instance keeps polling this long after work
   std::vector<ProfileNic> profile_nics;
 };
 

@@ -66,6 +66,14 @@ def test_conformance_other_send_paths(zc):
         assert p.returncode == 0, p.stdout + p.stderr[-4000:]
 
 
+def test_bad_setting_is_a_clear_init_error():
+    _need(BUILD / "harp_conformance")
+    p = _run([BUILD / "harp_conformance", "--lib", LIB, "--case", "bad_setting"], timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+    for bad in ("fast", "-5", "9999999"):
+        assert f"HARP_BUSY_POLL_US='{bad}' is invalid" in p.stderr, p.stderr[-4000:]
+
+
 def test_net_link():
     exe = BUILD / "harp_net_link_test"
     _need(exe)

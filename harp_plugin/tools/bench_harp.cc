@@ -36,11 +36,13 @@ struct Link {
   void* recv = nullptr;
 };
 
+// Polls like NCCL's proxy thread, which yields the core whenever a pass made no progress.
 int waitDone(Link& l, void* req) {
   for (;;) {
     int done = 0, size = 0;
     if (l.api.test(req, &done, &size) != 0) return -1;
     if (done) return size;
+    sched_yield();
   }
 }
 
@@ -118,8 +120,8 @@ int stream(const Config& cfg, int ctl, Link& l, bool receiver, size_t size) {
       ++completed;
       if (posted < n) BENCH_CHECK(post(s), "post");
     }
-    // Like NCCL's proxy this thread polls; yield when idle so that, on a small machine, the
-    // plugin's instance threads get the core.
+    // Like NCCL's proxy this thread polls and yields when a pass made no progress, so that on a
+    // small machine the plugin's instance threads get the core.
     if (completed == before) sched_yield();
   }
   double secs = now() - t0;
