@@ -88,6 +88,7 @@ class Worker {
   int index_;
   int core_;
   ZeroCopyMode zc_mode_;
+  bool zc_forced_;  // HARP_ZC=uring|msg: zero-copy even to local peers (tests exercise the paths)
   int busy_poll_us_;
   int epfd_ = -1;
   int evfd_ = -1;
