@@ -60,10 +60,12 @@ std::string applySetting(const std::string& name, const std::string& value, Para
     p->ninstances = static_cast<int>(x);
   } else if (name == "HARP_CORES") {
     p->cores.clear();
+    p->pin = value != "off";
+    if (!p->pin) return "";
     std::stringstream ss(value);
     std::string item;
     while (std::getline(ss, item, ',')) {
-      if (!parseInt(trim(item), 0, 4095, &x)) return bad("HARP_CORES", value, "a list like 0,2");
+      if (!parseInt(trim(item), 0, 4095, &x)) return bad("HARP_CORES", value, "a list like 0,2, or off");
       p->cores.push_back(static_cast<int>(x));
     }
   } else if (name == "HARP_NFLOWS") {
@@ -119,7 +121,7 @@ const char* const kSettable[] = {"HARP_NINSTANCES", "HARP_CORES",       "HARP_NF
 const std::vector<ParamDoc>& harpParamDocs() {
   static const std::vector<ParamDoc> docs = {
       {"HARP_NINSTANCES", "int", "min(cores,4)", "engine threads, each pinned to one core"},
-      {"HARP_CORES", "list", "first N allowed", "cores to pin the instances to, e.g. 2,3"},
+      {"HARP_CORES", "list", "first N allowed", "cores to pin the instances to, e.g. 2,3; off: no pinning"},
       {"HARP_NFLOWS", "int", "4", "TCP flows per connection, spread over instances"},
       {"HARP_CHUNK_BYTES", "bytes", "512K", "a message is cut into chunks of this size"},
       {"HARP_ZC_MIN_BYTES", "bytes", "64K", "chunks at least this big are sent zero-copy"},

@@ -24,6 +24,7 @@ struct ProfileNic {
 struct Params {
   int ninstances = 0;              // HARP_NINSTANCES: engine threads (default min(cores, 4))
   std::vector<int> cores;          // HARP_CORES: comma list of cores to pin instances to
+  bool pin = true;                 // HARP_CORES=off: leave the instances unpinned
   int nflows = 4;                  // HARP_NFLOWS: TCP flows per comm (1..64)
   size_t chunk_bytes = 512 << 10;  // HARP_CHUNK_BYTES: unit a message is cut into (4 KiB..64 MiB)
   size_t zc_min_bytes = 64 << 10;  // HARP_ZC_MIN_BYTES: chunks at least this big go zero-copy

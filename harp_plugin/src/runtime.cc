@@ -61,7 +61,7 @@ harp_abi::ncclResult_t harpRuntimeInit(harp_abi::ncclDebugLogger_t logger) {
   }
   std::vector<int> cores = params.cores.empty() ? allowedCores() : params.cores;
   for (int i = 0; i < params.ninstances; ++i) {
-    int core = cores.empty() ? -1 : cores[static_cast<size_t>(i) % cores.size()];
+    int core = (cores.empty() || !params.pin) ? -1 : cores[static_cast<size_t>(i) % cores.size()];
     rt->workers.push_back(std::make_unique<Worker>(i, core, params.zc_mode, params.busy_poll_us));
   }
   HARP_INFO("init: %zu device(s), first %s; %d instance(s), %d flow(s)/comm, chunk %zu B, "

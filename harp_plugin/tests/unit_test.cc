@@ -122,6 +122,11 @@ void testParams() {
     EXPECT(harpParseParams(&p).find("HARP_BUSY_POLL_US") != std::string::npos);
   }
   unsetenv("HARP_BUSY_POLL_US");
+  setenv("HARP_CORES", "off", 1);
+  EXPECT(harpParseParams(&p).empty() && !p.pin && p.cores.empty());
+  setenv("HARP_CORES", "0,of", 1);
+  EXPECT(harpParseParams(&p).find("HARP_CORES") != std::string::npos);
+  unsetenv("HARP_CORES");
   Params q;
   std::string prof = "# profile\nnic eth1 speed_mbps=25000 numa=1 pci=0000:00:05.0\nHARP_IFNAME = eth1\nHARP_NFLOWS = 6\n";
   EXPECT(harpParseProfile(prof, &q, {}).empty() && q.ifname == "eth1" && q.nflows == 6 &&
