@@ -101,6 +101,28 @@ def test_netns_veth():
     assert p.returncode == 0, p.stdout + p.stderr[-4000:]
 
 
+def test_flowcap_scenario_runs_and_cleans_up():
+    """The per-flow-cap benchmark scenario builds its shaped link, runs every mode and removes its
+    namespaces. Rates are printed, not asserted (speed lives in benchmarks)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None:
+        pytest.skip("network namespaces need root and iproute2")
+    _need(BUILD / "harp-bench")
+
+    def namespaces():
+        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
+        return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+    before = namespaces()
+    env = {"PYTHONPATH": str(HERE.parent.parent)}
+    p = _run(["python3", "-m", "lightcc.harp.scenarios", "--shape", "flowcap", "--rate", "200mbit",
+              "--sizes", "1M", "--mb-per-size", "8", "--repeats", "1", "--flows", "2", "--streams", "2",
+              "--bench", BUILD / "harp-bench", "--lib", LIB], timeout=300, env_extra=env)
+    assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+    rows = [line.split()[0:2] for line in p.stdout.splitlines() if not line.startswith("#")]
+    assert [r[0] for r in rows[1:]] == ["socket1", "harp", "tcp"], p.stdout
+    assert {n for n in namespaces() - before if n.startswith("hs")} == set(), "scenario left namespaces"
+
+
 def test_harp_setup_writes_profile(tmp_path):
     _need(BUILD / "harp-setup")
     out = tmp_path / "profile"
