@@ -109,7 +109,7 @@ def test_flowcap_scenario_runs_and_cleans_up():
     _need(BUILD / "harp-bench")
 
     def namespaces():
-        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
+        out = subprocess.run(["ip", "netns", "list"], check=False, capture_output=True, text=True, timeout=20).stdout
         return {line.split()[0] for line in out.splitlines() if line.strip()}
 
     before = namespaces()

@@ -27,14 +27,13 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
 
 from lightcc.harp._native import LIB_DIR
 
 _BULK_BYTES = 4 << 20  # a leaf class that sent more than this in a run carried a bulk flow
 
 
-def _run(cmd: List[str], timeout: float = 30, **kw) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], timeout: float = 30, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout, **kw)
 
 
@@ -48,9 +47,9 @@ class Link:
         self.prefix = tag + "v"  # HARP_IFNAME prefix matching both ends
         net = 20 + int(tag[2:4], 16) % 200
         self.addr_recv, self.addr_send = f"10.214.{net}.1", f"10.214.{net}.2"
-        self._made: List[str] = []
+        self._made: list[str] = []
 
-    def __enter__(self) -> "Link":
+    def __enter__(self):  # returns self
         try:
             for ns in (self.ns_recv, self.ns_send):
                 _run(["ip", "netns", "add", ns])
@@ -86,7 +85,7 @@ class Link:
 
     def __exit__(self, *exc) -> None:
         for ns in reversed(self._made):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+            subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True, timeout=30)
         self._made.clear()
 
     def tc(self, *args: str) -> None:
@@ -122,18 +121,18 @@ class Link:
         elif shape != "none":
             raise ValueError(f"unknown shape '{shape}': expected none, tbf or flowcap")
 
-    def class_bytes(self) -> Dict[int, int]:
+    def class_bytes(self) -> dict[int, int]:
         """Bytes sent so far by each per-flow leaf class (flowcap), keyed by class minor."""
         out = _run(["ip", "netns", "exec", self.ns_send, "tc", "-s", "class", "show", "dev", self.if_send]).stdout
         sent = {}
         for block in out.split("class htb ")[1:]:
-            m = re.match(r"1:(\w+) .*?Sent (\d+) bytes", block, re.S)
+            m = re.match(r"1:(\w+) .*?Sent (\d+) bytes", block, re.DOTALL)
             if m and int(m.group(1), 16) >= 0x100:
                 sent[int(m.group(1), 16)] = int(m.group(2))
         return sent
 
 
-def _bench(args, link: Link, mode: str, extra_env: Dict[str, str], streams: int) -> Tuple[Dict[int, float], str]:
+def _bench(args, link: Link, mode: str, extra_env: dict[str, str], streams: int) -> tuple[dict[int, float], str]:
     env = dict(os.environ)
     env.update({"HARP_JOB_SECRET": "scenario", "HARP_IFNAME": link.prefix})
     env.update(extra_env)
@@ -156,7 +155,7 @@ def _bench(args, link: Link, mode: str, extra_env: Dict[str, str], streams: int)
         "--ifname",
         link.if_recv,
     ]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    p = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=args.timeout)
     if p.returncode != 0:
         raise RuntimeError(f"harp-bench {mode} failed (exit {p.returncode}): {p.stderr[-2000:]}")
     res = {}
@@ -167,7 +166,7 @@ def _bench(args, link: Link, mode: str, extra_env: Dict[str, str], streams: int)
     return res, " ".join(cmd)
 
 
-def _configs(args) -> List[Tuple[str, str, Dict[str, str], int, int]]:
+def _configs(args) -> list[tuple[str, str, dict[str, str], int, int]]:
     """(label, mode, env, tcp streams, flows on the wire)."""
     out = [("socket1", "socket1", {}, 1, 1)]
     for n in args.flows:
@@ -177,7 +176,7 @@ def _configs(args) -> List[Tuple[str, str, Dict[str, str], int, int]]:
     return out
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="flowcap", choices=["none", "tbf", "flowcap"])
     ap.add_argument("--rate", default="400mbit", help="tc rate: per flow (flowcap) or per link (tbf)")
@@ -199,8 +198,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not path.exists():
             print(f"scenarios: {path} is missing (build harp_plugin, or pass --bench/--lib)", file=sys.stderr)
             return 2
-    results: Dict[Tuple[str, int], List[float]] = {}
-    notes: List[str] = []
+    results: dict[tuple[str, int], list[float]] = {}
+    notes: list[str] = []
     with Link() as link:
         link.shape(args.shape, args.rate)
         print(
