@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                 before = link.class_bytes() if args.shape == "flowcap" else {}
                 res, cmd = _bench(args, link, mode, env, streams)
                 if rep == 0:
-                    print(f"# {label}: {cmd}", flush=True)
+                    print(f"# {label}: {''.join(f'{k}={v} ' for k, v in env.items())}{cmd}", flush=True)
                 for size, gbps in res.items():
                     results.setdefault((label, size), []).append(gbps)
                 if args.shape == "flowcap":
