@@ -154,6 +154,8 @@ def _bench(args, link: Link, mode: str, extra_env: dict[str, str], streams: int)
         link.ns_send,
         "--ifname",
         link.if_recv,
+        "--idle",
+        args.idle,
     ]
     p = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=args.timeout)
     if p.returncode != 0:
@@ -185,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flows", default="1,2,4,8", help="HARP_NFLOWS values to run")
     ap.add_argument("--streams", default="4,8", help="raw TCP stream counts to run")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--idle", default="yield", help="harp-bench --idle: yield (NCCL proxy) or microseconds to sleep")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per harp-bench run")
     ap.add_argument("--bench", type=Path, default=LIB_DIR / "harp-bench")
     ap.add_argument("--lib", type=Path, default=LIB_DIR / "libnccl-net-harp.so")
@@ -204,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         link.shape(args.shape, args.rate)
         print(
             f"# shape={args.shape} rate={args.rate} sizes={args.sizes} mb/size={args.mb_per_size} "
-            f"repeats={args.repeats}; load: {os.getloadavg()[0]:.2f}",
+            f"repeats={args.repeats} idle={args.idle}; load: {os.getloadavg()[0]:.2f}",
             flush=True,
         )
         for rep in range(args.repeats):
