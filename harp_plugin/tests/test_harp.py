@@ -66,6 +66,17 @@ def test_conformance_other_send_paths(zc):
         assert p.returncode == 0, p.stdout + p.stderr[-4000:]
 
 
+def test_transfers_with_sleeping_instances():
+    """HARP_BUSY_POLL_US=0: instances sleep as soon as they are idle, so every post depends on the
+    selective wake-ups (a missed one stalls a transfer until the instance's 1 s timeout)."""
+    _need(BUILD / "harp_conformance")
+    for case in ("transfer_v10", "transfer_v11", "transfer_v12"):
+        p = _run([BUILD / "harp_conformance", "--lib", LIB, "--case", case], 150, {"HARP_BUSY_POLL_US": "0"})
+        assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+    p = _run([BUILD / "harp_net_link_test", "--lib", LIB], 120, {"HARP_BUSY_POLL_US": "0"})
+    assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+
+
 def test_bad_setting_is_a_clear_init_error():
     _need(BUILD / "harp_conformance")
     p = _run([BUILD / "harp_conformance", "--lib", LIB, "--case", "bad_setting"], timeout=60)
