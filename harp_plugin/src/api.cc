@@ -48,15 +48,17 @@ bool checkMr(void* mhandle, const void* data, size_t size, const char* op) {
   return true;
 }
 
-// Reserves the next slot, or returns null for back-pressure (slot or a lane not yet free).
+// Reserves the next slot, or returns null for back-pressure (slot or a lane not yet free). A
+// lane that holds the slot back may be asleep with posts it was never woken for: wake it.
 Request* reserveSlot(CommCore* c) {
   uint64_t seq = c->next_seq;
   Request& r = c->slots[seq % kSlots];
   if (r.state != ReqState::kFree) return nullptr;
   for (auto& lane : c->lanes) {
-    if (lane->ring.freeSlots() == 0) return nullptr;
-    if (c->kind == CommKind::kSend && seq >= kSlots &&
-        lane->retired.load(std::memory_order_acquire) <= seq - kSlots) {
+    if (lane->ring.freeSlots() == 0 ||
+        (c->kind == CommKind::kSend && seq >= kSlots &&
+         lane->retired.load(std::memory_order_acquire) <= seq - kSlots)) {
+      lane->worker->wake();
       return nullptr;
     }
   }
@@ -64,13 +66,24 @@ Request* reserveSlot(CommCore* c) {
   return &r;
 }
 
+// Every lane gets the post (any of its flows may carry a chunk), but only the instances that can
+// act on it now are woken. A send of k chunks wakes min(k, lanes) instances, round-robin by seq so
+// small messages spread over cores; the others retire it when they next run (reserveSlot wakes
+// them before their lag could block a slot). A receive wakes only a lane with a flow parked
+// waiting for a post; otherwise the chunk's arrival wakes the instance, which then sees the post.
 void publish(CommCore* c, Request* r) {
   r->state = ReqState::kPosted;
   ++c->next_seq;
   for (auto& lane : c->lanes) {
     lane->ring.push({r, r->seq});  // cannot fail: reserveSlot checked for room
-    lane->worker->wake();
   }
+  size_t nlanes = c->lanes.size();
+  if (c->kind == CommKind::kRecv) {
+    for (auto& lane : c->lanes) lane->worker->wakeIfParked(*lane);
+    return;
+  }
+  size_t wake = static_cast<size_t>(std::min<uint64_t>(r->nchunks, nlanes));
+  for (size_t k = 0; k < wake; ++k) c->lanes[(r->seq + k) % nlanes]->worker->wake();
 }
 
 }  // namespace

@@ -73,12 +73,14 @@ struct Lane {
   CommCore* comm = nullptr;
   SpscRing<Posted, 128> ring;                      // NCCL thread -> instance
   alignas(64) std::atomic<uint64_t> retired{0};    // send: seqs this instance finished claiming
+  std::atomic<bool> parked{false};                 // recv: a flow waits for a post (see wakeIfParked)
   std::vector<std::unique_ptr<Flow>> flows;        // instance-owned after attach
   // Instance-local views.
   Posted queue[kSlots] = {};  // send: posted messages not yet exhausted, FIFO
   uint64_t q_head = 0, q_tail = 0;
   Posted table[kSlots] = {};  // recv: posted receives by seq % kSlots
   uint64_t known_seq = 0;     // seqs received from the ring so far
+  bool parked_view = false;   // last value stored to `parked`
 
   Lane();
   ~Lane();  // out of line: Flow is only complete in flow.h

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netinet/tcp.h>
 #include <sys/random.h>
 #include <time.h>
@@ -94,6 +95,28 @@ bool harpRandomBytes(void* out, size_t len) {
   }
   close(fd);
   return got == len;
+}
+
+bool harpPeerIsLocal(int fd) {
+  SockAddr peer{};
+  socklen_t len = sizeof(peer);
+  if (getpeername(fd, &peer.sa, &len) != 0) return false;
+  if (peer.sa.sa_family == AF_INET && (ntohl(peer.sin.sin_addr.s_addr) >> 24) == 127) return true;
+  if (peer.sa.sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&peer.sin6.sin6_addr)) return true;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool local = false;
+  for (ifaddrs* a = list; a != nullptr && !local; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != peer.sa.sa_family) continue;
+    if (peer.sa.sa_family == AF_INET) {
+      local = reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == peer.sin.sin_addr.s_addr;
+    } else {
+      local = memcmp(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, &peer.sin6.sin6_addr,
+                     sizeof(in6_addr)) == 0;
+    }
+  }
+  freeifaddrs(list);
+  return local;
 }
 
 double harpNowSeconds() {

@@ -30,6 +30,10 @@ IoStep harpWriteSome(int fd, const uint8_t* buf, size_t len, size_t* done, int* 
 // Reads into buf[*done .. len) as far as possible. kClosed on orderly EOF before len.
 IoStep harpReadSome(int fd, uint8_t* buf, size_t len, size_t* done, int* err);
 
+// True when the connected socket's peer address belongs to this network namespace (loopback or
+// one of our own interfaces): the kernel then delivers locally and copies every byte anyway.
+bool harpPeerIsLocal(int fd);
+
 // 16 random bytes from getrandom(2) (falls back to /dev/urandom).
 bool harpRandomBytes(void* out, size_t len);
 

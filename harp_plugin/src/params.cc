@@ -60,10 +60,12 @@ std::string applySetting(const std::string& name, const std::string& value, Para
     p->ninstances = static_cast<int>(x);
   } else if (name == "HARP_CORES") {
     p->cores.clear();
+    p->pin = value != "off";
+    if (!p->pin) return "";
     std::stringstream ss(value);
     std::string item;
     while (std::getline(ss, item, ',')) {
-      if (!parseInt(trim(item), 0, 4095, &x)) return bad("HARP_CORES", value, "a list like 0,2");
+      if (!parseInt(trim(item), 0, 4095, &x)) return bad("HARP_CORES", value, "a list like 0,2, or off");
       p->cores.push_back(static_cast<int>(x));
     }
   } else if (name == "HARP_NFLOWS") {
@@ -99,6 +101,9 @@ std::string applySetting(const std::string& name, const std::string& value, Para
     if (end == nullptr || *end != '\0' || !(d > 0 && d < 86400))
       return bad("HARP_HANDSHAKE_TIMEOUT", value, "seconds in (0, 86400)");
     p->handshake_timeout_s = d;
+  } else if (name == "HARP_BUSY_POLL_US") {
+    if (!parseInt(value, 0, 1000000, &x)) return bad("HARP_BUSY_POLL_US", value, "microseconds 0..1000000");
+    p->busy_poll_us = static_cast<int>(x);
   } else {
     return "unknown setting '" + name + "'";
   }
@@ -109,14 +114,14 @@ std::string applySetting(const std::string& name, const std::string& value, Para
 const char* const kSettable[] = {"HARP_NINSTANCES", "HARP_CORES",       "HARP_NFLOWS",
                                  "HARP_CHUNK_BYTES", "HARP_ZC_MIN_BYTES", "HARP_ZC",
                                  "HARP_HUGEPAGES",  "HARP_IFNAME",      "HARP_ALLOW_NO_SECRET",
-                                 "HARP_LOG_LEVEL",  "HARP_HANDSHAKE_TIMEOUT"};
+                                 "HARP_LOG_LEVEL",  "HARP_HANDSHAKE_TIMEOUT", "HARP_BUSY_POLL_US"};
 
 }  // namespace
 
 const std::vector<ParamDoc>& harpParamDocs() {
   static const std::vector<ParamDoc> docs = {
       {"HARP_NINSTANCES", "int", "min(cores,4)", "engine threads, each pinned to one core"},
-      {"HARP_CORES", "list", "first N allowed", "cores to pin the instances to, e.g. 2,3"},
+      {"HARP_CORES", "list", "first N allowed", "cores to pin the instances to, e.g. 2,3; off: no pinning"},
       {"HARP_NFLOWS", "int", "4", "TCP flows per connection, spread over instances"},
       {"HARP_CHUNK_BYTES", "bytes", "512K", "a message is cut into chunks of this size"},
       {"HARP_ZC_MIN_BYTES", "bytes", "64K", "chunks at least this big are sent zero-copy"},
@@ -128,6 +133,7 @@ const std::vector<ParamDoc>& harpParamDocs() {
       {"HARP_ALLOW_NO_SECRET", "bool", "0", "1: allow running without a secret (no HMAC)"},
       {"HARP_LOG_LEVEL", "int", "2", "stderr log level when NCCL passes no logger"},
       {"HARP_HANDSHAKE_TIMEOUT", "seconds", "30", "time a flow may take to complete its handshake"},
+      {"HARP_BUSY_POLL_US", "usec", "20", "instances keep polling (yielding) this long after work"},
   };
   return docs;
 }

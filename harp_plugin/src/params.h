@@ -24,6 +24,7 @@ struct ProfileNic {
 struct Params {
   int ninstances = 0;              // HARP_NINSTANCES: engine threads (default min(cores, 4))
   std::vector<int> cores;          // HARP_CORES: comma list of cores to pin instances to
+  bool pin = true;                 // HARP_CORES=off: leave the instances unpinned
   int nflows = 4;                  // HARP_NFLOWS: TCP flows per comm (1..64)
   size_t chunk_bytes = 512 << 10;  // HARP_CHUNK_BYTES: unit a message is cut into (4 KiB..64 MiB)
   size_t zc_min_bytes = 64 << 10;  // HARP_ZC_MIN_BYTES: chunks at least this big go zero-copy
@@ -35,6 +36,7 @@ struct Params {
   bool allow_no_secret = false;    // HARP_ALLOW_NO_SECRET=1: run unauthenticated
   int log_level = 2;               // HARP_LOG_LEVEL: stderr level when NCCL gives no logger
   double handshake_timeout_s = 30; // HARP_HANDSHAKE_TIMEOUT: seconds a flow may take to open
+  int busy_poll_us = 20;           // HARP_BUSY_POLL_US: instance keeps polling this long after work
   std::vector<ProfileNic> profile_nics;
 };
 

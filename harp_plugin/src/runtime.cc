@@ -61,13 +61,14 @@ harp_abi::ncclResult_t harpRuntimeInit(harp_abi::ncclDebugLogger_t logger) {
   }
   std::vector<int> cores = params.cores.empty() ? allowedCores() : params.cores;
   for (int i = 0; i < params.ninstances; ++i) {
-    int core = cores.empty() ? -1 : cores[static_cast<size_t>(i) % cores.size()];
-    rt->workers.push_back(std::make_unique<Worker>(i, core, params.zc_mode));
+    int core = (cores.empty() || !params.pin) ? -1 : cores[static_cast<size_t>(i) % cores.size()];
+    rt->workers.push_back(std::make_unique<Worker>(i, core, params.zc_mode, params.busy_poll_us));
   }
   HARP_INFO("init: %zu device(s), first %s; %d instance(s), %d flow(s)/comm, chunk %zu B, "
-            "zero-copy %s from %zu B, auth %s", rt->devices.size(), rt->devices[0].name.c_str(),
-            params.ninstances, params.nflows, params.chunk_bytes, rt->workers[0]->zcName(),
-            params.zc_min_bytes, params.secret.empty() ? "off" : "HMAC-SHA256");
+            "zero-copy %s from %zu B, busy poll %d us, auth %s", rt->devices.size(),
+            rt->devices[0].name.c_str(), params.ninstances, params.nflows, params.chunk_bytes,
+            rt->workers[0]->zcName(), params.zc_min_bytes, params.busy_poll_us,
+            params.secret.empty() ? "off" : "HMAC-SHA256");
   g_runtime.store(rt.release(), std::memory_order_release);
   return harp_abi::ncclSuccess;
 }

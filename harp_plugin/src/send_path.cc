@@ -208,6 +208,11 @@ void Worker::reapErrqueue(Flow& f) {
       if (!v4 && !v6) continue;
       const auto* serr = reinterpret_cast<const sock_extended_err*>(CMSG_DATA(cm));
       if (serr->ee_origin != SO_EE_ORIGIN_ZEROCOPY || serr->ee_errno != 0) continue;
+      if ((serr->ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0 && !zc_forced_) {
+        // The kernel copied anyway (the route is local or the device cannot scatter-gather):
+        // zero-copy only adds notifications here, so later chunks of this flow are copied.
+        f.zc_capable = false;
+      }
       uint32_t lo = serr->ee_info, hi = serr->ee_data;
       for (ZcPending& z : f.zc_pending) {
         if (z.id - lo <= hi - lo) z.released = true;

@@ -7,6 +7,11 @@
 //              which writes the instance's eventfd only if the instance announced it is about to
 //              sleep (sleeping_ flag, seq_cst fences on both sides). Completions go back through
 //              atomics in the Request. No mutex.
+//   busy polling: after doing work the instance keeps polling (its rings, then epoll with a zero
+//              timeout, sched_yield between rounds) for HARP_BUSY_POLL_US before it sleeps, because
+//              a reply usually follows within tens of microseconds and a sleeping thread costs a
+//              wakeup syscall on the producer plus a scheduler round trip. Yielding keeps the
+//              spinning cheap for threads that share the core; the bound keeps idle comms free.
 //   control path: attach/detach of lanes (connect, accept, close) go through a mutex-protected
 //              op list and the same eventfd; detach waits on a condition variable until the
 //              instance dropped the lane and closed its fds.
@@ -31,7 +36,7 @@ namespace harp {
 class Worker {
  public:
   // Starts the thread, pinned to `core` (-1: not pinned).
-  Worker(int index, int core, ZeroCopyMode zc_mode);
+  Worker(int index, int core, ZeroCopyMode zc_mode, int busy_poll_us);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -39,6 +44,9 @@ class Worker {
   void attach(Lane* lane);   // control path; returns at once
   void detach(Lane* lane);   // control path; blocks until the lane's fds are closed
   void wake();               // data path; cheap when the instance is busy
+  // data path (receives): wakes only if a flow of `lane` is parked waiting for a post; otherwise
+  // the instance finds the post on its own when the chunk's bytes wake it.
+  void wakeIfParked(const Lane& lane);
   int index() const { return index_; }
   const char* zcName() const;
 
@@ -54,7 +62,7 @@ class Worker {
   void addLane(Lane* lane);
   void dropLane(Lane* lane);
   bool drainRings();
-  void handleEvents(int timeout_ms);
+  int handleEvents(int timeout_ms);
   bool anyWork() const;
 
   // send_path.cc
@@ -80,6 +88,8 @@ class Worker {
   int index_;
   int core_;
   ZeroCopyMode zc_mode_;
+  bool zc_forced_;  // HARP_ZC=uring|msg: zero-copy even to local peers (tests exercise the paths)
+  int busy_poll_us_;
   int epfd_ = -1;
   int evfd_ = -1;
   std::unique_ptr<Uring> uring_;

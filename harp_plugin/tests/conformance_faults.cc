@@ -232,6 +232,21 @@ int initNeedsSecret() {
   }, 10), 10);
 }
 
+// A malformed setting (here the busy-poll window) makes init fail with ncclInvalidUsage; the
+// warning naming the variable is checked by test_harp.py on stderr.
+int badSetting() {
+  for (const char* v : {"HARP_BUSY_POLL_US=fast", "HARP_BUSY_POLL_US=-5", "HARP_BUSY_POLL_US=9999999"}) {
+    pid_t child = spawn([v] {
+      Peer p(10, {"HARP_IFNAME=lo", "HARP_JOB_SECRET=x", v});
+      int rc = p.init();
+      HT_CHECK(rc == harp_abi::ncclInvalidUsage, "init with %s returned %d", v, rc);
+      return 0;
+    }, 10);
+    HT_CHECK(waitFor(child, 10) == 0, "init with %s", v);
+  }
+  return 0;
+}
+
 // Both sides without a secret (HARP_ALLOW_NO_SECRET=1) still handshake and transfer.
 int noSecretBothSides() {
   int sv[2];
@@ -280,6 +295,7 @@ std::vector<NamedCase> faultCases() {
        }},
       {"strangers", strangers},
       {"init_needs_secret", initNeedsSecret},
+      {"bad_setting", badSetting},
       {"no_secret_both_sides", noSecretBothSides},
   };
 }

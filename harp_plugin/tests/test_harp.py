@@ -66,6 +66,25 @@ def test_conformance_other_send_paths(zc):
         assert p.returncode == 0, p.stdout + p.stderr[-4000:]
 
 
+def test_transfers_with_sleeping_instances():
+    """HARP_BUSY_POLL_US=0: instances sleep as soon as they are idle, so every post depends on the
+    selective wake-ups (a missed one stalls a transfer until the instance's 1 s timeout)."""
+    _need(BUILD / "harp_conformance")
+    for case in ("transfer_v10", "transfer_v11", "transfer_v12"):
+        p = _run([BUILD / "harp_conformance", "--lib", LIB, "--case", case], 150, {"HARP_BUSY_POLL_US": "0"})
+        assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+    p = _run([BUILD / "harp_net_link_test", "--lib", LIB], 120, {"HARP_BUSY_POLL_US": "0"})
+    assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+
+
+def test_bad_setting_is_a_clear_init_error():
+    _need(BUILD / "harp_conformance")
+    p = _run([BUILD / "harp_conformance", "--lib", LIB, "--case", "bad_setting"], timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+    for bad in ("fast", "-5", "9999999"):
+        assert f"HARP_BUSY_POLL_US='{bad}' is invalid" in p.stderr, p.stderr[-4000:]
+
+
 def test_net_link():
     exe = BUILD / "harp_net_link_test"
     _need(exe)
@@ -91,6 +110,28 @@ def test_netns_veth():
     if p.returncode == 77:
         pytest.skip(p.stdout)
     assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+
+
+def test_flowcap_scenario_runs_and_cleans_up():
+    """The per-flow-cap benchmark scenario builds its shaped link, runs every mode and removes its
+    namespaces. Rates are printed, not asserted (speed lives in benchmarks)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None:
+        pytest.skip("network namespaces need root and iproute2")
+    _need(BUILD / "harp-bench")
+
+    def namespaces():
+        out = subprocess.run(["ip", "netns", "list"], check=False, capture_output=True, text=True, timeout=20).stdout
+        return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+    before = namespaces()
+    env = {"PYTHONPATH": str(HERE.parent.parent)}
+    p = _run(["python3", "-m", "lightcc.harp.scenarios", "--shape", "flowcap", "--rate", "200mbit",
+              "--sizes", "1M", "--mb-per-size", "8", "--repeats", "1", "--flows", "2", "--streams", "2",
+              "--bench", BUILD / "harp-bench", "--lib", LIB], timeout=300, env_extra=env)
+    assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+    rows = [line.split()[0:2] for line in p.stdout.splitlines() if not line.startswith("#")]
+    assert [r[0] for r in rows[1:]] == ["socket1", "harp", "tcp"], p.stdout
+    assert {n for n in namespaces() - before if n.startswith("hs")} == set(), "scenario left namespaces"
 
 
 def test_harp_setup_writes_profile(tmp_path):

@@ -115,6 +115,18 @@ void testParams() {
   setenv("HARP_ZC", "sometimes", 1);
   EXPECT(harpParseParams(&p).find("HARP_ZC") != std::string::npos);
   unsetenv("HARP_ZC");
+  setenv("HARP_BUSY_POLL_US", "200", 1);
+  EXPECT(harpParseParams(&p).empty() && p.busy_poll_us == 200);
+  for (const char* v : {"-1", "fast", "2000000", "10us"}) {
+    setenv("HARP_BUSY_POLL_US", v, 1);
+    EXPECT(harpParseParams(&p).find("HARP_BUSY_POLL_US") != std::string::npos);
+  }
+  unsetenv("HARP_BUSY_POLL_US");
+  setenv("HARP_CORES", "off", 1);
+  EXPECT(harpParseParams(&p).empty() && !p.pin && p.cores.empty());
+  setenv("HARP_CORES", "0,of", 1);
+  EXPECT(harpParseParams(&p).find("HARP_CORES") != std::string::npos);
+  unsetenv("HARP_CORES");
   Params q;
   std::string prof = "# profile\nnic eth1 speed_mbps=25000 numa=1 pci=0000:00:05.0\nHARP_IFNAME = eth1\nHARP_NFLOWS = 6\n";
   EXPECT(harpParseProfile(prof, &q, {}).empty() && q.ifname == "eth1" && q.nflows == 6 &&

@@ -24,6 +24,10 @@ struct Config {
   std::string ns_recv, ns_send;  // network namespaces (empty = current)
   std::string ifname = "lo";  // interface whose address raw TCP binds to
   bool latency = false;       // ping-pong instead of streaming
+  // harp: what the polling thread does after a pass that completed nothing. 0 = sched_yield, as
+  // NCCL's proxy thread does; N > 0 = sleep N microseconds, like a caller that sleeps when idle
+  // (lightcc's engine sleeps with backoff after a short spin).
+  int idle_sleep_us = 0;
 };
 
 // One result per size, in the order of cfg.sizes: GB/s (throughput) or microseconds (latency).

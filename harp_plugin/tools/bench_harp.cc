@@ -36,11 +36,21 @@ struct Link {
   void* recv = nullptr;
 };
 
-int waitDone(Link& l, void* req) {
+// After a polling pass that completed nothing: yield like NCCL's proxy thread, or sleep.
+void idle(const Config& cfg) {
+  if (cfg.idle_sleep_us > 0) {
+    usleep(static_cast<useconds_t>(cfg.idle_sleep_us));
+  } else {
+    sched_yield();
+  }
+}
+
+int waitDone(const Config& cfg, Link& l, void* req) {
   for (;;) {
     int done = 0, size = 0;
     if (l.api.test(req, &done, &size) != 0) return -1;
     if (done) return size;
+    idle(cfg);
   }
 }
 
@@ -118,9 +128,9 @@ int stream(const Config& cfg, int ctl, Link& l, bool receiver, size_t size) {
       ++completed;
       if (posted < n) BENCH_CHECK(post(s), "post");
     }
-    // Like NCCL's proxy this thread polls; yield when idle so that, on a small machine, the
-    // plugin's instance threads get the core.
-    if (completed == before) sched_yield();
+    // Like NCCL's proxy this thread polls; when a pass made no progress it gives the core to the
+    // plugin's instance threads (see Config::idle_sleep_us).
+    if (completed == before) idle(cfg);
   }
   double secs = now() - t0;
   l.api.deregMr(comm, mh);
@@ -156,7 +166,7 @@ int pingPong(const Config& cfg, int ctl, Link& l, bool receiver, size_t size) {
           BENCH_CHECK(l.api.irecv(l.recv, 1, data, sz, nullptr, &req) == 0, "irecv");
         }
       }
-      BENCH_CHECK(waitDone(l, req) >= 0, "test");
+      BENCH_CHECK(waitDone(cfg, l, req) >= 0, "test");
     }
   }
   double usec = (now() - t0) / static_cast<double>(n) / 2 * 1e6;

@@ -2,7 +2,7 @@
 //
 // Usage: harp-bench --lib libnccl-net-harp.so [--modes harp,socket1,tcp] [--streams 4]
 //          [--sizes 64K,1M,4M,16M] [--mb-per-size 512] [--latency]
-//          [--ns-recv NS --ns-send NS --ifname IF]
+//          [--ns-recv NS --ns-send NS --ifname IF] [--idle yield|USEC]
 // HARP settings come from the environment as usual (HARP_NFLOWS, HARP_NINSTANCES, ...).
 // Prints one line per (mode, size): "bench mode=harp size=4194304 GB/s=3.21".
 #include <fcntl.h>
@@ -120,6 +120,19 @@ int main(int argc, char** argv) {
     else if (a == "--sizes") sizes = next();
     else if (a == "--mb-per-size") cfg.bytes_per_size = static_cast<size_t>(atof(next().c_str()) * (1 << 20));
     else if (a == "--window") cfg.window = atoi(next().c_str());
+    else if (a == "--idle") {
+      std::string v = next();
+      char* end = nullptr;
+      long us = strtol(v.c_str(), &end, 10);
+      if (v == "yield") {
+        cfg.idle_sleep_us = 0;
+      } else if (!v.empty() && *end == '\0' && us > 0 && us <= 100000) {
+        cfg.idle_sleep_us = static_cast<int>(us);
+      } else {
+        fprintf(stderr, "harp-bench: --idle '%s': expected yield or microseconds 1..100000\n", v.c_str());
+        return 2;
+      }
+    }
     else if (a == "--latency") cfg.latency = true;
     else if (a == "--ns-recv") cfg.ns_recv = next();
     else if (a == "--ns-send") cfg.ns_send = next();
@@ -150,9 +163,11 @@ int main(int argc, char** argv) {
     const char* env_flows = getenv("HARP_NFLOWS");
     const char* env_inst = getenv("HARP_NINSTANCES");
     for (const Result& r : results) {
-      printf("bench mode=%s streams=%d flows=%s instances=%s size=%zu %s=%.3f\n", m.c_str(),
+      printf("bench mode=%s streams=%d flows=%s instances=%s idle=%s size=%zu %s=%.3f\n", m.c_str(),
              m == "tcp" ? c.streams : 1, env_flows ? env_flows : "default",
-             env_inst ? env_inst : "default", r.size, c.latency ? "usec" : "GB/s", r.value);
+             env_inst ? env_inst : "default",
+             c.idle_sleep_us > 0 ? (std::to_string(c.idle_sleep_us) + "us").c_str() : "yield", r.size,
+             c.latency ? "usec" : "GB/s", r.value);
     }
     fflush(stdout);
   }
