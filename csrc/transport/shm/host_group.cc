@@ -166,7 +166,9 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
     if (check_peers) cap = std::min(cap, 100e3);
     if (max_wait_us >= 0) cap = std::min(cap, max_wait_us - waited_us);
     futexWait(&me->doorbell, seen, std::max(1.0, std::min(sleep_us, cap)));
-    sleep_us = std::min(sleep_us * 2, 100e3);
+    // Network completions cannot ring the doorbell, so for the first millisecond (a few network
+    // round trips) poll at the short interval; only a longer wait backs off toward idle sleeps.
+    if (waited_us > 1000) sleep_us = std::min(sleep_us * 2, 100e3);
     me->sleeping.fetch_sub(1, std::memory_order_relaxed);
     if (ready()) return Status::OK();
     if (check_peers) {
