@@ -12,6 +12,7 @@ Engine::Engine(const InitOptions& options, const Config& config)
       config_(config),
       queue_([this] {
         if (host_) host_->wakeSelf();
+        driver_cv_.notify_all();  // the background thread may be sitting out a caller's grace period
       }) {
   topo_.rank = options.rank;
   topo_.size = options.size;

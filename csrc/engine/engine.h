@@ -110,6 +110,7 @@ class Engine {
   bool maintenanceDue(bool* want_cycle);
   void endLoop(Status st);
   Status driveUntil(Handle& handle);
+  void waitOutDrivers();
   Status validate(const TensorEntry& e) const;
 
   // cycle.cc
@@ -170,6 +171,7 @@ class Engine {
   std::atomic<bool> stopped_{false};   // the loop has ended; every handle has been failed
   std::mutex driver_mu_;               // with driver_cv_: the background thread waits out a driver
   std::condition_variable driver_cv_;
+  std::atomic<bool> handoff_{false};   // a driver left work behind for the background thread
 
   // Background thread only.
   std::unique_ptr<shm::HostGroup> host_;

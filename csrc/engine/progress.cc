@@ -23,6 +23,8 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 // How long a driver with nothing to do sleeps before it looks at the timers (stall inspector,
 // shutdown grace) again; it runs them itself, since it may keep the engine for a long time.
 constexpr double kDriverIdleUs = 20e3;
+// How long the background thread stays off the doorbell after a caller stopped driving.
+constexpr double kDriverGraceUs = 1000;
 }  // namespace
 
 bool Engine::workReady() {
@@ -90,10 +92,7 @@ void Engine::loop() {
         return probe.owns_lock() && incomingCycle();
       };
       Status st = host_->waitUntil(hint, "work", false, wait_us, /*spin=*/false);
-      if (driving_.load(std::memory_order_acquire)) {
-        std::unique_lock<std::mutex> d(driver_mu_);
-        driver_cv_.wait(d, [&] { return !driving_.load(std::memory_order_acquire) || stopped_; });
-      }
+      if (driving_.load(std::memory_order_acquire)) waitOutDrivers();
       lock.lock();
       if (stopped_) break;
       if (!st.ok()) {
@@ -124,6 +123,24 @@ void Engine::loop() {
     if (!st.ok() || stop) {
       endLoop(st);
       break;
+    }
+  }
+}
+
+void Engine::waitOutDrivers() {
+  std::unique_lock<std::mutex> d(driver_mu_);
+  while (true) {
+    driver_cv_.wait(d, [&] { return !driving_.load(std::memory_order_acquire) || stopped_; });
+    if (stopped_ || handoff_.exchange(false)) return;
+    // A caller that just drove usually drives again soon (a loop of synchronous ops). Staying off
+    // the doorbell meanwhile means peers' messages wake only that caller, not this thread too.
+    const bool back = driver_cv_.wait_for(d, std::chrono::microseconds(static_cast<int64_t>(kDriverGraceUs)), [&] {
+      return driving_.load(std::memory_order_acquire) || stopped_ || handoff_.load() || queue_.hasWork() ||
+             shutdown_requested_.load();
+    });
+    if (!back || !driving_.load(std::memory_order_acquire)) {
+      handoff_.store(false);
+      return;
     }
   }
 }
@@ -168,6 +185,7 @@ Status Engine::wait(Handle& handle) {
     {
       std::lock_guard<std::mutex> d(driver_mu_);
       driving_.store(false, std::memory_order_release);
+      if (more) handoff_.store(true);
     }
     lock.unlock();
     driver_cv_.notify_one();
