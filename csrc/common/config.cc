@@ -140,8 +140,9 @@ const std::vector<FlagSpec>& specs() {
       {{"LIGHTCC_TIMEOUT", "s", "60",
         "How long a rank waits for a peer without progress before failing with an error."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.1, 1e7, &c->timeout_seconds); }},
-      {{"LIGHTCC_SHM_CHUNK_BYTES", "bytes", "4194304",
-        "Pipeline chunk of the shared-memory collectives (each rank stages two)."},
+      {{"LIGHTCC_SHM_CHUNK_BYTES", "bytes", "1048576",
+        "Pipeline chunk of the shared-memory collectives (each rank stages two); small enough that "
+        "staged data is still in cache when the peers read it."},
        [](auto& n, auto& v, Config* c) {
          return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm_chunk_bytes);
        }},
