@@ -7,6 +7,7 @@ Horovod's ``HOROVOD_*`` names (scripts read them), and the variables of the tuni
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 from dataclasses import dataclass
@@ -85,6 +86,20 @@ def rank_variables(slot: SlotAssignment, rendezvous: tuple[str, int]) -> dict[st
     return env
 
 
+def threads_per_rank(local_size: int) -> int:
+    """OpenMP/BLAS threads for each of ``local_size`` ranks on this machine: its cores shared out.
+
+    Without it every rank's torch, NumPy (OpenBLAS) and oneDNN start one thread per core, so N
+    ranks run N times as many compute threads as there are cores (torchrun sets the same variable
+    for the same reason). A user's own OMP_NUM_THREADS always wins.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, cores // max(1, local_size))
+
+
 def format_addr(host: str, port: int) -> str:
     """``host:port``, with IPv6 addresses in brackets."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -111,6 +126,8 @@ def build_launches(
         env.update(rank_variables(slot, rendezvous))
         if slot.hostname in local_names:
             env[remote.SECRET_VAR] = secret
+            if "OMP_NUM_THREADS" not in env:
+                env["OMP_NUM_THREADS"] = str(threads_per_rank(slot.local_size))
             launches.append(RankLaunch(slot, True, list(command), env, None))
         else:
             cmd = remote.remote_command(template, slot.hostname, ssh_port, env, secret, command, cwd)

@@ -29,7 +29,7 @@ RANK_VARS = ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SI
 PRINT_ENV = (
     "import json, os, sys\n"
     "keys = [k for k in os.environ if k.startswith(('LIGHTCC_', 'HOROVOD_', 'NCCL_'))]\n"
-    "keys += ['HOME', 'PATH']\n"
+    "keys += ['HOME', 'PATH', 'OMP_NUM_THREADS']\n"
     "print(json.dumps({k: os.environ.get(k) for k in keys} | {'cwd': os.getcwd()}))\n"
     "print('to stderr from', os.environ['LIGHTCC_RANK'], file=sys.stderr)\n"
 )
@@ -76,6 +76,16 @@ def rank_envs(result: subprocess.CompletedProcess) -> dict[int, dict[str, str]]:
 
 
 # ---- spawning local ranks ----
+
+
+def test_local_ranks_share_the_cores_unless_the_user_chose():
+    cores = len(os.sched_getaffinity(0))
+    env = {k: v for k, v in clean_env().items() if k != "OMP_NUM_THREADS"}
+    result = lightccrun("-np", "3", sys.executable, "-c", PRINT_ENV, env=env)
+    assert result.returncode == 0, result.stderr
+    assert {e["OMP_NUM_THREADS"] for e in rank_envs(result).values()} == {str(max(1, cores // 3))}
+    result = lightccrun("-np", "2", sys.executable, "-c", PRINT_ENV, env={**env, "OMP_NUM_THREADS": "7"})
+    assert {e["OMP_NUM_THREADS"] for e in rank_envs(result).values()} == {"7"}
 
 
 @pytest.mark.parametrize("np", [2, 3])
