@@ -224,8 +224,8 @@ Status Engine::runCycle(bool* stop) {
   timeline_.cycleStart();
   classifyNewEntries();
 
-  const size_t cap = cache_->capacity();
-  const size_t W = (cap + 63) / 64;
+  const size_t W = (cache_->capacity() + 63) / 64;
+  const size_t cap = cache_->extent();  // bits at or above it are free on every rank
   std::vector<uint64_t> bits(1 + 2 * W, 0);
   bool to_send = false;
   for (const auto& [key, p] : pending_) to_send = to_send || p.state == EntryState::kToSend;

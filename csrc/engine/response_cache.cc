@@ -1,6 +1,8 @@
 // ResponseCache: slot vector plus name index; LRU eviction ordered by (last use, bit).
 #include "engine/response_cache.h"
 
+#include <algorithm>
+
 namespace lightcc {
 
 bool isCacheable(OpType op) {
@@ -60,17 +62,20 @@ void ResponseCache::put(const Request* local, const Response& response, uint64_t
   slot.last_used = cycle;
   slots_[bit] = std::move(slot);
   index_[{ps, name}] = bit;
+  extent_ = std::max(extent_, static_cast<size_t>(bit) + 1);
 }
 
 void ResponseCache::erase(int bit) {
   if (!slots_[bit]) return;
   index_.erase({slots_[bit]->request.process_set_id, slots_[bit]->request.name});
   slots_[bit].reset();
+  while (extent_ > 0 && !slots_[extent_ - 1]) --extent_;
 }
 
 void ResponseCache::clear() {
   for (auto& s : slots_) s.reset();
   index_.clear();
+  extent_ = 0;
 }
 
 }  // namespace lightcc

@@ -22,6 +22,9 @@ class ResponseCache {
   explicit ResponseCache(size_t capacity) : capacity_(capacity), slots_(capacity) {}
 
   size_t capacity() const { return capacity_; }
+  // One past the highest occupied bit: the per-cycle scans stop here (slots fill from the bottom,
+  // so a cache holding a model's few hundred tensors is not scanned to its full capacity).
+  size_t extent() const { return extent_; }
   // Bit of (set, name) or -1.
   int find(int32_t process_set_id, const std::string& name) const;
   const Request& request(int bit) const { return slots_[bit]->request; }
@@ -46,6 +49,7 @@ class ResponseCache {
     uint64_t last_used = 0;
   };
   size_t capacity_;
+  size_t extent_ = 0;
   std::vector<std::optional<Slot>> slots_;
   // Ordered by (set, name); transparent so find() needs no key copy (it runs per tensor per step).
   struct KeyLess {
