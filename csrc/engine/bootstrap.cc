@@ -255,6 +255,7 @@ Status Engine::bootstrap() {
       return it == comms_.end() ? nullptr : &it->second.ranks;
     });
   }
+  LIGHTCC_RETURN_IF_ERROR(setUpFusion());  // may probe the links: before the cycle receives are posted
   return postCycleReceives();
 }
 

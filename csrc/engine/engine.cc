@@ -178,6 +178,7 @@ void Engine::loop() {
     bool timer = false;
     auto ready = [&] {
       if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
+      if (fusionWantsFlush()) return true;
       return incomingCycle();
     };
     // With nothing pending the engine sleeps until woken; otherwise it wakes each second for
@@ -185,6 +186,8 @@ void Engine::loop() {
     double max_wait_us = (pending_.empty() && (!coordinator_ || coordinator_->empty())) ? 5e6 : 1e6;
     // While some rank is shutting down, cycle regularly so its grace period can end the job.
     if (shutdown_pending_ || shutdown_seen_) max_wait_us = 100e3;
+    // Held bucket tensors: look again soon for a blocked caller or the flush timer.
+    if (fusion_ && fusion_->holding()) max_wait_us = std::min(max_wait_us, 1e3);
     st = host_->waitUntil(ready, "work", false, max_wait_us);
     if (!st.ok()) break;
     if (!ready()) {
