@@ -32,12 +32,18 @@ Status Engine::setUpFusion() {
 
 bool Engine::fusionWantsFlush() const {
   if (!fusion_ || !fusion_->holding()) return false;
-  if (fusion_->idleSeconds() * 1e3 >= config_.fusion_flush_ms) return true;
+  if (fusion_->idleSeconds() * 1e3 >= config_.fusion_flush_ms) {
+    LIGHTCC_LOG(kDebug) << "fusion: nothing new agreed for " << config_.fusion_flush_ms << " ms";
+    return true;
+  }
   // A caller blocked on a held tensor would otherwise wait for the rest of its bucket, which may
   // never come (an unused parameter, a step with other tensors, a sequential caller).
   for (const auto& key : fusion_->heldKeys()) {
     auto it = pending_.find(key);
-    if (it != pending_.end() && it->second.entry.handle->waited()) return true;
+    if (it != pending_.end() && it->second.entry.handle->waited()) {
+      LIGHTCC_LOG(kDebug) << "fusion: a caller waits for held tensor '" << key.second << "'";
+      return true;
+    }
   }
   return false;
 }

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "common/logging.h"
 #include "engine/fusion.h"
 
 namespace lightcc {
@@ -45,17 +46,22 @@ size_t FusionScheduler::assign(const Key& key, const Response& r) {
   return open.index;
 }
 
-void FusionScheduler::endRound(Bucket& b) {
+void FusionScheduler::flushBucket(Bucket& b, std::vector<Response>* out) {
+  if (b.arrived.empty()) return;
   std::vector<Key> kept;
   for (const Key& k : b.members) {
-    if (b.done.count(k) || b.arrived.count(k)) {
+    if (!b.arrived.count(k)) LIGHTCC_LOG(kTrace) << "fusion: flushed a bucket without '" << k.second << "'";
+    if (b.arrived.count(k) || ++b.misses[k] < kEvictAfterMisses) {
       kept.push_back(k);
-    } else {
-      bucket_of_.erase(k);  // missed a whole round: unused, or not every step
+      continue;
     }
+    LIGHTCC_LOG(kDebug) << "fusion: tensor '" << k.second << "' was missing at " << kEvictAfterMisses
+                        << " flushes of its bucket in a row; it leaves the plan";
+    b.misses.erase(k);
+    bucket_of_.erase(k);
   }
   b.members = std::move(kept);
-  b.done.clear();
+  release(b, out);
 }
 
 void FusionScheduler::release(Bucket& b, std::vector<Response>* out) {
@@ -63,18 +69,9 @@ void FusionScheduler::release(Bucket& b, std::vector<Response>* out) {
     auto it = b.arrived.find(k);
     if (it == b.arrived.end()) continue;
     out->push_back(std::move(it->second));
-    b.done.insert(k);
     b.arrived.erase(it);
     --held_;
   }
-  if (b.done.size() == b.members.size()) b.done.clear();  // round complete
-}
-
-void FusionScheduler::releaseIfComplete(Bucket& b, std::vector<Response>* out) {
-  for (const Key& k : b.members) {
-    if (!b.done.count(k) && !b.arrived.count(k)) return;
-  }
-  release(b, out);
 }
 
 std::vector<Response> FusionScheduler::schedule(const std::vector<Response>& agreed, bool flush) {
@@ -85,11 +82,6 @@ std::vector<Response> FusionScheduler::schedule(const std::vector<Response>& agr
   for (const Response& r : agreed) {
     if (r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet) flush = true;
     if (!bucketable(r)) {
-      // An error for a bucket member ends its part of the round: the bucket must not wait for it.
-      for (const auto& n : r.names) {
-        auto it = bucket_of_.find({r.process_set_id, n});
-        if (it != bucket_of_.end()) buckets_[it->second].done.insert(it->first);
-      }
       now.push_back(r);
       continue;
     }
@@ -97,25 +89,21 @@ std::vector<Response> FusionScheduler::schedule(const std::vector<Response>& agr
     const Key key{r.process_set_id, r.names.front()};
     auto it = bucket_of_.find(key);
     if (it == bucket_of_.end()) {
-      // First sighting: run it now (nothing to wait for yet) and remember its place.
-      Bucket& b = buckets_[assign(key, r)];
-      b.done.insert(key);
+      assign(key, r);  // first sighting: run it now (nothing to wait for yet), remember its place
       now.push_back(r);
-      releaseIfComplete(b, &released);
       continue;
     }
     Bucket& b = buckets_[it->second];
     if (b.arrived.count(key)) release(b, &released);  // a name reused while held: keep both
-    if (b.done.count(key)) endRound(b);  // it already ran this round: this is the next step
+    b.misses.erase(key);
     b.arrived[key] = r;
     ++held_;
-    releaseIfComplete(b, &released);
+    if (b.arrived.size() == b.members.size()) release(b, &released);  // the whole bucket is agreed
   }
   if (flush && held_ > 0) {
     ++flushes_;
-    for (Bucket& b : buckets_) {
-      if (!b.arrived.empty()) release(b, &released);
-    }
+    LIGHTCC_LOG(kDebug) << "fusion: flushing " << held_ << " held tensors";
+    for (Bucket& b : buckets_) flushBucket(b, &released);
   }
   std::vector<Response> out = planFusion(released, options_.threshold, alone_);
   std::vector<Response> rest = planFusion(now, options_.threshold, alone_);

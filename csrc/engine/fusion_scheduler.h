@@ -8,20 +8,19 @@
 // size  : planFusion over what was agreed this cycle (Horovod).
 // order : a tensor's first agreement assigns it, in that (backward) order, to a bucket: the first
 //         bucket of each dtype/op class holds `first_bucket` bytes, later ones `bucket`. Afterwards
-//         an agreed tensor is held until its whole bucket is agreed, then the bucket runs as one
-//         fused response. A round of a bucket ends when it completes or when a member it already
-//         ran comes back (the next step); members that never came in that round are evicted and,
-//         if they return, re-enter as new tensors at the tail.
+//         an agreed tensor is held until every member of its bucket is agreed (held at once),
+//         then the bucket runs as one fused response.
 // cost  : order, with `bucket`/`first_bucket` taken from the alpha-beta model (engine/cost_model).
 // Flush: when asked (a caller blocks on a held tensor, nothing new for LIGHT_FUSION_FLUSH_MS,
-// join, shutdown) every held tensor runs now; so does the cycle of a process-set change.
+// join, shutdown) every held tensor runs now; so does the cycle of a process-set change. A member
+// missing at kEvictAfterMisses flushes of its bucket in a row leaves the plan (an unused
+// parameter); if it comes back it re-enters as a new tensor at the tail.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,13 +58,13 @@ class FusionScheduler {
     std::vector<Key> members;          // first-seen order
     int64_t bytes = 0;
     std::map<Key, Response> arrived;   // agreed this round, not yet run
-    std::set<Key> done;                // ran this round
+    std::map<Key, int> misses;         // flushes of this bucket in a row without this member
   };
+  static constexpr int kEvictAfterMisses = 3;
   bool bucketable(const Response& r) const;
   size_t assign(const Key& key, const Response& r);
-  void endRound(Bucket& b);
+  void flushBucket(Bucket& b, std::vector<Response>* out);
   void release(Bucket& b, std::vector<Response>* out);
-  void releaseIfComplete(Bucket& b, std::vector<Response>* out);
 
   Options options_;
   std::function<bool(const Response&)> alone_;
