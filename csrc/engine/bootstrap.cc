@@ -37,7 +37,9 @@ std::string fingerprint(const Config& c) {
      << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk_allreduce
      << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
      << ";LIGHT_TOPK_WARMUP_STEPS=" << c.topk_warmup_steps << ";LIGHT_TOPK_WARMUP=" << c.topk_warmup_decay
-     << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback;
+     << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback
+     << ";LIGHT_FUSION_STRATEGY=" << fusionStrategyName(c.fusion_strategy)
+     << ";LIGHT_FUSION_FIRST_BUCKET=" << c.fusion_first_bucket_bytes;
   return os.str();
 }
 

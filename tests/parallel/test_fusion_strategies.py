@@ -41,3 +41,15 @@ def test_bad_flag_fails_init_on_every_rank(name, value):
     results = run_ranks("fusion_badflag_worker.py", 3, timeout=60, per_rank_env={r: {name: value} for r in range(3)})
     for res in results:
         assert res.stdout.startswith("ERR") and name in res.stdout and value in res.stdout, res.stdout + res.stderr
+
+
+def test_strategy_must_match_across_ranks():
+    # Each rank's scheduler replays the same agreed lists; different strategies would diverge.
+    per_rank = {0: {"LIGHT_FUSION_STRATEGY": "order"}, 1: {"LIGHT_FUSION_STRATEGY": "size"},
+                2: {"LIGHT_FUSION_STRATEGY": "order"}}
+    results = run_ranks("fusion_badflag_worker.py", 3, timeout=60, per_rank_env=per_rank)
+    # Every rank fails init (none hangs) and rank 0 names the flag; another rank may see rank 0
+    # close the rendezvous before it read every fingerprint (bootstrap's existing behaviour).
+    assert all(res.stdout.startswith("ERR") for res in results), [r.stdout + r.stderr for r in results]
+    out = results[0].stdout
+    assert "LIGHT_FUSION_STRATEGY=order" in out and "LIGHT_FUSION_STRATEGY=size" in out, out
