@@ -309,7 +309,7 @@ Status Engine::runCycle(bool* stop) {
   }
   const std::vector<Response> plan = fusion_->schedule(responses, flush);
   fusion_holding_ = fusion_->holding();
-  stats_.fusion_held.store(fusion_->heldKeys().size(), std::memory_order_relaxed);
+  stats_.fusion_held.store(fusion_->heldCount(), std::memory_order_relaxed);
   stats_.fusion_flushes.store(fusion_->flushes(), std::memory_order_relaxed);
   for (const Response& r : plan) {
     LIGHTCC_RETURN_IF_ERROR(execute(r));

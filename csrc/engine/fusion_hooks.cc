@@ -38,14 +38,12 @@ bool Engine::fusionWantsFlush() const {
   }
   // A caller blocked on a held tensor would otherwise wait for the rest of its bucket, which may
   // never come (an unused parameter, a step with other tensors, a sequential caller).
-  for (const auto& key : fusion_->heldKeys()) {
+  return fusion_->anyHeld([this](const FusionScheduler::Key& key) {
     auto it = pending_.find(key);
-    if (it != pending_.end() && it->second.entry.handle->waited()) {
-      LIGHTCC_LOG(kDebug) << "fusion: a caller waits for held tensor '" << key.second << "'";
-      return true;
-    }
-  }
-  return false;
+    if (it == pending_.end() || !it->second.entry.handle->waited()) return false;
+    LIGHTCC_LOG(kDebug) << "fusion: a caller waits for held tensor '" << key.second << "'";
+    return true;
+  });
 }
 
 void Engine::nudgeFusion() {

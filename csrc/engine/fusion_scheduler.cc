@@ -50,7 +50,9 @@ void FusionScheduler::flushBucket(Bucket& b, std::vector<Response>* out) {
   if (b.arrived.empty()) return;
   std::vector<Key> kept;
   for (const Key& k : b.members) {
-    if (!b.arrived.count(k)) LIGHTCC_LOG(kTrace) << "fusion: flushed a bucket without '" << k.second << "'";
+    if (!b.arrived.count(k)) {
+      LIGHTCC_LOG(kTrace) << "fusion: flushed a bucket without '" << k.second << "'";
+    }
     if (b.arrived.count(k) || ++b.misses[k] < kEvictAfterMisses) {
       kept.push_back(k);
       continue;
@@ -111,12 +113,13 @@ std::vector<Response> FusionScheduler::schedule(const std::vector<Response>& agr
   return out;
 }
 
-std::vector<FusionScheduler::Key> FusionScheduler::heldKeys() const {
-  std::vector<Key> keys;
+bool FusionScheduler::anyHeld(const std::function<bool(const Key&)>& pred) const {
   for (const Bucket& b : buckets_) {
-    for (const auto& [k, r] : b.arrived) keys.push_back(k);
+    for (const auto& [k, r] : b.arrived) {
+      if (pred(k)) return true;
+    }
   }
-  return keys;
+  return false;
 }
 
 double FusionScheduler::idleSeconds() const {

@@ -46,7 +46,9 @@ class FusionScheduler {
   std::vector<Response> schedule(const std::vector<Response>& agreed, bool flush);
 
   bool holding() const { return held_ > 0; }
-  std::vector<Key> heldKeys() const;
+  size_t heldCount() const { return held_; }
+  // True if `pred` holds for some held tensor (agreed everywhere, waiting for its bucket).
+  bool anyHeld(const std::function<bool(const Key&)>& pred) const;
   // Seconds since a bucketed tensor was last agreed (the flush timer).
   double idleSeconds() const;
   const Options& options() const { return options_; }
