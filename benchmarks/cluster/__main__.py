@@ -136,7 +136,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", default=DEFAULT_RATE, help="tc rate per host egress, or none (default %(default)s)")
     p.add_argument("--models", default=",".join(models.BENCH_MODELS))
     p.add_argument("--synthetic", default="", help="comma-separated element counts instead of --models")
-    p.add_argument("--configs", default="", help="subset of flat,2d,topk,2d_topk (default all), or fusion_order,fusion_cost,2d_order,2d_cost")
+    p.add_argument("--configs", default="", help="subset of flat,2d,topk,2d_topk (default all), or fusion_order,fusion_cost,fusion_order_25m,2d_order,2d_cost")
     p.add_argument("--steps", type=int, default=3, help="timed steps per run (default %(default)s)")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first (default %(default)s)")
     p.add_argument("--backward-ms", type=float, default=0.0,

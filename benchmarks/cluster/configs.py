@@ -38,6 +38,8 @@ def fusion_configs() -> list[Config]:
     return [
         Config("fusion_order", "order fusion", {"LIGHT_FUSION_STRATEGY": "order"}),
         Config("fusion_cost", "cost fusion", {"LIGHT_FUSION_STRATEGY": "cost"}),
+        Config("fusion_order_25m", "order, 25 MiB buckets",
+               {"LIGHT_FUSION_STRATEGY": "order", "HOROVOD_FUSION_THRESHOLD": str(25 << 20)}),
         Config("2d_order", "2D + order", {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_FUSION_STRATEGY": "order"}),
         Config("2d_cost", "2D + cost", {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_FUSION_STRATEGY": "cost"}),
     ]
