@@ -221,7 +221,8 @@ const std::vector<FlagSpec>& specs() {
         "size: fuse whatever is ready each cycle up to HOROVOD_FUSION_THRESHOLD (Horovod); order: "
         "fixed buckets in the order tensors were first agreed (backward order), a small first bucket, "
         "each sent once all its tensors are ready everywhere; cost: order with bucket sizes (and, "
-        "with LIGHT_TOPK_ALLREDUCE=1, the top-k threshold) chosen by an alpha-beta model probed at init."},
+        "with LIGHT_TOPK_ALLREDUCE=1, the top-k threshold, replacing LIGHT_TOPK_THRESHOLD) chosen by "
+        "an alpha-beta model probed at init."},
        [](auto& n, auto& v, Config* c) {
          for (FusionStrategy s : {FusionStrategy::kSize, FusionStrategy::kOrder, FusionStrategy::kCost}) {
            if (v == fusionStrategyName(s)) {
