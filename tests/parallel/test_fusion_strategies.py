@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests import netns
 from tests.ranks import run_ranks
 
 
@@ -53,3 +54,18 @@ def test_strategy_must_match_across_ranks():
     assert all(res.stdout.startswith("ERR") for res in results), [r.stdout + r.stderr for r in results]
     out = results[0].stdout
     assert "LIGHT_FUSION_STRATEGY=order" in out and "LIGHT_FUSION_STRATEGY=size" in out, out
+
+
+@pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+def test_cost_routes_topk_across_slow_hosts():
+    # 2 emulated hosts x 2 ranks on 200 Mbit/s links: the model should find a top-k threshold (the
+    # wire costs far more per byte than the selection) and the worker checks both sides of it.
+    with netns.hosts(2, rate="200mbit") as h:
+        layout = [0, 0, 1, 1]
+        results = run_ranks("fusion_topk_worker.py", 4, timeout=300, hosts=[h.names[i] for i in layout],
+                            prefixes=[h.prefix(i) for i in layout], rendezvous_host=h.addrs[0],
+                            env={"HARP_IFNAME": h.ifname, "LIGHTCC_TIMEOUT": "120", "LIGHT_FUSION_STRATEGY": "cost",
+                                 "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.01"})
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout
+    assert "'topk_threshold_bytes': None" not in results[0].stdout, results[0].stdout
