@@ -32,17 +32,13 @@ Status Engine::setUpFusion() {
 
 bool Engine::fusionWantsFlush() const {
   if (!fusion_ || !fusion_->holding()) return false;
-  if (fusion_->idleSeconds() * 1e3 >= config_.fusion_flush_ms) {
-    LIGHTCC_LOG(kDebug) << "fusion: nothing new agreed for " << config_.fusion_flush_ms << " ms";
-    return true;
-  }
+  if (fusion_->idleSeconds() * 1e3 >= config_.fusion_flush_ms) return true;
   // A caller blocked on a held tensor would otherwise wait for the rest of its bucket, which may
   // never come (an unused parameter, a step with other tensors, a sequential caller).
+  // Polled while the engine waits for work, so it does not log; the flush itself is logged.
   return fusion_->anyHeld([this](const FusionScheduler::Key& key) {
     auto it = pending_.find(key);
-    if (it == pending_.end() || !it->second.entry.handle->waited()) return false;
-    LIGHTCC_LOG(kDebug) << "fusion: a caller waits for held tensor '" << key.second << "'";
-    return true;
+    return it != pending_.end() && it->second.entry.handle->waited();
   });
 }
 

@@ -1,4 +1,4 @@
-// Fusion scheduler: bucket assignment, per-round completion, flush and eviction.
+// Fusion scheduler: bucket assignment, holding until complete, flush and eviction.
 #include "engine/fusion_scheduler.h"
 
 #include <cstring>
