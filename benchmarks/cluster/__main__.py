@@ -69,6 +69,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     if a.probe_bytes:
         plan.probe_bytes = _ints(a.probe_bytes)
     plan.probe_reps = a.probe_reps
+    plan.backward_ms = a.backward_ms
     out = Path(a.out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     cl: hosts.Cluster | None = hosts.load(a.prefix) if a.reuse else None
@@ -135,9 +136,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", default=DEFAULT_RATE, help="tc rate per host egress, or none (default %(default)s)")
     p.add_argument("--models", default=",".join(models.BENCH_MODELS))
     p.add_argument("--synthetic", default="", help="comma-separated element counts instead of --models")
-    p.add_argument("--configs", default="", help="subset of flat,2d,topk,2d_topk (default all); also flat+s2, flat+s4, 2d+s2, 2d+s4 (LIGHT_NUM_STREAMS)")
+    p.add_argument("--configs", default="", help="subset of flat,2d,topk,2d_topk (default all); also flat+s2, flat+s4, 2d+s2, 2d+s4 (LIGHT_NUM_STREAMS), fusion_order, fusion_cost, fusion_order_25m, 2d_order, 2d_cost (LIGHT_FUSION_STRATEGY)")
     p.add_argument("--steps", type=int, default=3, help="timed steps per run (default %(default)s)")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first (default %(default)s)")
+    p.add_argument("--backward-ms", type=float, default=0.0,
+                   help="spread gradient readiness over this long per step, like a backward pass (default 0)")
     p.add_argument("--probe-bytes", default="", help="probe message sizes (default 4 KiB .. 64 MiB)")
     p.add_argument("--probe-reps", type=int, default=5)
     p.add_argument("--reuse", action="store_true", help="use the cluster made by setup instead of making one")

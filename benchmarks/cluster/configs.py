@@ -46,9 +46,21 @@ def stream_configs(ranks_per_host: int) -> list[Config]:
     ]
 
 
+def fusion_configs() -> list[Config]:
+    """LIGHT_FUSION_STRATEGY on the flat ring (not in the default run): size is the flat ring itself."""
+    return [
+        Config("fusion_order", "order fusion", {"LIGHT_FUSION_STRATEGY": "order"}),
+        Config("fusion_cost", "cost fusion", {"LIGHT_FUSION_STRATEGY": "cost"}),
+        Config("fusion_order_25m", "order, 25 MiB buckets",
+               {"LIGHT_FUSION_STRATEGY": "order", "HOROVOD_FUSION_THRESHOLD": str(25 << 20)}),
+        Config("2d_order", "2D + order", {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_FUSION_STRATEGY": "order"}),
+        Config("2d_cost", "2D + cost", {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_FUSION_STRATEGY": "cost"}),
+    ]
+
+
 def by_keys(keys: list[str], ranks_per_host: int) -> list[Config]:
     """The configurations named in `keys` (ValueError naming the known ones)."""
-    known = {c.key: c for c in all_configs(ranks_per_host) + stream_configs(ranks_per_host)}
+    known = {c.key: c for c in all_configs(ranks_per_host) + stream_configs(ranks_per_host) + fusion_configs()}
     bad = [k for k in keys if k not in known]
     if bad:
         raise ValueError(f"unknown configurations {bad}; choose from {', '.join(known)}")

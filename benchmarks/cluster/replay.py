@@ -3,7 +3,8 @@
 Run as `python -m benchmarks.cluster.replay --sizes FILE --steps N --warmup W` by the launcher.
 Per step every rank refills its float32 gradients (from a per-rank random pool, outside the timed
 part), waits at a barrier, then calls `allreduce_async_` on every tensor in reverse layer order
-with stable names and synchronizes them all. A step's time is the slowest rank's time from its
+with stable names (optionally spread over `--backward-ms`, like a backward pass) and synchronizes
+them all. A step's time is the slowest rank's time from its
 first enqueue to its last synchronize. Rank 0 prints one `RESULT {json}` line.
 """
 
@@ -34,10 +35,22 @@ def fill(dst: np.ndarray, pool: np.ndarray, offset: int) -> None:
         pos = 0
 
 
-def step(grads: list[np.ndarray], names: list[str]) -> float:
-    """One replayed step: async allreduce of every gradient in reverse order, then synchronize all."""
+def step(grads: list[np.ndarray], names: list[str], backward_s: float = 0.0) -> float:
+    """One replayed step: async allreduce of every gradient in reverse order, then synchronize all.
+
+    With `backward_s` > 0 the gradients become ready over that long, each after a share of it
+    proportional to its size (a stand-in for a backward pass on an accelerator: the CPU is free).
+    """
     t0 = time.perf_counter()
-    handles = [hvd.allreduce_async_(g, name=n, op=hvd.Average) for g, n in zip(reversed(grads), reversed(names))]
+    total = max(1, sum(g.size for g in grads))
+    ready = 0
+    handles = []
+    for g, n in zip(reversed(grads), reversed(names)):
+        ready += g.size
+        wait = t0 + backward_s * ready / total - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        handles.append(hvd.allreduce_async_(g, name=n, op=hvd.Average))
     for h in handles:
         hvd.synchronize(h)
     return time.perf_counter() - t0
@@ -48,6 +61,8 @@ def main() -> None:
     ap.add_argument("--sizes", required=True, help="JSON written by benchmarks.cluster.models.save")
     ap.add_argument("--steps", type=int, default=5, help="timed steps")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps first (negotiation, caches, buffers)")
+    ap.add_argument("--backward-ms", type=float, default=0.0,
+                    help="spread the gradients' readiness over this long, as a backward pass would (default 0)")
     args = ap.parse_args()
     flags = check_flags_known()
     grads_spec = load_file(args.sizes)
@@ -63,7 +78,7 @@ def main() -> None:
             fill(g, pool, offset)
             offset += g.size
         hvd.barrier()
-        times.append(step(grads, names))
+        times.append(step(grads, names, args.backward_ms / 1e3))
     everyone = hvd.allgather_object(times)
     finite = all(bool(np.isfinite(g).all()) for g in grads)
     from lightcc.common.native import core
@@ -89,6 +104,8 @@ def main() -> None:
                     "per_rank_s": everyone,
                     "finite": finite,
                     "stats_rank0": stats,
+                    "backward_ms": args.backward_ms,
+                    "fusion": hvd.fusion_info() if hasattr(hvd, "fusion_info") else None,
                 }
             ),
             flush=True,

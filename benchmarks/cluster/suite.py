@@ -34,6 +34,7 @@ class Plan:
     steps: int = 3
     warmup: int = 1
     probe_reps: int = 5
+    backward_ms: float = 0.0
     probe_bytes: list[int] = field(default_factory=lambda: list(PROBE_BYTES))
     harp_env: dict[str, str] = field(default_factory=lambda: {"HARP_NINSTANCES": "1"})
 
@@ -96,7 +97,7 @@ def links_of(results: dict[str, Any]) -> costmodel.Links:
 def _timeout(grads: models.ModelGrads, plan: Plan, cl: hosts.Cluster) -> float:
     """Generous hard limit: 4x the flat ring's wire time at the shaped rate (or 300 MB/s unshaped)."""
     rate = hosts.parse_rate(cl.rate) / 8 if cl.rate else 300e6
-    step = 2 * grads.bytes / rate
+    step = 2 * grads.bytes / rate + plan.backward_ms / 1e3
     return BASE_TIMEOUT_S + 4 * step * (plan.steps + plan.warmup)
 
 
@@ -146,6 +147,7 @@ def run(cl: hosts.Cluster, plan: Plan, out_path: Path, log=print) -> dict[str, A
         "burst": cl.burst,
         "steps": plan.steps,
         "warmup": plan.warmup,
+        "backward_ms": plan.backward_ms,
         "harp_env": plan.harp_env,
         "core": core_fingerprint(),
         "models": {},
@@ -186,7 +188,8 @@ def _replay_one(
         "env": cfg.env,
         "load_avg": os.getloadavg()[0],
     }
-    args = ["--sizes", str(sizes_file), "--steps", str(plan.steps), "--warmup", str(plan.warmup)]
+    args = ["--sizes", str(sizes_file), "--steps", str(plan.steps), "--warmup", str(plan.warmup),
+            "--backward-ms", str(plan.backward_ms)]
     try:
         res = _launch(
             cl,
@@ -205,6 +208,7 @@ def _replay_one(
                 "stats_rank0": res["stats_rank0"],
                 "local_size": res["local_size"],
                 "cross_size": res["cross_size"],
+                "fusion": res.get("fusion"),
             }
         )
         log(

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -142,11 +143,14 @@ void wait(int64_t id) {
   auto h = handleOf(id);
   Status st;
   std::shared_ptr<Engine> e = state().engine;
+  h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
+  if (e) e->nudgeFusion();
   {
     py::gil_scoped_release release;
     // The waiting thread runs the engine itself when it is free (no hand-off to its thread).
     st = e ? e->wait(*h) : h->wait();
   }
+  h->addWaiter(-1);
   raise(st);
 }
 
@@ -245,8 +249,38 @@ PYBIND11_MODULE(_core, m) {
     d["fused_batches"] = s.fused_batches.load();
     d["stream_batches"] = s.stream_batches.load();
     d["streams_busy_max"] = s.streams_busy_max.load();
+    d["fusion_flushes"] = s.fusion_flushes.load();
+    d["fusion_held"] = s.fusion_held.load();
     return d;
   }, "Engine counters: cycles, negotiation and execution time, cached vs coordinated tensors.");
+  m.def("fusion_info", [] {
+    const Engine& e = engine();
+    const FusionScheduler::Options& o = e.fusionOptions();
+    const CostModel& c = e.costModel();
+    py::dict d;
+    d["strategy"] = fusionStrategyName(o.strategy);
+    d["threshold_bytes"] = o.threshold;
+    d["first_bucket_bytes"] = o.first_bucket;
+    d["bucket_bytes"] = o.bucket;
+    const bool topk = e.config().topk_allreduce;
+    const int64_t t = e.topkThresholdBytes();
+    d["topk_threshold_bytes"] = topk && t != std::numeric_limits<int64_t>::max() ? py::cast(t) : py::none();
+    if (o.strategy == FusionStrategy::kCost) {
+      py::dict m;
+      m["ranks"] = c.ranks;
+      m["hosts"] = c.hosts;
+      m["ranks_per_host"] = c.per_host;
+      if (c.shm.present) m["shm"] = py::dict(py::arg("alpha_s") = c.shm.alpha, py::arg("beta_s_per_byte") = c.shm.beta);
+      if (c.net.present) m["net"] = py::dict(py::arg("alpha_s") = c.net.alpha, py::arg("beta_s_per_byte") = c.net.beta);
+      m["topk_select_s_per_byte"] = c.select_per_byte;
+      double a = 0, b = 0;
+      c.dense(&a, &b);
+      m["allreduce"] = py::dict(py::arg("alpha_s") = a, py::arg("beta_s_per_byte") = b);
+      m["probe_ms"] = c.probe_ms;
+      d["cost_model"] = m;
+    }
+    return d;
+  }, "Fusion strategy, bucket sizes, top-k threshold and (cost) the fitted alpha-beta model.");
   m.def("flags", [] {
     py::list out;
     for (const auto& f : flagTable()) {

@@ -8,6 +8,16 @@
 #include <sstream>
 
 namespace lightcc {
+
+const char* fusionStrategyName(FusionStrategy s) {
+  switch (s) {
+    case FusionStrategy::kSize: return "size";
+    case FusionStrategy::kOrder: return "order";
+    case FusionStrategy::kCost: return "cost";
+  }
+  return "?";
+}
+
 namespace {
 
 using Setter = std::function<Status(const std::string& name, const std::string& value, Config*)>;
@@ -214,6 +224,31 @@ const std::vector<FlagSpec>& specs() {
         "peer; batches go to streams round-robin in the agreed order and complete independently. "
         "Must match on every rank."},
        [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 8, &c->num_streams); }},
+      {{"LIGHT_FUSION_STRATEGY", "mode", "size",
+        "size: fuse whatever is ready each cycle up to HOROVOD_FUSION_THRESHOLD (Horovod); order: "
+        "fixed buckets in the order tensors were first agreed (backward order), a small first bucket, "
+        "each sent once all its tensors are ready everywhere; cost: order with bucket sizes (and, "
+        "with LIGHT_TOPK_ALLREDUCE=1, the top-k threshold, replacing LIGHT_TOPK_THRESHOLD) chosen by "
+        "an alpha-beta model probed at init."},
+       [](auto& n, auto& v, Config* c) {
+         for (FusionStrategy s : {FusionStrategy::kSize, FusionStrategy::kOrder, FusionStrategy::kCost}) {
+           if (v == fusionStrategyName(s)) {
+             c->fusion_strategy = s;
+             return Status::OK();
+           }
+         }
+         return badValue(n, v, "size, order or cost");
+       }},
+      {{"LIGHT_FUSION_FIRST_BUCKET", "bytes", "1048576",
+        "order: size of the first bucket (the last layers' gradients), small so communication "
+        "starts early in the backward pass; later buckets fill up to HOROVOD_FUSION_THRESHOLD."},
+       [](auto& n, auto& v, Config* c) {
+         return parseInt(n, v, 1, int64_t{1} << 40, &c->fusion_first_bucket_bytes);
+       }},
+      {{"LIGHT_FUSION_FLUSH_MS", "ms", "5",
+        "order/cost: send a partly ready bucket when no new tensor was agreed for this long "
+        "(a tensor missing from a step); a caller blocked on a held tensor flushes at once."},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->fusion_flush_ms); }},
   };
   return kSpecs;
 }

@@ -9,6 +9,11 @@
 
 namespace lightcc {
 
+// size: Horovod's per-cycle threshold; order: fixed buckets in first-seen (backward) order;
+// cost: order's buckets sized, and top-k routed, by an alpha-beta model probed at init.
+enum class FusionStrategy : int { kSize = 0, kOrder = 1, kCost = 2 };
+const char* fusionStrategyName(FusionStrategy s);
+
 enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4, kFatal = 5 };
 
 // Immutable after parseConfig(); the engine keeps one copy. No other code calls getenv.
@@ -41,6 +46,10 @@ struct Config {
   double topk_momentum = 0.0;                   // LIGHT_TOPK_MOMENTUM (DGC momentum correction)
   bool topk_error_feedback = true;              // LIGHT_TOPK_ERROR_FEEDBACK
   int64_t num_streams = 1;                      // LIGHT_NUM_STREAMS (fused batches in flight at once)
+  // Fusion strategies (csrc/engine/fusion_scheduler.h).
+  FusionStrategy fusion_strategy = FusionStrategy::kSize;  // LIGHT_FUSION_STRATEGY
+  int64_t fusion_first_bucket_bytes = 1 << 20;  // LIGHT_FUSION_FIRST_BUCKET (order)
+  double fusion_flush_ms = 5.0;                 // LIGHT_FUSION_FLUSH_MS
 };
 
 // One row of the flag table, for documentation (`lightcc._core.flags()`, docs/flags.md).

@@ -38,7 +38,9 @@ std::string fingerprint(const Config& c) {
      << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
      << ";LIGHT_TOPK_WARMUP_STEPS=" << c.topk_warmup_steps << ";LIGHT_TOPK_WARMUP=" << c.topk_warmup_decay
      << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback
-     << ";LIGHT_NUM_STREAMS=" << c.num_streams;
+     << ";LIGHT_NUM_STREAMS=" << c.num_streams
+     << ";LIGHT_FUSION_STRATEGY=" << fusionStrategyName(c.fusion_strategy)
+     << ";LIGHT_FUSION_FIRST_BUCKET=" << c.fusion_first_bucket_bytes;
   return os.str();
 }
 
@@ -328,6 +330,7 @@ Status Engine::bootstrap() {
       return it == comms_.end() ? nullptr : &it->second.ranks;
     });
   }
+  LIGHTCC_RETURN_IF_ERROR(setUpFusion());  // may probe the links: before the cycle receives are posted
   if (streams_) streams_->start();
   return postCycleReceives();
 }

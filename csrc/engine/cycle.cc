@@ -3,7 +3,8 @@
 // Bit vector layout (uint64 words, AND-reduced across all ranks):
 //   word 0         status bits, most inverted so AND acts as OR: 1 = "nothing uncached to send",
 //                  2 = "no shutdown requested", 4 = "not joined", 8 = "coordinator has nothing",
-//                  16 = "nothing pending here", 64 = "my shutdown grace has not expired";
+//                  16 = "nothing pending here", 64 = "my shutdown grace has not expired",
+//                  128 = "I do not need held (bucketed) tensors run now";
 //                  and one plain AND: 32 = "I asked to shut down".
 //   words 1..W     ready bits: cache entry b is pending here (or this rank is not in its set).
 //   words W+1..2W  valid bits: cleared where this rank's request disagrees with entry b.
@@ -12,13 +13,12 @@
 
 #include "common/logging.h"
 #include "engine/engine.h"
-#include "engine/fusion.h"
 #include "engine/message.h"
 
 namespace lightcc {
 namespace {
 constexpr uint64_t kNothingToSend = 1, kNoShutdown = 2, kNotJoined = 4, kCoordinatorIdle = 8,
-                   kNothingPending = 16, kAllAsked = 32, kNoForce = 64;
+                   kNothingPending = 16, kAllAsked = 32, kNoForce = 64, kNoFlush = 128;
 // A rank that shuts down keeps serving cycles until every rank has asked too, but for at most
 // this long; then everyone stops and pending work fails.
 constexpr double kShutdownGraceSeconds = 5.0;
@@ -238,7 +238,7 @@ Status Engine::runCycle(bool* stop) {
                                                             shutdown_asked_at_).count() > kShutdownGraceSeconds;
   bits[0] = (to_send ? 0 : kNothingToSend) | (asked ? 0 : kNoShutdown) | (joined_ ? 0 : kNotJoined) |
             (stall_responses_.empty() ? kCoordinatorIdle : 0) | (pending_.empty() ? kNothingPending : 0) |
-            (asked ? kAllAsked : 0) | (force ? 0 : kNoForce);
+            (asked ? kAllAsked : 0) | (force ? 0 : kNoForce) | (fusionWantsFlush() ? 0 : kNoFlush);
   for (size_t b = 0; b < cap; ++b) {
     if (!cache_->occupied(b)) continue;
     auto it = comms_.find(cache_->response(b).process_set_id);
@@ -282,6 +282,7 @@ Status Engine::runCycle(bool* stop) {
     }
   }
   const size_t cached_count = responses.size();
+  const bool flush = !(status & kNoFlush) || any_joined || shutdown_pending_;
   const bool slow = !(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined;
   if (slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&responses));
   for (size_t i = cached_count; i < responses.size(); ++i) {
@@ -303,8 +304,17 @@ Status Engine::runCycle(bool* stop) {
   // An empty cycle (a peer woke us before we had the op) is not a burst: never delay after it.
   busy_ = queue_.hasWork() && !responses.empty();
   const auto agreed = std::chrono::steady_clock::now();
-  const std::vector<Response> plan =
-      planFusion(responses, config_.fusion_threshold_bytes, [this](const Response& r) { return topkEligible(r); });
+  // Agreed entries may be held for their bucket: they must not announce themselves again.
+  for (const Response& r : responses) {
+    for (const auto& n : r.names) {
+      auto it = pending_.find({r.process_set_id, n});
+      if (it != pending_.end()) it->second.state = EntryState::kSubmitted;
+    }
+  }
+  const std::vector<Response> plan = fusion_->schedule(responses, flush);
+  fusion_holding_ = fusion_->holding();
+  stats_.fusion_held.store(fusion_->heldCount(), std::memory_order_relaxed);
+  stats_.fusion_flushes.store(fusion_->flushes(), std::memory_order_relaxed);
   for (const Response& r : plan) {
     LIGHTCC_RETURN_IF_ERROR(execute(r));
   }

@@ -29,6 +29,8 @@
 #include "algorithms/set_comm.h"
 #include "common/config.h"
 #include "engine/coordinator.h"
+#include "engine/cost_model.h"
+#include "engine/fusion_scheduler.h"
 #include "engine/response_cache.h"
 #include "engine/streams.h"
 #include "engine/tensor_queue.h"
@@ -68,6 +70,8 @@ struct EngineStats {
   std::atomic<uint64_t> fused_batches{0};          // executed (fused) responses
   std::atomic<uint64_t> stream_batches{0};         // batches run by stream workers (LIGHT_NUM_STREAMS > 1)
   std::atomic<uint64_t> streams_busy_max{0};       // most batches ever running at once on streams
+  std::atomic<uint64_t> fusion_flushes{0};         // order/cost: cycles that ran partial buckets
+  std::atomic<uint64_t> fusion_held{0};            // order/cost: tensors held for their bucket now
 };
 
 struct Topology {
@@ -100,6 +104,12 @@ class Engine {
   // for checkpointing; set replaces one (its size must match the tensor's element count).
   std::map<std::string, std::vector<float>> topkResiduals() const;
   Status setTopkResidual(const std::string& name, const float* data, size_t count);
+  // Fusion (fusion_hooks.cc). Fixed at init: safe to read from any thread afterwards.
+  const CostModel& costModel() const { return cost_model_; }
+  const FusionScheduler::Options& fusionOptions() const { return fusion_options_; }
+  int64_t topkThresholdBytes() const { return topk_threshold_bytes_; }
+  // A caller is about to block on a handle: wake the engine if it holds tensors for a bucket.
+  void nudgeFusion();
 
  private:
   Engine(const InitOptions& options, const Config& config);
@@ -123,6 +133,10 @@ class Engine {
   Status slowPath(std::vector<Response>* responses);
   void classifyNewEntries();
   void maintenance(bool* want_cycle);
+
+  // fusion_hooks.cc
+  Status setUpFusion();          // bootstrap: probe the cost model (cost), build the scheduler
+  bool fusionWantsFlush() const;  // this rank asks every rank to run its held tensors now
 
   // executor.cc. execute() runs on the background thread; runBatch() and what it calls run on
   // whichever thread owns `ctx` (the background thread, or a stream worker) and read only the
@@ -192,6 +206,11 @@ class Engine {
   kernels::TopkScratch topk_scratch_;
   std::unique_ptr<ResponseCache> cache_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+  CostModel cost_model_;
+  FusionScheduler::Options fusion_options_;
+  int64_t topk_threshold_bytes_ = 0;             // LIGHT_TOPK_THRESHOLD, or the cost model's
+  std::unique_ptr<FusionScheduler> fusion_;
+  std::atomic<bool> fusion_holding_{false};      // read by callers' nudgeFusion
 
   enum class EntryState { kCached, kToSend, kSubmitted };
   struct Pending {

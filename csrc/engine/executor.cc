@@ -200,7 +200,7 @@ bool Engine::topkEligible(const Response& r) const {
   return config_.topk_allreduce && r.op == OpType::kAllreduce && r.names.size() == 1 &&
          r.dtype == DataType::kFloat32 &&
          (r.reduce_op == ReduceOp::kSum || r.reduce_op == ReduceOp::kAverage) &&
-         tensorBytes(r, 0) >= config_.topk_threshold_bytes;
+         tensorBytes(r, 0) >= topk_threshold_bytes_;
 }
 
 Status Engine::executeTopk(Batch& b, SetComm& comm, ExecContext& ctx) {

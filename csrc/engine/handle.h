@@ -51,12 +51,16 @@ class Handle {
   bool done() const { return done_flag_.load(std::memory_order_acquire); }
   // Valid after completion.
   const HandleResult& result() const { return result_; }
+  // Callers about to block say so, so the engine can run a tensor it holds back for fusion.
+  void addWaiter(int delta) { waiters_.fetch_add(delta); }
+  bool waited() const { return waiters_.load() > 0; }
 
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
   std::atomic<bool> done_flag_{false};  // done_, readable without the mutex
+  std::atomic<int> waiters_{0};
   Status status_;
   HandleResult result_;
 };

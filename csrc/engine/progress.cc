@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
+
 #include "common/logging.h"
 #include "engine/engine.h"
 #include "engine/streams.h"
@@ -30,6 +32,7 @@ constexpr double kDriverGraceUs = 1000;
 bool Engine::workReady() {
   if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
   if (streams_ && streams_->failed()) return true;
+  if (fusionWantsFlush()) return true;
   return incomingCycle();
 }
 
@@ -83,13 +86,15 @@ void Engine::loop() {
       // the stall inspector; while some rank shuts down, every 100 ms so its grace can end the job.
       double wait_us = (pending_.empty() && (!coordinator_ || coordinator_->empty())) ? 5e6 : 1e6;
       if (shutdown_pending_ || shutdown_seen_) wait_us = 100e3;
+      // Held bucket tensors: look again soon for a blocked caller or the flush timer.
+      if (fusion_ && fusion_->holding()) wait_us = std::min(wait_us, 1e3);
       lock.unlock();
       auto hint = [&] {
         if (stopped_ || driving_.load(std::memory_order_acquire)) return true;
         if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
         if (streams_ && streams_->failed()) return true;
         std::unique_lock<std::mutex> probe(progress_mu_, std::try_to_lock);
-        return probe.owns_lock() && incomingCycle();
+        return probe.owns_lock() && (fusionWantsFlush() || incomingCycle());
       };
       Status st = host_->waitUntil(hint, "work", false, wait_us, /*spin=*/false);
       if (driving_.load(std::memory_order_acquire)) waitOutDrivers();
@@ -152,7 +157,8 @@ Status Engine::driveUntil(Handle& handle) {
     if (!run) {
       // Peers answer within microseconds when they are driving too, so spin first (waitUntil's
       // policy); the lock stays ours because nobody else could use it better.
-      LIGHTCC_RETURN_IF_ERROR(host_->waitUntil([&] { return workReady(); }, "work", false, kDriverIdleUs));
+      const double idle_us = fusion_ && fusion_->holding() ? 1e3 : kDriverIdleUs;  // the flush timer
+      LIGHTCC_RETURN_IF_ERROR(host_->waitUntil([&] { return workReady(); }, "work", false, idle_us));
       continue;
     }
     bool stop = false;

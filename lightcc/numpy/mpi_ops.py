@@ -15,6 +15,7 @@ from lightcc.common.basics import (ccl_built, cross_rank, cross_size, cuda_built
 from lightcc.common.dtypes import numpy_code, numpy_dtype
 from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt, LightCCInternalError
 from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
+from lightcc.common.fusion_info import fusion_info
 from lightcc.common.topk_state import load_topk_state_dict, topk_state_dict
 from lightcc.common.process_sets import (ProcessSet, _id_of, add_process_set, global_process_set,
                                          remove_process_set)
@@ -32,7 +33,7 @@ __all__ = [
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
     "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_reducescatter",
     "grouped_reducescatter_async", "poll", "synchronize", "join", "barrier", "broadcast_object",
-    "allgather_object", "topk_state_dict", "load_topk_state_dict",
+    "allgather_object", "topk_state_dict", "load_topk_state_dict", "fusion_info",
 ]
 
 

@@ -1,0 +1,205 @@
+// Cost model: the init-time ping-pong probe, the least-squares fit, and the collective formulas.
+#include "engine/cost_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "kernels/topk.h"
+
+namespace lightcc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Sizes span latency-bound to bandwidth-bound; 1 MiB is past a tbf/NIC burst so beta is the
+// sustained rate. Few repetitions: medians of 3-5 round trips are stable to a few percent.
+const std::vector<size_t> kProbeBytes = {64, 64 << 10, 1 << 20};
+int repsFor(size_t bytes) { return bytes >= (1 << 20) ? 3 : 5; }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// One-way time per size between me and `peer` (rank 0 leads); only the two ranks call this.
+Status pingPong(const SetComm& world, int peer, bool lead, std::vector<double>* one_way) {
+  Link* link = world.links[peer];
+  std::vector<char> buf(kProbeBytes.back());
+  one_way->clear();
+  for (size_t bytes : kProbeBytes) {
+    std::vector<double> samples;
+    for (int i = 0; i < repsFor(bytes) + 1; ++i) {  // the first round trip warms the path
+      std::vector<P2POp> first = {{link, lead, buf.data(), bytes}};
+      std::vector<P2POp> second = {{link, !lead, buf.data(), bytes}};
+      const auto t0 = Clock::now();
+      LIGHTCC_RETURN_IF_ERROR(runP2P(world, first, "cost-model probe with rank " + std::to_string(peer)));
+      LIGHTCC_RETURN_IF_ERROR(runP2P(world, second, "cost-model probe with rank " + std::to_string(peer)));
+      if (i > 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / 2);
+    }
+    one_way->push_back(median(samples));
+  }
+  return Status::OK();
+}
+
+double measureSelection(double density) {
+  const size_t count = 1 << 18;  // 1 MiB of float32
+  std::vector<float> values(count);
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist;
+  for (float& v : values) v = dist(gen);
+  const size_t k = kernels::topkK(count, density);
+  std::vector<uint32_t> idx(k);
+  std::vector<float> val(k);
+  kernels::TopkScratch scratch;
+  std::vector<double> samples;
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = Clock::now();
+    kernels::selectTopk(values.data(), count, k, static_cast<uint64_t>(i), idx.data(), val.data(), scratch);
+    if (i > 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return median(samples) / (count * sizeof(float));
+}
+
+}  // namespace
+
+LinkFit fitAlphaBeta(const std::vector<double>& bytes, const std::vector<double>& seconds) {
+  LinkFit f;
+  const size_t n = std::min(bytes.size(), seconds.size());
+  if (n == 0) return f;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) {
+    mx += bytes[i];
+    my += seconds[i];
+  }
+  mx /= n;
+  my /= n;
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxx += (bytes[i] - mx) * (bytes[i] - mx);
+    sxy += (bytes[i] - mx) * (seconds[i] - my);
+  }
+  f.present = true;
+  f.beta = sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0;
+  f.alpha = std::max(0.0, my - f.beta * mx);
+  // A negative intercept (noise) would claim free messages; the smallest probe bounds alpha.
+  if (f.alpha == 0.0) f.alpha = *std::min_element(seconds.begin(), seconds.begin() + n) * 0.5;
+  return f;
+}
+
+void CostModel::dense(double* a, double* b) const {
+  const double p = ranks, g = per_host, n = hosts;
+  *a = *b = 0.0;
+  if (ranks <= 1) return;
+  if (hosts <= 1) {  // the shared-memory collective, modelled as a ring over shm links
+    *a = 2 * (p - 1) * shm.alpha;
+    *b = 2 * (p - 1) / p * shm.beta;
+  } else if (hierarchical && per_host > 1) {
+    *a = 2 * (g - 1) * shm.alpha + 2 * (n - 1) * net.alpha;
+    *b = 2 * (g - 1) / g * shm.beta + 2 * (n - 1) / n * net.beta;
+  } else {  // a flat ring that spans hosts waits on the network at every step
+    *a = 2 * (p - 1) * net.alpha;
+    *b = 2 * (p - 1) / p * net.beta;
+  }
+}
+
+void CostModel::topk(double density, double* a, double* b) const {
+  const double p = ranks, g = per_host, n = hosts;
+  const double wire = 2 * density;  // k = d*M/4 pairs of 8 bytes per rank
+  *a = *b = 0.0;
+  if (ranks <= 1) return;
+  if (hosts > 1 && hierarchical && per_host > 1) {  // dense in the host, sparse across hosts
+    *a = 2 * (g - 1) * shm.alpha + (n - 1) * net.alpha;
+    *b = 2 * (g - 1) / g * shm.beta + (n - 1) * wire / g * net.beta + select_per_byte / g;
+  } else {
+    const LinkFit& l = hosts > 1 ? net : shm;
+    *a = (p - 1) * l.alpha;
+    *b = (p - 1) * wire * l.beta + select_per_byte;
+  }
+}
+
+int64_t CostModel::bucketBytes(int64_t cap) const {
+  double a = 0, b = 0;
+  dense(&a, &b);
+  const double want = b > 0 ? 19 * a / b : static_cast<double>(cap);
+  return std::clamp<int64_t>(static_cast<int64_t>(std::min(want, 1e15)), std::min<int64_t>(64 << 10, cap), cap);
+}
+
+int64_t CostModel::firstBucketBytes(int64_t bucket) const {
+  double a = 0, b = 0;
+  dense(&a, &b);
+  const double want = b > 0 ? 4 * a / b : static_cast<double>(bucket);
+  return std::clamp<int64_t>(static_cast<int64_t>(std::min(want, 1e15)), std::min<int64_t>(16 << 10, bucket), bucket);
+}
+
+int64_t CostModel::topkThresholdBytes(double density) const {
+  double da = 0, db = 0, ta = 0, tb = 0;
+  dense(&da, &db);
+  topk(density, &ta, &tb);
+  if (ranks <= 1 || db <= tb) return std::numeric_limits<int64_t>::max();
+  return std::max<int64_t>(4, static_cast<int64_t>(std::ceil(ta / (db - tb))));
+}
+
+std::string CostModel::describe() const {
+  std::ostringstream os;
+  os.precision(3);
+  os << ranks << " ranks on " << hosts << " host(s)";
+  if (shm.present) os << "; shm alpha " << shm.alpha * 1e6 << " us, beta " << shm.beta * 1e9 << " ns/B";
+  if (net.present) os << "; net alpha " << net.alpha * 1e6 << " us, beta " << net.beta * 1e9 << " ns/B";
+  if (select_per_byte > 0) os << "; top-k selection " << select_per_byte * 1e9 << " ns/B";
+  os << "; probe " << probe_ms << " ms";
+  return os.str();
+}
+
+Status probeCostModel(const SetComm& world, const std::vector<std::string>& hosts, bool hierarchical,
+                      bool measure_selection, double density, CostModel* out) {
+  CostModel m;
+  const int size = world.size(), me = world.me;
+  m.ranks = size;
+  m.hosts = static_cast<int>(std::set<std::string>(hosts.begin(), hosts.end()).size());
+  m.per_host = static_cast<int>(std::count(hosts.begin(), hosts.end(), hosts[0]));
+  m.hierarchical = hierarchical;
+  if (size <= 1) {
+    *out = m;
+    return Status::OK();
+  }
+  const auto t0 = Clock::now();
+  // Every rank derives the same probe pairs: rank 0 with its first same-host and first other-host peer.
+  int shm_peer = -1, net_peer = -1;
+  for (int r = 1; r < size; ++r) {
+    if (hosts[r] == hosts[0] && shm_peer < 0) shm_peer = r;
+    if (hosts[r] != hosts[0] && net_peer < 0) net_peer = r;
+  }
+  std::vector<double> fit(6, 0.0);  // shm alpha, beta, net alpha, beta, selection, probe ms
+  std::vector<double> xs(kProbeBytes.begin(), kProbeBytes.end()), ys;
+  for (int peer : {shm_peer, net_peer}) {
+    if (peer < 0 || (me != 0 && me != peer)) continue;
+    LIGHTCC_RETURN_IF_ERROR(pingPong(world, me == 0 ? peer : 0, me == 0, &ys));
+    const LinkFit f = fitAlphaBeta(xs, ys);
+    const size_t at = peer == shm_peer ? 0 : 2;
+    fit[at] = f.alpha;
+    fit[at + 1] = f.beta;
+  }
+  if (me == 0) {
+    if (measure_selection) fit[4] = measureSelection(density);
+    fit[5] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    std::vector<P2POp> sends;
+    for (int r = 1; r < size; ++r) sends.push_back({world.links[r], true, fit.data(), fit.size() * sizeof(double)});
+    LIGHTCC_RETURN_IF_ERROR(runP2P(world, sends, "sending the cost model"));
+  } else {
+    std::vector<P2POp> recv = {{world.links[0], false, fit.data(), fit.size() * sizeof(double)}};
+    LIGHTCC_RETURN_IF_ERROR(runP2P(world, recv, "receiving the cost model from rank 0"));
+  }
+  m.shm = {shm_peer >= 0, fit[0], fit[1]};
+  m.net = {net_peer >= 0, fit[2], fit[3]};
+  m.select_per_byte = fit[4];
+  m.probe_ms = fit[5];
+  *out = m;
+  return Status::OK();
+}
+
+}  // namespace lightcc

@@ -1,0 +1,53 @@
+// Cost model: alpha-beta fits per link class, probed once at init, and the predictions fusion uses.
+//
+// A link class is how two ranks reach each other: "shm" (same host) or "net" (different hosts).
+// Each class gets t(M) = alpha + beta * M from a ping-pong between rank 0 and one peer of that
+// class; rank 0 sends its fit to every rank, so every rank plans with identical numbers. The
+// collective formulas are those of docs/algorithms.md; the model counts the wire (and, for top-k,
+// the selection pass measured on rank 0's CPU), not the engine's own per-collective overhead.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/set_comm.h"
+#include "common/status.h"
+
+namespace lightcc {
+
+struct LinkFit {
+  bool present = false;
+  double alpha = 0.0;  // seconds per message
+  double beta = 0.0;   // seconds per byte
+};
+
+// Least-squares line through (bytes, seconds), with alpha and beta clamped at zero.
+LinkFit fitAlphaBeta(const std::vector<double>& bytes, const std::vector<double>& seconds);
+
+struct CostModel {
+  LinkFit shm, net;
+  double select_per_byte = 0.0;  // top-k selection, seconds per gradient byte (0 = not measured)
+  int ranks = 1, hosts = 1, per_host = 1;
+  bool hierarchical = false;     // LIGHT_2D_ALLREDUCE applies to the world set
+  double probe_ms = 0.0;         // how long the probe took on rank 0
+
+  // Predicted time of one allreduce of m bytes with the executor's algorithm: a + b * m.
+  void dense(double* a, double* b) const;
+  void topk(double density, double* a, double* b) const;
+  // Bytes at which a dense allreduce is 95 % bandwidth-bound (19 x a/b), within [64 KiB, cap].
+  int64_t bucketBytes(int64_t cap) const;
+  // The first bucket: 80 % bandwidth-bound (4 x a/b), within [16 KiB, bucket].
+  int64_t firstBucketBytes(int64_t bucket) const;
+  // Smallest tensor for which top-k is predicted faster than its dense, fused (alpha already
+  // paid by the bucket) share; INT64_MAX when top-k never wins on this cluster.
+  int64_t topkThresholdBytes(double density) const;
+  std::string describe() const;
+};
+
+// Collective: every rank of `world` calls it at the same point, before any other traffic on the
+// links. `hosts[r]` is rank r's host id.
+Status probeCostModel(const SetComm& world, const std::vector<std::string>& hosts, bool hierarchical,
+                      bool measure_selection, double density, CostModel* out);
+
+}  // namespace lightcc

@@ -1,0 +1,49 @@
+// Engine's fusion hooks: set-up at init (cost probe, bucket sizes), the flush vote, the waiter nudge.
+#include <algorithm>
+
+#include "common/logging.h"
+#include "engine/engine.h"
+
+namespace lightcc {
+
+Status Engine::setUpFusion() {
+  topk_threshold_bytes_ = config_.topk_threshold_bytes;
+  FusionScheduler::Options o;
+  o.strategy = config_.fusion_strategy;
+  o.threshold = config_.fusion_threshold_bytes;
+  o.bucket = config_.fusion_threshold_bytes;
+  o.first_bucket = std::min(config_.fusion_first_bucket_bytes, o.bucket);
+  if (config_.fusion_strategy == FusionStrategy::kCost) {
+    LIGHTCC_RETURN_IF_ERROR(probeCostModel(comms_.at(0), hosts_, hier_.count(0) > 0, config_.topk_allreduce,
+                                           config_.topk_density, &cost_model_)
+                                .withContext("LIGHT_FUSION_STRATEGY=cost: probing the links"));
+    o.bucket = cost_model_.bucketBytes(config_.fusion_threshold_bytes);
+    o.first_bucket = cost_model_.firstBucketBytes(o.bucket);
+    if (config_.topk_allreduce) topk_threshold_bytes_ = cost_model_.topkThresholdBytes(config_.topk_density);
+    LIGHTCC_LOG(kInfo) << "cost model: " << cost_model_.describe() << "; buckets " << o.first_bucket << " then "
+                       << o.bucket << " bytes"
+                       << (config_.topk_allreduce ? "; top-k from " + std::to_string(topk_threshold_bytes_) + " bytes"
+                                                  : std::string());
+  }
+  fusion_options_ = o;
+  fusion_ = std::make_unique<FusionScheduler>(o, [this](const Response& r) { return topkEligible(r); });
+  return Status::OK();
+}
+
+bool Engine::fusionWantsFlush() const {
+  if (!fusion_ || !fusion_->holding()) return false;
+  if (fusion_->idleSeconds() * 1e3 >= config_.fusion_flush_ms) return true;
+  // A caller blocked on a held tensor would otherwise wait for the rest of its bucket, which may
+  // never come (an unused parameter, a step with other tensors, a sequential caller).
+  // Polled while the engine waits for work, so it does not log; the flush itself is logged.
+  return fusion_->anyHeld([this](const FusionScheduler::Key& key) {
+    auto it = pending_.find(key);
+    return it != pending_.end() && it->second.entry.handle->waited();
+  });
+}
+
+void Engine::nudgeFusion() {
+  if (fusion_holding_.load() && host_) host_->wakeSelf();
+}
+
+}  // namespace lightcc

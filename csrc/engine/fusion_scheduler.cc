@@ -1,0 +1,129 @@
+// Fusion scheduler: bucket assignment, holding until complete, flush and eviction.
+#include "engine/fusion_scheduler.h"
+
+#include <cstring>
+
+#include "common/logging.h"
+#include "engine/fusion.h"
+
+namespace lightcc {
+namespace {
+
+// Tensors fuse only with the same dtype, reduce op, scales and process set.
+std::string fusableClass(const Response& r) {
+  uint64_t pre = 0, post = 0;
+  std::memcpy(&pre, &r.prescale, sizeof(pre));
+  std::memcpy(&post, &r.postscale, sizeof(post));
+  return std::to_string(static_cast<int>(r.dtype)) + "/" + std::to_string(static_cast<int>(r.reduce_op)) + "/" +
+         std::to_string(pre) + "/" + std::to_string(post) + "/" + std::to_string(r.process_set_id);
+}
+
+}  // namespace
+
+FusionScheduler::FusionScheduler(const Options& options, std::function<bool(const Response&)> alone)
+    : options_(options), alone_(std::move(alone)) {}
+
+bool FusionScheduler::bucketable(const Response& r) const {
+  return options_.strategy != FusionStrategy::kSize && options_.threshold > 0 && r.op == OpType::kAllreduce &&
+         !r.isError() && r.names.size() == 1 && !(alone_ && alone_(r));
+}
+
+size_t FusionScheduler::assign(const Key& key, const Response& r) {
+  const int64_t bytes = tensorBytes(r, 0);
+  OpenBucket& open = open_[fusableClass(r)];
+  // The first bucket of a class closes at first_bucket bytes so its tensors (the last layers')
+  // leave while the backward pass still runs; a tensor bigger than a bucket gets one to itself.
+  const int64_t cap = open.opened <= 1 ? options_.first_bucket : options_.bucket;
+  if (open.opened == 0 || (buckets_[open.index].bytes > 0 && buckets_[open.index].bytes + bytes > cap)) {
+    buckets_.emplace_back();
+    open.index = buckets_.size() - 1;
+    ++open.opened;
+  }
+  Bucket& b = buckets_[open.index];
+  b.members.push_back(key);
+  b.bytes += bytes;
+  bucket_of_[key] = open.index;
+  return open.index;
+}
+
+void FusionScheduler::flushBucket(Bucket& b, std::vector<Response>* out) {
+  if (b.arrived.empty()) return;
+  std::vector<Key> kept;
+  for (const Key& k : b.members) {
+    if (!b.arrived.count(k)) {
+      LIGHTCC_LOG(kTrace) << "fusion: flushed a bucket without '" << k.second << "'";
+    }
+    if (b.arrived.count(k) || ++b.misses[k] < kEvictAfterMisses) {
+      kept.push_back(k);
+      continue;
+    }
+    LIGHTCC_LOG(kDebug) << "fusion: tensor '" << k.second << "' was missing at " << kEvictAfterMisses
+                        << " flushes of its bucket in a row; it leaves the plan";
+    b.misses.erase(k);
+    bucket_of_.erase(k);
+  }
+  b.members = std::move(kept);
+  release(b, out);
+}
+
+void FusionScheduler::release(Bucket& b, std::vector<Response>* out) {
+  for (const Key& k : b.members) {
+    auto it = b.arrived.find(k);
+    if (it == b.arrived.end()) continue;
+    out->push_back(std::move(it->second));
+    b.arrived.erase(it);
+    --held_;
+  }
+}
+
+std::vector<Response> FusionScheduler::schedule(const std::vector<Response>& agreed, bool flush) {
+  if (options_.strategy == FusionStrategy::kSize || options_.threshold <= 0) {
+    return planFusion(agreed, options_.threshold, alone_);
+  }
+  std::vector<Response> now, released;
+  for (const Response& r : agreed) {
+    if (r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet) flush = true;
+    if (!bucketable(r)) {
+      now.push_back(r);
+      continue;
+    }
+    last_arrival_ = std::chrono::steady_clock::now();
+    const Key key{r.process_set_id, r.names.front()};
+    auto it = bucket_of_.find(key);
+    if (it == bucket_of_.end()) {
+      assign(key, r);  // first sighting: run it now (nothing to wait for yet), remember its place
+      now.push_back(r);
+      continue;
+    }
+    Bucket& b = buckets_[it->second];
+    if (b.arrived.count(key)) release(b, &released);  // a name reused while held: keep both
+    b.misses.erase(key);
+    b.arrived[key] = r;
+    ++held_;
+    if (b.arrived.size() == b.members.size()) release(b, &released);  // the whole bucket is agreed
+  }
+  if (flush && held_ > 0) {
+    ++flushes_;
+    LIGHTCC_LOG(kDebug) << "fusion: flushing " << held_ << " held tensors";
+    for (Bucket& b : buckets_) flushBucket(b, &released);
+  }
+  std::vector<Response> out = planFusion(released, options_.threshold, alone_);
+  std::vector<Response> rest = planFusion(now, options_.threshold, alone_);
+  out.insert(out.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
+  return out;
+}
+
+bool FusionScheduler::anyHeld(const std::function<bool(const Key&)>& pred) const {
+  for (const Bucket& b : buckets_) {
+    for (const auto& [k, r] : b.arrived) {
+      if (pred(k)) return true;
+    }
+  }
+  return false;
+}
+
+double FusionScheduler::idleSeconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - last_arrival_).count();
+}
+
+}  // namespace lightcc
