@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "algorithms/hierarchical.h"
@@ -33,6 +34,7 @@
 #include "engine/fusion_scheduler.h"
 #include "engine/response_cache.h"
 #include "engine/streams.h"
+#include "engine/tensor_key.h"
 #include "engine/tensor_queue.h"
 #include "engine/timeline.h"
 #include "transport/link.h"
@@ -218,7 +220,7 @@ class Engine {
     EntryState state = EntryState::kToSend;
     int bit = -1;
   };
-  std::map<std::pair<int32_t, std::string>, Pending> pending_;
+  std::unordered_map<TensorKey, Pending, TensorKeyHash> pending_;
   std::vector<int> invalid_bits_;  // this rank's mismatches against the cache, this cycle
   bool joined_ = false;            // this rank called join() and waits for the others
   uint64_t cycle_ = 0;

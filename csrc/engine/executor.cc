@@ -69,6 +69,7 @@ Batch Engine::takeBatch(const Response& r) {
   Batch b;
   b.response = r;
   b.joined = joined_;
+  b.entries.reserve(r.names.size());
   for (const auto& n : r.names) {
     auto p = pending_.find({r.process_set_id, n});
     if (p == pending_.end()) continue;

@@ -20,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,7 +41,7 @@ namespace lightcc {
 // pending table on the engine thread, so whoever runs it never reads engine-thread state.
 struct Batch {
   Response response;
-  std::map<std::string, TensorEntry> entries;  // by name; a name missing here: this rank joined
+  std::unordered_map<std::string, TensorEntry> entries;  // by name; a name missing: this rank joined
   bool joined = false;                          // this rank had joined when the batch was agreed
 };
 

@@ -7,7 +7,7 @@ Status TensorQueue::push(std::vector<TensorEntry> entries, bool wake) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!closed_.ok()) return closed_;
-    std::set<std::pair<int32_t, std::string>> fresh;
+    std::unordered_set<TensorKey, TensorKeyHash> fresh;
     for (const auto& e : entries) {
       auto key = std::make_pair(e.request.process_set_id, e.request.name);
       if (names_.count(key) || !fresh.insert(key).second) {

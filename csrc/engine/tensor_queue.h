@@ -10,12 +10,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "engine/handle.h"
+#include "engine/tensor_key.h"
 #include "engine/request.h"
 
 namespace lightcc {
@@ -45,7 +46,7 @@ class TensorQueue {
   mutable std::mutex mu_;
   std::vector<TensorEntry> queue_;
   std::atomic<size_t> queued_{0};  // lets the engine poll without the mutex
-  std::set<std::pair<int32_t, std::string>> names_;
+  std::unordered_set<TensorKey, TensorKeyHash> names_;
   Status closed_;
   std::function<void()> wake_;
 };
