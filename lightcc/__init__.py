@@ -8,8 +8,9 @@ from lightcc.version import __version__  # noqa: F401
 try:
     from lightcc.numpy import *  # noqa: F401,F403
     from lightcc.numpy import __all__ as _numpy_all
-except ImportError as _core_error:  # the launcher and --check-build work without the core
+except ImportError as _err:  # the launcher and --check-build work without the core
     _numpy_all = []
+    _core_error = _err  # Python unbinds the `as` name when the except block ends
 
     def __getattr__(name: str):
         raise ImportError(f"lightcc.{name} needs the compiled core: {_core_error}") from _core_error

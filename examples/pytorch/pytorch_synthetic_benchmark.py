@@ -19,14 +19,12 @@ import argparse
 import json
 import os
 import resource
-import sys
 import timeit
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a source tree too
 
 from lightcc import models
 
