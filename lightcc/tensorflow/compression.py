@@ -12,12 +12,12 @@ class Compressor:
     @staticmethod
     def compress(tensor: tf.Tensor) -> Tuple[tf.Tensor, Any]:
         """Return (tensor to send, context needed by decompress)."""
-        raise NotImplementedError
+        raise NotImplementedError("a Compressor subclass must implement compress")
 
     @staticmethod
     def decompress(tensor: tf.Tensor, ctx: Any) -> tf.Tensor:
         """Undo compress using the context it returned."""
-        raise NotImplementedError
+        raise NotImplementedError("a Compressor subclass must implement decompress")
 
 
 class NoneCompressor(Compressor):
