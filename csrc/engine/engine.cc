@@ -12,7 +12,10 @@ Engine::Engine(const InitOptions& options, const Config& config)
       config_(config),
       queue_([this] {
         if (host_) host_->wakeSelf();
-        driver_cv_.notify_all();  // the background thread may be sitting out a caller's grace period
+        // The background thread may be sitting out a caller's grace period; taking the mutex
+        // orders this push before its next look at the queue, so the notify cannot be lost.
+        { std::lock_guard<std::mutex> d(driver_mu_); }
+        driver_cv_.notify_all();
       }) {
   topo_.rank = options.rank;
   topo_.size = options.size;

@@ -188,6 +188,7 @@ class Engine {
   std::mutex driver_mu_;               // with driver_cv_: the background thread waits out a driver
   std::condition_variable driver_cv_;
   std::atomic<bool> handoff_{false};   // a driver left work behind for the background thread
+  std::chrono::steady_clock::time_point last_drive_end_;  // guarded by driver_mu_
 
   // Background thread only.
   std::unique_ptr<shm::HostGroup> host_;

@@ -133,20 +133,19 @@ void Engine::loop() {
 }
 
 void Engine::waitOutDrivers() {
+  // A caller that just drove usually drives again soon (a loop of synchronous ops). Staying off
+  // the doorbell meanwhile means peers' messages wake only that caller, not this thread too. The
+  // grace is timed from the last drive's end, so a driver does not have to wake this thread
+  // after every operation (a futex wake-up and a context switch per op on a busy core); it
+  // notifies only when it leaves work behind.
+  const auto grace = std::chrono::microseconds(static_cast<int64_t>(kDriverGraceUs));
   std::unique_lock<std::mutex> d(driver_mu_);
-  while (true) {
-    driver_cv_.wait(d, [&] { return !driving_.load(std::memory_order_acquire) || stopped_; });
-    if (stopped_ || handoff_.exchange(false)) return;
-    // A caller that just drove usually drives again soon (a loop of synchronous ops). Staying off
-    // the doorbell meanwhile means peers' messages wake only that caller, not this thread too.
-    const bool back = driver_cv_.wait_for(d, std::chrono::microseconds(static_cast<int64_t>(kDriverGraceUs)), [&] {
-      return driving_.load(std::memory_order_acquire) || stopped_ || handoff_.load() || queue_.hasWork() ||
-             shutdown_requested_.load();
-    });
-    if (!back || !driving_.load(std::memory_order_acquire)) {
-      handoff_.store(false);
-      return;
-    }
+  while (!stopped_) {
+    if (handoff_.exchange(false) || queue_.hasWork() || shutdown_requested_.load()) return;
+    const auto now = std::chrono::steady_clock::now();
+    const bool driving = driving_.load(std::memory_order_acquire);
+    if (!driving && now >= last_drive_end_ + grace) return;
+    driver_cv_.wait_until(d, driving ? now + grace : last_drive_end_ + grace);
   }
 }
 
@@ -191,11 +190,14 @@ Status Engine::wait(Handle& handle) {
     {
       std::lock_guard<std::mutex> d(driver_mu_);
       driving_.store(false, std::memory_order_release);
+      last_drive_end_ = std::chrono::steady_clock::now();
       if (more) handoff_.store(true);
     }
     lock.unlock();
-    driver_cv_.notify_one();
-    if (more) host_->wakeSelf();
+    if (more) {
+      driver_cv_.notify_one();
+      host_->wakeSelf();
+    }
   }
   return handle.wait();
 }
