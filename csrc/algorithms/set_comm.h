@@ -23,12 +23,15 @@ struct SetComm {
   bool all_local = false;
   uint64_t barrier_count = 0;    // my counter for this set's slot (shared-memory barriers)
   size_t chunk_bytes = 4 << 20;  // one staging slot
+  size_t oneshot_bytes = 0;      // LIGHTCC_SHM_ONESHOT_BYTES
 
   int size() const { return static_cast<int>(ranks.size()); }
   bool member() const { return me >= 0; }
 
   // Every member arrives before any leaves; shared-memory members only.
   Status shmBarrier(const std::string& what);
+  // Before writing my staging: peers have finished reading what a single-barrier op left there.
+  Status claimStaging() const { return host->waitStagingFree(); }
   // My member's staging slot (0 or 1) and a peer member's.
   char* staging(int member, int slot) const {
     return host->staging(local_index[member]) + static_cast<size_t>(slot) * chunk_bytes;

@@ -16,7 +16,40 @@ std::vector<int64_t> reducescatterRows(int64_t dim0, int members) {
   return rows;
 }
 
+// Small tensors: every member stages its whole input and reduces the whole tensor itself from
+// everyone's staging. That costs p-fold reduce work, which for a small tensor is less than the
+// two barriers it saves; and it leaves without a closing barrier — the staging ledger makes the
+// next writer of this staging wait for readers instead (rarely needed: by the time this rank has
+// another operation agreed, its peers have long finished reading).
+Status shmAllreduceOneShot(SetComm& c, const IoVec& io, const ReduceSpec& spec) {
+  const size_t esize = dtypeSize(spec.dtype);
+  const int p = c.size();
+  LIGHTCC_RETURN_IF_ERROR(c.claimStaging());
+  char* mine = c.staging(c.me, 0);
+  io.gather(0, io.total(), mine);
+  for (int j = 0; j < p; ++j) {
+    if (j != c.me) c.host->oweRead(c.local_index[j]);
+  }
+  LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("allreduce copy-in"));
+  std::vector<const void*> srcs(p);
+  // Every member adds in member order from the staged copies, so all get bit-identical results.
+  io.forEachPiece(0, io.total(), [&](const char*, char* out, size_t len, size_t done) {
+    for (int j = 0; j < p; ++j) srcs[j] = c.staging(j, 0) + done;
+    kernels::reduceN(out, srcs.data(), p, len / esize, spec.dtype, spec.op, spec.prescale, spec.postscale);
+    kernels::divideIntegers(out, len / esize, spec.dtype, spec.int_divisor);
+  });
+  for (int j = 0; j < p; ++j) {
+    if (j != c.me) c.host->readDone(c.local_index[j]);
+  }
+  return Status::OK();
+}
+
 Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec, const ShareHook& on_share) {
+  // Each member reads all p staged copies, so the limit shrinks with p beyond two members: the
+  // one-step path pays off only while everything it touches stays in the core's cache.
+  const size_t oneshot_limit = std::min(c.chunk_bytes, c.oneshot_bytes * 2 / std::max(2, c.size()));
+  if (!on_share && io.total() <= oneshot_limit) return shmAllreduceOneShot(c, io, spec);
+  LIGHTCC_RETURN_IF_ERROR(c.claimStaging());
   const size_t esize = dtypeSize(spec.dtype);
   const size_t count = io.total() / esize;
   const int p = c.size();
@@ -59,6 +92,7 @@ Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec, const S
 }
 
 Status shmAllgather(SetComm& c, const void* in, const std::vector<size_t>& piece_bytes, void* out) {
+  LIGHTCC_RETURN_IF_ERROR(c.claimStaging());
   const int p = c.size();
   const size_t cap = 2 * c.chunk_bytes;
   std::vector<size_t> offs(p, 0);
@@ -88,6 +122,7 @@ Status shmAllgather(SetComm& c, const void* in, const std::vector<size_t>& piece
 }
 
 Status shmBroadcast(SetComm& c, const void* in, void* out, size_t bytes, int root_member) {
+  LIGHTCC_RETURN_IF_ERROR(c.claimStaging());
   const size_t cap = 2 * c.chunk_bytes;
   const bool root = c.me == root_member;
   if (root && in != out && bytes > 0) std::memcpy(out, in, bytes);
@@ -113,6 +148,7 @@ Status shmExchangeSplits(SetComm& c, const std::vector<int64_t>& send_rows, Spli
 
 Status shmAlltoallData(SetComm& c, const void* in, size_t row_bytes, const SplitMatrix& matrix,
                        void* out) {
+  LIGHTCC_RETURN_IF_ERROR(c.claimStaging());
   const int p = c.size();
   const size_t cap = 2 * c.chunk_bytes;
   // For sender j: where my slice starts in its input, how long it is, and its input's size.
@@ -153,6 +189,7 @@ Status shmAlltoallData(SetComm& c, const void* in, size_t row_bytes, const Split
 
 Status shmReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
                         size_t row_elems, const ReduceSpec& spec) {
+  LIGHTCC_RETURN_IF_ERROR(c.claimStaging());
   const int p = c.size();
   const size_t esize = dtypeSize(spec.dtype);
   size_t total = 0, my_start = 0;

@@ -97,31 +97,35 @@ void shutdown() {
 using TensorArgs = std::tuple<int, std::string, uintptr_t, uintptr_t, int, std::vector<int64_t>, int, int, double,
                               double, int, std::vector<int64_t>>;
 
+TensorEntry makeEntry(const TensorArgs& t) {
+  const auto& [op, name, in, out, dtype, shape, reduce_op, root, pre, post, ps, aux] = t;
+  if (op < 0 || op >= kNumOpTypes) throw py::value_error("unknown op code " + std::to_string(op));
+  if (!isValidDataType(dtype)) throw py::value_error("unsupported dtype code " + std::to_string(dtype));
+  if (reduce_op < 0 || reduce_op > 5) throw py::value_error("unknown reduce op " + std::to_string(reduce_op));
+  TensorEntry entry;
+  entry.request.op = static_cast<OpType>(op);
+  entry.request.name = name;
+  entry.request.dtype = static_cast<DataType>(dtype);
+  entry.request.shape = shape;
+  entry.request.reduce_op = static_cast<ReduceOp>(reduce_op);
+  entry.request.root = root;
+  entry.request.prescale = pre;
+  entry.request.postscale = post;
+  entry.request.process_set_id = ps;
+  entry.request.aux = aux;
+  entry.input = reinterpret_cast<const void*>(in);
+  entry.output = reinterpret_cast<void*>(out);
+  entry.handle = std::make_shared<Handle>();
+  return entry;
+}
+
 std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors, bool wake) {
   Engine& e = engine();
   std::vector<TensorEntry> entries;
   std::vector<std::shared_ptr<Handle>> handles;
   for (const auto& t : tensors) {
-    auto [op, name, in, out, dtype, shape, reduce_op, root, pre, post, ps, aux] = t;
-    if (op < 0 || op >= kNumOpTypes) throw py::value_error("unknown op code " + std::to_string(op));
-    if (!isValidDataType(dtype)) throw py::value_error("unsupported dtype code " + std::to_string(dtype));
-    if (reduce_op < 0 || reduce_op > 5) throw py::value_error("unknown reduce op " + std::to_string(reduce_op));
-    TensorEntry entry;
-    entry.request.op = static_cast<OpType>(op);
-    entry.request.name = name;
-    entry.request.dtype = static_cast<DataType>(dtype);
-    entry.request.shape = shape;
-    entry.request.reduce_op = static_cast<ReduceOp>(reduce_op);
-    entry.request.root = root;
-    entry.request.prescale = pre;
-    entry.request.postscale = post;
-    entry.request.process_set_id = ps;
-    entry.request.aux = aux;
-    entry.input = reinterpret_cast<const void*>(in);
-    entry.output = reinterpret_cast<void*>(out);
-    entry.handle = std::make_shared<Handle>();
-    handles.push_back(entry.handle);
-    entries.push_back(std::move(entry));
+    entries.push_back(makeEntry(t));
+    handles.push_back(entries.back().handle);
   }
   Status st;
   {
@@ -137,6 +141,35 @@ std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors, bool wake) 
     ids.push_back(id);
   }
   return ids;
+}
+
+py::tuple resultTuple(const Handle& h) {
+  const HandleResult& r = h.result();
+  py::object buf = r.output ? py::cast(r.output) : py::none();
+  return py::make_tuple(buf, r.output_shape, r.received_splits, r.value);
+}
+
+// enqueue + wait + result for one tensor, without a handle id: the synchronous ops' path, where
+// the front's handle bookkeeping cost more than the engine's own work for a small tensor.
+py::tuple runNow(const TensorArgs& t) {
+  std::shared_ptr<Engine> e = state().engine;
+  if (!e) throw py::value_error("lightcc has not been initialized; use hvd.init().");
+  std::vector<TensorEntry> entries;
+  entries.push_back(makeEntry(t));
+  std::shared_ptr<Handle> h = entries.back().handle;
+  h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = e->enqueue(std::move(entries), /*wake=*/false);
+    if (st.ok()) {
+      e->nudgeFusion();
+      st = e->wait(*h);
+    }
+  }
+  h->addWaiter(-1);
+  raise(st);
+  return resultTuple(*h);
 }
 
 void wait(int64_t id) {
@@ -157,9 +190,7 @@ void wait(int64_t id) {
 py::tuple result(int64_t id) {
   auto h = handleOf(id);
   if (!h->poll()) throw py::value_error("handle " + std::to_string(id) + " has not completed");
-  const HandleResult& r = h->result();
-  py::object buf = r.output ? py::cast(r.output) : py::none();
-  return py::make_tuple(buf, r.output_shape, r.received_splits, r.value);
+  return resultTuple(*h);
 }
 
 void release(int64_t id) {
@@ -212,6 +243,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("enqueue", &enqueue, py::arg("tensors"), py::arg("wake") = true,
         "Queue tensors (one group); returns one handle id per tensor. wake=False: the caller waits at once "
         "and runs the engine itself, so the engine thread is not woken.");
+  m.def("run", &runNow, py::arg("tensor"),
+        "Queue one tensor, run the engine until it completes and return its result (the synchronous ops' path).");
   m.def("poll", [](int64_t id) { return handleOf(id)->poll(); });
   m.def("wait", &wait);
   m.def("result", &result, "(buffer or None, output shape, received splits, value) of a completed handle.");

@@ -156,6 +156,13 @@ const std::vector<FlagSpec>& specs() {
        [](auto& n, auto& v, Config* c) {
          return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm_chunk_bytes);
        }},
+      {{"LIGHTCC_SHM_ONESHOT_BYTES", "bytes", "262144",
+        "Shared-memory allreduces up to this size (at 2 ranks per host; scaled by 2/p for p ranks, "
+        "and at most one chunk) run in one step: every rank stages all of its input and reduces the "
+        "whole tensor itself — one barrier instead of three; 0 = off."},
+       [](auto& n, auto& v, Config* c) {
+         return parseInt(n, v, 0, int64_t{1} << 30, &c->shm_oneshot_bytes);
+       }},
       {{"LIGHTCC_SHM_RING_BYTES", "bytes", "1048576",
         "Capacity of each shared-memory point-to-point ring (control messages, ring algorithms)."},
        [](auto& n, auto& v, Config* c) {

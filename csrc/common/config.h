@@ -31,6 +31,7 @@ struct Config {
   std::vector<int> thread_affinity;            // HOROVOD_THREAD_AFFINITY (one core per local rank)
   double timeout_seconds = 60.0;               // LIGHTCC_TIMEOUT
   int64_t shm_chunk_bytes = 1 << 20;           // LIGHTCC_SHM_CHUNK_BYTES
+  int64_t shm_oneshot_bytes = 256 << 10;       // LIGHTCC_SHM_ONESHOT_BYTES
   int64_t shm_ring_bytes = 1 << 20;            // LIGHTCC_SHM_RING_BYTES
   double spin_us = 50.0;                       // LIGHTCC_SPIN_US
   std::string net_plugin;                      // LIGHTCC_NET_PLUGIN (path; "" = bundled HARP)

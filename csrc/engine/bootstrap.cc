@@ -31,6 +31,7 @@ std::string fingerprint(const Config& c) {
   std::ostringstream os;
   os << "HOROVOD_FUSION_THRESHOLD=" << c.fusion_threshold_bytes << ";HOROVOD_CACHE_CAPACITY="
      << c.cache_capacity << ";LIGHTCC_SHM_CHUNK_BYTES=" << c.shm_chunk_bytes
+     << ";LIGHTCC_SHM_ONESHOT_BYTES=" << c.shm_oneshot_bytes
      << ";LIGHTCC_SHM_RING_BYTES=" << c.shm_ring_bytes
      << ";HOROVOD_DYNAMIC_PROCESS_SETS=" << c.dynamic_process_sets
      << ";LIGHTCC_FORCE_RING=" << c.force_ring << ";LIGHT_2D_ALLREDUCE=" << c.hierarchical_allreduce
@@ -66,6 +67,7 @@ SetComm Engine::makeSetComm(const shm::HostGroup* host, const std::vector<Link*>
   c.ranks = ranks;
   c.host = host;
   c.chunk_bytes = static_cast<size_t>(config_.shm_chunk_bytes);
+  c.oneshot_bytes = static_cast<size_t>(config_.shm_oneshot_bytes);
   c.all_local = !config_.force_ring;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == topo_.rank) c.me = static_cast<int>(i);
@@ -233,6 +235,11 @@ Status Engine::bootstrap() {
   // Shared memory: each rank creates its area, peers map it, then the owner unlinks the name.
   // One channel for the background thread; with streams, one more per stream, each with staging.
   const int streams = static_cast<int>(config_.num_streams);
+  if (topo_.local_size > shm::kMaxLocalRanks) {
+    return Status::InvalidArgument("rank " + std::to_string(rank) + ": " + std::to_string(topo_.local_size) +
+                                   " ranks on host " + options_.hostname + "; lightcc supports at most " +
+                                   std::to_string(shm::kMaxLocalRanks) + " per host");
+  }
   auto layout = shm::RankAreaLayout::compute(topo_.local_size, static_cast<size_t>(config_.shm_ring_bytes),
                                              static_cast<size_t>(config_.shm_chunk_bytes),
                                              streams > 1 ? streams + 1 : 1, streams);

@@ -54,10 +54,11 @@ int memberIndex(const SetComm& c, int rank) {
 void Engine::completeBatchEntry(Batch& b, const std::string& name, const Status& st, HandleResult result) {
   auto it = b.entries.find(name);
   if (it == b.entries.end()) return;
-  // Free the name before waking the caller, who may reuse it at once.
+  // Free the name before waking the caller, who may reuse it at once; and before the erase,
+  // since `name` may be the erased entry's own key (failBatch passes it).
   std::shared_ptr<Handle> handle = std::move(it->second.handle);
-  b.entries.erase(it);
   queue_.finish(b.response.process_set_id, name);
+  b.entries.erase(it);
   handle->complete(st, std::move(result));
 }
 

@@ -97,7 +97,13 @@ void Streams::work(Worker& w) {
       counters_.batches->fetch_add(1, std::memory_order_relaxed);
       if (!st.ok()) {
         st = st.withContext(name);
-        LIGHTCC_LOG(kError) << st.message();
+        if (st.code() == StatusCode::kAborted && failed()) {
+          // A wait cut short because another stream failed: report that failure, which names the
+          // rank and peer, rather than the bare abort.
+          st = error().withContext(name + " stopped because another stream failed");
+        } else {
+          LIGHTCC_LOG(kError) << st.message();
+        }
         recordError(st);
       }
     }

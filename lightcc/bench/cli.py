@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> dict:
         bar = Progress(steps_per_library(spec) * len(libraries), enabled=bool(progress_path))
         follower = ProgressFollower(progress_path, bar) if progress_path else None
         try:
-            run_workers(cmd, worker_env(libraries, mpi), args.timeout, follower.poll if follower else None)
+            run_workers(cmd, worker_env(libraries, mpi, nranks=args.np), args.timeout, follower.poll if follower else None)
         finally:
             bar.close()
         if not os.path.exists(spec.result_path):

@@ -56,9 +56,17 @@ def lightccrun_command(nranks: int, spec_path: str) -> list[str]:
     return [sys.executable, "-m", "lightcc.runner", "-np", str(nranks), sys.executable, *WORKER, "--spec", spec_path]
 
 
-def worker_env(libraries: tuple[str, ...], mpi: bool, base: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for the launcher: our package first on PYTHONPATH, gloo's address, MPI-as-root flags."""
+def worker_env(
+    libraries: tuple[str, ...], mpi: bool, base: dict[str, str] | None = None, nranks: int = 1
+) -> dict[str, str]:
+    """Environment for the launcher: our package first on PYTHONPATH, gloo's address, MPI-as-root
+    flags, and the cores shared out among the ranks for OpenMP/BLAS threads (as lightccrun does;
+    under mpirun every rank's NumPy would otherwise start one spinning BLAS thread per core)."""
     env = dict(os.environ if base is None else base)
+    if "OMP_NUM_THREADS" not in env:
+        from lightcc.runner.plan import threads_per_rank
+
+        env["OMP_NUM_THREADS"] = str(threads_per_rank(nranks))
     paths = [package_root()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     if mpi:

@@ -135,6 +135,16 @@ class HandleManager:
 handles = HandleManager()
 
 
+def run_now(args: tuple) -> CoreResult:
+    """Queue one tensor (a ``TensorArgs.as_tuple()``-shaped tuple) and wait for its result.
+
+    The synchronous single-tensor ops' path: no handle id, no keep-alive record and no engine
+    thread wake-up (the calling thread runs the engine), which for a small tensor cost more
+    than the collective itself. The caller keeps the buffers alive (they are its arguments).
+    """
+    return core().run(args)
+
+
 def run_simple(op: int, name: str, process_set_id: int = 0, aux: Sequence[int] = ()) -> int:
     """Runs a tensor-less op (barrier, join, process-set change) and returns its value."""
     args = TensorArgs(op=op, name=name, in_ptr=0, out_ptr=0, dtype=0, shape=[],

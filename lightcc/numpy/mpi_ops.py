@@ -117,22 +117,28 @@ def allreduce_async_(tensor: np.ndarray, average: Optional[bool] = None, name: O
                                             process_set))
 
 
+def _allreduce_now(a: np.ndarray, out: np.ndarray, average: Optional[bool], name: Optional[str],
+                   op: Optional[int], prescale: float, postscale: float, process_set: ProcessSet) -> np.ndarray:
+    op = _ops.resolve_op(average, op)
+    _ops.run_now((_ops.ALLREDUCE, _ops.tensor_name("allreduce", name), _ptr(a), _ptr(out), numpy_code(a.dtype),
+                  a.shape, op, 0, float(prescale), float(postscale), _id_of(process_set), ()))
+    return out
+
+
 def allreduce(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
               compression: Any = None, op: Optional[int] = None, prescale_factor: float = 1.0,
               postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Reduce `tensor` across the process set (default op Average) and return the result."""
-    with _ops.wait_at_once():
-        handle = allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
-    return synchronize(handle)
+    a = _check_array(tensor, "allreduce")
+    return _allreduce_now(a, np.empty_like(a), average, name, op, prescale_factor, postscale_factor, process_set)
 
 
 def allreduce_(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
                op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                process_set: ProcessSet = global_process_set) -> np.ndarray:
     """In-place allreduce; returns `tensor`."""
-    with _ops.wait_at_once():
-        handle = allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
-    return synchronize(handle)
+    a = _check_array(tensor, "allreduce_", writeable=True)
+    return _allreduce_now(a, a, average, name, op, prescale_factor, postscale_factor, process_set)
 
 
 def grouped_allreduce(tensors: Sequence[np.ndarray], average: Optional[bool] = None, name: Optional[str] = None,
@@ -213,20 +219,25 @@ def broadcast_async_(tensor: np.ndarray, root_rank: int, name: Optional[str] = N
     return _broadcast_async(tensor, root_rank, name, process_set, True)
 
 
+def _broadcast_now(a: np.ndarray, out: np.ndarray, root_rank: int, name: Optional[str],
+                   process_set: ProcessSet) -> np.ndarray:
+    _ops.run_now((_ops.BROADCAST, _ops.tensor_name("broadcast", name), _ptr(a), _ptr(out), numpy_code(a.dtype),
+                  a.shape, _ops.Sum, int(root_rank), 1.0, 1.0, _id_of(process_set), ()))
+    return out
+
+
 def broadcast(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
               process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Return root_rank's array on every rank."""
-    with _ops.wait_at_once():
-        handle = broadcast_async(tensor, root_rank, name, process_set)
-    return synchronize(handle)
+    a = _check_array(tensor, "broadcast")
+    return _broadcast_now(a, np.empty_like(a), root_rank, name, process_set)
 
 
 def broadcast_(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
                process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Overwrite `tensor` with root_rank's values; returns it."""
-    with _ops.wait_at_once():
-        handle = broadcast_async_(tensor, root_rank, name, process_set)
-    return synchronize(handle)
+    a = _check_array(tensor, "broadcast_", writeable=True)
+    return _broadcast_now(a, a, root_rank, name, process_set)
 
 
 # ---- alltoall --------------------------------------------------------------------------------

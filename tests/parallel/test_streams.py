@@ -107,7 +107,7 @@ def test_rank_death_fails_every_stream(size):
         ["kill"],
         timeout=90,
         expect_ok=False,
-        env={**BASE, "LIGHTCC_TIMEOUT": "30", "LIGHT_NUM_STREAMS": "2"},
+        env={**BASE, "LIGHTCC_TIMEOUT": "30", "LIGHT_NUM_STREAMS": "2", "PYTHONFAULTHANDLER": "1"},
     )
     assert results[1].returncode == 3
     for res in results:

@@ -365,8 +365,10 @@ def test_launch_commands_and_env() -> None:
     assert env["PYTHONPATH"].split(os.pathsep) == [launch.package_root(), "/a"]
     host, port = env["LIGHTCC_BENCH_GLOO_ADDR"].split(":")
     assert host == "127.0.0.1" and 0 < int(port) < 65536
-    env = launch.worker_env(("lightcc", "mpi"), mpi=True, base={})
+    env = launch.worker_env(("lightcc", "mpi"), mpi=True, base={}, nranks=2)
     assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1" and "LIGHTCC_BENCH_GLOO_ADDR" not in env
+    assert env["OMP_NUM_THREADS"] == str(max(1, len(os.sched_getaffinity(0)) // 2))
+    assert launch.worker_env(("mpi",), mpi=True, base={"OMP_NUM_THREADS": "3"}, nranks=2)["OMP_NUM_THREADS"] == "3"
 
 
 def _alive(pid: int) -> bool:

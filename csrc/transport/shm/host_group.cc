@@ -64,6 +64,8 @@ HostGroup::HostGroup(int local_rank, std::vector<int> global_ranks,
   for (auto& s : map->segments) map->bases.push_back(static_cast<char*>(s->base()));
   map_ = map;
   bases_ = &map_->bases;
+  reads_owed_.assign(global_ranks_.size(), 0);
+  reads_done_.assign(global_ranks_.size(), 0);
 }
 
 HostGroup::HostGroup(const HostGroup& base, int channel)
@@ -73,7 +75,9 @@ HostGroup::HostGroup(const HostGroup& base, int channel)
       bases_(&map_->bases),
       layout_(base.layout_),
       options_(base.options_),
-      channel_(channel) {}
+      channel_(channel),
+      reads_owed_(base.global_ranks_.size(), 0),
+      reads_done_(base.global_ranks_.size(), 0) {}
 
 std::unique_ptr<HostGroup> HostGroup::channel(int c) const {
   return std::unique_ptr<HostGroup>(new HostGroup(*this, c));  // private constructor
@@ -120,6 +124,26 @@ void HostGroup::wake(int li) const {
     h->doorbell.fetch_add(1, std::memory_order_seq_cst);
     futexWake(&h->doorbell);
   }
+}
+
+void HostGroup::readDone(int owner_li) const {
+  counter(local_rank_, kReadDoneSlotBase + owner_li).store(++reads_done_[owner_li], std::memory_order_release);
+  // The owner sleeps on this only when it wants its staging back before we were done.
+  wake(owner_li);
+}
+
+Status HostGroup::waitStagingFree() const {
+  auto ready = [&] {
+    for (int li = 0; li < localSize(); ++li) {
+      if (li != local_rank_ &&
+          counter(li, kReadDoneSlotBase + local_rank_).load(std::memory_order_acquire) < reads_owed_[li]) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (ready()) return Status::OK();
+  return waitUntil(ready, "local peers to finish reading this rank's staging area", true);
 }
 
 Status HostGroup::checkPeersAlive() const {

@@ -67,6 +67,15 @@ class HostGroup {
   Status waitUntil(const std::function<bool()>& ready, const std::string& what, bool check_peers,
                    double max_wait_us = -1, bool spin = true) const;
 
+  // Staging ledger. A single-barrier collective publishes its staging and leaves without a
+  // closing barrier, so peers may still be reading when this rank moves on. The publisher
+  // records each read it is owed; a reader reports each read it finished (in its own area);
+  // whoever writes this channel's staging next waits until nothing is owed. Usually nothing
+  // is by then, so the common case costs a few loads instead of a barrier per operation.
+  void oweRead(int reader_li) const { ++reads_owed_[reader_li]; }
+  void readDone(int owner_li) const;
+  Status waitStagingFree() const;
+
   // Returns PeerFailure naming the first local peer whose process is gone.
   Status checkPeersAlive() const;
   void setMaxSleepUs(double us) { options_.max_sleep_us = us; }
@@ -88,6 +97,9 @@ class HostGroup {
   WaitOptions options_;
   int channel_ = 0;
   const std::atomic<bool>* abort_ = nullptr;
+  // The ledger is this view's own (one thread uses a channel), hence mutable on a const view.
+  mutable std::vector<uint64_t> reads_owed_;  // per local reader: reads of my staging owed me
+  mutable std::vector<uint64_t> reads_done_;  // per local owner: reads of its staging I finished
 };
 
 }  // namespace lightcc::shm

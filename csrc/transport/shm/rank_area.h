@@ -8,7 +8,8 @@
 //    look again bumps it (and calls futex_wake when bells[c].sleeping counts sleepers: on
 //    channel 0 both the engine thread and a caller driving it may sleep).
 //  - counters[c][slot]: sync counters, one per process set (slot = process-set id). Written only
-//    by the owner, read by every member of the set.
+//    by the owner, read by every member of the set. Slots from kReadDoneSlotBase on count, per
+//    local peer j, the reads of j's staging the owner has finished (see HostGroup::readDone).
 //  - rings[c][j]: the SPSC byte ring carrying messages from local rank j to the owner. j is the
 //    only producer (writes data and `head`), the owner the only consumer (writes `tail`).
 //  - meta[c] and staging areas: written only by the owner, read by peers during a collective,
@@ -25,6 +26,9 @@ constexpr uint64_t kRankAreaMagic = 0x314145524343494CULL;  // "LICCREA1"
 constexpr int kMaxSetSlots = 4096;
 // Process-set ids stay below this; the slots above serve the 2D sub-communicators.
 constexpr int kMaxProcessSets = kMaxSetSlots / 4;
+// Slots [kReadDoneSlotBase, kMaxSetSlots) are the read-done counters, one per local rank.
+constexpr int kReadDoneSlotBase = 3 * kMaxProcessSets;
+constexpr int kMaxLocalRanks = kMaxSetSlots - kReadDoneSlotBase;
 constexpr size_t kMetaBytes = 64 << 10;
 constexpr size_t kCacheLine = 64;
 // The engine thread's channel plus at most 8 streams (LIGHT_NUM_STREAMS).
