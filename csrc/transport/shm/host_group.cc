@@ -26,6 +26,9 @@
 namespace lightcc::shm {
 namespace {
 
+// How long a wait spins before it starts yielding the core between polls.
+constexpr int kPureSpinUs = 3;
+
 void futexWait(std::atomic<uint32_t>* word, uint32_t expected, double timeout_us) {
   struct timespec ts;
   ts.tv_sec = static_cast<time_t>(timeout_us / 1e6);
@@ -164,9 +167,16 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
   if (ready()) return Status::OK();
   const auto start = Clock::now();
   const auto spin_end = start + std::chrono::nanoseconds(static_cast<int64_t>(spin ? options_.spin_us * 1e3 : 0));
-  while (Clock::now() < spin_end) {
+  // Spin briefly, then spin yielding the core: when more threads are runnable than there are
+  // cores, the peer we wait for may be queued behind us on this very core, and a pure spin would
+  // hold it off for the whole spin time (and then a futex round trip) at every sync point.
+  const auto yield_from = start + std::chrono::microseconds(kPureSpinUs);
+  while (true) {
     for (int i = 0; i < 64; ++i) LIGHTCC_CPU_RELAX();
     if (ready()) return Status::OK();
+    const auto now = Clock::now();
+    if (now >= spin_end) break;
+    if (now >= yield_from) sched_yield();
   }
   Bell* me = bell(local_rank_);
   auto last_liveness = start;
