@@ -193,6 +193,40 @@ py::tuple result(int64_t id) {
   return resultTuple(*h);
 }
 
+// wait + result + release for every id of one front-level handle, in one call: the first error
+// is raised after all are released (the others' buffers are the caller's to drop).
+py::list collect(const std::vector<int64_t>& ids) {
+  std::vector<std::shared_ptr<Handle>> hs;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    for (int64_t id : ids) {
+      auto it = state().handles.find(id);
+      if (it == state().handles.end()) throw py::value_error("unknown or released handle " + std::to_string(id));
+      hs.push_back(it->second);
+    }
+  }
+  std::shared_ptr<Engine> e = state().engine;
+  Status first;
+  for (auto& h : hs) h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
+  if (e) e->nudgeFusion();
+  {
+    py::gil_scoped_release release;
+    for (auto& h : hs) {
+      Status st = e ? e->wait(*h) : h->wait();
+      if (first.ok() && !st.ok()) first = st;
+    }
+  }
+  for (auto& h : hs) h->addWaiter(-1);
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    for (int64_t id : ids) state().handles.erase(id);
+  }
+  raise(first);
+  py::list out;
+  for (auto& h : hs) out.append(resultTuple(*h));
+  return out;
+}
+
 void release(int64_t id) {
   std::lock_guard<std::mutex> lock(state().mu);
   state().handles.erase(id);
@@ -249,6 +283,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("wait", &wait);
   m.def("result", &result, "(buffer or None, output shape, received splits, value) of a completed handle.");
   m.def("release", &release);
+  m.def("collect", &collect, py::arg("ids"),
+        "Wait for every handle id, release them all, and return their results (raises the first error).");
   m.def("process_sets", [] { return engine().processSets(); });
   m.def("start_timeline", [](const std::string& path, bool mark) { raise(engine().startTimeline(path, mark)); });
   m.def("stop_timeline", [] { raise(engine().stopTimeline()); });

@@ -61,10 +61,9 @@ class TensorArgs:
     aux: Sequence[int] = field(default_factory=tuple)
 
     def as_tuple(self) -> tuple:
-        return (self.op, self.name, int(self.in_ptr), int(self.out_ptr), int(self.dtype),
-                [int(d) for d in self.shape], int(self.reduce_op), int(self.root),
-                float(self.prescale), float(self.postscale), int(self.process_set_id),
-                [int(a) for a in self.aux])
+        # The core's binding converts (and rejects) the fields itself; no per-field Python pass.
+        return (self.op, self.name, self.in_ptr, self.out_ptr, self.dtype, self.shape, self.reduce_op,
+                self.root, self.prescale, self.postscale, self.process_set_id, self.aux)
 
 
 # (buffer or None, output shape, received splits, value) for each tensor of a handle.
@@ -121,15 +120,7 @@ class HandleManager:
             p = self._pending.pop(handle, None)
         if p is None:
             raise ValueError(f"handle {handle} was not created or has already been synchronized")
-        c = core()
-        try:
-            for i in p.ids:
-                c.wait(i)
-            results = [c.result(i) for i in p.ids]
-        finally:
-            for i in p.ids:
-                c.release(i)
-        return p.finish(results)
+        return p.finish(core().collect(p.ids))
 
 
 handles = HandleManager()
