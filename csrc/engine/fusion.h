@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "engine/request.h"
@@ -15,9 +16,10 @@ int64_t tensorBytes(const Response& r, size_t tensor_index);
 // Merges allreduce responses that share dtype, reduce op, scales and process set into fused
 // responses of at most `threshold_bytes` (0 disables fusion). Other responses pass through.
 // A fused response keeps the position of its first member; the order inside it is list order.
-// Every rank calls this on the same list and gets the same plan.
+// Every rank calls this on the same list and gets the same plan. A response that fuses with
+// nothing is passed on as it is (shared, not copied).
 // `alone(r)` marks responses that must not be fused (e.g. tensors top-k compresses one by one).
-std::vector<Response> planFusion(const std::vector<Response>& responses, int64_t threshold_bytes,
-                                 const std::function<bool(const Response&)>& alone = nullptr);
+std::vector<ResponsePtr> planFusion(const std::vector<ResponsePtr>& responses, int64_t threshold_bytes,
+                                    const std::function<bool(const Response&)>& alone = nullptr);
 
 }  // namespace lightcc

@@ -31,7 +31,13 @@ Status TensorQueue::push(std::vector<TensorEntry> entries, bool wake) {
 
 void TensorQueue::drain(std::vector<TensorEntry>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& e : queue_) out->push_back(std::move(e));
+  if (out->empty()) {
+    // Swapping hands the engine this batch and the queue the engine's emptied buffer, so in the
+    // steady state neither side reallocates.
+    out->swap(queue_);
+  } else {
+    for (auto& e : queue_) out->push_back(std::move(e));
+  }
   queue_.clear();
   queued_.store(0, std::memory_order_release);
 }

@@ -35,6 +35,7 @@ class TensorQueue {
 
   // All-or-nothing: a group is queued together so it lands in one negotiation cycle.
   Status push(std::vector<TensorEntry> entries, bool wake = true);
+  // Appends the queued entries to `out` (takes them without copying when `out` is empty).
   void drain(std::vector<TensorEntry>* out);
   bool hasWork() const;
   void finish(int32_t process_set_id, const std::string& name);
