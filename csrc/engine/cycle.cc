@@ -329,6 +329,7 @@ Status Engine::runCycle(bool* stop) {
   fusion_holding_ = fusion_->holding();
   stats_.fusion_held.store(fusion_->heldCount(), std::memory_order_relaxed);
   stats_.fusion_flushes.store(fusion_->flushes(), std::memory_order_relaxed);
+  take_hint_ = 0;
   for (const ResponsePtr& r : plan) {
     LIGHTCC_RETURN_IF_ERROR(execute(r));
   }

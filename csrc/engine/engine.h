@@ -220,6 +220,7 @@ class Engine {
   std::vector<TensorEntry> fresh_;   // this cycle's drained queue (its capacity is reused)
   std::vector<ResponsePtr> agreed_;  // this cycle's agreed responses, and each one's tensor id
   std::vector<TensorId> agreed_ids_;
+  size_t take_hint_ = 0;             // takeBatch's position in agreed_ids_
   std::vector<int> invalid_bits_;  // this rank's mismatches against the cache, this cycle
   bool joined_ = false;            // this rank called join() and waits for the others
   uint64_t cycle_ = 0;

@@ -71,7 +71,16 @@ Batch Engine::takeBatch(const ResponsePtr& r) {
   b.joined = joined_;
   b.entries.resize(r->names.size());
   for (size_t i = 0; i < r->names.size(); ++i) {
-    const TensorId id = tensors_.find(r->process_set_id, r->names[i]);
+    // Plans mostly list tensors in agreed order, so the first agreed tensor not yet taken is
+    // tried (a name compare) before the name is hashed.
+    while (take_hint_ < agreed_ids_.size() &&
+           (agreed_ids_[take_hint_] < 0 || !tensors_.at(agreed_ids_[take_hint_]).pending)) {
+      ++take_hint_;
+    }
+    TensorId id = take_hint_ < agreed_ids_.size() ? agreed_ids_[take_hint_] : -1;
+    if (id < 0 || tensors_.at(id).set != r->process_set_id || tensors_.at(id).name != r->names[i]) {
+      id = tensors_.find(r->process_set_id, r->names[i]);
+    }
     if (id < 0 || !tensors_.at(id).pending) continue;
     b.entries[i] = tensors_.takePending(id);
   }

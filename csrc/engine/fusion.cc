@@ -18,8 +18,27 @@ bool fusable(const Response& a, const Response& b) {
 }
 }  // namespace
 
+ResponsePtr FusedMemo::find(const std::vector<const ResponsePtr*>& members) const {
+  for (auto e = entries_.rbegin(); e != entries_.rend(); ++e) {
+    if (e->members.size() != members.size()) continue;
+    size_t i = 0;
+    while (i < members.size() && e->members[i] == *members[i]) ++i;
+    if (i == members.size()) return e->fused;
+  }
+  return nullptr;
+}
+
+void FusedMemo::remember(const std::vector<const ResponsePtr*>& members, ResponsePtr fused) {
+  if (entries_.size() == kEntries) entries_.erase(entries_.begin());
+  Entry e;
+  e.members.reserve(members.size());
+  for (const ResponsePtr* m : members) e.members.push_back(*m);
+  e.fused = std::move(fused);
+  entries_.push_back(std::move(e));
+}
+
 std::vector<ResponsePtr> planFusion(const std::vector<ResponsePtr>& responses, int64_t threshold_bytes,
-                                    const std::function<bool(const Response&)>& alone) {
+                                    const std::function<bool(const Response&)>& alone, FusedMemo* memo) {
   // Buckets are first collected as member lists and only then merged, so a bucket that ends up
   // with one member is passed on without building a new response.
   struct Bucket {
@@ -58,6 +77,12 @@ std::vector<ResponsePtr> planFusion(const std::vector<ResponsePtr>& responses, i
       out.push_back(*b.members.front());
       continue;
     }
+    if (memo != nullptr) {
+      if (ResponsePtr same = memo->find(b.members)) {
+        out.push_back(std::move(same));
+        continue;
+      }
+    }
     auto fused = std::make_shared<Response>(**b.members.front());
     fused->names.reserve(b.tensors);
     fused->shapes.reserve(b.tensors);
@@ -66,6 +91,7 @@ std::vector<ResponsePtr> planFusion(const std::vector<ResponsePtr>& responses, i
       fused->names.insert(fused->names.end(), r.names.begin(), r.names.end());
       fused->shapes.insert(fused->shapes.end(), r.shapes.begin(), r.shapes.end());
     }
+    if (memo != nullptr) memo->remember(b.members, fused);
     out.push_back(std::move(fused));
   }
   return out;

@@ -78,7 +78,7 @@ void FusionScheduler::release(Bucket& b, std::vector<ResponsePtr>* out) {
 
 std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr>& agreed, bool flush) {
   if (options_.strategy == FusionStrategy::kSize || options_.threshold <= 0) {
-    return planFusion(agreed, options_.threshold, alone_);
+    return planFusion(agreed, options_.threshold, alone_, &memo_);
   }
   std::vector<ResponsePtr> now, released;
   for (const ResponsePtr& p : agreed) {
@@ -108,8 +108,8 @@ std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr
     LIGHTCC_LOG(kDebug) << "fusion: flushing " << held_ << " held tensors";
     for (Bucket& b : buckets_) flushBucket(b, &released);
   }
-  std::vector<ResponsePtr> out = planFusion(released, options_.threshold, alone_);
-  std::vector<ResponsePtr> rest = planFusion(now, options_.threshold, alone_);
+  std::vector<ResponsePtr> out = planFusion(released, options_.threshold, alone_, &memo_);
+  std::vector<ResponsePtr> rest = planFusion(now, options_.threshold, alone_, &memo_);
   out.insert(out.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
   return out;
 }

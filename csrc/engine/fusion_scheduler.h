@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "engine/fusion.h"
 #include "engine/request.h"
 
 namespace lightcc {
@@ -70,6 +71,7 @@ class FusionScheduler {
 
   Options options_;
   std::function<bool(const Response&)> alone_;
+  FusedMemo memo_;
   std::vector<Bucket> buckets_;
   std::map<Key, size_t> bucket_of_;
   struct OpenBucket {

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/tensor_key.h"
 #include "engine/tensor_queue.h"
 
 namespace lightcc {
@@ -59,18 +60,13 @@ class TensorTable {
   void collect(const std::function<bool(TensorId)>& keep);
 
  private:
-  struct KeyHash {
-    size_t operator()(const std::pair<int32_t, std::string_view>& k) const noexcept {
-      return std::hash<std::string_view>{}(k.second) ^ (static_cast<size_t>(k.first) * 0x9E3779B97F4A7C15ULL);
-    }
-  };
   std::deque<Slot> slots_;
   std::vector<size_t> pending_pos_;  // by id: index in pending_ while pending
   std::vector<TensorId> free_;
   std::vector<TensorId> pending_;
   size_t to_send_ = 0;
   // Keys view the slot's own name, so a lookup with a caller's string_view allocates nothing.
-  std::unordered_map<std::pair<int32_t, std::string_view>, TensorId, KeyHash> index_;
+  std::unordered_map<std::pair<int32_t, std::string_view>, TensorId, TensorKeyHash> index_;
 };
 
 }  // namespace lightcc
