@@ -236,19 +236,27 @@ Status Engine::runCycle(bool* stop) {
   bits[0] = (to_send ? 0 : kNothingToSend) | (asked ? 0 : kNoShutdown) | (joined_ ? 0 : kNotJoined) |
             (stall_responses_.empty() ? kCoordinatorIdle : 0) | (tensors_.anyPending() ? 0 : kNothingPending) |
             (asked ? kAllAsked : 0) | (force ? 0 : kNoForce) | (fusionWantsFlush() ? 0 : kNoFlush);
-  // Cached entries mostly share one process set: look its membership up once per run of them.
-  int32_t run_set = -1;
-  bool run_absent = false;
-  for (size_t b = 0; b < cap; ++b) {
-    if (!cache_->occupied(b)) continue;
-    const int32_t set = cache_->response(b).process_set_id;
-    if (set != run_set) {
-      auto it = comms_.find(set);
-      run_set = set;
-      run_absent = it == comms_.end() || !it->second.member();
+  // Entries of sets this rank is not in are always "ready" here. A set's membership never
+  // changes under its id, so the mask changes only with the cache's contents.
+  const size_t cap_words = (cap + 63) / 64;
+  if (absent_generation_ != cache_->generation() || absent_sets_ != comms_.size()) {
+    absent_generation_ = cache_->generation();
+    absent_sets_ = comms_.size();
+    absent_mask_.assign(W, 0);
+    int32_t run_set = -1;  // entries mostly share one set: one lookup per run of them
+    bool run_absent = false;
+    for (size_t b = 0; b < cap; ++b) {
+      if (!cache_->occupied(b)) continue;
+      const int32_t set = cache_->response(b).process_set_id;
+      if (set != run_set) {
+        auto it = comms_.find(set);
+        run_set = set;
+        run_absent = it == comms_.end() || !it->second.member();
+      }
+      if (run_absent) absent_mask_[b / 64] |= uint64_t{1} << (b % 64);
     }
-    if (run_absent) bits[1 + b / 64] |= uint64_t{1} << (b % 64);
   }
+  for (size_t w = 0; w < cap_words; ++w) bits[1 + w] |= absent_mask_[w];
   for (TensorId id : tensors_.pending()) {
     const TensorTable::Slot& p = tensors_.at(id);
     if (p.state == TensorTable::State::kCached) bits[1 + p.bit / 64] |= uint64_t{1} << (p.bit % 64);
@@ -269,16 +277,16 @@ Status Engine::runCycle(bool* stop) {
   shutdown_pending_ = !(status & kNoShutdown);
   const bool any_joined = !(status & kNotJoined);
   bool any_invalid = false;
-  for (size_t b = 0; b < cap; ++b) {
-    if (!cache_->occupied(b)) continue;
-    bool valid = (bits[1 + W + b / 64] >> (b % 64)) & 1;
-    if (!valid || any_joined) {
-      any_invalid = any_invalid || !valid;
+  for (size_t w = 0; w < cap_words; ++w) {
+    const uint64_t invalid = cache_->occupiedWord(w) & ~bits[1 + W + w];
+    any_invalid = any_invalid || invalid != 0;
+    for (uint64_t drop = any_joined ? cache_->occupiedWord(w) : invalid; drop != 0; drop &= drop - 1) {
+      const int b = static_cast<int>(w * 64) + __builtin_ctzll(drop);
       // Only the entry interned under this bit's id can be announcing it.
-      const TensorId id = cache_->id(static_cast<int>(b));
-      cache_->erase(static_cast<int>(b));
+      const TensorId id = cache_->id(b);
+      cache_->erase(b);
       const TensorTable::Slot& p = tensors_.at(id);
-      if (p.pending && p.state == TensorTable::State::kCached && p.bit == static_cast<int>(b)) {
+      if (p.pending && p.state == TensorTable::State::kCached && p.bit == b) {
         tensors_.setState(id, TensorTable::State::kToSend);
       }
     }
@@ -286,11 +294,12 @@ Status Engine::runCycle(bool* stop) {
   std::vector<ResponsePtr>& responses = agreed_;
   responses.clear();
   agreed_ids_.clear();
-  for (size_t b = 0; b < cap; ++b) {
-    if (cache_->occupied(b) && ((bits[1 + b / 64] >> (b % 64)) & 1)) {
-      responses.push_back(cache_->shared(static_cast<int>(b)));
-      agreed_ids_.push_back(cache_->id(static_cast<int>(b)));
-      cache_->touch(static_cast<int>(b), cycle_);
+  for (size_t w = 0; w < cap_words; ++w) {
+    for (uint64_t ready = bits[1 + w] & cache_->occupiedWord(w); ready != 0; ready &= ready - 1) {
+      const int b = static_cast<int>(w * 64) + __builtin_ctzll(ready);
+      responses.push_back(cache_->shared(b));
+      agreed_ids_.push_back(cache_->id(b));
+      cache_->touch(b, cycle_);
     }
   }
   const size_t cached_count = responses.size();

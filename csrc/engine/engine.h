@@ -221,6 +221,9 @@ class Engine {
   std::vector<ResponsePtr> agreed_;  // this cycle's agreed responses, and each one's tensor id
   std::vector<TensorId> agreed_ids_;
   size_t take_hint_ = 0;             // takeBatch's position in agreed_ids_
+  std::vector<uint64_t> absent_mask_;  // cache bits of sets this rank is not in
+  uint64_t absent_generation_ = ~uint64_t{0};  // the cache generation absent_mask_ was built for
+  size_t absent_sets_ = 0;
   std::vector<int> invalid_bits_;  // this rank's mismatches against the cache, this cycle
   bool joined_ = false;            // this rank called join() and waits for the others
   uint64_t cycle_ = 0;

@@ -55,6 +55,8 @@ void ResponseCache::put(int32_t id, const Request* local, ResponsePtr response, 
   slot.response = std::move(response);
   slot.last_used = cycle;
   slots_[bit] = std::move(slot);
+  occupied_[static_cast<size_t>(bit) / 64] |= uint64_t{1} << (bit % 64);
+  ++generation_;
   if (bit_of_.size() <= static_cast<size_t>(id)) bit_of_.resize(static_cast<size_t>(id) + 1, -1);
   bit_of_[static_cast<size_t>(id)] = bit;
   extent_ = std::max(extent_, static_cast<size_t>(bit) + 1);
@@ -64,12 +66,16 @@ void ResponseCache::erase(int bit) {
   if (!slots_[bit]) return;
   bit_of_[static_cast<size_t>(slots_[bit]->id)] = -1;
   slots_[bit].reset();
+  occupied_[static_cast<size_t>(bit) / 64] &= ~(uint64_t{1} << (bit % 64));
+  ++generation_;
   while (extent_ > 0 && !slots_[extent_ - 1]) --extent_;
 }
 
 void ResponseCache::clear() {
   for (auto& s : slots_) s.reset();
   bit_of_.assign(bit_of_.size(), -1);
+  occupied_.assign(occupied_.size(), 0);
+  ++generation_;
   extent_ = 0;
 }
 

@@ -18,7 +18,8 @@ namespace lightcc {
 
 class ResponseCache {
  public:
-  explicit ResponseCache(size_t capacity) : capacity_(capacity), slots_(capacity) {}
+  explicit ResponseCache(size_t capacity)
+      : capacity_(capacity), slots_(capacity), occupied_((capacity + 63) / 64, 0) {}
 
   size_t capacity() const { return capacity_; }
   // One past the highest occupied bit: the per-cycle scans stop here (slots fill from the bottom,
@@ -33,6 +34,11 @@ class ResponseCache {
   const ResponsePtr& shared(int bit) const { return slots_[bit]->response; }
   int32_t id(int bit) const { return slots_[bit]->id; }
   bool occupied(int bit) const { return slots_[bit].has_value(); }
+  // Occupied bits, 64 to a word, so a cycle scans words rather than every slot.
+  uint64_t occupiedWord(size_t w) const { return occupied_[w]; }
+  // Changes whenever an entry is inserted, replaced or erased: what is derived from the
+  // cache's contents (which sets its entries belong to) is recomputed only then.
+  uint64_t generation() const { return generation_; }
 
   // Inserts or replaces; evicts the least recently used entry when full. `local` is this rank's
   // own request for the tensor (null on ranks that did not submit it: non-members, joined
@@ -56,6 +62,8 @@ class ResponseCache {
   size_t extent_ = 0;
   std::vector<std::optional<Slot>> slots_;
   std::vector<int> bit_of_;  // by tensor id; -1 where not cached
+  std::vector<uint64_t> occupied_;
+  uint64_t generation_ = 0;
 };
 
 // Which requests are cacheable: data collectives whose response depends only on the signature.
