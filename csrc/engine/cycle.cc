@@ -133,25 +133,22 @@ Status Engine::recvBytes(Link* link, std::string* bytes) {
 }
 
 void Engine::classifyNewEntries() {
-  std::vector<TensorEntry> fresh;
-  queue_.drain(&fresh);
-  for (auto& e : fresh) {
-    Pending p;
+  queue_.drain(&fresh_);
+  const bool trace = topo_.rank == 0 && timeline_.active();
+  for (auto& e : fresh_) {
     const Request& r = e.request;
     if (r.op == OpType::kJoin) joined_ = true;
-    if (topo_.rank == 0) timeline_.begin(r.name, std::string("NEGOTIATE_") + opTypeName(r.op));
-    int bit = isCacheable(r.op) ? cache_->find(r.process_set_id, r.name) : -1;
+    if (trace) timeline_.begin(r.name, std::string("NEGOTIATE_") + opTypeName(r.op));
+    const TensorId id = tensors_.intern(r.process_set_id, r.name);
+    const int bit = isCacheable(r.op) ? cache_->find(id) : -1;
     if (bit >= 0 && cache_->matches(bit, r)) {
-      p.state = EntryState::kCached;
-      p.bit = bit;
+      tensors_.addPending(id, std::move(e), TensorTable::State::kCached, bit);
     } else {
       if (bit >= 0) invalid_bits_.push_back(bit);  // everyone drops it, then renegotiates
-      p.state = EntryState::kToSend;
+      tensors_.addPending(id, std::move(e), TensorTable::State::kToSend, -1);
     }
-    auto key = std::make_pair(r.process_set_id, r.name);
-    p.entry = std::move(e);
-    pending_[key] = std::move(p);
   }
+  fresh_.clear();
 }
 
 void Engine::maintenance(bool* want_cycle) {
@@ -164,9 +161,10 @@ void Engine::maintenance(bool* want_cycle) {
   }
   // A tensor waiting on the fast path is invisible to the coordinator; after half the stall
   // time renegotiate it so the stall inspector can name the missing ranks.
-  for (auto& [key, p] : pending_) {
+  for (TensorId id : tensors_.pending()) {
+    const TensorTable::Slot& p = tensors_.at(id);
     double age = std::chrono::duration<double>(now - p.entry.enqueued).count();
-    if (p.state == EntryState::kCached && age > config_.stall_check_seconds / 2 &&
+    if (p.state == TensorTable::State::kCached && age > config_.stall_check_seconds / 2 &&
         std::find(invalid_bits_.begin(), invalid_bits_.end(), p.bit) == invalid_bits_.end()) {
       invalid_bits_.push_back(p.bit);
       *want_cycle = true;
@@ -174,12 +172,12 @@ void Engine::maintenance(bool* want_cycle) {
   }
 }
 
-Status Engine::slowPath(std::vector<Response>* responses) {
+Status Engine::slowPath(std::vector<ResponsePtr>* responses) {
   std::vector<Request> mine;
-  for (auto& [key, p] : pending_) {
-    if (p.state == EntryState::kToSend) {
-      mine.push_back(p.entry.request);
-      p.state = EntryState::kSubmitted;
+  for (TensorId id : tensors_.pending()) {
+    if (tensors_.at(id).state == TensorTable::State::kToSend) {
+      mine.push_back(tensors_.at(id).entry.request);
+      tensors_.setState(id, TensorTable::State::kSubmitted);
     }
   }
   if (topo_.rank != 0) {
@@ -188,7 +186,7 @@ Status Engine::slowPath(std::vector<Response>* responses) {
     LIGHTCC_RETURN_IF_ERROR(recvBytes(world_links_[0], &bytes));
     std::vector<Response> got;
     LIGHTCC_RETURN_IF_ERROR(parseResponses(bytes, 0, &got));
-    responses->insert(responses->end(), got.begin(), got.end());
+    for (Response& r : got) responses->push_back(std::make_shared<const Response>(std::move(r)));
     return Status::OK();
   }
   auto now = std::chrono::steady_clock::now();
@@ -213,7 +211,7 @@ Status Engine::slowPath(std::vector<Response>* responses) {
   for (int peer = 1; peer < topo_.size; ++peer) {
     LIGHTCC_RETURN_IF_ERROR(sendBytes(world_links_[peer], out));
   }
-  responses->insert(responses->end(), made.begin(), made.end());
+  for (Response& r : made) responses->push_back(std::make_shared<const Response>(std::move(r)));
   return Status::OK();
 }
 
@@ -227,8 +225,7 @@ Status Engine::runCycle(bool* stop) {
   const size_t W = (cache_->capacity() + 63) / 64;
   const size_t cap = cache_->extent();  // bits at or above it are free on every rank
   std::vector<uint64_t> bits(1 + 2 * W, 0);
-  bool to_send = false;
-  for (const auto& [key, p] : pending_) to_send = to_send || p.state == EntryState::kToSend;
+  const bool to_send = tensors_.anyToSend();
   const bool asked = shutdown_requested_.load();
   if (asked && !shutdown_seen_) {
     shutdown_seen_ = true;
@@ -237,15 +234,32 @@ Status Engine::runCycle(bool* stop) {
   const bool force = asked && std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                             shutdown_asked_at_).count() > kShutdownGraceSeconds;
   bits[0] = (to_send ? 0 : kNothingToSend) | (asked ? 0 : kNoShutdown) | (joined_ ? 0 : kNotJoined) |
-            (stall_responses_.empty() ? kCoordinatorIdle : 0) | (pending_.empty() ? kNothingPending : 0) |
+            (stall_responses_.empty() ? kCoordinatorIdle : 0) | (tensors_.anyPending() ? 0 : kNothingPending) |
             (asked ? kAllAsked : 0) | (force ? 0 : kNoForce) | (fusionWantsFlush() ? 0 : kNoFlush);
-  for (size_t b = 0; b < cap; ++b) {
-    if (!cache_->occupied(b)) continue;
-    auto it = comms_.find(cache_->response(b).process_set_id);
-    if (it == comms_.end() || !it->second.member()) bits[1 + b / 64] |= uint64_t{1} << (b % 64);
+  // Entries of sets this rank is not in are always "ready" here. A set's membership never
+  // changes under its id, so the mask changes only with the cache's contents.
+  const size_t cap_words = (cap + 63) / 64;
+  if (absent_generation_ != cache_->generation() || absent_sets_ != comms_.size()) {
+    absent_generation_ = cache_->generation();
+    absent_sets_ = comms_.size();
+    absent_mask_.assign(W, 0);
+    int32_t run_set = -1;  // entries mostly share one set: one lookup per run of them
+    bool run_absent = false;
+    for (size_t b = 0; b < cap; ++b) {
+      if (!cache_->occupied(b)) continue;
+      const int32_t set = cache_->response(b).process_set_id;
+      if (set != run_set) {
+        auto it = comms_.find(set);
+        run_set = set;
+        run_absent = it == comms_.end() || !it->second.member();
+      }
+      if (run_absent) absent_mask_[b / 64] |= uint64_t{1} << (b % 64);
+    }
   }
-  for (const auto& [key, p] : pending_) {
-    if (p.state == EntryState::kCached) bits[1 + p.bit / 64] |= uint64_t{1} << (p.bit % 64);
+  for (size_t w = 0; w < cap_words; ++w) bits[1 + w] |= absent_mask_[w];
+  for (TensorId id : tensors_.pending()) {
+    const TensorTable::Slot& p = tensors_.at(id);
+    if (p.state == TensorTable::State::kCached) bits[1 + p.bit / 64] |= uint64_t{1} << (p.bit % 64);
   }
   for (size_t w = 0; w < W; ++w) bits[1 + W + w] = ~uint64_t{0};
   for (int b : invalid_bits_) bits[1 + W + b / 64] &= ~(uint64_t{1} << (b % 64));
@@ -263,21 +277,28 @@ Status Engine::runCycle(bool* stop) {
   shutdown_pending_ = !(status & kNoShutdown);
   const bool any_joined = !(status & kNotJoined);
   bool any_invalid = false;
-  for (size_t b = 0; b < cap; ++b) {
-    if (!cache_->occupied(b)) continue;
-    bool valid = (bits[1 + W + b / 64] >> (b % 64)) & 1;
-    if (!valid || any_joined) {
-      any_invalid = any_invalid || !valid;
+  for (size_t w = 0; w < cap_words; ++w) {
+    const uint64_t invalid = cache_->occupiedWord(w) & ~bits[1 + W + w];
+    any_invalid = any_invalid || invalid != 0;
+    for (uint64_t drop = any_joined ? cache_->occupiedWord(w) : invalid; drop != 0; drop &= drop - 1) {
+      const int b = static_cast<int>(w * 64) + __builtin_ctzll(drop);
+      // Only the entry interned under this bit's id can be announcing it.
+      const TensorId id = cache_->id(b);
       cache_->erase(b);
-      for (auto& [key, p] : pending_) {
-        if (p.state == EntryState::kCached && p.bit == static_cast<int>(b)) p.state = EntryState::kToSend;
+      const TensorTable::Slot& p = tensors_.at(id);
+      if (p.pending && p.state == TensorTable::State::kCached && p.bit == b) {
+        tensors_.setState(id, TensorTable::State::kToSend);
       }
     }
   }
-  std::vector<Response> responses;
-  for (size_t b = 0; b < cap; ++b) {
-    if (cache_->occupied(b) && ((bits[1 + b / 64] >> (b % 64)) & 1)) {
-      responses.push_back(cache_->response(b));
+  std::vector<ResponsePtr>& responses = agreed_;
+  responses.clear();
+  agreed_ids_.clear();
+  for (size_t w = 0; w < cap_words; ++w) {
+    for (uint64_t ready = bits[1 + w] & cache_->occupiedWord(w); ready != 0; ready &= ready - 1) {
+      const int b = static_cast<int>(w * 64) + __builtin_ctzll(ready);
+      responses.push_back(cache_->shared(b));
+      agreed_ids_.push_back(cache_->id(b));
       cache_->touch(b, cycle_);
     }
   }
@@ -286,16 +307,21 @@ Status Engine::runCycle(bool* stop) {
   const bool slow = !(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined;
   if (slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&responses));
   for (size_t i = cached_count; i < responses.size(); ++i) {
-    const Response& r = responses[i];
-    if (any_joined || r.isError() || !isCacheable(r.op)) continue;
-    auto it = pending_.find({r.process_set_id, r.names.front()});
-    cache_->put(it == pending_.end() ? nullptr : &it->second.entry.request, r, cycle_);
+    const Response& r = *responses[i];
+    // Coordinated responses name one tensor each. One this rank never submitted (a set it is
+    // not in, a joined rank) gets an id here too, since the cache keys its slots by id.
+    const bool cacheable = !any_joined && !r.isError() && isCacheable(r.op);
+    TensorId id = cacheable ? tensors_.intern(r.process_set_id, r.names.front())
+                            : tensors_.find(r.process_set_id, r.names.front());
+    agreed_ids_.push_back(id);
+    if (!cacheable) continue;
+    const TensorTable::Slot& p = tensors_.at(id);
+    cache_->put(id, p.pending ? &p.entry.request : nullptr, responses[i], cycle_);
   }
   if (topo_.rank == 0 && timeline_.active()) {
-    for (const auto& r : responses) {
-      for (const auto& n : r.names) {
-        if (pending_.count({r.process_set_id, n})) timeline_.end(n);
-      }
+    for (size_t i = 0; i < responses.size(); ++i) {
+      const TensorId id = agreed_ids_[i];
+      if (id >= 0 && tensors_.at(id).pending) timeline_.end(responses[i]->names.front());
     }
   }
   // Work that arrived while we negotiated comes from a producer running ahead of us (a backward
@@ -305,17 +331,15 @@ Status Engine::runCycle(bool* stop) {
   busy_ = queue_.hasWork() && !responses.empty();
   const auto agreed = std::chrono::steady_clock::now();
   // Agreed entries may be held for their bucket: they must not announce themselves again.
-  for (const Response& r : responses) {
-    for (const auto& n : r.names) {
-      auto it = pending_.find({r.process_set_id, n});
-      if (it != pending_.end()) it->second.state = EntryState::kSubmitted;
-    }
+  for (TensorId id : agreed_ids_) {
+    if (id >= 0 && tensors_.at(id).pending) tensors_.setState(id, TensorTable::State::kSubmitted);
   }
-  const std::vector<Response> plan = fusion_->schedule(responses, flush);
+  const std::vector<ResponsePtr> plan = fusion_->schedule(responses, flush);
   fusion_holding_ = fusion_->holding();
   stats_.fusion_held.store(fusion_->heldCount(), std::memory_order_relaxed);
   stats_.fusion_flushes.store(fusion_->flushes(), std::memory_order_relaxed);
-  for (const Response& r : plan) {
+  take_hint_ = 0;
+  for (const ResponsePtr& r : plan) {
     LIGHTCC_RETURN_IF_ERROR(execute(r));
   }
   const auto executed = std::chrono::steady_clock::now();
@@ -327,6 +351,11 @@ Status Engine::runCycle(bool* stop) {
   stats_.cached_responses.fetch_add(cached_count, std::memory_order_relaxed);
   stats_.coordinated_responses.fetch_add(responses.size() - cached_count, std::memory_order_relaxed);
   stats_.fused_batches.fetch_add(plan.size(), std::memory_order_relaxed);
+  // Names used once (a step counter in the name, say) would pile up ids; recycle them when the
+  // table has far outgrown what the cache and the pending work need (amortized O(1) per tensor).
+  if (tensors_.live() > 1024 + 2 * (cache_->extent() + tensors_.pending().size())) {
+    tensors_.collect([this](TensorId id) { return cache_->find(id) >= 0; });
+  }
   last_cycle_end_ = std::chrono::steady_clock::now();
   return postCycleReceives();
 }

@@ -159,8 +159,7 @@ Status Engine::shutdown() {
 
 void Engine::failEverything(const Status& st) {
   queue_.close(st);
-  for (auto& [key, p] : pending_) p.entry.handle->complete(st);
-  pending_.clear();
+  while (tensors_.anyPending()) tensors_.takePending(tensors_.pending().back()).handle->complete(st);
 }
 
 }  // namespace lightcc

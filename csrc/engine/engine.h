@@ -36,6 +36,7 @@
 #include "engine/streams.h"
 #include "engine/tensor_key.h"
 #include "engine/tensor_queue.h"
+#include "engine/tensor_table.h"
 #include "engine/timeline.h"
 #include "transport/link.h"
 #include "transport/net/net_plugin.h"
@@ -132,7 +133,7 @@ class Engine {
   Status exchangeBits(std::vector<uint64_t>* bits);
   Status sendBytes(Link* link, const std::string& bytes);
   Status recvBytes(Link* link, std::string* bytes);
-  Status slowPath(std::vector<Response>* responses);
+  Status slowPath(std::vector<ResponsePtr>* responses);
   void classifyNewEntries();
   void maintenance(bool* want_cycle);
 
@@ -143,8 +144,8 @@ class Engine {
   // executor.cc. execute() runs on the background thread; runBatch() and what it calls run on
   // whichever thread owns `ctx` (the background thread, or a stream worker) and read only the
   // batch, ctx, and immutable or locked engine state.
-  Status execute(const Response& r);
-  Batch takeBatch(const Response& r);
+  Status execute(const ResponsePtr& r);
+  Batch takeBatch(const ResponsePtr& r);
   Status runBatch(Batch& b, ExecContext& ctx);
   void failBatch(Batch& b, const Status& st);
   Status executeAllreduce(Batch& b, SetComm& comm, ExecContext& ctx);
@@ -156,7 +157,7 @@ class Engine {
   bool topkEligible(const Response& r) const;
   Status applyProcessSetChange(const Response& r);
   void completeEntry(int32_t set_id, const std::string& name, const Status& st, HandleResult result = {});
-  void completeBatchEntry(Batch& b, const std::string& name, const Status& st, HandleResult result = {});
+  void completeBatchEntry(Batch& b, size_t index, const Status& st, HandleResult result = {});
   void failEverything(const Status& st);
   // bootstrap.cc: communicators of a set on the background thread's channel and every stream's.
   SetComm makeSetComm(const shm::HostGroup* host, const std::vector<Link*>& links, int32_t id,
@@ -215,13 +216,14 @@ class Engine {
   std::unique_ptr<FusionScheduler> fusion_;
   std::atomic<bool> fusion_holding_{false};      // read by callers' nudgeFusion
 
-  enum class EntryState { kCached, kToSend, kSubmitted };
-  struct Pending {
-    TensorEntry entry;
-    EntryState state = EntryState::kToSend;
-    int bit = -1;
-  };
-  std::unordered_map<TensorKey, Pending, TensorKeyHash> pending_;
+  TensorTable tensors_;              // every tensor by id; the pending ones with their entries
+  std::vector<TensorEntry> fresh_;   // this cycle's drained queue (its capacity is reused)
+  std::vector<ResponsePtr> agreed_;  // this cycle's agreed responses, and each one's tensor id
+  std::vector<TensorId> agreed_ids_;
+  size_t take_hint_ = 0;             // takeBatch's position in agreed_ids_
+  std::vector<uint64_t> absent_mask_;  // cache bits of sets this rank is not in
+  uint64_t absent_generation_ = ~uint64_t{0};  // the cache generation absent_mask_ was built for
+  size_t absent_sets_ = 0;
   std::vector<int> invalid_bits_;  // this rank's mismatches against the cache, this cycle
   bool joined_ = false;            // this rank called join() and waits for the others
   uint64_t cycle_ = 0;

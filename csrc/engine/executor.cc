@@ -51,41 +51,47 @@ int memberIndex(const SetComm& c, int rank) {
 
 }  // namespace
 
-void Engine::completeBatchEntry(Batch& b, const std::string& name, const Status& st, HandleResult result) {
-  auto it = b.entries.find(name);
-  if (it == b.entries.end()) return;
-  // Free the name before waking the caller, who may reuse it at once; and before the erase,
-  // since `name` may be the erased entry's own key (failBatch passes it).
-  std::shared_ptr<Handle> handle = std::move(it->second.handle);
-  queue_.finish(b.response.process_set_id, name);
-  b.entries.erase(it);
+void Engine::completeBatchEntry(Batch& b, size_t index, const Status& st, HandleResult result) {
+  TensorEntry& e = b.entries[index];
+  if (!e.handle) return;
+  // Free the name before waking the caller, who may reuse it at once.
+  std::shared_ptr<Handle> handle = std::move(e.handle);
+  e.handle.reset();
+  queue_.finish(b.response->process_set_id, b.response->names[index]);
   handle->complete(st, std::move(result));
 }
 
 void Engine::failBatch(Batch& b, const Status& st) {
-  while (!b.entries.empty()) completeBatchEntry(b, b.entries.begin()->first, st);
+  for (size_t i = 0; i < b.entries.size(); ++i) completeBatchEntry(b, i, st);
 }
 
-Batch Engine::takeBatch(const Response& r) {
+Batch Engine::takeBatch(const ResponsePtr& r) {
   Batch b;
   b.response = r;
   b.joined = joined_;
-  b.entries.reserve(r.names.size());
-  for (const auto& n : r.names) {
-    auto p = pending_.find({r.process_set_id, n});
-    if (p == pending_.end()) continue;
-    b.entries.emplace(n, std::move(p->second.entry));
-    pending_.erase(p);
+  b.entries.resize(r->names.size());
+  for (size_t i = 0; i < r->names.size(); ++i) {
+    // Plans mostly list tensors in agreed order, so the first agreed tensor not yet taken is
+    // tried (a name compare) before the name is hashed.
+    while (take_hint_ < agreed_ids_.size() &&
+           (agreed_ids_[take_hint_] < 0 || !tensors_.at(agreed_ids_[take_hint_]).pending)) {
+      ++take_hint_;
+    }
+    TensorId id = take_hint_ < agreed_ids_.size() ? agreed_ids_[take_hint_] : -1;
+    if (id < 0 || tensors_.at(id).set != r->process_set_id || tensors_.at(id).name != r->names[i]) {
+      id = tensors_.find(r->process_set_id, r->names[i]);
+    }
+    if (id < 0 || !tensors_.at(id).pending) continue;
+    b.entries[i] = tensors_.takePending(id);
   }
   return b;
 }
 
 void Engine::completeEntry(int32_t set_id, const std::string& name, const Status& st, HandleResult result) {
-  auto it = pending_.find({set_id, name});
-  if (it == pending_.end()) return;
+  const TensorId id = tensors_.find(set_id, name);
+  if (id < 0 || !tensors_.at(id).pending) return;
   // Free the name before waking the caller, who may reuse it at once.
-  std::shared_ptr<Handle> handle = std::move(it->second.entry.handle);
-  pending_.erase(it);
+  std::shared_ptr<Handle> handle = tensors_.takePending(id).handle;
   queue_.finish(set_id, name);
   handle->complete(st, std::move(result));
 }
@@ -124,8 +130,8 @@ Status Engine::applyProcessSetChange(const Response& r) {
       if (cache_->occupied(b) && cache_->response(b).process_set_id == id) cache_->erase(b);
     }
     std::vector<std::string> orphans;
-    for (const auto& [key, p] : pending_) {
-      if (key.first == id) orphans.push_back(key.second);
+    for (TensorId t : tensors_.pending()) {
+      if (tensors_.at(t).set == id) orphans.push_back(tensors_.at(t).name);
     }
     for (const auto& n : orphans) {
       completeEntry(id, n, Status::Aborted("process set " + std::to_string(id) + " was removed"));
@@ -136,7 +142,8 @@ Status Engine::applyProcessSetChange(const Response& r) {
   return Status::OK();
 }
 
-Status Engine::execute(const Response& r) {
+Status Engine::execute(const ResponsePtr& shared) {
+  const Response& r = *shared;
   // Every rank counts every response of the agreed plan, member or not, so streams match.
   const uint64_t seq = streams_ ? streams_->nextSequence() : 0;
   const bool fence = r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet ||
@@ -160,7 +167,7 @@ Status Engine::execute(const Response& r) {
     completeEntry(r.process_set_id, r.names.front(), Status::OK());
     return Status::OK();
   }
-  Batch b = takeBatch(r);
+  Batch b = takeBatch(shared);
   if (streams_) {
     streams_->submit(static_cast<int>(seq % static_cast<uint64_t>(streams_->size())), std::move(b));
     return Status::OK();
@@ -172,7 +179,7 @@ Status Engine::execute(const Response& r) {
 }
 
 Status Engine::runBatch(Batch& b, ExecContext& ctx) {
-  const Response& r = b.response;
+  const Response& r = *b.response;
   auto it = ctx.comms.find(r.process_set_id);
   if (it == ctx.comms.end()) {
     return Status::Internal("rank " + std::to_string(topo_.rank) + " has no communicator for process set " +
@@ -206,16 +213,16 @@ bool Engine::topkEligible(const Response& r) const {
 }
 
 Status Engine::executeTopk(Batch& b, SetComm& comm, ExecContext& ctx) {
-  const Response& r = b.response;
+  const Response& r = *b.response;
   const std::string& name = r.names.front();
   const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / sizeof(float);
-  auto p = b.entries.find(name);
+  const TensorEntry* p = b.entry(0);
   std::vector<float> zeros;
   const float* in;
   float* out;
-  if (p != b.entries.end()) {
-    in = static_cast<const float*>(p->second.input);
-    out = static_cast<float*>(p->second.output);
+  if (p != nullptr) {
+    in = static_cast<const float*>(p->input);
+    out = static_cast<float*>(p->output);
   } else {
     zeros.assign(count, 0.0f);  // a joined rank contributes nothing
     in = out = zeros.data();
@@ -262,7 +269,7 @@ Status Engine::executeTopk(Batch& b, SetComm& comm, ExecContext& ctx) {
     }
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("top-k allreduce of '" + name + "'"));
-  completeBatchEntry(b, name, Status::OK());
+  completeBatchEntry(b, 0, Status::OK());
   return Status::OK();
 }
 
@@ -309,15 +316,14 @@ Status Engine::setTopkResidual(const std::string& name, const float* data, size_
 }
 
 Status Engine::executeAllreduce(Batch& b, SetComm& comm, ExecContext& ctx) {
-  const Response& r = b.response;
+  const Response& r = *b.response;
   if (topkEligible(r)) return executeTopk(b, comm, ctx);
   IoVec io;
   std::vector<std::unique_ptr<HostBuffer>> zeros;  // a joined rank contributes zeros
   for (size_t i = 0; i < r.names.size(); ++i) {
     const size_t bytes = static_cast<size_t>(tensorBytes(r, i));
-    auto p = b.entries.find(r.names[i]);
-    if (p != b.entries.end()) {
-      io.add(p->second.input, p->second.output, bytes);
+    if (const TensorEntry* p = b.entry(i)) {
+      io.add(p->input, p->output, bytes);
     } else if (b.joined) {
       zeros.push_back(std::make_unique<HostBuffer>(bytes));
       std::memset(zeros.back()->data(), 0, bytes);
@@ -354,12 +360,12 @@ Status Engine::executeAllreduce(Batch& b, SetComm& comm, ExecContext& ctx) {
                                 .withContext("allreduce of '" + r.names.front() + "'"));
     if (!io.single()) io.scatter(0, io.total(), buf);
   }
-  for (const auto& n : r.names) completeBatchEntry(b, n, Status::OK());
+  for (size_t i = 0; i < r.names.size(); ++i) completeBatchEntry(b, i, Status::OK());
   return Status::OK();
 }
 
 Status Engine::executeAllgather(Batch& b, SetComm& comm) {
-  const Response& r = b.response;
+  const Response& r = *b.response;
   const std::string& name = r.names.front();
   const auto& shape = r.shapes.front();
   const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(shape, 1));
@@ -369,8 +375,8 @@ Status Engine::executeAllgather(Batch& b, SetComm& comm) {
     pieces[j] = static_cast<size_t>(r.first_dims[j]) * row_bytes;
     rows += r.first_dims[j];
   }
-  auto p = b.entries.find(name);
-  const void* in = p != b.entries.end() ? p->second.input : nullptr;
+  const TensorEntry* p = b.entry(0);
+  const void* in = p != nullptr ? p->input : nullptr;
   HandleResult result;
   result.output = std::make_shared<HostBuffer>(static_cast<size_t>(rows) * row_bytes);
   result.output_shape = shape;
@@ -384,22 +390,22 @@ Status Engine::executeAllgather(Batch& b, SetComm& comm) {
     st = ringAllgather(comm, in, pieces, result.output->data());
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("allgather of '" + name + "'"));
-  completeBatchEntry(b, name, Status::OK(), std::move(result));
+  completeBatchEntry(b, 0, Status::OK(), std::move(result));
   return Status::OK();
 }
 
 Status Engine::executeBroadcast(Batch& b, SetComm& comm) {
-  const Response& r = b.response;
+  const Response& r = *b.response;
   const std::string& name = r.names.front();
   const size_t bytes = static_cast<size_t>(tensorBytes(r, 0));
   const int root = memberIndex(comm, r.root);
-  auto p = b.entries.find(name);
+  const TensorEntry* p = b.entry(0);
   std::unique_ptr<HostBuffer> scratch;
   const void* in;
   void* out;
-  if (p != b.entries.end()) {
-    in = p->second.input;
-    out = p->second.output;
+  if (p != nullptr) {
+    in = p->input;
+    out = p->output;
   } else {
     scratch = std::make_unique<HostBuffer>(bytes);  // joined rank: receive and drop
     in = out = scratch->data();
@@ -414,16 +420,16 @@ Status Engine::executeBroadcast(Batch& b, SetComm& comm) {
     st = chainBroadcast(comm, out, bytes, root);
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("broadcast of '" + name + "'"));
-  completeBatchEntry(b, name, Status::OK());
+  completeBatchEntry(b, 0, Status::OK());
   return Status::OK();
 }
 
 Status Engine::executeAlltoall(Batch& b, SetComm& comm) {
-  const Response& r = b.response;
+  const Response& r = *b.response;
   const std::string& name = r.names.front();
-  auto p = b.entries.find(name);
-  if (p == b.entries.end()) return Status::Internal("alltoall of '" + name + "' has no local tensor");
-  const Request& req = p->second.request;
+  const TensorEntry* p = b.entry(0);
+  if (p == nullptr) return Status::Internal("alltoall of '" + name + "' has no local tensor");
+  const Request& req = p->request;
   const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(req.shape, 1));
   SplitMatrix matrix;
   Status st = comm.size() == 1 ? (matrix = {req.aux}, Status::OK())
@@ -440,21 +446,21 @@ Status Engine::executeAlltoall(Batch& b, SetComm& comm) {
   result.output_shape = req.shape;
   result.output_shape[0] = rows;
   if (comm.size() == 1) {
-    std::memcpy(result.output->data(), p->second.input, static_cast<size_t>(rows) * row_bytes);
+    std::memcpy(result.output->data(), p->input, static_cast<size_t>(rows) * row_bytes);
   } else {
-    st = comm.all_local ? shmAlltoallData(comm, p->second.input, row_bytes, matrix, result.output->data())
-                        : linkAlltoallData(comm, p->second.input, row_bytes, matrix, result.output->data());
+    st = comm.all_local ? shmAlltoallData(comm, p->input, row_bytes, matrix, result.output->data())
+                        : linkAlltoallData(comm, p->input, row_bytes, matrix, result.output->data());
     LIGHTCC_RETURN_IF_ERROR(st.withContext("alltoall of '" + name + "'"));
   }
-  completeBatchEntry(b, name, Status::OK(), std::move(result));
+  completeBatchEntry(b, 0, Status::OK(), std::move(result));
   return Status::OK();
 }
 
 Status Engine::executeReducescatter(Batch& b, SetComm& comm) {
-  const Response& r = b.response;
+  const Response& r = *b.response;
   const std::string& name = r.names.front();
-  auto p = b.entries.find(name);
-  if (p == b.entries.end()) return Status::Internal("reducescatter of '" + name + "' has no local tensor");
+  const TensorEntry* p = b.entry(0);
+  if (p == nullptr) return Status::Internal("reducescatter of '" + name + "' has no local tensor");
   const auto& shape = r.shapes.front();
   const auto rows = reducescatterRows(shape[0], comm.size());
   const size_t row_elems = static_cast<size_t>(product(shape, 1));
@@ -465,17 +471,17 @@ Status Engine::executeReducescatter(Batch& b, SetComm& comm) {
   result.output = std::make_shared<HostBuffer>(static_cast<size_t>(rows[comm.me]) * row_elems * dtypeSize(r.dtype));
   Status st;
   if (comm.size() == 1) {
-    const void* src = p->second.input;
+    const void* src = p->input;
     kernels::reduceN(result.output->data(), &src, 1, rows[0] * row_elems, r.dtype, spec.op, spec.prescale,
                      spec.postscale);
     kernels::divideIntegers(result.output->data(), rows[0] * row_elems, r.dtype, spec.int_divisor);
   } else if (comm.all_local) {
-    st = shmReducescatter(comm, p->second.input, result.output->data(), rows, row_elems, spec);
+    st = shmReducescatter(comm, p->input, result.output->data(), rows, row_elems, spec);
   } else {
-    st = ringReducescatter(comm, p->second.input, result.output->data(), rows, row_elems, spec);
+    st = ringReducescatter(comm, p->input, result.output->data(), rows, row_elems, spec);
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("reducescatter of '" + name + "'"));
-  completeBatchEntry(b, name, Status::OK(), std::move(result));
+  completeBatchEntry(b, 0, Status::OK(), std::move(result));
   return Status::OK();
 }
 

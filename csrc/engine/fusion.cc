@@ -18,34 +18,81 @@ bool fusable(const Response& a, const Response& b) {
 }
 }  // namespace
 
-std::vector<Response> planFusion(const std::vector<Response>& responses, int64_t threshold_bytes,
-                                 const std::function<bool(const Response&)>& alone) {
-  std::vector<Response> out;
-  std::vector<int64_t> bucket_bytes;  // parallel to out; -1 = closed to fusion
-  for (const Response& r : responses) {
+ResponsePtr FusedMemo::find(const std::vector<const ResponsePtr*>& members) const {
+  for (auto e = entries_.rbegin(); e != entries_.rend(); ++e) {
+    if (e->members.size() != members.size()) continue;
+    size_t i = 0;
+    while (i < members.size() && e->members[i] == *members[i]) ++i;
+    if (i == members.size()) return e->fused;
+  }
+  return nullptr;
+}
+
+void FusedMemo::remember(const std::vector<const ResponsePtr*>& members, ResponsePtr fused) {
+  if (entries_.size() == kEntries) entries_.erase(entries_.begin());
+  Entry e;
+  e.members.reserve(members.size());
+  for (const ResponsePtr* m : members) e.members.push_back(*m);
+  e.fused = std::move(fused);
+  entries_.push_back(std::move(e));
+}
+
+std::vector<ResponsePtr> planFusion(const std::vector<ResponsePtr>& responses, int64_t threshold_bytes,
+                                    const std::function<bool(const Response&)>& alone, FusedMemo* memo) {
+  // Buckets are first collected as member lists and only then merged, so a bucket that ends up
+  // with one member is passed on without building a new response.
+  struct Bucket {
+    std::vector<const ResponsePtr*> members;
+    int64_t bytes = -1;  // -1 = closed to fusion
+    size_t tensors = 0;
+  };
+  std::vector<Bucket> buckets;
+  buckets.reserve(responses.size());
+  for (const ResponsePtr& p : responses) {
+    const Response& r = *p;
     bool candidate = threshold_bytes > 0 && r.op == OpType::kAllreduce && !r.isError() && !(alone && alone(r));
     int64_t bytes = 0;
     for (size_t i = 0; candidate && i < r.names.size(); ++i) bytes += tensorBytes(r, i);
     if (candidate && bytes <= threshold_bytes) {
       bool placed = false;
-      for (size_t b = 0; b < out.size(); ++b) {
-        if (bucket_bytes[b] >= 0 && fusable(out[b], r) && bucket_bytes[b] + bytes <= threshold_bytes) {
-          for (size_t i = 0; i < r.names.size(); ++i) {
-            out[b].names.push_back(r.names[i]);
-            out[b].shapes.push_back(r.shapes[i]);
-          }
-          bucket_bytes[b] += bytes;
+      for (Bucket& b : buckets) {
+        if (b.bytes >= 0 && fusable(**b.members.front(), r) && b.bytes + bytes <= threshold_bytes) {
+          b.members.push_back(&p);
+          b.bytes += bytes;
+          b.tensors += r.names.size();
           placed = true;
           break;
         }
       }
       if (placed) continue;
-      out.push_back(r);
-      bucket_bytes.push_back(bytes);
+      buckets.push_back({{&p}, bytes, r.names.size()});
     } else {
-      out.push_back(r);
-      bucket_bytes.push_back(-1);
+      buckets.push_back({{&p}, -1, r.names.size()});
     }
+  }
+  std::vector<ResponsePtr> out;
+  out.reserve(buckets.size());
+  for (const Bucket& b : buckets) {
+    if (b.members.size() == 1) {
+      out.push_back(*b.members.front());
+      continue;
+    }
+    if (memo != nullptr) {
+      if (ResponsePtr same = memo->find(b.members)) {
+        out.push_back(std::move(same));
+        continue;
+      }
+    }
+    auto fused = std::make_shared<Response>(**b.members.front());
+    fused->names.reserve(b.tensors);
+    fused->shapes.reserve(b.tensors);
+    for (size_t m = 1; m < b.members.size(); ++m) {
+      const Response& r = **b.members[m];
+      fused->names.insert(fused->names.end(), r.names.begin(), r.names.end());
+      fused->shapes.insert(fused->shapes.end(), r.shapes.begin(), r.shapes.end());
+    }
+    if (memo != nullptr) memo->remember(b.members, fused);
+    out.push_back(std::move(fused));
   }
   return out;
 }

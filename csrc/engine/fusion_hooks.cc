@@ -37,8 +37,8 @@ bool Engine::fusionWantsFlush() const {
   // never come (an unused parameter, a step with other tensors, a sequential caller).
   // Polled while the engine waits for work, so it does not log; the flush itself is logged.
   return fusion_->anyHeld([this](const FusionScheduler::Key& key) {
-    auto it = pending_.find(key);
-    return it != pending_.end() && it->second.entry.handle->waited();
+    const TensorId id = tensors_.find(key.first, key.second);
+    return id >= 0 && tensors_.at(id).pending && tensors_.at(id).entry.handle->waited();
   });
 }
 

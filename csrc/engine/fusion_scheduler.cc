@@ -46,7 +46,7 @@ size_t FusionScheduler::assign(const Key& key, const Response& r) {
   return open.index;
 }
 
-void FusionScheduler::flushBucket(Bucket& b, std::vector<Response>* out) {
+void FusionScheduler::flushBucket(Bucket& b, std::vector<ResponsePtr>* out) {
   if (b.arrived.empty()) return;
   std::vector<Key> kept;
   for (const Key& k : b.members) {
@@ -66,7 +66,7 @@ void FusionScheduler::flushBucket(Bucket& b, std::vector<Response>* out) {
   release(b, out);
 }
 
-void FusionScheduler::release(Bucket& b, std::vector<Response>* out) {
+void FusionScheduler::release(Bucket& b, std::vector<ResponsePtr>* out) {
   for (const Key& k : b.members) {
     auto it = b.arrived.find(k);
     if (it == b.arrived.end()) continue;
@@ -76,15 +76,16 @@ void FusionScheduler::release(Bucket& b, std::vector<Response>* out) {
   }
 }
 
-std::vector<Response> FusionScheduler::schedule(const std::vector<Response>& agreed, bool flush) {
+std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr>& agreed, bool flush) {
   if (options_.strategy == FusionStrategy::kSize || options_.threshold <= 0) {
-    return planFusion(agreed, options_.threshold, alone_);
+    return planFusion(agreed, options_.threshold, alone_, &memo_);
   }
-  std::vector<Response> now, released;
-  for (const Response& r : agreed) {
+  std::vector<ResponsePtr> now, released;
+  for (const ResponsePtr& p : agreed) {
+    const Response& r = *p;
     if (r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet) flush = true;
     if (!bucketable(r)) {
-      now.push_back(r);
+      now.push_back(p);
       continue;
     }
     last_arrival_ = std::chrono::steady_clock::now();
@@ -92,13 +93,13 @@ std::vector<Response> FusionScheduler::schedule(const std::vector<Response>& agr
     auto it = bucket_of_.find(key);
     if (it == bucket_of_.end()) {
       assign(key, r);  // first sighting: run it now (nothing to wait for yet), remember its place
-      now.push_back(r);
+      now.push_back(p);
       continue;
     }
     Bucket& b = buckets_[it->second];
     if (b.arrived.count(key)) release(b, &released);  // a name reused while held: keep both
     b.misses.erase(key);
-    b.arrived[key] = r;
+    b.arrived[key] = p;
     ++held_;
     if (b.arrived.size() == b.members.size()) release(b, &released);  // the whole bucket is agreed
   }
@@ -107,8 +108,8 @@ std::vector<Response> FusionScheduler::schedule(const std::vector<Response>& agr
     LIGHTCC_LOG(kDebug) << "fusion: flushing " << held_ << " held tensors";
     for (Bucket& b : buckets_) flushBucket(b, &released);
   }
-  std::vector<Response> out = planFusion(released, options_.threshold, alone_);
-  std::vector<Response> rest = planFusion(now, options_.threshold, alone_);
+  std::vector<ResponsePtr> out = planFusion(released, options_.threshold, alone_, &memo_);
+  std::vector<ResponsePtr> rest = planFusion(now, options_.threshold, alone_, &memo_);
   out.insert(out.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
   return out;
 }

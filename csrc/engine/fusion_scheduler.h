@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "engine/fusion.h"
 #include "engine/request.h"
 
 namespace lightcc {
@@ -43,7 +44,7 @@ class FusionScheduler {
   FusionScheduler(const Options& options, std::function<bool(const Response&)> alone);
 
   // This cycle's agreed responses in, what to execute now out (in order).
-  std::vector<Response> schedule(const std::vector<Response>& agreed, bool flush);
+  std::vector<ResponsePtr> schedule(const std::vector<ResponsePtr>& agreed, bool flush);
 
   bool holding() const { return held_ > 0; }
   size_t heldCount() const { return held_; }
@@ -59,17 +60,18 @@ class FusionScheduler {
   struct Bucket {
     std::vector<Key> members;          // first-seen order
     int64_t bytes = 0;
-    std::map<Key, Response> arrived;   // agreed this round, not yet run
+    std::map<Key, ResponsePtr> arrived;  // agreed this round, not yet run
     std::map<Key, int> misses;         // flushes of this bucket in a row without this member
   };
   static constexpr int kEvictAfterMisses = 3;
   bool bucketable(const Response& r) const;
   size_t assign(const Key& key, const Response& r);
-  void flushBucket(Bucket& b, std::vector<Response>* out);
-  void release(Bucket& b, std::vector<Response>* out);
+  void flushBucket(Bucket& b, std::vector<ResponsePtr>* out);
+  void release(Bucket& b, std::vector<ResponsePtr>* out);
 
   Options options_;
   std::function<bool(const Response&)> alone_;
+  FusedMemo memo_;
   std::vector<Bucket> buckets_;
   std::map<Key, size_t> bucket_of_;
   struct OpenBucket {

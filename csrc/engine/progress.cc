@@ -84,7 +84,7 @@ void Engine::loop() {
     if (!run) {
       // With nothing pending the engine sleeps until woken; otherwise it wakes each second for
       // the stall inspector; while some rank shuts down, every 100 ms so its grace can end the job.
-      double wait_us = (pending_.empty() && (!coordinator_ || coordinator_->empty())) ? 5e6 : 1e6;
+      double wait_us = (!tensors_.anyPending() && (!coordinator_ || coordinator_->empty())) ? 5e6 : 1e6;
       if (shutdown_pending_ || shutdown_seen_) wait_us = 100e3;
       // Held bucket tensors: look again soon for a blocked caller or the flush timer.
       if (fusion_ && fusion_->holding()) wait_us = std::min(wait_us, 1e3);
@@ -186,7 +186,7 @@ Status Engine::wait(Handle& handle) {
     driving_.store(true, std::memory_order_release);
     Status st = driveUntil(handle);
     if (!st.ok() && !stopped_) endLoop(st);
-    const bool more = !stopped_ && (!pending_.empty() || queue_.hasWork());
+    const bool more = !stopped_ && (tensors_.anyPending() || queue_.hasWork());
     {
       std::lock_guard<std::mutex> d(driver_mu_);
       driving_.store(false, std::memory_order_release);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -70,5 +71,9 @@ struct Response {
 
   bool isError() const { return !error.empty(); }
 };
+
+// Agreed responses are immutable once made, so the cache, the fusion planner and the executor
+// (on any stream) share them instead of copying names and shapes per tensor per step.
+using ResponsePtr = std::shared_ptr<const Response>;
 
 }  // namespace lightcc

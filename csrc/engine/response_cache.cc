@@ -1,4 +1,4 @@
-// ResponseCache: slot vector plus name index; LRU eviction ordered by (last use, bit).
+// ResponseCache: slot vector plus an id-to-bit index; LRU eviction ordered by (last use, bit).
 #include "engine/response_cache.h"
 
 #include <algorithm>
@@ -8,11 +8,6 @@ namespace lightcc {
 bool isCacheable(OpType op) {
   return op == OpType::kAllreduce || op == OpType::kBroadcast || op == OpType::kAllgather ||
          op == OpType::kAlltoall || op == OpType::kReducescatter;
-}
-
-int ResponseCache::find(int32_t process_set_id, const std::string& name) const {
-  auto it = index_.find(std::pair<int32_t, std::string_view>(process_set_id, name));
-  return it == index_.end() ? -1 : it->second;
 }
 
 bool ResponseCache::matches(int bit, const Request& local) const {
@@ -27,11 +22,9 @@ bool ResponseCache::matches(int bit, const Request& local) const {
          (a.op == OpType::kAlltoall || a.aux == local.aux);
 }
 
-void ResponseCache::put(const Request* local, const Response& response, uint64_t cycle) {
-  if (capacity_ == 0) return;
-  const int32_t ps = response.process_set_id;
-  const std::string& name = response.names.front();
-  int bit = find(ps, name);
+void ResponseCache::put(int32_t id, const Request* local, ResponsePtr response, uint64_t cycle) {
+  if (capacity_ == 0 || id < 0) return;
+  int bit = find(id);
   if (bit < 0) {
     for (size_t i = 0; i < capacity_; ++i) {
       if (!slots_[i]) {
@@ -51,30 +44,38 @@ void ResponseCache::put(const Request* local, const Response& response, uint64_t
     erase(bit);
   }
   Slot slot;
+  slot.id = id;
   if (local != nullptr) {
     slot.request = *local;
     slot.has_local = true;
   } else {
-    slot.request.process_set_id = ps;
-    slot.request.name = name;
+    slot.request.process_set_id = response->process_set_id;
+    slot.request.name = response->names.front();
   }
-  slot.response = response;
+  slot.response = std::move(response);
   slot.last_used = cycle;
   slots_[bit] = std::move(slot);
-  index_[{ps, name}] = bit;
+  occupied_[static_cast<size_t>(bit) / 64] |= uint64_t{1} << (bit % 64);
+  ++generation_;
+  if (bit_of_.size() <= static_cast<size_t>(id)) bit_of_.resize(static_cast<size_t>(id) + 1, -1);
+  bit_of_[static_cast<size_t>(id)] = bit;
   extent_ = std::max(extent_, static_cast<size_t>(bit) + 1);
 }
 
 void ResponseCache::erase(int bit) {
   if (!slots_[bit]) return;
-  index_.erase({slots_[bit]->request.process_set_id, slots_[bit]->request.name});
+  bit_of_[static_cast<size_t>(slots_[bit]->id)] = -1;
   slots_[bit].reset();
+  occupied_[static_cast<size_t>(bit) / 64] &= ~(uint64_t{1} << (bit % 64));
+  ++generation_;
   while (extent_ > 0 && !slots_[extent_ - 1]) --extent_;
 }
 
 void ResponseCache::clear() {
   for (auto& s : slots_) s.reset();
-  index_.clear();
+  bit_of_.assign(bit_of_.size(), -1);
+  occupied_.assign(occupied_.size(), 0);
+  ++generation_;
   extent_ = 0;
 }
 

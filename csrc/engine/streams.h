@@ -40,9 +40,13 @@ namespace lightcc {
 // One agreed (possibly fused) response with this rank's entries, taken out of the engine's
 // pending table on the engine thread, so whoever runs it never reads engine-thread state.
 struct Batch {
-  Response response;
-  std::unordered_map<std::string, TensorEntry> entries;  // by name; a name missing: this rank joined
-  bool joined = false;                          // this rank had joined when the batch was agreed
+  ResponsePtr response;
+  // Parallel to response->names: this rank's entry for each tensor. One without a handle is not
+  // here (this rank joined, or it has completed); entry() says which.
+  std::vector<TensorEntry> entries;
+  bool joined = false;  // this rank had joined when the batch was agreed
+
+  const TensorEntry* entry(size_t i) const { return entries[i].handle ? &entries[i] : nullptr; }
 };
 
 // What running a batch may use: the communicators and scratch of one channel.

@@ -1,5 +1,7 @@
-// TensorQueue: a mutex-guarded vector plus the set of in-flight names.
+// TensorQueue: a mutex-guarded vector plus the table of in-flight names.
 #include "engine/tensor_queue.h"
+
+#include <iterator>
 
 namespace lightcc {
 
@@ -7,19 +9,27 @@ Status TensorQueue::push(std::vector<TensorEntry> entries, bool wake) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!closed_.ok()) return closed_;
-    std::unordered_set<TensorKey, TensorKeyHash> fresh;
+    // Marks names in flight as it checks them (which also catches a name twice in one group);
+    // on a duplicate it unmarks this group's names again, so a refused group leaves no trace.
+    marked_.clear();
     for (const auto& e : entries) {
-      auto key = std::make_pair(e.request.process_set_id, e.request.name);
-      if (names_.count(key) || !fresh.insert(key).second) {
+      probe_.first = e.request.process_set_id;
+      probe_.second.assign(e.request.name);
+      auto it = names_.find(probe_);
+      if (it == names_.end()) it = names_.emplace(probe_, false).first;
+      if (it->second) {
+        for (bool* m : marked_) *m = false;
         return Status::InvalidArgument(
             "a tensor named '" + e.request.name + "' is already in flight in process set " +
             std::to_string(e.request.process_set_id) +
             "; wait for it (synchronize) or give this one another name");
       }
+      it->second = true;
+      marked_.push_back(&it->second);  // element pointers survive rehashing
     }
+    in_flight_ += entries.size();
     auto now = std::chrono::steady_clock::now();
     for (auto& e : entries) {
-      names_.insert({e.request.process_set_id, e.request.name});
       e.enqueued = now;
       queue_.push_back(std::move(e));
     }
@@ -31,7 +41,13 @@ Status TensorQueue::push(std::vector<TensorEntry> entries, bool wake) {
 
 void TensorQueue::drain(std::vector<TensorEntry>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& e : queue_) out->push_back(std::move(e));
+  if (out->empty()) {
+    // Swapping hands the engine this batch and the queue the engine's emptied buffer, so in the
+    // steady state neither side reallocates.
+    out->swap(queue_);
+  } else {
+    for (auto& e : queue_) out->push_back(std::move(e));
+  }
   queue_.clear();
   queued_.store(0, std::memory_order_release);
 }
@@ -40,7 +56,19 @@ bool TensorQueue::hasWork() const { return queued_.load(std::memory_order_acquir
 
 void TensorQueue::finish(int32_t process_set_id, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  names_.erase({process_set_id, name});
+  probe_.first = process_set_id;
+  probe_.second.assign(name);
+  auto it = names_.find(probe_);
+  if (it == names_.end() || !it->second) return;
+  it->second = false;
+  --in_flight_;
+  if (names_.size() > 1024 + 2 * in_flight_) prune();
+}
+
+void TensorQueue::prune() {
+  for (auto it = names_.begin(); it != names_.end();) {
+    it = it->second ? std::next(it) : names_.erase(it);
+  }
 }
 
 void TensorQueue::close(const Status& status) {
@@ -51,13 +79,14 @@ void TensorQueue::close(const Status& status) {
     dropped.swap(queue_);
     queued_.store(0);
     names_.clear();
+    in_flight_ = 0;
   }
   for (auto& e : dropped) e.handle->complete(status);
 }
 
 size_t TensorQueue::inFlight() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return names_.size();
+  return in_flight_;
 }
 
 }  // namespace lightcc

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -35,6 +36,7 @@ class TensorQueue {
 
   // All-or-nothing: a group is queued together so it lands in one negotiation cycle.
   Status push(std::vector<TensorEntry> entries, bool wake = true);
+  // Appends the queued entries to `out` (takes them without copying when `out` is empty).
   void drain(std::vector<TensorEntry>* out);
   bool hasWork() const;
   void finish(int32_t process_set_id, const std::string& name);
@@ -46,7 +48,14 @@ class TensorQueue {
   mutable std::mutex mu_;
   std::vector<TensorEntry> queue_;
   std::atomic<size_t> queued_{0};  // lets the engine poll without the mutex
-  std::unordered_set<TensorKey, TensorKeyHash> names_;
+  // Every name seen recently, true while in flight. Finished names keep their node, so a name
+  // reused every step costs no allocation; prune() drops them once they far outnumber the
+  // names in flight (names unique per step would otherwise pile up).
+  std::unordered_map<TensorKey, bool, TensorKeyHash> names_;
+  size_t in_flight_ = 0;
+  TensorKey probe_;  // lookup key, reused so a lookup does not allocate
+  std::vector<bool*> marked_;  // push(): the names it marked so far
+  void prune();      // needs mu_
   Status closed_;
   std::function<void()> wake_;
 };

@@ -6,6 +6,7 @@
 //       -Lbuild/dev -l:liblightcc_core.a && /tmp/fusion_test
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,14 +37,21 @@ Response tensor(const std::string& name, int64_t floats, DataType dtype = DataTy
   return r;
 }
 
-std::vector<std::string> names(const std::vector<Response>& plan) {
+std::vector<std::string> names(const std::vector<ResponsePtr>& plan) {
   std::vector<std::string> out;
   for (const auto& r : plan) {
     std::string s;
-    for (const auto& n : r.names) s += (s.empty() ? "" : "+") + n;
+    for (const auto& n : r->names) s += (s.empty() ? "" : "+") + n;
     out.push_back(s);
   }
   return out;
+}
+
+// The engine hands the scheduler shared responses; the tests build them by value.
+std::vector<ResponsePtr> schedule(FusionScheduler& s, const std::vector<Response>& agreed, bool flush) {
+  std::vector<ResponsePtr> ptrs;
+  for (const Response& r : agreed) ptrs.push_back(std::make_shared<const Response>(r));
+  return s.schedule(ptrs, flush);
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -65,7 +73,7 @@ void testSizeIsPlanFusion() {
   FusionScheduler::Options o;
   o.threshold = 1 << 20;
   FusionScheduler s(o, nullptr);
-  auto plan = s.schedule({tensor("a", 100), tensor("b", 100), tensor("c", 100, DataType::kFloat64)}, false);
+  auto plan = schedule(s, {tensor("a", 100), tensor("b", 100), tensor("c", 100, DataType::kFloat64)}, false);
   check(join(names(plan)) == "[a+b][c]", "size: fuses per cycle by class: " + join(names(plan)));
   check(!s.holding(), "size never holds");
 }
@@ -73,32 +81,32 @@ void testSizeIsPlanFusion() {
 void testOrderBucketsAndHolding() {
   FusionScheduler s(orderOptions(), nullptr);
   // Step 1: every tensor is new and runs at once; the plan is fixed from this order.
-  auto p1 = s.schedule({tensor("a", 100), tensor("b", 100), tensor("c", 100), tensor("d", 100)}, false);
+  auto p1 = schedule(s, {tensor("a", 100), tensor("b", 100), tensor("c", 100), tensor("d", 100)}, false);
   check(join(names(p1)) == "[a+b+c+d]", "order: first sightings run at once: " + join(names(p1)));
   check(s.bucketCount() == 2, "order: small first bucket {a,b}, then {c,d}");
   // Step 2, one tensor per cycle: a is held until b; c until d.
-  check(s.schedule({tensor("a", 100)}, false).empty() && s.holding(), "order: a held for b");
-  check(join(names(s.schedule({tensor("b", 100)}, false))) == "[a+b]", "order: bucket {a,b} complete");
-  check(s.schedule({tensor("c", 100)}, false).empty(), "order: c held for d");
-  check(join(names(s.schedule({tensor("d", 100)}, false))) == "[c+d]", "order: bucket {c,d} complete");
+  check(schedule(s, {tensor("a", 100)}, false).empty() && s.holding(), "order: a held for b");
+  check(join(names(schedule(s, {tensor("b", 100)}, false))) == "[a+b]", "order: bucket {a,b} complete");
+  check(schedule(s, {tensor("c", 100)}, false).empty(), "order: c held for d");
+  check(join(names(schedule(s, {tensor("d", 100)}, false))) == "[c+d]", "order: bucket {c,d} complete");
   check(!s.holding(), "order: nothing held after complete buckets");
   // Reversed arrival inside a bucket runs in bucket (first-seen) order.
-  s.schedule({tensor("b", 100)}, false);
-  check(join(names(s.schedule({tensor("a", 100)}, false))) == "[a+b]", "order: bucket order kept");
+  schedule(s, {tensor("b", 100)}, false);
+  check(join(names(schedule(s, {tensor("a", 100)}, false))) == "[a+b]", "order: bucket order kept");
 }
 
 void testFlushAndEviction() {
   FusionScheduler s(orderOptions(), nullptr);
-  s.schedule({tensor("a", 100), tensor("b", 100)}, false);
+  schedule(s, {tensor("a", 100), tensor("b", 100)}, false);
   // b goes unused from now on: a waits until a flush, three times, then b leaves the plan.
   for (int step = 0; step < 3; ++step) {
-    check(s.schedule({tensor("a", 100)}, false).empty(), "evict: a held, step " + std::to_string(step));
-    check(join(names(s.schedule({}, true))) == "[a]", "evict: flush runs a, step " + std::to_string(step));
+    check(schedule(s, {tensor("a", 100)}, false).empty(), "evict: a held, step " + std::to_string(step));
+    check(join(names(schedule(s, {}, true))) == "[a]", "evict: flush runs a, step " + std::to_string(step));
   }
   check(s.flushes() == 3, "evict: three flushes counted");
-  check(join(names(s.schedule({tensor("a", 100)}, false))) == "[a]", "evict: b left, a runs alone at once");
+  check(join(names(schedule(s, {tensor("a", 100)}, false))) == "[a]", "evict: b left, a runs alone at once");
   // b comes back: a new tensor again, runs at once, re-enters the plan.
-  check(join(names(s.schedule({tensor("b", 100)}, false))) == "[b]", "evict: b re-enters as new");
+  check(join(names(schedule(s, {tensor("b", 100)}, false))) == "[b]", "evict: b re-enters as new");
   check(!s.holding(), "evict: nothing held");
 }
 
@@ -115,15 +123,15 @@ void testPassThroughAndDeterminism() {
       {tensor("big", 1000), tensor("a", 100)},
   };
   for (size_t i = 0; i < cycles.size(); ++i) {
-    auto p1 = names(s1.schedule(cycles[i], false)), p2 = names(s2.schedule(cycles[i], false));
+    auto p1 = names(schedule(s1, cycles[i], false)), p2 = names(schedule(s2, cycles[i], false));
     check(p1 == p2, "determinism: identical plans from identical input, cycle " + std::to_string(i));
   }
   check(!s1.holding(), "pass-through: broadcast, errors and top-k tensors never held");
   Response remove;
   remove.op = OpType::kRemoveProcessSet;
   remove.names = {"rm"};
-  s1.schedule({tensor("a", 100)}, false);
-  auto p = names(s1.schedule({remove}, false));
+  schedule(s1, {tensor("a", 100)}, false);
+  auto p = names(schedule(s1, {remove}, false));
   check(join(p) == "[a][rm]", "process-set change flushes held tensors first: " + join(p));
 }
 
@@ -131,8 +139,8 @@ void testFusionOff() {
   auto o = orderOptions();
   o.threshold = 0;
   FusionScheduler s(o, nullptr);
-  s.schedule({tensor("a", 100), tensor("b", 100)}, false);
-  check(names(s.schedule({tensor("a", 100)}, false)).size() == 1, "threshold 0: order holds nothing");
+  schedule(s, {tensor("a", 100), tensor("b", 100)}, false);
+  check(names(schedule(s, {tensor("a", 100)}, false)).size() == 1, "threshold 0: order holds nothing");
 }
 
 void testFitAndModel() {
