@@ -147,6 +147,14 @@ const std::vector<FlagSpec>& specs() {
       {{"HOROVOD_THREAD_AFFINITY", "cores", "",
         "Comma list of cores, one per local rank, to pin the engine thread to."},
        [](auto& n, auto& v, Config* c) { return parseCoreList(n, v, &c->thread_affinity); }},
+      {{"LIGHTCC_BIND", "none|core", "none",
+        "core: bind each local rank's calling thread, and the threads it starts after init, to its "
+        "own share of the cores (with c cores and l local ranks, c/l each)."},
+       [](auto& n, auto& v, Config* c) {
+         if (v != "none" && v != "core") return badValue(n, v, "none or core");
+         c->bind_cores = v == "core";
+         return Status::OK();
+       }},
       {{"LIGHTCC_TIMEOUT", "s", "60",
         "How long a rank waits for a peer without progress before failing with an error."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.1, 1e7, &c->timeout_seconds); }},

@@ -29,6 +29,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarning;     // HOROVOD_LOG_LEVEL / LIGHTCC_LOG_LEVEL
   bool dynamic_process_sets = false;           // HOROVOD_DYNAMIC_PROCESS_SETS
   std::vector<int> thread_affinity;            // HOROVOD_THREAD_AFFINITY (one core per local rank)
+  bool bind_cores = false;                     // LIGHTCC_BIND=core
   double timeout_seconds = 60.0;               // LIGHTCC_TIMEOUT
   int64_t shm_chunk_bytes = 1 << 20;           // LIGHTCC_SHM_CHUNK_BYTES
   int64_t shm_oneshot_bytes = 256 << 10;       // LIGHTCC_SHM_ONESHOT_BYTES

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/logging.h"
+#include "engine/cpu_binding.h"
 
 namespace lightcc {
 
@@ -32,6 +33,10 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
   LIGHTCC_RETURN_IF_ERROR(engine->bootstrap());
   if (!config.timeline_path.empty() && config.timeline_path != "DYNAMIC" && options.rank == 0) {
     LIGHTCC_RETURN_IF_ERROR(engine->timeline_.start(config.timeline_path, config.timeline_mark_cycles));
+  }
+  if (config.bind_cores) {
+    LIGHTCC_RETURN_IF_ERROR(bindToLocalCores(engine->topo_.local_rank, engine->topo_.local_size)
+                                .withContext("rank " + std::to_string(options.rank)));
   }
   engine->running_ = true;
   engine->thread_ = std::thread([e = engine.get()] { e->loop(); });

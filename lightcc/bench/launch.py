@@ -60,13 +60,17 @@ def worker_env(
     libraries: tuple[str, ...], mpi: bool, base: dict[str, str] | None = None, nranks: int = 1
 ) -> dict[str, str]:
     """Environment for the launcher: our package first on PYTHONPATH, gloo's address, MPI-as-root
-    flags, and the cores shared out among the ranks for OpenMP/BLAS threads (as lightccrun does;
-    under mpirun every rank's NumPy would otherwise start one spinning BLAS thread per core)."""
+    flags, the cores shared out among the ranks for OpenMP/BLAS threads (as lightccrun does;
+    under mpirun every rank's NumPy would otherwise start one spinning BLAS thread per core), and
+    each rank bound to its share of the cores (LIGHTCC_BIND=core) unless the caller says otherwise."""
     env = dict(os.environ if base is None else base)
     if "OMP_NUM_THREADS" not in env:
         from lightcc.runner.plan import threads_per_rank
 
         env["OMP_NUM_THREADS"] = str(threads_per_rank(nranks))
+    # Each rank on its own cores (from lightcc's init on, so every library in the run shares it):
+    # unbound, two ranks that wake each other can be pulled onto one core and stay there.
+    env.setdefault("LIGHTCC_BIND", "core")
     paths = [package_root()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     if mpi:

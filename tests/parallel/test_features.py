@@ -31,3 +31,20 @@ def test_stall_inspector_names_missing_ranks():
     assert " 0 failed" in results[0].stdout
     warning = results[0].stderr
     assert "Stall" in warning and "rank 1" in warning and "allreduce.lonely" in warning, warning
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_bind_core_gives_each_local_rank_its_own_cores(size):
+    import os
+
+    results = run_ranks("bind_worker.py", size, timeout=120, env={"LIGHTCC_BIND": "core"})
+    allowed = sorted(os.sched_getaffinity(0))
+    got = {}
+    for res in results:
+        local, cores = res.stdout.split("CORES ")[1].split()[:2]
+        got[int(local)] = [int(c) for c in cores.split(",")]
+    for local, cores in got.items():
+        assert set(cores) <= set(allowed) and cores, (local, cores)
+    if size <= len(allowed):  # enough cores: the shares are disjoint
+        flat = [c for cores in got.values() for c in cores]
+        assert len(flat) == len(set(flat)), got

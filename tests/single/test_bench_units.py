@@ -368,6 +368,8 @@ def test_launch_commands_and_env() -> None:
     env = launch.worker_env(("lightcc", "mpi"), mpi=True, base={}, nranks=2)
     assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1" and "LIGHTCC_BENCH_GLOO_ADDR" not in env
     assert env["OMP_NUM_THREADS"] == str(max(1, len(os.sched_getaffinity(0)) // 2))
+    assert env["LIGHTCC_BIND"] == "core"
+    assert launch.worker_env(("mpi",), mpi=True, base={"LIGHTCC_BIND": "none"})["LIGHTCC_BIND"] == "none"
     assert launch.worker_env(("mpi",), mpi=True, base={"OMP_NUM_THREADS": "3"}, nranks=2)["OMP_NUM_THREADS"] == "3"
 
 
