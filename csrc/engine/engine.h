@@ -185,6 +185,7 @@ class Engine {
   Status final_status_;
   std::mutex progress_mu_;             // held by whoever runs the engine (see DESIGN)
   std::atomic<bool> driving_{false};   // a caller holds progress_mu_ and runs cycles
+  std::atomic<int> want_drive_{0};     // callers waiting for progress_mu_ to drive
   std::atomic<bool> stopped_{false};   // the loop has ended; every handle has been failed
   std::mutex driver_mu_;               // with driver_cv_: the background thread waits out a driver
   std::condition_variable driver_cv_;

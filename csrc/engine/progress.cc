@@ -27,6 +27,8 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 constexpr double kDriverIdleUs = 20e3;
 // How long the background thread stays off the doorbell after a caller stopped driving.
 constexpr double kDriverGraceUs = 1000;
+// How long a caller polls for the background thread to hand the lock over before it sleeps.
+constexpr int64_t kHandOverUs = 200;
 }  // namespace
 
 bool Engine::workReady() {
@@ -79,6 +81,15 @@ void Engine::loop() {
   std::unique_lock<std::mutex> lock(progress_mu_);
   last_maintenance_ = std::chrono::steady_clock::now();
   while (!stopped_) {
+    if (want_drive_.load(std::memory_order_acquire) > 0) {
+      // A caller waits for the lock to drive: hand the engine over between cycles. Otherwise,
+      // once this thread had taken a cycle (a peer's message came first), it would keep the
+      // lock for every later one and each op would pay a hand-off to its caller.
+      lock.unlock();
+      waitOutDrivers();
+      lock.lock();
+      continue;
+    }
     bool run = workReady();
     if (!run) maintenanceDue(&run);
     if (!run) {
@@ -90,14 +101,14 @@ void Engine::loop() {
       if (fusion_ && fusion_->holding()) wait_us = std::min(wait_us, 1e3);
       lock.unlock();
       auto hint = [&] {
-        if (stopped_ || driving_.load(std::memory_order_acquire)) return true;
+        if (stopped_ || driving_.load(std::memory_order_acquire) || want_drive_.load() > 0) return true;
         if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
         if (streams_ && streams_->failed()) return true;
         std::unique_lock<std::mutex> probe(progress_mu_, std::try_to_lock);
         return probe.owns_lock() && (fusionWantsFlush() || incomingCycle());
       };
       Status st = host_->waitUntil(hint, "work", false, wait_us, /*spin=*/false);
-      if (driving_.load(std::memory_order_acquire)) waitOutDrivers();
+      if (driving_.load(std::memory_order_acquire) || want_drive_.load() > 0) waitOutDrivers();
       lock.lock();
       if (stopped_) break;
       if (!st.ok()) {
@@ -143,7 +154,7 @@ void Engine::waitOutDrivers() {
   while (!stopped_) {
     if (handoff_.exchange(false) || queue_.hasWork() || shutdown_requested_.load()) return;
     const auto now = std::chrono::steady_clock::now();
-    const bool driving = driving_.load(std::memory_order_acquire);
+    const bool driving = driving_.load(std::memory_order_acquire) || want_drive_.load() > 0;
     if (!driving && now >= last_drive_end_ + grace) return;
     driver_cv_.wait_until(d, driving ? now + grace : last_drive_end_ + grace);
   }
@@ -177,8 +188,26 @@ Status Engine::wait(Handle& handle) {
   if (streams_) return handle.wait();
   while (!handle.done()) {
     std::unique_lock<std::mutex> lock(progress_mu_, std::try_to_lock);
+    if (!lock.owns_lock() && !stopped_) {
+      // The background thread is in a cycle; it hands the lock over when that ends (it checks
+      // want_drive_ between cycles), which takes microseconds, so poll for it yielding the core.
+      want_drive_.fetch_add(1);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kHandOverUs);
+      while (!handle.done() && !stopped_ && std::chrono::steady_clock::now() < until) {
+        if (lock.try_lock()) break;
+        sched_yield();
+      }
+      want_drive_.fetch_sub(1);
+      if (!lock.owns_lock()) {
+        {
+          std::lock_guard<std::mutex> d(driver_mu_);
+        }
+        driver_cv_.notify_one();  // the background thread may be waiting for us to take over
+      }
+    }
     if (!lock.owns_lock() || stopped_) {
       if (lock.owns_lock()) lock.unlock();
+      if (handle.done()) break;
       // Whoever holds the lock completes this handle or hands the engine back soon.
       handle.waitFor(stopped_ ? 1e6 : 200);
       continue;
