@@ -320,8 +320,10 @@ PYBIND11_MODULE(_core, m) {
     d["streams_busy_max"] = s.streams_busy_max.load();
     d["fusion_flushes"] = s.fusion_flushes.load();
     d["fusion_held"] = s.fusion_held.load();
+    d["caller_cycles"] = s.caller_cycles.load();
+    d["handoff_waits"] = s.handoff_waits.load();
     return d;
-  }, "Engine counters: cycles, negotiation and execution time, cached vs coordinated tensors.");
+  }, "Engine counters: cycles (and how many a waiting caller ran), negotiation and execution time, cached vs coordinated tensors, waits handed off to another thread.");
   m.def("fusion_info", [] {
     const Engine& e = engine();
     const FusionScheduler::Options& o = e.fusionOptions();

@@ -75,6 +75,8 @@ struct EngineStats {
   std::atomic<uint64_t> streams_busy_max{0};       // most batches ever running at once on streams
   std::atomic<uint64_t> fusion_flushes{0};         // order/cost: cycles that ran partial buckets
   std::atomic<uint64_t> fusion_held{0};            // order/cost: tensors held for their bucket now
+  std::atomic<uint64_t> caller_cycles{0};          // cycles run by a caller waiting on a handle
+  std::atomic<uint64_t> handoff_waits{0};          // waits that slept while another thread drove
 };
 
 struct Topology {

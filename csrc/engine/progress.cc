@@ -172,6 +172,7 @@ Status Engine::driveUntil(Handle& handle) {
       continue;
     }
     bool stop = false;
+    stats_.caller_cycles.fetch_add(1, std::memory_order_relaxed);
     Status st = runCycle(&stop);
     if (!st.ok()) return st;
     if (stop) {
@@ -209,6 +210,7 @@ Status Engine::wait(Handle& handle) {
       if (lock.owns_lock()) lock.unlock();
       if (handle.done()) break;
       // Whoever holds the lock completes this handle or hands the engine back soon.
+      stats_.handoff_waits.fetch_add(1, std::memory_order_relaxed);
       handle.waitFor(stopped_ ? 1e6 : 200);
       continue;
     }
