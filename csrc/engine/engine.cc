@@ -147,7 +147,9 @@ Status Engine::enqueue(std::vector<TensorEntry> entries, bool wake) {
     }
     LIGHTCC_RETURN_IF_ERROR(validate(e));
   }
-  return queue_.push(std::move(entries), wake);
+  // With streams callers never drive (wait() sleeps on the handle), so their work is the engine
+  // thread's to take even when the caller said it would wait at once.
+  return queue_.push(std::move(entries), wake || streams_ != nullptr);
 }
 
 Status Engine::shutdown() {

@@ -121,7 +121,7 @@ class Engine {
   Status bootstrap();  // bootstrap.cc
   // progress.cc
   void loop();
-  bool workReady();
+  bool workReady(bool engine_thread = false);
   bool maintenanceDue(bool* want_cycle);
   void endLoop(Status st);
   Status driveUntil(Handle& handle);

@@ -31,8 +31,11 @@ constexpr double kDriverGraceUs = 1000;
 constexpr int64_t kHandOverUs = 200;
 }  // namespace
 
-bool Engine::workReady() {
-  if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
+bool Engine::workReady(bool engine_thread) {
+  if (shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) return true;
+  // The engine thread leaves a synchronous caller's entries to that caller (see wait()): taking
+  // them would turn every later op into a hand-off, since the caller then finds the lock busy.
+  if (engine_thread ? queue_.hasUndrivenWork() : queue_.hasWork()) return true;
   if (streams_ && streams_->failed()) return true;
   if (fusionWantsFlush()) return true;
   return incomingCycle();
@@ -90,7 +93,7 @@ void Engine::loop() {
       lock.lock();
       continue;
     }
-    bool run = workReady();
+    bool run = workReady(/*engine_thread=*/true);
     if (!run) maintenanceDue(&run);
     if (!run) {
       // With nothing pending the engine sleeps until woken; otherwise it wakes each second for
@@ -102,7 +105,7 @@ void Engine::loop() {
       lock.unlock();
       auto hint = [&] {
         if (stopped_ || driving_.load(std::memory_order_acquire) || want_drive_.load() > 0) return true;
-        if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasWork()) return true;
+        if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasUndrivenWork()) return true;
         if (streams_ && streams_->failed()) return true;
         std::unique_lock<std::mutex> probe(progress_mu_, std::try_to_lock);
         return probe.owns_lock() && (fusionWantsFlush() || incomingCycle());
@@ -152,7 +155,7 @@ void Engine::waitOutDrivers() {
   const auto grace = std::chrono::microseconds(static_cast<int64_t>(kDriverGraceUs));
   std::unique_lock<std::mutex> d(driver_mu_);
   while (!stopped_) {
-    if (handoff_.exchange(false) || queue_.hasWork() || shutdown_requested_.load()) return;
+    if (handoff_.exchange(false) || queue_.hasUndrivenWork() || shutdown_requested_.load()) return;
     const auto now = std::chrono::steady_clock::now();
     const bool driving = driving_.load(std::memory_order_acquire) || want_drive_.load() > 0;
     if (!driving && now >= last_drive_end_ + grace) return;

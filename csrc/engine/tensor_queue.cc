@@ -33,6 +33,7 @@ Status TensorQueue::push(std::vector<TensorEntry> entries, bool wake) {
       e.enqueued = now;
       queue_.push_back(std::move(e));
     }
+    if (wake) undriven_.fetch_add(entries.size(), std::memory_order_relaxed);
     queued_.store(queue_.size(), std::memory_order_release);
   }
   if (wake) wake_();
@@ -49,10 +50,15 @@ void TensorQueue::drain(std::vector<TensorEntry>* out) {
     for (auto& e : queue_) out->push_back(std::move(e));
   }
   queue_.clear();
+  undriven_.store(0, std::memory_order_relaxed);
   queued_.store(0, std::memory_order_release);
 }
 
 bool TensorQueue::hasWork() const { return queued_.load(std::memory_order_acquire) != 0; }
+
+bool TensorQueue::hasUndrivenWork() const {
+  return queued_.load(std::memory_order_acquire) != 0 && undriven_.load(std::memory_order_relaxed) != 0;
+}
 
 void TensorQueue::finish(int32_t process_set_id, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -78,6 +84,7 @@ void TensorQueue::close(const Status& status) {
     closed_ = status;
     dropped.swap(queue_);
     queued_.store(0);
+    undriven_.store(0);
     names_.clear();
     in_flight_ = 0;
   }

@@ -39,6 +39,10 @@ class TensorQueue {
   // Appends the queued entries to `out` (takes them without copying when `out` is empty).
   void drain(std::vector<TensorEntry>* out);
   bool hasWork() const;
+  // Work no caller will drive: entries pushed with wake (async ops). Entries pushed without
+  // wake belong to a caller about to wait on them and run the engine itself, so the engine
+  // thread leaves them alone unless it is running anyway.
+  bool hasUndrivenWork() const;
   void finish(int32_t process_set_id, const std::string& name);
   void close(const Status& status);
   // Number of names in flight (queued or being negotiated/executed).
@@ -48,6 +52,7 @@ class TensorQueue {
   mutable std::mutex mu_;
   std::vector<TensorEntry> queue_;
   std::atomic<size_t> queued_{0};  // lets the engine poll without the mutex
+  std::atomic<size_t> undriven_{0};  // of which pushed with wake
   // Every name seen recently, true while in flight. Finished names keep their node, so a name
   // reused every step costs no allocation; prune() drops them once they far outnumber the
   // names in flight (names unique per step would otherwise pile up).
