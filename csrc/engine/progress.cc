@@ -155,9 +155,13 @@ void Engine::waitOutDrivers() {
   const auto grace = std::chrono::microseconds(static_cast<int64_t>(kDriverGraceUs));
   std::unique_lock<std::mutex> d(driver_mu_);
   while (!stopped_) {
-    if (handoff_.exchange(false) || queue_.hasUndrivenWork() || shutdown_requested_.load()) return;
+    if (shutdown_requested_.load()) return;
+    // A caller about to drive runs queued async work too; returning for it would only make this
+    // thread take the lock back from under that caller, again and again.
+    const bool wanted = want_drive_.load() > 0;
+    if (!wanted && (handoff_.exchange(false) || queue_.hasUndrivenWork())) return;
     const auto now = std::chrono::steady_clock::now();
-    const bool driving = driving_.load(std::memory_order_acquire) || want_drive_.load() > 0;
+    const bool driving = driving_.load(std::memory_order_acquire) || wanted;
     if (!driving && now >= last_drive_end_ + grace) return;
     driver_cv_.wait_until(d, driving ? now + grace : last_drive_end_ + grace);
   }
