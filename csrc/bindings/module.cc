@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "common/config.h"
+#include "common/interrupt.h"
 #include "common/logging.h"
 #include "engine/engine.h"
 #include "kernels/reduce.h"
@@ -31,6 +32,31 @@ void raise(const Status& st) {
     throw py::value_error(st.message());
   }
   throw CoreError(st.message());
+}
+
+// A signal handler that raised while a thread waited in the engine (KeyboardInterrupt, a SIGTERM
+// handler's exception): kept here until the wait returns, then raised instead of the engine's error.
+struct PendingPythonError {
+  PyObject* type = nullptr;
+  PyObject* value = nullptr;
+  PyObject* traceback = nullptr;
+};
+thread_local PendingPythonError t_pending;
+
+// The waiting thread's interrupt check (common/interrupt.h): run Python's signal handlers.
+bool pythonSignalRaised() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return false;
+  PyErr_Fetch(&t_pending.type, &t_pending.value, &t_pending.traceback);
+  return true;
+}
+
+// With the GIL held, after a wait: a handler's exception wins over whatever the wait returned.
+void raisePendingSignal() {
+  if (t_pending.type == nullptr) return;
+  PyErr_Restore(t_pending.type, t_pending.value, t_pending.traceback);
+  t_pending = PendingPythonError{};
+  throw py::error_already_set();
 }
 
 // The binding layer's only state: the engine made by init(), and the handle ids handed out.
@@ -164,10 +190,12 @@ py::tuple runNow(const TensorArgs& t) {
     st = e->enqueue(std::move(entries), /*wake=*/false);
     if (st.ok()) {
       e->nudgeFusion();
+      ScopedInterruptCheck signals(&pythonSignalRaised);
       st = e->wait(*h);
     }
   }
   h->addWaiter(-1);
+  raisePendingSignal();
   raise(st);
   return resultTuple(*h);
 }
@@ -181,9 +209,11 @@ void wait(int64_t id) {
   {
     py::gil_scoped_release release;
     // The waiting thread runs the engine itself when it is free (no hand-off to its thread).
+    ScopedInterruptCheck signals(&pythonSignalRaised);
     st = e ? e->wait(*h) : h->wait();
   }
   h->addWaiter(-1);
+  raisePendingSignal();
   raise(st);
 }
 
@@ -211,6 +241,7 @@ py::list collect(const std::vector<int64_t>& ids) {
   if (e) e->nudgeFusion();
   {
     py::gil_scoped_release release;
+    ScopedInterruptCheck signals(&pythonSignalRaised);
     for (auto& h : hs) {
       Status st = e ? e->wait(*h) : h->wait();
       if (first.ok() && !st.ok()) first = st;
@@ -221,6 +252,7 @@ py::list collect(const std::vector<int64_t>& ids) {
     std::lock_guard<std::mutex> lock(state().mu);
     for (int64_t id : ids) state().handles.erase(id);
   }
+  raisePendingSignal();
   raise(first);
   py::list out;
   for (auto& h : hs) out.append(resultTuple(*h));
@@ -285,13 +317,25 @@ PYBIND11_MODULE(_core, m) {
   m.def("release", &release);
   m.def("collect", &collect, py::arg("ids"),
         "Wait for every handle id, release them all, and return their results (raises the first error).");
-  m.def("process_sets", [] { return engine().processSets(); });
+  // Calls that take engine locks release the GIL first: a caller driving the engine takes the
+  // GIL to run signal handlers while it may hold those locks.
+  m.def("process_sets", [] {
+    Engine& e = engine();
+    py::gil_scoped_release release;
+    return e.processSets();
+  });
   m.def("start_timeline", [](const std::string& path, bool mark) { raise(engine().startTimeline(path, mark)); });
   m.def("stop_timeline", [] { raise(engine().stopTimeline()); });
   m.def("build_info", &buildInfo);
   m.def("topk_residuals", [] {
     py::dict out;
-    for (auto& [name, values] : engine().topkResiduals()) {
+    Engine& e = engine();
+    std::map<std::string, std::vector<float>> residuals;
+    {
+      py::gil_scoped_release release;
+      residuals = e.topkResiduals();
+    }
+    for (auto& [name, values] : residuals) {
       auto buf = std::make_shared<HostBuffer>(values.size() * sizeof(float));
       std::memcpy(buf->data(), values.data(), values.size() * sizeof(float));
       out[py::str(name)] = py::cast(buf);
@@ -303,7 +347,13 @@ PYBIND11_MODULE(_core, m) {
     if (info.itemsize != 4 || info.format != py::format_descriptor<float>::format()) {
       throw py::value_error("top-k residuals are float32 arrays");
     }
-    raise(engine().setTopkResidual(name, static_cast<const float*>(info.ptr), static_cast<size_t>(info.size)));
+    Engine& e = engine();
+    Status st;
+    {
+      py::gil_scoped_release release;
+      st = e.setTopkResidual(name, static_cast<const float*>(info.ptr), static_cast<size_t>(info.size));
+    }
+    raise(st);
   });
   m.def("stats", [] {
     const EngineStats& s = engine().stats();

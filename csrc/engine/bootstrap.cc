@@ -279,6 +279,7 @@ Status Engine::bootstrap() {
   wait.spin_us = config_.spin_us;
   wait.timeout_s = timeout;
   host_ = std::make_unique<shm::HostGroup>(topo_.local_rank, local, std::move(segments), layout, wait);
+  host_->setAbortFlag(&abort_requested_);
 
   world_links_.assign(size, nullptr);
   std::vector<int> remote;

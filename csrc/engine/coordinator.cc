@@ -62,6 +62,12 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
     r.error = "tensor '" + key.second + "' was submitted only by ranks that have since joined";
     return r;
   }
+  for (const auto& q : p.by_member) {
+    if (q && !q->error.empty()) {
+      r.error = "rank " + std::to_string(q->rank) + " rejected tensor '" + key.second + "': " + q->error;
+      return r;
+    }
+  }
   r.op = first->op;
   r.dtype = first->dtype;
   r.reduce_op = first->reduce_op;

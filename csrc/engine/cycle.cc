@@ -137,11 +137,11 @@ void Engine::classifyNewEntries() {
   const bool trace = topo_.rank == 0 && timeline_.active();
   for (auto& e : fresh_) {
     const Request& r = e.request;
-    if (r.op == OpType::kJoin) joined_ = true;
+    if (r.op == OpType::kJoin && r.error.empty()) joined_ = true;
     if (trace) timeline_.begin(r.name, std::string("NEGOTIATE_") + opTypeName(r.op));
     const TensorId id = tensors_.intern(r.process_set_id, r.name);
     const int bit = isCacheable(r.op) ? cache_->find(id) : -1;
-    if (bit >= 0 && cache_->matches(bit, r)) {
+    if (bit >= 0 && r.error.empty() && cache_->matches(bit, r)) {
       tensors_.addPending(id, std::move(e), TensorTable::State::kCached, bit);
     } else {
       if (bit >= 0) invalid_bits_.push_back(bit);  // everyone drops it, then renegotiates

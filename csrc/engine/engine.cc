@@ -64,23 +64,27 @@ Status Engine::stopTimeline() {
   return Status::OK();
 }
 
+Status Engine::checkMembership(const Request& r) const {
+  std::lock_guard<std::mutex> lock(sets_mu_);
+  auto it = set_ranks_.find(r.process_set_id);
+  if (it == set_ranks_.end()) {
+    return Status::InvalidArgument("process set " + std::to_string(r.process_set_id) +
+                                   " is not registered (was it removed?)");
+  }
+  if (std::find(it->second.begin(), it->second.end(), topo_.rank) == it->second.end()) {
+    return Status::InvalidArgument("rank " + std::to_string(topo_.rank) + " is not a member of process set " +
+                                   std::to_string(r.process_set_id));
+  }
+  return Status::OK();
+}
+
 Status Engine::validate(const TensorEntry& e) const {
   const Request& r = e.request;
+  LIGHTCC_RETURN_IF_ERROR(checkMembership(r));
   std::vector<int> ranks;
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
-    auto it = set_ranks_.find(r.process_set_id);
-    if (it == set_ranks_.end()) {
-      return Status::InvalidArgument("process set " + std::to_string(r.process_set_id) +
-                                     " is not registered (was it removed?)");
-    }
-    ranks = it->second;
-  }
-  auto me = std::find(ranks.begin(), ranks.end(), topo_.rank);
-  if (me == ranks.end()) {
-    return Status::InvalidArgument("rank " + std::to_string(topo_.rank) +
-                                   " is not a member of process set " +
-                                   std::to_string(r.process_set_id));
+    ranks = set_ranks_.at(r.process_set_id);
   }
   const std::string what = "tensor '" + r.name + "'";
   for (int64_t d : r.shape) {
@@ -132,24 +136,40 @@ Status Engine::enqueue(std::vector<TensorEntry> entries, bool wake) {
     return final_status_.ok() ? Status::PreconditionFailed("lightcc has been shut down; call init() first")
                               : final_status_;
   }
+  for (auto& e : entries) e.request.rank = topo_.rank;
   for (auto& e : entries) {
-    e.request.rank = topo_.rank;
-    if (e.request.op == OpType::kAlltoall && e.request.aux.empty() && !e.request.shape.empty()) {
+    Status st = validate(e);
+    if (st.ok() && e.request.op == OpType::kAlltoall && e.request.aux.empty() && !e.request.shape.empty()) {
       // Even splits: fill them in so the engine has one code path.
-      std::vector<int> ranks;
-      {
-        std::lock_guard<std::mutex> lock(sets_mu_);
-        auto it = set_ranks_.find(e.request.process_set_id);
-        if (it != set_ranks_.end()) ranks = it->second;
-      }
-      LIGHTCC_RETURN_IF_ERROR(validate(e));
-      e.request.aux.assign(ranks.size(), e.request.shape[0] / static_cast<int64_t>(ranks.size()));
+      std::lock_guard<std::mutex> lock(sets_mu_);
+      const int64_t n = static_cast<int64_t>(set_ranks_.at(e.request.process_set_id).size());
+      e.request.aux.assign(static_cast<size_t>(n), e.request.shape[0] / n);
     }
-    LIGHTCC_RETURN_IF_ERROR(validate(e));
+    if (!st.ok()) {
+      withdraw(std::move(entries), st);
+      return st;
+    }
   }
   // With streams callers never drive (wait() sleeps on the handle), so their work is the engine
   // thread's to take even when the caller said it would wait at once.
   return queue_.push(std::move(entries), wake || streams_ != nullptr);
+}
+
+void Engine::withdraw(std::vector<TensorEntry> entries, const Status& why) {
+  if (topo_.size == 1) return;
+  for (auto& e : entries) {
+    // Only ranks in the set take part in its negotiation; outside it there is nobody to tell.
+    if (!checkMembership(e.request).ok()) return;
+  }
+  for (auto& e : entries) {
+    e.request.error = why.message();
+    e.input = nullptr;
+    e.output = nullptr;
+    e.handle = std::make_shared<Handle>();  // nobody waits on it; negotiation completes it
+  }
+  // A name already in flight here cannot be withdrawn twice; the first submission speaks for it.
+  Status ignored = queue_.push(std::move(entries), true);
+  (void)ignored;
 }
 
 Status Engine::shutdown() {

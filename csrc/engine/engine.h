@@ -126,7 +126,18 @@ class Engine {
   void endLoop(Status st);
   Status driveUntil(Handle& handle);
   void waitOutDrivers();
+  // A waiter that is not driving was interrupted: the thread that drives ends the engine with
+  // `why` at its next look (waits inside a collective give up through the abort flag).
+  void requestAbort(const Status& why);
+  Status interrupted(Handle& handle);  // a waiter's signal: abort, then wait for its buffers
+  // Peers that exited, or whose engine stopped, end this one too: checked while waiting for
+  // work, often when something is pending (a peer that never answers would hang it otherwise).
+  Status checkLiveness();
+  Status checkMembership(const Request& r) const;
   Status validate(const TensorEntry& e) const;
+  // A group this rank rejected goes to negotiation anyway, marked with the reason, so peers
+  // that submitted theirs get the error too instead of waiting for this rank forever.
+  void withdraw(std::vector<TensorEntry> entries, const Status& why);
 
   // cycle.cc
   Status runCycle(bool* stop);
@@ -192,6 +203,9 @@ class Engine {
   std::mutex driver_mu_;               // with driver_cv_: the background thread waits out a driver
   std::condition_variable driver_cv_;
   std::atomic<bool> handoff_{false};   // a driver left work behind for the background thread
+  std::atomic<bool> abort_requested_{false};  // see requestAbort(); also host_'s abort flag
+  std::mutex abort_mu_;
+  Status abort_status_;                        // guarded by abort_mu_
   std::chrono::steady_clock::time_point last_drive_end_;  // guarded by driver_mu_
 
   // Background thread only.
@@ -232,6 +246,7 @@ class Engine {
   uint64_t cycle_ = 0;
   std::chrono::steady_clock::time_point last_cycle_end_;
   std::chrono::steady_clock::time_point last_maintenance_;
+  std::chrono::steady_clock::time_point last_liveness_;
   bool busy_ = false;
   std::atomic<bool> shutdown_seen_{false};  // this rank asked to shut down (time below)
   std::chrono::steady_clock::time_point shutdown_asked_at_;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "common/interrupt.h"
 #include "common/logging.h"
 #include "engine/engine.h"
 #include "engine/streams.h"
@@ -29,7 +30,35 @@ constexpr double kDriverIdleUs = 20e3;
 constexpr double kDriverGraceUs = 1000;
 // How long a caller polls for the background thread to hand the lock over before it sleeps.
 constexpr int64_t kHandOverUs = 200;
+// How often peers' liveness is checked while waiting for work: often while something here waits
+// on them, rarely when idle (a dead peer then fails the next operation soon enough).
+constexpr double kLivenessPendingS = 0.25, kLivenessIdleS = 1.0;
 }  // namespace
+
+void Engine::requestAbort(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    if (abort_status_.ok()) abort_status_ = why;
+  }
+  abort_requested_.store(true, std::memory_order_release);
+  if (streams_) streams_->abort(why);
+  {
+    std::lock_guard<std::mutex> d(driver_mu_);
+  }
+  driver_cv_.notify_all();
+  host_->wakeSelf();
+}
+
+Status Engine::checkLiveness() {
+  if (abort_requested_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    return abort_status_;
+  }
+  const bool pending = tensors_.anyPending() || (coordinator_ && !coordinator_->empty());
+  if (secondsSince(last_liveness_) < (pending ? kLivenessPendingS : kLivenessIdleS)) return Status::OK();
+  last_liveness_ = std::chrono::steady_clock::now();
+  return host_->checkPeersAlive();
+}
 
 bool Engine::workReady(bool engine_thread) {
   if (shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) return true;
@@ -51,6 +80,11 @@ bool Engine::maintenanceDue(bool* want_cycle) {
 }
 
 void Engine::endLoop(Status st) {
+  if (abort_requested_.load(std::memory_order_acquire)) {
+    // Waits cut short by the abort report it vaguely; the reason it was asked for is the news.
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    st = abort_status_;
+  }
   // Agreed batches still queued on streams run to completion on every rank (all stop in the same
   // cycle); after an error they are failed instead.
   if (streams_) {
@@ -62,6 +96,8 @@ void Engine::endLoop(Status st) {
   } else {
     LIGHTCC_LOG(kError) << st.message();
     final_status_ = st;
+    // This process may live on (a caught KeyboardInterrupt): host peers must not wait for it.
+    host_->markFailed(st.message());
   }
   running_ = false;
   failEverything(st);
@@ -82,8 +118,12 @@ void Engine::loop() {
     }
   }
   std::unique_lock<std::mutex> lock(progress_mu_);
-  last_maintenance_ = std::chrono::steady_clock::now();
+  last_maintenance_ = last_liveness_ = std::chrono::steady_clock::now();
   while (!stopped_) {
+    if (Status live = checkLiveness(); !live.ok()) {
+      endLoop(live);
+      break;
+    }
     if (want_drive_.load(std::memory_order_acquire) > 0) {
       // A caller waits for the lock to drive: hand the engine over between cycles. Otherwise,
       // once this thread had taken a cycle (a peer's message came first), it would keep the
@@ -98,13 +138,15 @@ void Engine::loop() {
     if (!run) {
       // With nothing pending the engine sleeps until woken; otherwise it wakes each second for
       // the stall inspector; while some rank shuts down, every 100 ms so its grace can end the job.
-      double wait_us = (!tensors_.anyPending() && (!coordinator_ || coordinator_->empty())) ? 5e6 : 1e6;
+      double wait_us = (!tensors_.anyPending() && (!coordinator_ || coordinator_->empty())) ? kLivenessIdleS * 1e6
+                                                                                            : kLivenessPendingS * 1e6;
       if (shutdown_pending_ || shutdown_seen_) wait_us = 100e3;
       // Held bucket tensors: look again soon for a blocked caller or the flush timer.
       if (fusion_ && fusion_->holding()) wait_us = std::min(wait_us, 1e3);
       lock.unlock();
       auto hint = [&] {
         if (stopped_ || driving_.load(std::memory_order_acquire) || want_drive_.load() > 0) return true;
+        if (abort_requested_.load(std::memory_order_acquire)) return true;
         if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasUndrivenWork()) return true;
         if (streams_ && streams_->failed()) return true;
         std::unique_lock<std::mutex> probe(progress_mu_, std::try_to_lock);
@@ -155,7 +197,7 @@ void Engine::waitOutDrivers() {
   const auto grace = std::chrono::microseconds(static_cast<int64_t>(kDriverGraceUs));
   std::unique_lock<std::mutex> d(driver_mu_);
   while (!stopped_) {
-    if (shutdown_requested_.load()) return;
+    if (shutdown_requested_.load() || abort_requested_.load()) return;
     // A caller about to drive runs queued async work too; returning for it would only make this
     // thread take the lock back from under that caller, again and again.
     const bool wanted = want_drive_.load() > 0;
@@ -172,6 +214,7 @@ Status Engine::driveUntil(Handle& handle) {
     bool run = workReady();
     if (!run) maintenanceDue(&run);
     if (!run) {
+      LIGHTCC_RETURN_IF_ERROR(checkLiveness());
       // Peers answer within microseconds when they are driving too, so spin first (waitUntil's
       // policy); the lock stays ours because nobody else could use it better.
       const double idle_us = fusion_ && fusion_->holding() ? 1e3 : kDriverIdleUs;  // the flush timer
@@ -188,6 +231,16 @@ Status Engine::driveUntil(Handle& handle) {
     }
   }
   return Status::OK();
+}
+
+Status Engine::interrupted(Handle& handle) {
+  const Status why = Status::Cancelled("rank " + std::to_string(topo_.rank) +
+                                       " was interrupted (a signal) while waiting for an operation");
+  requestAbort(why);
+  // The engine may still be reading or writing this op's buffers; they belong to the caller
+  // again only once the handle completes, which the abort makes happen within a wait's poll.
+  handle.wait();
+  return why;
 }
 
 Status Engine::wait(Handle& handle) {
@@ -216,13 +269,17 @@ Status Engine::wait(Handle& handle) {
     if (!lock.owns_lock() || stopped_) {
       if (lock.owns_lock()) lock.unlock();
       if (handle.done()) break;
+      if (interruptRequested()) return interrupted(handle);
       // Whoever holds the lock completes this handle or hands the engine back soon.
       stats_.handoff_waits.fetch_add(1, std::memory_order_relaxed);
-      handle.waitFor(stopped_ ? 1e6 : 200);
+      handle.waitFor(stopped_ ? kInterruptPollMs * 1e3 : 200);
       continue;
     }
     driving_.store(true, std::memory_order_release);
     Status st = driveUntil(handle);
+    if (st.code() == StatusCode::kCancelled) {
+      st = Status::Cancelled("rank " + std::to_string(topo_.rank) + " was " + st.message() + " (a signal)");
+    }
     if (!st.ok() && !stopped_) endLoop(st);
     const bool more = !stopped_ && (tensors_.anyPending() || queue_.hasWork());
     {

@@ -113,14 +113,17 @@ void Streams::work(Worker& w) {
   }
 }
 
-void Streams::stop(const Status& why) {
-  if (!why.ok()) {
-    {
-      std::lock_guard<std::mutex> lock(error_mu_);
-      if (abort_status_.ok()) abort_status_ = why;
-    }
-    abort_.store(true, std::memory_order_release);
+void Streams::abort(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (abort_status_.ok()) abort_status_ = why;
   }
+  abort_.store(true, std::memory_order_release);
+  for (auto& w : workers_) w->channel->host->wakeSelf();
+}
+
+void Streams::stop(const Status& why) {
+  if (!why.ok()) abort(why);
   stopping_.store(true, std::memory_order_release);
   for (auto& w : workers_) w->channel->host->wakeSelf();
   for (auto& w : workers_) {

@@ -102,6 +102,8 @@ class Streams {
   // ok: run what is queued, then join; otherwise abort in-flight waits and fail queued batches
   // with `why`. Idempotent.
   void stop(const Status& why);
+  // Any thread: in-flight waits give up with `why` and later batches fail; stop() still joins.
+  void abort(const Status& why);
 
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   Status error() const;

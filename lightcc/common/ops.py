@@ -36,6 +36,19 @@ def resolve_op(average: Optional[bool], op: Optional[int], default: int = Averag
 _counter = itertools.count()
 
 
+def alltoall_splits(values: Sequence[Any], kind: str) -> List[int]:
+    """alltoall splits as a flat list of ints, refusing non-integer ones as Horovod does (int32).
+
+    `kind` is the NumPy dtype kind of the container ('i', 'u', 'f', ...). The check depends only
+    on the type, not the values, so every rank of a correct program passes or fails it alike;
+    value errors (negative counts, a wrong sum) are the engine's, which tells every rank.
+    """
+    if len(values) and kind not in ("i", "u"):
+        raise ValueError(f"alltoall splits must be integers (Horovod takes int32 splits); got values of kind "
+                         f"{kind!r}: {list(values)[:8]}")
+    return [int(v) for v in values]
+
+
 def tensor_name(prefix: str, name: Optional[str]) -> str:
     """The engine-visible name: `<op>.<name>`, or `<op>.noname.<n>` for unnamed tensors."""
     if name is None or name == "":
@@ -146,6 +159,19 @@ def run_simple(op: int, name: str, process_set_id: int = 0, aux: Sequence[int] =
 
 
 _ps_counter = itertools.count()
+
+
+def alltoall_splits(values: Sequence[Any], kind: str) -> List[int]:
+    """alltoall splits as a flat list of ints, refusing non-integer ones as Horovod does (int32).
+
+    `kind` is the NumPy dtype kind of the container ('i', 'u', 'f', ...). The check depends only
+    on the type, not the values, so every rank of a correct program passes or fails it alike;
+    value errors (negative counts, a wrong sum) are the engine's, which tells every rank.
+    """
+    if len(values) and kind not in ("i", "u"):
+        raise ValueError(f"alltoall splits must be integers (Horovod takes int32 splits); got values of kind "
+                         f"{kind!r}: {list(values)[:8]}")
+    return [int(v) for v in values]
 
 
 def process_set_change(op: int, aux: Sequence[int]) -> int:

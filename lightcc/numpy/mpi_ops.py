@@ -248,7 +248,8 @@ def alltoall_async(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, n
     a = _check_array(tensor, "alltoall")
     aux: Sequence[int] = ()
     if splits is not None:
-        aux = [int(s) for s in np.asarray(splits).reshape(-1)]
+        flat = np.asarray(splits).reshape(-1)
+        aux = _ops.alltoall_splits(flat.tolist(), flat.dtype.kind)
     args = [_ops.TensorArgs(_ops.ALLTOALL, _ops.tensor_name("alltoall", name), _ptr(a), 0, numpy_code(a.dtype),
                             a.shape, process_set_id=_id_of(process_set), aux=aux)]
     with_splits = splits is not None

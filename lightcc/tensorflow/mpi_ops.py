@@ -273,7 +273,10 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
         raise ValueError("alltoall needs a tensor with at least one dimension")
     s = None
     if splits is not None:
-        s = tf.cast(u.as_tensor(splits), tf.int32)
+        s = u.as_tensor(splits)
+        if not s.dtype.is_integer:
+            raise ValueError(f"alltoall splits must be integers (Horovod takes int32 splits), got {s.dtype.name}")
+        s = tf.cast(s, tf.int32)
         if u.executing_eagerly():
             n = process_set.size()
             vals = s.numpy().reshape(-1)
