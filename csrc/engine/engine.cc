@@ -11,13 +11,11 @@ namespace lightcc {
 Engine::Engine(const InitOptions& options, const Config& config)
     : options_(options),
       config_(config),
+      // The background thread may be asleep, or sitting out a caller's grace period.
       queue_([this] {
-        if (host_) host_->wakeSelf();
-        // The background thread may be sitting out a caller's grace period; taking the mutex
-        // orders this push before its next look at the queue, so the notify cannot be lost.
-        { std::lock_guard<std::mutex> d(driver_mu_); }
-        driver_cv_.notify_all();
-      }) {
+        if (host_) progress_.poke();
+      }),
+      topk_(config_) {
   topo_.rank = options.rank;
   topo_.size = options.size;
 }
@@ -41,6 +39,52 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
   engine->running_ = true;
   engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
   *out = std::move(engine);
+  return Status::OK();
+}
+
+Status Engine::bootstrap() {
+  LIGHTCC_RETURN_IF_ERROR(Mesh::build(options_, config_, &abort_requested_, &mesh_));
+  topo_ = mesh_->topology();
+  main_ = &mesh_->channel(0);
+  host_ = main_->host.get();
+  // Process sets: 0 is everyone; the ones passed to init get ids 1..n in order.
+  std::vector<int> all(topo_.size);
+  for (int r = 0; r < topo_.size; ++r) all[r] = r;
+  {
+    std::lock_guard<std::mutex> lock(sets_mu_);
+    set_ranks_[0] = all;
+    for (const auto& ranks : options_.process_sets) {
+      std::vector<int> sorted = ranks;
+      std::sort(sorted.begin(), sorted.end());
+      set_ranks_[next_set_id_++] = sorted;
+    }
+    for (const auto& [id, ranks] : set_ranks_) mesh_->addSet(id, ranks);
+  }
+  negotiator_ = std::make_unique<Negotiator>(config_, topo_, *main_, queue_, timeline_, stats_);
+  LIGHTCC_RETURN_IF_ERROR(setUpFusion());  // may probe the links: before the cycle receives are posted
+  LIGHTCC_RETURN_IF_ERROR(startExecutors());
+  return negotiator_->start();
+}
+
+Status Engine::startExecutors() {
+  exec_env_.config = &config_;
+  exec_env_.rank = topo_.rank;
+  exec_env_.timeline = &timeline_;
+  exec_env_.topk = &topk_;
+  exec_env_.topk_threshold_bytes = topk_threshold_bytes_;
+  exec_env_.release_name = [this](int32_t set, const std::string& name) { queue_.finish(set, name); };
+  executor_ = std::make_unique<HostExecutor>(exec_env_, *main_);
+  if (mesh_->channels() == 1) return Status::OK();
+  // LIGHT_NUM_STREAMS > 1: every further channel gets a worker with its own executor.
+  std::vector<Channel*> channels;
+  std::vector<std::unique_ptr<Executor>> executors;
+  for (int c = 1; c < mesh_->channels(); ++c) {
+    channels.push_back(&mesh_->channel(c));
+    executors.push_back(std::make_unique<HostExecutor>(exec_env_, mesh_->channel(c)));
+  }
+  streams_ = std::make_unique<Streams>(std::move(channels), std::move(executors), host_,
+                                       Streams::Counters{&stats_.stream_batches, &stats_.streams_busy_max});
+  streams_->start();
   return Status::OK();
 }
 
@@ -175,8 +219,7 @@ void Engine::withdraw(std::vector<TensorEntry> entries, const Status& why) {
 Status Engine::shutdown() {
   if (thread_.joinable()) {
     shutdown_requested_ = true;
-    driver_cv_.notify_all();
-    host_->wakeSelf();
+    progress_.poke();
     thread_.join();
   }
   timeline_.stop();
@@ -184,9 +227,5 @@ Status Engine::shutdown() {
   return Status::OK();
 }
 
-void Engine::failEverything(const Status& st) {
-  queue_.close(st);
-  while (tensors_.anyPending()) tensors_.takePending(tensors_.pending().back()).handle->complete(st);
-}
 
 }  // namespace lightcc
