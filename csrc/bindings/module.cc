@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "common/config.h"
 #include "common/interrupt.h"
@@ -59,14 +60,25 @@ void raisePendingSignal() {
   throw py::error_already_set();
 }
 
-// The binding layer's only state: the engine made by init(), and the handle ids handed out.
+// One front-level handle: the core handles of one submission (a tensor or a group), the objects
+// the engine reads and writes until they complete, and the front's step that turns their
+// results into its value. The one registry of in-flight work on the Python side.
+struct Submission {
+  std::vector<std::shared_ptr<Handle>> handles;
+  py::object keepalive;
+  py::object finish;  // callable(list of result tuples) -> the front's value; None: the list
+};
+
+// The binding layer's only state: the engine made by init(), and the submissions handed out.
+// Submissions are touched with the GIL held (they own Python objects); mu guards the map against
+// threads that released it.
 struct CoreState {
   std::mutex mu;
   // Shared so a thread waiting (and driving the engine) with the GIL released keeps it alive
   // while another thread calls shutdown().
   std::shared_ptr<Engine> engine;
   uint64_t generation = 0;
-  std::map<int64_t, std::shared_ptr<Handle>> handles;
+  std::unordered_map<int64_t, Submission> submissions;
   int64_t next_handle = 1;
 };
 CoreState& state() {
@@ -78,13 +90,6 @@ Engine& engine() {
   Engine* e = state().engine.get();
   if (e == nullptr) throw py::value_error("lightcc has not been initialized; use hvd.init().");
   return *e;
-}
-
-std::shared_ptr<Handle> handleOf(int64_t id) {
-  std::lock_guard<std::mutex> lock(state().mu);
-  auto it = state().handles.find(id);
-  if (it == state().handles.end()) throw py::value_error("unknown or released handle " + std::to_string(id));
-  return it->second;
 }
 
 void init(py::dict opts) {
@@ -99,6 +104,10 @@ void init(py::dict opts) {
   o.secret = opts["secret"].cast<std::string>();
   o.process_sets = opts["process_sets"].cast<std::vector<std::vector<int>>>();
   o.bundled_net_plugin = opts["bundled_net_plugin"].cast<std::string>();
+  // init(process_sets="dynamic") turns dynamic process sets on for this init, as the flag does.
+  if (opts.contains("dynamic_process_sets") && opts["dynamic_process_sets"].cast<bool>()) {
+    config.dynamic_process_sets = true;
+  }
   if (state().engine) throw py::value_error("lightcc is already initialized; call shutdown() first");
   o.generation = ++state().generation;
   std::unique_ptr<Engine> made;
@@ -145,30 +154,6 @@ TensorEntry makeEntry(const TensorArgs& t) {
   return entry;
 }
 
-std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors, bool wake) {
-  Engine& e = engine();
-  std::vector<TensorEntry> entries;
-  std::vector<std::shared_ptr<Handle>> handles;
-  for (const auto& t : tensors) {
-    entries.push_back(makeEntry(t));
-    handles.push_back(entries.back().handle);
-  }
-  Status st;
-  {
-    py::gil_scoped_release release;
-    st = e.enqueue(std::move(entries), wake);
-  }
-  raise(st);
-  std::vector<int64_t> ids;
-  std::lock_guard<std::mutex> lock(state().mu);
-  for (auto& h : handles) {
-    int64_t id = state().next_handle++;
-    state().handles[id] = h;
-    ids.push_back(id);
-  }
-  return ids;
-}
-
 py::tuple resultTuple(const Handle& h) {
   const HandleResult& r = h.result();
   py::object buf = r.output ? py::cast(r.output) : py::none();
@@ -200,68 +185,73 @@ py::tuple runNow(const TensorArgs& t) {
   return resultTuple(*h);
 }
 
-void wait(int64_t id) {
-  auto h = handleOf(id);
+// Queues one tensor or a group and registers it; returns the front-level handle id.
+int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object keepalive, py::object finish) {
+  Engine& e = engine();
+  std::vector<TensorEntry> entries;
+  Submission sub;
+  for (const auto& t : tensors) {
+    entries.push_back(makeEntry(t));
+    sub.handles.push_back(entries.back().handle);
+  }
   Status st;
-  std::shared_ptr<Engine> e = state().engine;
-  h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
-  if (e) e->nudgeFusion();
   {
     py::gil_scoped_release release;
-    // The waiting thread runs the engine itself when it is free (no hand-off to its thread).
-    ScopedInterruptCheck signals(&pythonSignalRaised);
-    st = e ? e->wait(*h) : h->wait();
+    st = e.enqueue(std::move(entries), wake);
   }
-  h->addWaiter(-1);
-  raisePendingSignal();
   raise(st);
+  sub.keepalive = std::move(keepalive);
+  sub.finish = std::move(finish);
+  std::lock_guard<std::mutex> lock(state().mu);
+  const int64_t id = state().next_handle++;
+  state().submissions.emplace(id, std::move(sub));
+  return id;
 }
 
-py::tuple result(int64_t id) {
-  auto h = handleOf(id);
-  if (!h->poll()) throw py::value_error("handle " + std::to_string(id) + " has not completed");
-  return resultTuple(*h);
+bool poll(int64_t id) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  auto it = state().submissions.find(id);
+  if (it == state().submissions.end()) {
+    throw py::value_error("handle " + std::to_string(id) + " was not created or has already been synchronized");
+  }
+  for (const auto& h : it->second.handles) {
+    if (!h->done()) return false;
+  }
+  return true;
 }
 
-// wait + result + release for every id of one front-level handle, in one call: the first error
-// is raised after all are released (the others' buffers are the caller's to drop).
-py::list collect(const std::vector<int64_t>& ids) {
-  std::vector<std::shared_ptr<Handle>> hs;
+// Waits for every tensor of a submission, unregisters it and returns the front's value (the
+// first error is raised once all have completed; the buffers are released only then).
+py::object synchronize(int64_t id) {
+  Submission sub;
   {
     std::lock_guard<std::mutex> lock(state().mu);
-    for (int64_t id : ids) {
-      auto it = state().handles.find(id);
-      if (it == state().handles.end()) throw py::value_error("unknown or released handle " + std::to_string(id));
-      hs.push_back(it->second);
+    auto it = state().submissions.find(id);
+    if (it == state().submissions.end()) {
+      throw py::value_error("handle " + std::to_string(id) + " was not created or has already been synchronized");
     }
+    sub = std::move(it->second);
+    state().submissions.erase(it);
   }
   std::shared_ptr<Engine> e = state().engine;
   Status first;
-  for (auto& h : hs) h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
+  for (auto& h : sub.handles) h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
   if (e) e->nudgeFusion();
   {
     py::gil_scoped_release release;
     ScopedInterruptCheck signals(&pythonSignalRaised);
-    for (auto& h : hs) {
+    for (auto& h : sub.handles) {
       Status st = e ? e->wait(*h) : h->wait();
       if (first.ok() && !st.ok()) first = st;
     }
   }
-  for (auto& h : hs) h->addWaiter(-1);
-  {
-    std::lock_guard<std::mutex> lock(state().mu);
-    for (int64_t id : ids) state().handles.erase(id);
-  }
+  for (auto& h : sub.handles) h->addWaiter(-1);
   raisePendingSignal();
   raise(first);
-  py::list out;
-  for (auto& h : hs) out.append(resultTuple(*h));
-  return out;
-}
-
-void release(int64_t id) {
-  std::lock_guard<std::mutex> lock(state().mu);
-  state().handles.erase(id);
+  py::list results;
+  for (auto& h : sub.handles) results.append(resultTuple(*h));
+  if (sub.finish.is_none()) return std::move(results);
+  return sub.finish(results);
 }
 
 py::dict buildInfo() {
@@ -306,17 +296,15 @@ PYBIND11_MODULE(_core, m) {
         return addr;
       },
       "Address of a contiguous buffer's first byte.");
-  m.def("enqueue", &enqueue, py::arg("tensors"), py::arg("wake") = true,
-        "Queue tensors (one group); returns one handle id per tensor. wake=False: the caller waits at once "
-        "and runs the engine itself, so the engine thread is not woken.");
+  m.def("submit", &submit, py::arg("tensors"), py::arg("wake"), py::arg("keepalive"), py::arg("finish"),
+        "Queue tensors (one group) and return one handle id. wake=False: the caller synchronizes at once and "
+        "runs the engine itself, so the engine thread is not woken. `keepalive` is held until the handle is "
+        "synchronized; `finish(results)` makes synchronize's value.");
   m.def("run", &runNow, py::arg("tensor"),
         "Queue one tensor, run the engine until it completes and return its result (the synchronous ops' path).");
-  m.def("poll", [](int64_t id) { return handleOf(id)->poll(); });
-  m.def("wait", &wait);
-  m.def("result", &result, "(buffer or None, output shape, received splits, value) of a completed handle.");
-  m.def("release", &release);
-  m.def("collect", &collect, py::arg("ids"),
-        "Wait for every handle id, release them all, and return their results (raises the first error).");
+  m.def("poll", &poll, "True when every tensor of the handle has completed (never blocks).");
+  m.def("synchronize", &synchronize, py::arg("handle"),
+        "Wait for the handle, release it and return finish(results) (raises the first error).");
   // Calls that take engine locks release the GIL first: a caller driving the engine takes the
   // GIL to run signal handlers while it may hold those locks.
   m.def("process_sets", [] {

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import atexit
-import os
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Union
 
@@ -30,10 +29,11 @@ def init(comm: Optional[Any] = None,
     c = core()
     if c.is_initialized():
         return
+    dynamic = False
     if isinstance(process_sets, str):
         if process_sets != "dynamic":
             raise ValueError(f"process_sets must be a list of ProcessSet or 'dynamic', got {process_sets!r}")
-        os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
+        dynamic = True  # as HOROVOD_DYNAMIC_PROCESS_SETS=1, for this init only
         process_sets = []
     sets: List[_ps.ProcessSet] = list(process_sets or [])
     for ps in sets:
@@ -51,6 +51,7 @@ def init(comm: Optional[Any] = None,
         "rendezvous_port": int(info.rendezvous_port or 0),
         "secret": info.secret or "",
         "process_sets": [ps.ranks for ps in sets],
+        "dynamic_process_sets": dynamic,
         "bundled_net_plugin": _plugin_path(),
     })
     _ps._reset()

@@ -5,7 +5,7 @@ import contextlib
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from lightcc.common.native import core
 
@@ -83,13 +83,6 @@ class TensorArgs:
 CoreResult = Tuple[Any, List[int], List[int], int]
 
 
-@dataclass
-class _Pending:
-    ids: List[int]
-    keepalive: Any
-    finish: Callable[[List[CoreResult]], Any]
-
-
 _local = threading.local()
 
 
@@ -106,34 +99,22 @@ def wait_at_once() -> Iterator[None]:
 
 
 class HandleManager:
-    """Maps front-level handles to core handle ids and keeps buffers alive until completion."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: Dict[int, _Pending] = {}
-        self._next = itertools.count(1)
+    """The fronts' view of the core's handle registry (one registry: lightcc._core keeps each
+    handle's tensors, the objects to keep alive and the step that makes its result)."""
 
     def submit(self, args: Sequence[TensorArgs], keepalive: Any,
                finish: Callable[[List[CoreResult]], Any]) -> int:
-        ids = core().enqueue([a.as_tuple() for a in args], not getattr(_local, "defer_wake", False))
-        handle = next(self._next)
-        with self._lock:
-            self._pending[handle] = _Pending(ids, keepalive, finish)
-        return handle
+        """Queue one tensor or a group; `finish(results)` becomes synchronize's value."""
+        return core().submit([a.as_tuple() for a in args], not getattr(_local, "defer_wake", False),
+                             keepalive, finish)
 
     def poll(self, handle: int) -> bool:
-        with self._lock:
-            p = self._pending.get(handle)
-        if p is None:
-            raise ValueError(f"handle {handle} was not created or has already been synchronized")
-        return all(core().poll(i) for i in p.ids)
+        """True once every tensor of the handle has completed (never blocks)."""
+        return core().poll(handle)
 
     def synchronize(self, handle: int) -> Any:
-        with self._lock:
-            p = self._pending.pop(handle, None)
-        if p is None:
-            raise ValueError(f"handle {handle} was not created or has already been synchronized")
-        return p.finish(core().collect(p.ids))
+        """Wait, release the handle and return its finished value (raises the op's error)."""
+        return core().synchronize(handle)
 
 
 handles = HandleManager()
