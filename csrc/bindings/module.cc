@@ -208,6 +208,47 @@ int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object kee
   return id;
 }
 
+// DataType of a buffer's struct format, or -1 (then the front takes its general path).
+int formatCode(const char* format, Py_ssize_t itemsize) {
+  if (format == nullptr) return static_cast<int>(DataType::kUInt8);
+  if (*format == '<' || *format == '=' || *format == '@') ++format;
+  if (format[0] == '\0' || format[1] != '\0') return -1;
+  switch (format[0]) {
+    case 'f': return static_cast<int>(DataType::kFloat32);
+    case 'd': return static_cast<int>(DataType::kFloat64);
+    case 'e': return static_cast<int>(DataType::kFloat16);
+    case 'b': return static_cast<int>(DataType::kInt8);
+    case 'B': return static_cast<int>(DataType::kUInt8);
+    case '?': return static_cast<int>(DataType::kBool);
+    case 'i': return itemsize == 4 ? static_cast<int>(DataType::kInt32) : -1;
+    case 'l':
+    case 'q': return itemsize == 8 ? static_cast<int>(DataType::kInt64) : itemsize == 4 ? static_cast<int>(DataType::kInt32) : -1;
+    default: return -1;
+  }
+}
+
+// The NumPy front's single-tensor in-place async allreduce, whole in C++: the array's buffer
+// gives address, dtype and shape, the array is kept alive, and synchronize returns it. Returns
+// -1 (nothing queued) for arrays the general path must handle (read-only, not C-contiguous, a
+// dtype without a struct format), so that path gives the error or the wrapping.
+int64_t allreduceArrayAsync(py::handle array, const std::string& name, int reduce_op, double pre, double post,
+                            int set_id, bool wake) {
+  Engine& e = engine();
+  Py_buffer view;
+  if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    return -1;
+  }
+  const int dtype = formatCode(view.format, view.itemsize);
+  std::vector<int64_t> shape(view.shape, view.shape + view.ndim);
+  void* data = view.buf;
+  PyBuffer_Release(&view);
+  if (dtype < 0) return -1;
+  TensorArgs t{0, name, reinterpret_cast<uintptr_t>(data), reinterpret_cast<uintptr_t>(data), dtype, shape,
+               reduce_op, 0, pre, post, set_id, {}};
+  return submit({t}, wake, py::reinterpret_borrow<py::object>(array), py::none());
+}
+
 bool poll(int64_t id) {
   std::lock_guard<std::mutex> lock(state().mu);
   auto it = state().submissions.find(id);
@@ -250,7 +291,7 @@ py::object synchronize(int64_t id) {
   raise(first);
   py::list results;
   for (auto& h : sub.handles) results.append(resultTuple(*h));
-  if (sub.finish.is_none()) return std::move(results);
+  if (sub.finish.is_none()) return sub.keepalive;  // an in-place op: its tensor is the value
   return sub.finish(results);
 }
 
@@ -299,9 +340,13 @@ PYBIND11_MODULE(_core, m) {
   m.def("submit", &submit, py::arg("tensors"), py::arg("wake"), py::arg("keepalive"), py::arg("finish"),
         "Queue tensors (one group) and return one handle id. wake=False: the caller synchronizes at once and "
         "runs the engine itself, so the engine thread is not woken. `keepalive` is held until the handle is "
-        "synchronized; `finish(results)` makes synchronize's value.");
+        "synchronized; `finish(results)` makes synchronize's value (None: `keepalive` is the value).");
   m.def("run", &runNow, py::arg("tensor"),
         "Queue one tensor, run the engine until it completes and return its result (the synchronous ops' path).");
+  m.def("allreduce_array_async", &allreduceArrayAsync, py::arg("array"), py::arg("name"), py::arg("reduce_op"),
+        py::arg("prescale"), py::arg("postscale"), py::arg("process_set_id"), py::arg("wake"),
+        "In-place async allreduce of a writable C-contiguous buffer; synchronize returns the buffer. -1: use "
+        "the general path (read-only, non-contiguous or unknown format).");
   m.def("poll", &poll, "True when every tensor of the handle has completed (never blocks).");
   m.def("synchronize", &synchronize, py::arg("handle"),
         "Wait for the handle, release it and return finish(results) (raises the first error).");

@@ -144,49 +144,10 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
   std::vector<int> local;
   topo_ = topologyOf(options_, hosts_, &local);
 
-  // Shared memory: each rank creates its area, peers map it, then the owner unlinks the name.
-  // One channel for the driving thread; with streams, one more per stream, each with staging.
-  const int streams = static_cast<int>(config_.num_streams);
-  if (topo_.local_size > shm::kMaxLocalRanks) {
-    return Status::InvalidArgument("rank " + std::to_string(rank) + ": " + std::to_string(topo_.local_size) +
-                                   " ranks on host " + options_.hostname + "; lightcc supports at most " +
-                                   std::to_string(shm::kMaxLocalRanks) + " per host");
-  }
-  auto layout = shm::RankAreaLayout::compute(topo_.local_size, static_cast<size_t>(config_.shm_ring_bytes),
-                                             static_cast<size_t>(config_.shm_chunk_bytes),
-                                             streams > 1 ? streams + 1 : 1, streams);
-  std::random_device rd;
-  std::ostringstream segname;
-  segname << "/lightcc-" << ::getpid() << "-r" << rank << "-g" << options_.generation << "-" << std::hex << rd();
-  std::unique_ptr<shm::ShmSegment> own;
-  LIGHTCC_RETURN_IF_ERROR(shm::ShmSegment::create(segname.str(), layout.total, &own));
-  auto* header = static_cast<shm::RankHeader*>(own->base());
-  header->magic = shm::kRankAreaMagic;
-  header->pid = ::getpid();
-  header->global_rank = rank;
-  std::vector<std::string> segnames(size, segname.str());
-  if (size > 1) {
-    LIGHTCC_RETURN_IF_ERROR(rendezvous::allgather(*store, "shm", rank, size, segname.str(), &segnames, timeout));
-  }
   std::vector<std::unique_ptr<shm::ShmSegment>> segments;
-  for (int r : local) {
-    if (r == rank) {
-      segments.push_back(std::move(own));
-      continue;
-    }
-    std::unique_ptr<shm::ShmSegment> seg;
-    LIGHTCC_RETURN_IF_ERROR(shm::ShmSegment::open(segnames[r], layout.total, &seg)
-                                .withContext("mapping rank " + std::to_string(r) + "'s shared memory"));
-    auto* h = static_cast<shm::RankHeader*>(seg->base());
-    if (h->magic != shm::kRankAreaMagic || h->global_rank != r) {
-      return Status::PeerFailure("shared memory of rank " + std::to_string(r) + " (" + segnames[r] +
-                                 ") has a bad header");
-    }
-    segments.push_back(std::move(seg));
-  }
-  if (size > 1) LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(*store, "mapped", size, timeout));
-  for (auto& s : segments) s->unlink();  // only the owner's call removes a name
-
+  shm::RankAreaLayout layout;
+  LIGHTCC_RETURN_IF_ERROR(mapSharedMemory(store.get(), local, &layout, &segments));
+  const int streams = static_cast<int>(config_.num_streams);
   shm::WaitOptions wait;
   wait.spin_us = config_.spin_us;
   wait.timeout_s = timeout;
@@ -212,6 +173,54 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
       LIGHTCC_RETURN_IF_ERROR(store->wait(keys, timeout));
     }
   }
+  return Status::OK();
+}
+
+// Shared memory: each rank creates its area, peers map it, then the owner unlinks the name.
+// One channel for the driving thread; with streams, one more per stream, each with staging.
+Status Mesh::mapSharedMemory(rendezvous::StoreClient* store, const std::vector<int>& local,
+                             shm::RankAreaLayout* layout, std::vector<std::unique_ptr<shm::ShmSegment>>* segments) {
+  const int rank = options_.rank, size = options_.size;
+  const double timeout = config_.timeout_seconds;
+  const int streams = static_cast<int>(config_.num_streams);
+  if (topo_.local_size > shm::kMaxLocalRanks) {
+    return Status::InvalidArgument("rank " + std::to_string(rank) + ": " + std::to_string(topo_.local_size) +
+                                   " ranks on host " + options_.hostname + "; lightcc supports at most " +
+                                   std::to_string(shm::kMaxLocalRanks) + " per host");
+  }
+  *layout = shm::RankAreaLayout::compute(topo_.local_size, static_cast<size_t>(config_.shm_ring_bytes),
+                                         static_cast<size_t>(config_.shm_chunk_bytes), streams > 1 ? streams + 1 : 1,
+                                         streams);
+  std::random_device rd;
+  std::ostringstream segname;
+  segname << "/lightcc-" << ::getpid() << "-r" << rank << "-g" << options_.generation << "-" << std::hex << rd();
+  std::unique_ptr<shm::ShmSegment> own;
+  LIGHTCC_RETURN_IF_ERROR(shm::ShmSegment::create(segname.str(), layout->total, &own));
+  auto* header = static_cast<shm::RankHeader*>(own->base());
+  header->magic = shm::kRankAreaMagic;
+  header->pid = ::getpid();
+  header->global_rank = rank;
+  std::vector<std::string> segnames(size, segname.str());
+  if (size > 1) {
+    LIGHTCC_RETURN_IF_ERROR(rendezvous::allgather(*store, "shm", rank, size, segname.str(), &segnames, timeout));
+  }
+  for (int r : local) {
+    if (r == rank) {
+      segments->push_back(std::move(own));
+      continue;
+    }
+    std::unique_ptr<shm::ShmSegment> seg;
+    LIGHTCC_RETURN_IF_ERROR(shm::ShmSegment::open(segnames[r], layout->total, &seg)
+                                .withContext("mapping rank " + std::to_string(r) + "'s shared memory"));
+    auto* h = static_cast<shm::RankHeader*>(seg->base());
+    if (h->magic != shm::kRankAreaMagic || h->global_rank != r) {
+      return Status::PeerFailure("shared memory of rank " + std::to_string(r) + " (" + segnames[r] +
+                                 ") has a bad header");
+    }
+    segments->push_back(std::move(seg));
+  }
+  if (size > 1) LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(*store, "mapped", size, timeout));
+  for (auto& s : *segments) s->unlink();  // only the owner's call removes a name
   return Status::OK();
 }
 

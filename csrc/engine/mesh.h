@@ -18,6 +18,8 @@
 
 #include "common/config.h"
 #include "engine/channel.h"
+#include "transport/shm/rank_area.h"
+#include "transport/shm/segment.h"
 #include "transport/net/net_plugin.h"
 
 namespace lightcc {
@@ -65,6 +67,8 @@ class Mesh {
  private:
   Mesh(const InitOptions& options, const Config& config) : options_(options), config_(config) {}
   Status connect(const std::atomic<bool>* abort);
+  Status mapSharedMemory(rendezvous::StoreClient* store, const std::vector<int>& local, shm::RankAreaLayout* layout,
+                         std::vector<std::unique_ptr<shm::ShmSegment>>* segments);
   Status connectChannel(Channel& ch, rendezvous::StoreClient* store);
   SetComm makeSetComm(const Channel& ch, int32_t id, const std::vector<int>& ranks) const;
   void buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const;

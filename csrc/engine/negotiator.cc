@@ -250,6 +250,27 @@ void Negotiator::updateAbsentMask() {
   }
 }
 
+// Cache entries some rank disagreed with (or all of them, once anyone joined) leave every
+// cache; their pending tensors go to the coordinator instead. True if any rank disagreed.
+bool Negotiator::dropInvalid(const std::vector<uint64_t>& bits, size_t W, size_t cap_words, bool all) {
+  bool any_invalid = false;
+  for (size_t w = 0; w < cap_words; ++w) {
+    const uint64_t invalid = cache_.occupiedWord(w) & ~bits[1 + W + w];
+    any_invalid = any_invalid || invalid != 0;
+    for (uint64_t drop = all ? cache_.occupiedWord(w) : invalid; drop != 0; drop &= drop - 1) {
+      const int b = static_cast<int>(w * 64) + __builtin_ctzll(drop);
+      // Only the entry interned under this bit's id can be announcing it.
+      const TensorId id = cache_.id(b);
+      cache_.erase(b);
+      const TensorTable::Slot& p = tensors_.at(id);
+      if (p.pending && p.state == TensorTable::State::kCached && p.bit == b) {
+        tensors_.setState(id, TensorTable::State::kToSend);
+      }
+    }
+  }
+  return any_invalid;
+}
+
 Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   LIGHTCC_RETURN_IF_ERROR(link_error_);
   ++cycle_;
@@ -282,21 +303,7 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   if (plan->stop) return Status::OK();
   plan->shutdown_pending = !(status & kNoShutdown);
   const bool any_joined = !(status & kNotJoined);
-  bool any_invalid = false;
-  for (size_t w = 0; w < cap_words; ++w) {
-    const uint64_t invalid = cache_.occupiedWord(w) & ~bits[1 + W + w];
-    any_invalid = any_invalid || invalid != 0;
-    for (uint64_t drop = any_joined ? cache_.occupiedWord(w) : invalid; drop != 0; drop &= drop - 1) {
-      const int b = static_cast<int>(w * 64) + __builtin_ctzll(drop);
-      // Only the entry interned under this bit's id can be announcing it.
-      const TensorId id = cache_.id(b);
-      cache_.erase(b);
-      const TensorTable::Slot& p = tensors_.at(id);
-      if (p.pending && p.state == TensorTable::State::kCached && p.bit == b) {
-        tensors_.setState(id, TensorTable::State::kToSend);
-      }
-    }
-  }
+  const bool any_invalid = dropInvalid(bits, W, cap_words, any_joined);
   for (size_t w = 0; w < cap_words; ++w) {
     for (uint64_t ready = bits[1 + w] & cache_.occupiedWord(w); ready != 0; ready &= ready - 1) {
       const int b = static_cast<int>(w * 64) + __builtin_ctzll(ready);

@@ -89,6 +89,7 @@ class Negotiator {
   Status slowPath(std::vector<ResponsePtr>* responses);
   void classifyNewEntries();
   void updateAbsentMask();
+  bool dropInvalid(const std::vector<uint64_t>& bits, size_t W, size_t cap_words, bool all);
 
   const Config& config_;
   const Topology topo_;

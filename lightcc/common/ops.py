@@ -98,6 +98,11 @@ def wait_at_once() -> Iterator[None]:
         _local.defer_wake = False
 
 
+def wake_now() -> bool:
+    """Whether work submitted now should wake the engine thread (not inside wait_at_once)."""
+    return not getattr(_local, "defer_wake", False)
+
+
 class HandleManager:
     """The fronts' view of the core's handle registry (one registry: lightcc._core keeps each
     handle's tensors, the objects to keep alive and the step that makes its result)."""
@@ -105,8 +110,7 @@ class HandleManager:
     def submit(self, args: Sequence[TensorArgs], keepalive: Any,
                finish: Callable[[List[CoreResult]], Any]) -> int:
         """Queue one tensor or a group; `finish(results)` becomes synchronize's value."""
-        return core().submit([a.as_tuple() for a in args], not getattr(_local, "defer_wake", False),
-                             keepalive, finish)
+        return core().submit([a.as_tuple() for a in args], wake_now(), keepalive, finish)
 
     def poll(self, handle: int) -> bool:
         """True once every tensor of the handle has completed (never blocks)."""

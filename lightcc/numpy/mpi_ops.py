@@ -13,6 +13,7 @@ from lightcc.common.basics import (ccl_built, cross_rank, cross_size, cuda_built
                                    local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built,
                                    rank, rocm_built, shutdown, size, start_timeline, stop_timeline)
 from lightcc.common.dtypes import numpy_code, numpy_dtype
+from lightcc.common.native import core
 from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt, LightCCInternalError
 from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
 from lightcc.common.fusion_info import fusion_info
@@ -113,7 +114,17 @@ def allreduce_async_(tensor: np.ndarray, average: Optional[bool] = None, name: O
                      op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                      process_set: ProcessSet = global_process_set) -> int:
     """Start an in-place allreduce; `synchronize(handle)` returns the same array."""
-    return _single(grouped_allreduce_async_([tensor], average, name, op, prescale_factor, postscale_factor,
+    op = _ops.resolve_op(average, op)
+    if op != Adasum and type(tensor) is np.ndarray:
+        # The per-tensor hot path of a backward pass: one core call reads the array's buffer and
+        # queues it (synchronize then returns the array). -1: the general path below handles it.
+        full = _ops.tensor_name("allreduce", name)
+        handle = core().allreduce_array_async(tensor, full, op, float(prescale_factor), float(postscale_factor),
+                                              _id_of(process_set), _ops.wake_now())
+        if handle >= 0:
+            return handle
+        name = full[len("allreduce."):]  # named now: an unnamed tensor takes one number, not two
+    return _single(grouped_allreduce_async_([tensor], None, name, op, prescale_factor, postscale_factor,
                                             process_set))
 
 

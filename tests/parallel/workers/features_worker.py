@@ -57,7 +57,7 @@ def process_sets_dynamic(c: Checker) -> None:
     hvd.shutdown()
     # init(process_sets="dynamic") allows them for that init only, leaving the environment alone.
     hvd.init(process_sets="dynamic")
-    ps = hvd.add_process_set(list(range(n)))
+    ps = hvd.add_process_set([0])
     c.check(ps.process_set_id == 1 and "HOROVOD_DYNAMIC_PROCESS_SETS" not in os.environ,
             "init(process_sets='dynamic') without touching os.environ")
     hvd.shutdown()
