@@ -4,7 +4,8 @@
 #   2. lay out a build context: the source tree (tracked + untracked, not ignored) and a
 #      wheelhouse of the pinned Python packages (torch==2.13.0 comes from the local find-links);
 #   3. podman build deploy/docker/Dockerfile.cpu;
-#   4. run `lightccrun --check-build` and the README's main job inside the image.
+#   4. run `lightccrun --check-build`, the README's main job, and the launcher command of
+#      deploy/kubernetes/examples/horovod-pytorch-mpijob.yaml (mpirun, 2 ranks) inside the image.
 # Usage: sudo deploy/docker/build-cpu.sh [IMAGE_TAG]      (default lightcc:cpu)
 # Env:   WORK (scratch dir, default /var/tmp/lightcc-image), LIGHTCC_BUILD_JOBS (default 1),
 #        SKIP_RUN=1 to stop after the build.
@@ -67,3 +68,7 @@ step "health command inside the image"
 in_image lightccrun --check-build
 step "the README's main job at 2 ranks inside the image"
 in_image lightccrun -np 2 python examples/pytorch/pytorch_synthetic_benchmark.py --model resnet50 --batch-size 16 --num-iters 3
+step "the Horovod MPIJob example's launcher command inside the image (mpirun, 2 ranks)"
+in_image mpirun -np 2 --allow-run-as-root -bind-to none -map-by slot -x LD_LIBRARY_PATH -x PATH \
+    -mca pml ob1 -mca btl ^openib python /opt/lightcc/examples/pytorch/pytorch_digits.py
+step "done"
