@@ -20,6 +20,7 @@ def plots() -> list[str]:
 
 def on_files(files, config):
     for rel in plots():
-        files.append(File(rel, src_dir=str(ROOT), dest_dir=config["site_dir"],
-                          use_directory_urls=config["use_directory_urls"]))
+        files.append(
+            File(rel, src_dir=str(ROOT), dest_dir=config["site_dir"], use_directory_urls=config["use_directory_urls"])
+        )
     return files

@@ -66,6 +66,7 @@ in_image() {
 }
 step "health command inside the image"
 in_image lightccrun --check-build
+in_image horovodrun --version
 step "the README's main job at 2 ranks inside the image"
 in_image lightccrun -np 2 python examples/pytorch/pytorch_synthetic_benchmark.py --model resnet50 --batch-size 16 --num-iters 3
 step "the Horovod MPIJob example's launcher command inside the image (mpirun, 2 ranks)"

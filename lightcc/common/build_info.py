@@ -19,7 +19,7 @@ def cuda_built() -> bool:
     return (_LIB / "liblightcc_cuda.so").exists()
 
 
-def cuda_devices() -> "tuple[int, str]":
+def cuda_devices() -> tuple[int, str]:
     """``(number of GPUs the CUDA driver sees, why none when 0)``; never raises.
 
     Asks the driver (libcuda.so.1: cuInit, cuDeviceGetCount) directly, so it needs no CUDA

@@ -54,9 +54,7 @@ def _interfaces(value: str) -> dict[str, str]:
     }
 
 
-NO_AUTOTUNE = (
-    "lightcc has no autotuner yet; set --fusion-threshold-mb and --cycle-time-ms yourself (docs: Tuning)"
-)
+NO_AUTOTUNE = "lightcc has no autotuner yet; set --fusion-threshold-mb and --cycle-time-ms yourself (docs: Tuning)"
 
 
 def _refuse_autotune(flag: str) -> Callable[[Any], dict[str, str]]:

@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _lightccrun_options() -> set[str]:
     from lightcc.runner import launch
 
-    return set(launch.build_parser()._option_string_actions)  # noqa: SLF001 - argparse has no public view
+    return set(launch.build_parser()._option_string_actions)
 
 
 def translate(
@@ -305,8 +305,7 @@ def install(directory: str | None = None, force: bool = False) -> str:
         text = target.read_text(errors="replace")
         if "lightcc.runner.horovodrun" not in text:
             raise ValueError(
-                f"{target} exists and is not lightcc's (Horovod is installed?); "
-                "remove it or pass --force to replace it"
+                f"{target} exists and is not lightcc's (Horovod is installed?); remove it or pass --force to replace it"
             )
     try:
         target.write_text(SCRIPT.format(python=sys.executable))

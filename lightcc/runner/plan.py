@@ -57,9 +57,7 @@ def choose_rendezvous(slots: Sequence[SlotAssignment], local_names: set[str], ov
     return rank0_host, _random_remote_port()
 
 
-def interface_rendezvous(
-    slots: Sequence[SlotAssignment], local_names: set[str], interfaces: str | None
-) -> str | None:
+def interface_rendezvous(slots: Sequence[SlotAssignment], local_names: set[str], interfaces: str | None) -> str | None:
     """With ``--network-interfaces``, ``address:port`` for rank 0's store on that interface, when rank 0 runs here and some rank does not; ``None`` otherwise (the default rule)."""
     if not interfaces or slots[0].hostname not in local_names:
         return None
