@@ -224,3 +224,18 @@ def _open_mpi_major() -> int:
     text = subprocess.run(["mpirun", "--version"], check=False, capture_output=True, text=True, timeout=60).stdout
     match = re.search(r"Open MPI\)? v?(\d+)\.", text) or re.search(r"\(Open MPI\) (\d+)", text)
     return int(match.group(1)) if match else 0
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
+def test_dockerfile_copy_sources_exist(path):
+    """COPY sources exist: the CUDA image's context is the repository; the CPU image's is the
+    one build-cpu.sh lays out (src/ = the repository, wheels/ = the downloaded wheelhouse)."""
+    text = re.sub(r"\\\n", " ", path.read_text())
+    for line in re.findall(r"^COPY (?!--from)(.+)$", text, re.M):
+        for source in line.split()[:-1]:
+            if path.name == "Dockerfile.cpu":
+                if source.startswith("wheels/"):
+                    continue
+                assert source.startswith("src/"), source
+                source = source[len("src/"):]
+            assert (ROOT / source).exists(), f"{path.name}: COPY {source} does not exist"
