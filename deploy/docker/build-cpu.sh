@@ -8,7 +8,8 @@
 #      deploy/kubernetes/examples/horovod-pytorch-mpijob.yaml (mpirun, 2 ranks) inside the image.
 # Usage: sudo deploy/docker/build-cpu.sh [IMAGE_TAG]      (default lightcc:cpu)
 # Env:   WORK (scratch dir, default /var/tmp/lightcc-image), LIGHTCC_BUILD_JOBS (default 1),
-#        SKIP_RUN=1 to stop after the build.
+#        SKIP_RUN=1 to stop after the build, FRESH=1 to start from nothing (a new debootstrap
+#        base and no cached layers).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 TAG="${1:-lightcc:cpu}"
@@ -20,6 +21,11 @@ JOBS="${LIGHTCC_BUILD_JOBS:-1}"
 # sandbox where crun/runc cannot set cgroups or rlimits (ISOLATION=oci for a normal host).
 ISOLATION="${ISOLATION:-chroot}"
 mkdir -p "$WORK"
+CACHE=()
+if [ "${FRESH:-0}" = 1 ]; then
+    podman rmi -f "$TAG" "$BASE" >/dev/null 2>&1 || true
+    CACHE=(--no-cache)
+fi
 step() { printf '\n== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 
 if ! podman image exists "$BASE"; then
@@ -45,7 +51,7 @@ python3 -m pip download --quiet --dest "$WORK/context/wheels" \
 ls "$WORK/context/wheels"
 
 step "podman build $TAG"
-podman build --format docker --isolation "$ISOLATION" --network host --build-arg "BASE_IMAGE=$BASE" \
+podman build "${CACHE[@]}" --format docker --isolation "$ISOLATION" --network host --build-arg "BASE_IMAGE=$BASE" \
     --build-arg "LIGHTCC_BUILD_JOBS=$JOBS" -f "$ROOT/deploy/docker/Dockerfile.cpu" -t "$TAG" "$WORK/context"
 podman image ls "$TAG"
 [ "${SKIP_RUN:-0}" = 1 ] && exit 0
