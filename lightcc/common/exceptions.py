@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from lightcc.common.native import core
+from lightcc.common.util import HorovodVersionMismatchError, get_version_mismatch_message  # noqa: F401
 
 #: Raised on every rank when a collective fails for a reason that is not the caller's own
 #: argument error: ranks disagree on an operation, a peer died or timed out, shutdown raced.
