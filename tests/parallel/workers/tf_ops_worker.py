@@ -295,7 +295,11 @@ def check_errors(c: Checker, r: int, n: int) -> None:
     expect(c, ValueError, tf.function(string_in_graph), "string dtype in tf.function", "string")
     expect(c, ValueError, lambda: hvd.allgather(tf.constant(1.0)), "allgather scalar", "dimension")
     expect(c, ValueError, lambda: hvd.alltoall(tf.ones([5]), splits=[5] + [1] * (n - 1)), "bad splits", "splits")
-    expect(c, ValueError, lambda: hvd.allreduce(tf.ones([2]), op=hvd.Adasum), "Adasum", "Adasum")
+    if n & (n - 1):
+        expect(c, NotImplementedError, lambda: hvd.allreduce(tf.ones([2]), op=hvd.Adasum), "Adasum size", "power of 2")
+    else:
+        expect(c, ValueError, lambda: hvd.allreduce(tf.ones([2], tf.int32), op=hvd.Adasum, name="tf.ada.int"),
+               "Adasum int32", "floating-point")
     expect(c, ValueError, tf.function(plain, jit_compile=True), "inside XLA", "XLA")
     got = hvd.allreduce(tf.constant([float(r)]), op=hvd.Sum, name="tf.after").numpy()
     c.check(np.allclose(got, sum(range(n))), "engine works after errors")
