@@ -8,6 +8,9 @@ from lightcc.common.util import HorovodVersionMismatchError, get_version_mismatc
 #: argument error: ranks disagree on an operation, a peer died or timed out, shutdown raced.
 LightCCInternalError = core().LightCCInternalError
 HorovodInternalError = LightCCInternalError
+#: The LightCCInternalError raised when ranks disagree on an operation (shape, dtype, op, root,
+#: or a rank that has joined): Horovod's error response, a FailedPreconditionError under TF graphs.
+LightCCMismatchError = core().LightCCMismatchError
 
 
 class HostsUpdatedInterrupt(RuntimeError):

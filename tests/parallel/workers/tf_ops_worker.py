@@ -284,8 +284,12 @@ def check_errors(c: Checker, r: int, n: int) -> None:
     def plain() -> tf.Tensor:
         return hvd.allreduce(tf.ones([2]))
 
-    expect(c, tf.errors.OpError, tf.function(mismatched_in_graph), "shape mismatch in tf.function",
-           "Mismatched shapes")
+    # Horovod's graph-mode error types: FailedPrecondition when ranks disagree, InvalidArgument
+    # for a caller's mistake found while the op runs.
+    expect(c, tf.errors.FailedPreconditionError, tf.function(mismatched_in_graph), "shape mismatch in tf.function",
+           "ranks disagree")
+    bad_splits = tf.function(lambda: hvd.alltoall(tf.ones([5]), splits=tf.constant([5] + [1] * (n - 1))))
+    expect(c, tf.errors.InvalidArgumentError, bad_splits, "bad splits in tf.function", "splits")
     dt = tf.float32 if r == 0 else tf.float64
     expect(c, hvd.LightCCInternalError, lambda: hvd.allreduce(tf.ones([3], dt), name="tf.dtype"),
            "dtype mismatch eager", "Mismatched data types")
