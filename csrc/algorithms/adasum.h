@@ -17,8 +17,8 @@
 // vector is `a`). After log2(p) levels each member owns n/p elements of the result; the levels
 // are undone in reverse order (distance halving) to give everyone the whole vector. Every
 // element is computed by one member and copied, so all members end bit-identical.
-// Bytes sent per member for M bytes: M(p-1)/p while halving, the same while gathering, plus
-// 24 bytes per tensor per level squared-ish for the dot sums (log2(2L) exchanges at level L).
+// Bytes sent per member for M bytes: M(p-1)/p while halving, the same while gathering, plus the
+// dot sums: 24 bytes per tensor per exchange, log2(2L) exchanges at level L.
 // Fused tensors keep their own coefficients: boundaries are tracked through every split.
 //
 // Two-level (hierAdasumAllreduce, LIGHT_2D_ALLREDUCE, as Horovod's hierarchical Adasum): the
