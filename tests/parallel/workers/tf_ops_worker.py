@@ -14,7 +14,7 @@ import tensorflow as tf  # noqa: E402
 import lightcc.tensorflow as hvd  # noqa: E402
 
 OPS = {"sum": hvd.Sum, "average": hvd.Average, "min": hvd.Min, "max": hvd.Max, "product": hvd.Product}
-TF_DTYPES = ["uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+TF_DTYPES = ["uint8", "int8", "int16", "uint16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
 
 def both(fn, *args):
