@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any, List, Optional, Sequence, Union
 
 from lightcc.common import process_sets as _ps
-from lightcc.common.process_sets import ProcessSet, global_process_set  # noqa: F401  (Horovod's basics has them)
 from lightcc.common.native import core
+from lightcc.common.process_sets import ProcessSet, global_process_set  # noqa: F401  (Horovod's basics has them)
 
 NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
 

@@ -74,7 +74,6 @@ class HorovodVersionMismatchError(ImportError):
 
 def check_installed_version(name: str, version: str) -> None:
     """Horovod's build-time version check; a no-op here (no framework is compiled in)."""
-    return None
 
 
 def is_iterable(x: Any) -> bool:
@@ -105,7 +104,7 @@ def get_average_backwards_compatibility_fun(reduce_ops: Any) -> Callable[[Any, A
 
 def gpu_available(ext_base_name: str, verbose: bool = False) -> bool:
     """Whether the framework behind a Horovod extension name sees a GPU."""
-    front, framework = _front_of(ext_base_name)
+    _, framework = _front_of(ext_base_name)
     available = False
     if framework == "torch" and importlib.util.find_spec("torch") is not None:
         import torch

@@ -85,7 +85,7 @@ class _AdasumOptimizer(torch.optim.Optimizer):
         for p, (handle, (wire, ctx)) in self._handles.items():
             try:  # wait for every handle even after a failure, so none stays in flight
                 out = M.synchronize(handle)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001  (re-raised below, once the others have finished)
                 failure = failure or e
                 continue
             start = self._starting_models[p]

@@ -53,7 +53,7 @@ def indexed_slices_average(c: Checker, r: int, n: int) -> None:
         np.add.at(want, [k % 6, (k + 3) % 6], float(k + 1))
     for opname, op, div in (("average", hvd.Average, n), ("sum", hvd.Sum, 1)):
         for mode in ("eager", "graph"):
-            def fn():
+            def fn(op=op):
                 s = tf.IndexedSlices(vals, idx, tf.constant(shape, tf.int64))
                 out = hvd.grouped_allreduce([s, tf.ones([3]) * float(r), s], op=op)
                 return [tf.convert_to_tensor(out[0]), out[1], tf.convert_to_tensor(out[2])]
