@@ -39,7 +39,10 @@ def init(comm: Optional[Any] = None,
     for ps in sets:
         if not isinstance(ps, _ps.ProcessSet):
             raise ValueError(f"process_sets entries must be ProcessSet objects, got {ps!r}")
-    info = detect(comm)
+    from lightcc.common.elastic_worker import session
+
+    elastic = session()  # started by lightccrun's elastic driver: it says where we sit
+    info = elastic.launch_info() if elastic is not None else detect(comm)
     for ps in sets:
         if not ps.ranks or ps.ranks[0] < 0 or ps.ranks[-1] >= info.size:
             raise ValueError(f"process set ranks {ps.ranks} must lie in [0, {info.size})")
