@@ -44,6 +44,7 @@ from lightcc.runner.spawn import _die_with_launcher, _pump, _Sink, describe_exit
 POLL_DISCOVERY_S = 1.0
 LOOP_S = 0.05
 GRACE_S = 3.0
+STARTUP_GRACE_S = 60.0  # the first generation waits at least this long for every worker to start
 UNEXPLAINED_FAILURE_S = 1.0  # a failed collective with no worker exit this long gets its own report
 _RANK_VARS = ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE", "RENDEZVOUS_ADDR")
 
@@ -75,6 +76,7 @@ class Worker:
     inits: int = 0
     done: bool = False
     removed: bool = False  # stopped by the driver (host gone, job over): not a failure
+    reported: bool = False  # its failure already has a fault report (the driver killed it)
     returncode: Optional[int] = None
     threads: List[threading.Thread] = field(default_factory=list)
 
@@ -124,6 +126,7 @@ class ElasticDriver:
         self.faults = FaultLog(settings.fault_report, self._log)
         self._gen_reports: Dict[int, FaultReport] = {}
         self._unexplained: List[tuple] = []
+        self._failed_ranks: Dict[int, set] = {}
         self._broken_since: Optional[float] = None
         self._short_since: Optional[float] = None
         self._signal: Optional[int] = None
@@ -189,31 +192,34 @@ class ElasticDriver:
         return 0
 
     def _maybe_form(self, now: float) -> Optional[int]:
-        live = [w for w in self._workers.values() if w.alive and not w.removed]
-        pending = [w for w in live if w.pending_after is not None]
+        """Forms the next generation when its time has come; an exit code if the job cannot go on."""
         if self._finishing():
             return None
+        live = [w for w in self._workers.values() if w.alive and not w.removed]
+        pending = [w for w in live if w.pending_after is not None]
         if not live and not self._can_spawn():
             self._log("no worker is left and no slot is free; the job failed")
             return 1
-        needs_new = self._gen is None or any(w.pending_after is not None for w in live
-                                             if w.wid in self._gen.members) or \
-            any(w.wid in self._gen.members and not w.alive for w in self._workers.values())
-        if not needs_new:
-            self._broken_since = None
-            return None
-        self._broken_since = self._broken_since or now
-        if len(pending) < len(live):
-            return self._kill_stragglers(now, live)
+        g = self._gen
+        if g is None:  # the first generation: everyone started, or --min-np after --elastic-timeout
+            self._broken_since = self._broken_since or now
+            late = now - self._broken_since > max(self.s.elastic_timeout, STARTUP_GRACE_S)
+            if not pending or (len(pending) < len(live) and not (late and len(pending) >= self.s.min_np)):
+                return self._too_few(now, len(pending)) if late else None
+        else:
+            members = [self._workers[w] for w in g.members]
+            if not any(w.pending_after is not None or not w.alive for w in members):
+                self._broken_since = None
+                return None
+            self._broken_since = self._broken_since or now
+            stragglers = [w for w in members if w.alive and not w.removed and w.pending_after is None]
+            if stragglers:
+                self._kill_stragglers(now, stragglers)
+                return None
         if len(pending) < self.s.min_np:
-            self._short_since = self._short_since or now
-            if now - self._short_since > self.s.elastic_timeout:
-                self._log(f"only {len(pending)} worker(s) for {self.s.elastic_timeout:g} s, fewer than "
-                          f"--min-np {self.s.min_np}; the job failed")
-                return 1
-            return None
+            return self._too_few(now, len(pending))
         self._short_since = None
-        if self._gen is not None:
+        if g is not None:
             self._resets += 1
             if self.s.reset_limit is not None and self._resets > self.s.reset_limit:
                 self._log(f"--reset-limit {self.s.reset_limit} reached; the job failed")
@@ -221,19 +227,33 @@ class ElasticDriver:
         self._form(pending, now)
         return None
 
-    def _kill_stragglers(self, now: float, live: List[Worker]) -> None:
-        """Workers that did not come back to join within --elastic-timeout are stopped (a timeout fault)."""
-        if now - self._broken_since <= self.s.elastic_timeout:
-            return None
-        gen = self._gen.number if self._gen else 0
-        for w in live:
-            if w.pending_after is None:
-                self.faults.add(FaultReport("timeout", gen, self._rank_of(w.wid), w.host, w.process.pid, w.wid,
-                                            time.time(), message=f"did not rejoin within --elastic-timeout "
-                                                                 f"{self.s.elastic_timeout:g} s"))
-                self._kill(w, signal.SIGKILL)
-        self._broken_since = now
+    def _too_few(self, now: float, count: int) -> Optional[int]:
+        self._short_since = self._short_since or now
+        if now - self._short_since > self.s.elastic_timeout:
+            self._log(f"only {count} worker(s) ready for {self.s.elastic_timeout:g} s, fewer than --min-np "
+                      f"{self.s.min_np}; the job failed")
+            return 1
         return None
+
+    def _kill_stragglers(self, now: float, stragglers: List[Worker]) -> None:
+        """Members that did not come back to join within --elastic-timeout are killed (a timeout fault)."""
+        if now - self._broken_since <= self.s.elastic_timeout:
+            return
+        gen = self._gen.number
+        for w in stragglers:
+            if w.reported:
+                continue
+            why = f"did not rejoin within --elastic-timeout {self.s.elastic_timeout:g} s"
+            known = self._gen_reports.get(gen)
+            if known is not None and known.worker == w.wid:
+                self._log(f"killing worker {w.wid} (rank {known.rank}, pid {w.process.pid}): {why}")
+            else:
+                report = FaultReport("timeout", gen, self._rank_of(w.wid), w.host, w.process.pid, w.wid,
+                                     time.time(), message=why)
+                self.faults.add(report)
+                self._gen_reports.setdefault(gen, report)
+            w.reported = True
+            self._kill(w, signal.SIGKILL)
 
     def _form(self, pending: List[Worker], now: float) -> None:
         old = self._gen.members if self._gen else []
@@ -373,6 +393,12 @@ class ElasticDriver:
                       f"returned")
             return
         gen = g.number if g is not None else 0
+        wait = self._cooldown.fail(w.slot)
+        self._log(f"slot {w.host}:{w.slot[1]} cools down for {wait:g} s")
+        if self._finishing():
+            self._failure = exit_code(returncode)
+        if w.reported:
+            return
         report = FaultReport("process_exit", gen, self._rank_of(w.wid), w.host, w.process.pid, w.wid, time.time(),
                              exit_code=returncode if returncode >= 0 else None, signal=signal_name(returncode),
                              message=f"worker {w.wid} {describe_exit(returncode)}")
@@ -381,10 +407,6 @@ class ElasticDriver:
         for item in [u for u in self._unexplained if u[0] == gen]:
             self.faults.observe(report, item[1], item[2], item[3])
             self._unexplained.remove(item)
-        wait = self._cooldown.fail(w.slot)
-        self._log(f"slot {w.host}:{w.slot[1]} cools down for {wait:g} s")
-        if self._finishing():
-            self._failure = exit_code(returncode)
 
     def _report_unexplained(self, now: float) -> None:
         """A collective failure that no worker exit explains gets a report of its own kind."""
@@ -395,6 +417,8 @@ class ElasticDriver:
             elif now - seen >= UNEXPLAINED_FAILURE_S:
                 peer = peer_in(message)
                 g = self._gen
+                if peer is None and g is not None and g.number == gen:
+                    peer = self._suspect(gen)
                 peer_wid = g.members[peer] if g and g.number == gen and peer is not None and peer < len(
                     g.members) else None
                 peer_w = self._workers.get(peer_wid) if peer_wid else None
@@ -406,6 +430,15 @@ class ElasticDriver:
             else:
                 continue
             self._unexplained.remove(item)
+
+    def _suspect(self, gen: int) -> Optional[int]:
+        """The first member that neither failed nor came back to join: the likely stalled rank."""
+        told = {u[1] for u in self._unexplained if u[0] == gen} | self._failed_ranks.get(gen, set())
+        for rank, wid in enumerate(self._gen.members):
+            w = self._workers[wid]
+            if w.alive and w.pending_after is None and rank not in told:
+                return rank
+        return None
 
     # ------------------------------------------------------------ control channel
     def _serve(self) -> None:
@@ -442,6 +475,7 @@ class ElasticDriver:
                 x.alive and x.pending_after is not None and x.wid not in g.members for x in self._workers.values())
             return {"updated": bool(updated), "generation": g.number if g else 0}
         if op == "failed":
+            self._failed_ranks.setdefault(int(r.get("generation", 0)), set()).add(int(r.get("rank", -1)))
             self._unexplained.append((int(r.get("generation", 0)), int(r.get("rank", -1)), w.host,
                                       str(r.get("message", "")), time.monotonic()))
             return {}
