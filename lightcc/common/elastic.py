@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from lightcc.common.elastic_worker import session
 from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
@@ -103,8 +103,22 @@ class ObjectState(State):
             setattr(self, k, copy.deepcopy(v))
 
 
-def run_fn(func: Callable[..., Any], reset: Callable[[], None]) -> Callable[..., Any]:
-    """Wrap `func(state, ...)` in the elastic retry loop described in the module docstring."""
+def _engine_message(err: BaseException) -> str:
+    """The engine's own words from an error, also when a framework quoted it inside its own."""
+    text = str(err)
+    marker = "LightCCInternalError: "
+    if marker in text:
+        return text.split(marker, 1)[1].split("\n", 1)[0]
+    return text
+
+
+def run_fn(func: Callable[..., Any], reset: Callable[[], None],
+           is_internal_error: Optional[Callable[[BaseException], bool]] = None) -> Callable[..., Any]:
+    """Wrap `func(state, ...)` in the elastic retry loop described in the module docstring.
+
+    `is_internal_error` recognises a framework's wrapping of LightCCInternalError (TensorFlow
+    turns an error raised inside a graph into a tf.errors.OpError that quotes it).
+    """
 
     @functools.wraps(func)
     def wrapper(state: State, *args: Any, **kwargs: Any) -> Any:
@@ -121,15 +135,17 @@ def run_fn(func: Callable[..., Any], reset: Callable[[], None]) -> Callable[...,
                     state.sync()
                 skip_sync = False
                 result = func(state, *args, **kwargs)
-            except HorovodInternalError as err:
+            except HostsUpdatedInterrupt as interrupt:
+                reset_required, skip_sync = True, interrupt.skip_sync
+                continue
+            except Exception as err:  # noqa: BLE001 - only engine failures are caught, see below
+                if not (isinstance(err, HorovodInternalError) or (is_internal_error and is_internal_error(err))):
+                    raise
                 state.restore()
                 if worker is None:
                     raise
-                worker.report_failure(str(err))
+                worker.report_failure(_engine_message(err))
                 reset_required, skip_sync = True, False
-                continue
-            except HostsUpdatedInterrupt as interrupt:
-                reset_required, skip_sync = True, interrupt.skip_sync
                 continue
             if worker is not None:
                 worker.report_done()

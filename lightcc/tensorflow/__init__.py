@@ -4,6 +4,7 @@
 see docs/tensorflow.md for how tensors reach the engine and where copies happen.
 """
 from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt, LightCCInternalError
+from lightcc.tensorflow import elastic  # noqa: F401
 from lightcc.tensorflow.compression import Compression, Compressor
 from lightcc.tensorflow.functions import allgather_object, broadcast_object, broadcast_object_fn, broadcast_variables
 from lightcc.tensorflow.global_variables import broadcast_global_variables
@@ -18,7 +19,7 @@ __all__ = list(_ops_all) + [
     "LightCCInternalError", "HorovodInternalError", "HostsUpdatedInterrupt", "Compression", "Compressor",
     "allreduce", "grouped_allreduce", "reducescatter", "grouped_reducescatter", "broadcast_variables",
     "broadcast_object", "broadcast_object_fn", "allgather_object", "broadcast_global_variables",
-    "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer",
+    "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer", "elastic",
     "SyncBatchNormalization",  # noqa: F405  (resolved lazily by __getattr__ below)
 ]
 
