@@ -127,6 +127,7 @@ class ElasticDriver:
         self._gen_reports: Dict[int, FaultReport] = {}
         self._unexplained: List[tuple] = []
         self._failed_ranks: Dict[int, set] = {}
+        self._first_exit: Optional[int] = None
         self._broken_since: Optional[float] = None
         self._short_since: Optional[float] = None
         self._signal: Optional[int] = None
@@ -199,7 +200,7 @@ class ElasticDriver:
         pending = [w for w in live if w.pending_after is not None]
         if not live and not self._can_spawn():
             self._log("no worker is left and no slot is free; the job failed")
-            return 1
+            return self._first_exit or 1
         g = self._gen
         if g is None:  # the first generation: everyone started, or --min-np after --elastic-timeout
             self._broken_since = self._broken_since or now
@@ -393,20 +394,20 @@ class ElasticDriver:
                       f"returned")
             return
         gen = g.number if g is not None else 0
+        self._first_exit = self._first_exit or exit_code(returncode)
+        if not w.reported:
+            report = FaultReport("process_exit", gen, self._rank_of(w.wid), w.host, w.process.pid, w.wid,
+                                 time.time(), exit_code=returncode if returncode >= 0 else None,
+                                 signal=signal_name(returncode), message=f"worker {w.wid} {describe_exit(returncode)}")
+            self.faults.add(report)
+            self._gen_reports.setdefault(gen, report)
+            for item in [u for u in self._unexplained if u[0] == gen]:
+                self.faults.observe(report, item[1], item[2], item[3])
+                self._unexplained.remove(item)
         wait = self._cooldown.fail(w.slot)
         self._log(f"slot {w.host}:{w.slot[1]} cools down for {wait:g} s")
         if self._finishing():
             self._failure = exit_code(returncode)
-        if w.reported:
-            return
-        report = FaultReport("process_exit", gen, self._rank_of(w.wid), w.host, w.process.pid, w.wid, time.time(),
-                             exit_code=returncode if returncode >= 0 else None, signal=signal_name(returncode),
-                             message=f"worker {w.wid} {describe_exit(returncode)}")
-        self.faults.add(report)
-        self._gen_reports.setdefault(gen, report)
-        for item in [u for u in self._unexplained if u[0] == gen]:
-            self.faults.observe(report, item[1], item[2], item[3])
-            self._unexplained.remove(item)
 
     def _report_unexplained(self, now: float) -> None:
         """A collective failure that no worker exit explains gets a report of its own kind."""

@@ -145,3 +145,20 @@ def test_discovery_script_adds_a_host_slot(tmp_path, grow):
         assert job.finish(180) == 0, job.text()[-4000:]
     finals = _finals(job)
     assert sorted(m.group(1) for m in finals) == ["w0", "w1", "w2"] and len({m.group(6) for m in finals}) == 1
+
+
+def test_keras_fit_survives_kill9(tmp_path):
+    """Horovod's Keras elastic shape: KerasState + Commit/UpdateBatch/UpdateEpoch callbacks around model.fit."""
+    report = tmp_path / "faults.json"
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *NO_RETURN, "--fault-report", str(report)]
+    with ElasticJob(flags, "elastic_keras_worker.py", ["3", "20", "0.03"]) as job:
+        _, m = job.wait_for(r"STEP (w\d+) gen=1 rank=1 size=3 epoch=0 batch=8", 150)
+        t0 = time.time()
+        os.kill(_pid(job, m.group(1)), signal.SIGKILL)
+        job.wait_for(r"FAULT process_exit: rank 1 ", 20, after=t0)
+        job.wait_for(r"STEP w\d+ gen=2 rank=\d size=2 ", 30, after=t0)
+        assert job.finish(180) == 0, job.text()[-4000:]
+    finals = _finals(job)
+    assert len(finals) == 2 and len({m.group(6) for m in finals}) == 1, job.text()[-3000:]
+    assert all(m.group(5) == "3" for m in finals)  # every epoch ran, none twice (initial_epoch=state.epoch)
+    assert json.loads(report.read_text())["reports"][0]["rank"] == 1
