@@ -97,7 +97,7 @@ class ElasticJob:
             pass
         self.proc.wait(10)
 
-    def __enter__(self) -> "ElasticJob":
+    def __enter__(self) -> ElasticJob:
         return self
 
     def __exit__(self, *exc: object) -> None:

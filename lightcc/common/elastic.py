@@ -138,7 +138,7 @@ def run_fn(func: Callable[..., Any], reset: Callable[[], None],
             except HostsUpdatedInterrupt as interrupt:
                 reset_required, skip_sync = True, interrupt.skip_sync
                 continue
-            except Exception as err:  # noqa: BLE001 - only engine failures are caught, see below
+            except Exception as err:
                 if not (isinstance(err, HorovodInternalError) or (is_internal_error and is_internal_error(err))):
                     raise
                 state.restore()

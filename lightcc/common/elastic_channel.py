@@ -19,6 +19,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
 from typing import Any, Dict, Mapping, Optional
 
@@ -76,6 +77,9 @@ class WorkerChannel:
                     return json.loads(conn.recv_bytes().decode())
                 finally:
                     conn.close()
+            except AuthenticationError as err:
+                raise RuntimeError(f"the elastic driver at {self.address[0]}:{self.address[1]} and this worker "
+                                   f"do not share the job secret ({SECRET_VAR})") from err
             except (OSError, EOFError) as err:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"elastic driver at {self.address[0]}:{self.address[1]} is unreachable: "

@@ -16,7 +16,7 @@ import os
 from typing import Optional
 
 from lightcc.common.elastic_channel import Assignment, WorkerChannel, enabled
-from lightcc.common.launch_env import JOB_SECRET_VAR, LaunchInfo, UNKNOWN
+from lightcc.common.launch_env import JOB_SECRET_VAR, UNKNOWN, LaunchInfo
 
 
 class WorkerSession:

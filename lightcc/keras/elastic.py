@@ -5,6 +5,6 @@ from lightcc.tensorflow.keras.elastic import (  # noqa: F401
     TensorFlowKerasState,
     UpdateBatchStateCallback,
     UpdateEpochStateCallback,
+    __all__,
     run,
 )
-from lightcc.tensorflow.keras.elastic import __all__  # noqa: F401

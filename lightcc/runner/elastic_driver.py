@@ -121,7 +121,7 @@ class ElasticDriver:
         self._resets = 0
         self._cooldown = SlotCooldown(*settings.cooldown)
         self._hosts: List[HostSlots] = []
-        self._exits: "queue.Queue[tuple]" = queue.Queue()
+        self._exits: queue.Queue[tuple] = queue.Queue()
         self._stdout, self._stderr = _Sink(sys.stdout), _Sink(sys.stderr)
         self.faults = FaultLog(settings.fault_report, self._log)
         self._gen_reports: Dict[int, FaultReport] = {}

@@ -16,8 +16,14 @@ _keras = keras_module()
 
 KerasState = TensorFlowKerasState
 
-__all__ = ["KerasState", "TensorFlowKerasState", "run", "CommitStateCallback", "UpdateBatchStateCallback",
-           "UpdateEpochStateCallback"]
+__all__ = [
+    "CommitStateCallback",
+    "KerasState",
+    "TensorFlowKerasState",
+    "UpdateBatchStateCallback",
+    "UpdateEpochStateCallback",
+    "run",
+]
 
 
 class CommitStateCallback(_keras.callbacks.Callback):

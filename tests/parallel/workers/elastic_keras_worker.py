@@ -10,11 +10,11 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-import lightcc.tensorflow.keras as hvd  # noqa: E402
-from lightcc.common.elastic_worker import session  # noqa: E402
+import lightcc.tensorflow.keras as hvd
+from lightcc.common.elastic_worker import session
 
 epochs, steps, step_sleep = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 wid = os.environ.get("LIGHTCC_ELASTIC_WORKER", "?")
