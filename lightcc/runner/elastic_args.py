@@ -39,6 +39,16 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                             "(default 10 300)")
     group.add_argument("--fault-report", dest="fault_report", metavar="PATH",
                        help="write every failure as JSON to PATH ({'reports': [...]}, replaced atomically)")
+    group.add_argument("--max-restarts", dest="max_restarts", type=int, default=0,
+                       help="non-elastic jobs: relaunch a failed job up to N times, its failed host left out when "
+                            "the others have room (scripts resume with lightcc.checkpoint)")
+
+
+def restarts_requested(args: argparse.Namespace) -> bool:
+    """Whether a non-elastic job runs under the restart loop (--max-restarts, or --fault-report)."""
+    if args.max_restarts < 0:
+        raise ValueError(f"--max-restarts {args.max_restarts} must be >= 0")
+    return not args.mpi and (args.max_restarts > 0 or bool(args.fault_report))
 
 
 def requested(args: argparse.Namespace) -> bool:

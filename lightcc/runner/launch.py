@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Sequence
 
-from lightcc.runner import check_build, elastic_args, env_flags, plan
+from lightcc.runner import check_build, elastic_args, env_flags, plan, restarts
 from lightcc.runner.hosts import HostSlots, assign_slots, local_names, parse_hostfile, parse_hosts
 from lightcc.runner.mpi import run_mpi
 from lightcc.runner.remote import DEFAULT_TEMPLATE, SECRET_VAR
@@ -103,6 +103,8 @@ def _launch(args: argparse.Namespace, command: list[str]) -> int:
     hosts = _hosts(args)
     if elastic_args.requested(args):
         return elastic_args.launch(args, command, hosts)
+    if elastic_args.restarts_requested(args):
+        return restarts.run_with_restarts(args, command, hosts)
     if args.np is None and hosts is None:
         raise ValueError("give -np N (and -H/--hostfile for more than this machine)")
     np = args.np if args.np is not None else sum(h.slots for h in hosts)
