@@ -39,6 +39,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                             "(default 10 300)")
     group.add_argument("--fault-report", dest="fault_report", metavar="PATH",
                        help="write every failure as JSON to PATH ({'reports': [...]}, replaced atomically)")
+    group.add_argument("--health-check", dest="health_check", action="store_true",
+                       help="measure latency and bandwidth between every two ranks instead of running a command; "
+                            "exit code 3 when a link is below --health-threshold of the median")
+    group.add_argument("--health-threshold", dest="health_threshold", type=float, default=0.5,
+                       help="a link is bad below this fraction of the median bandwidth (or above the median "
+                            "latency divided by it); default 0.5")
+    group.add_argument("--health-report", dest="health_report", metavar="PATH",
+                       help="with --health-check: also write the links as JSON to PATH")
     group.add_argument("--max-restarts", dest="max_restarts", type=int, default=0,
                        help="non-elastic jobs: relaunch a failed job up to N times, its failed host left out when "
                             "the others have room (scripts resume with lightcc.checkpoint)")

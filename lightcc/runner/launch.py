@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Sequence
 
-from lightcc.runner import check_build, elastic_args, env_flags, plan, restarts
+from lightcc.runner import check_build, elastic_args, env_flags, health_check, plan, restarts
 from lightcc.runner.hosts import HostSlots, assign_slots, local_names, parse_hostfile, parse_hosts
 from lightcc.runner.mpi import run_mpi
 from lightcc.runner.remote import DEFAULT_TEMPLATE, SECRET_VAR
@@ -156,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
+    if args.health_check:
+        command = health_check.command(args.health_threshold, args.health_report)
     if not command:
         parser.error("missing the command to run (e.g. lightccrun -np 2 python train.py)")
     try:

@@ -24,11 +24,11 @@ RESTART_VAR = "LIGHTCC_RESTART"
 class _RecordingRunner(JobRunner):
     """A JobRunner that also remembers when, and how, each rank exited."""
 
-    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - JobRunner's own
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.exits: List[Tuple[float, int, int, int]] = []  # (time, rank, returncode, pid)
 
-    def _wait_one(self, rank) -> None:  # noqa: ANN001 - spawn._Rank
+    def _wait_one(self, rank) -> None:
         returncode = rank.process.wait()
         self.exits.append((time.monotonic(), rank.number, returncode, rank.process.pid))
         self._events.put((rank.number, returncode))

@@ -97,3 +97,15 @@ def test_control_channel_round_trip_and_secret():
     with pytest.raises(RuntimeError, match="do not share the job secret"):
         ch.WorkerChannel({**env, ch.SECRET_VAR: "wrong"}).poll(3)
     listener.close()
+
+
+def test_health_check_flags_links_against_the_median():
+    from lightcc.runner.health_check import flag_bad, table
+
+    links = [{"src_rank": 0, "src_host": "a", "dst_rank": i, "dst_host": "b", "transport": "net",
+              "latency_us": lat, "bandwidth_gbps": bw} for i, (lat, bw) in enumerate(
+                  [(10, 10.0), (11, 9.0), (10, 3.0), (50, 10.0)], start=1)]
+    flag_bad(links, 0.5)
+    assert [k["bad"] for k in links] == [False, False, True, True]
+    assert "bandwidth 3.00 GB/s" in links[2]["reason"] and "latency 50.0 us" in links[3]["reason"]
+    assert "BAD: bandwidth" in table(links)
