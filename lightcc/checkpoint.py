@@ -100,7 +100,7 @@ def _sampler_state(sampler: Any) -> Optional[Dict[str, Any]]:
     if "processed_indices" in state:
         mine = np.array(sorted(state["processed_indices"]), dtype=np.int64)
         everyone = _hvd.allgather(mine, name="checkpoint.sampler")
-        state["processed_indices"] = set(int(i) for i in everyone)
+        state["processed_indices"] = {int(i) for i in everyone}
     return state
 
 
