@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 _OP_RE = re.compile(r"\b((?:allreduce|allgather|broadcast|alltoall|reducescatter|barrier|join)[.\w/:-]*)")
 _PEER_RE = re.compile(r"\brank (\d+)\b")
-_WAIT_RE = re.compile(r"while (waiting for [^:(]+)")
+_WAIT_RE = re.compile(r"while (waiting for [^:(]+)|\b(negotiation|rendezvous|bootstrap)\b")
 
 
 @dataclass
@@ -105,7 +105,7 @@ def op_in(message: str) -> Optional[str]:
     if m:
         return m.group(1).rstrip(".:")
     m = _WAIT_RE.search(message)
-    return m.group(1).strip() if m else None
+    return (m.group(1) or m.group(2)).strip() if m else None
 
 
 def peer_in(message: str) -> Optional[int]:

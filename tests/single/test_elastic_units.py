@@ -39,6 +39,7 @@ def test_fault_classification_and_parsing():
     assert classify("ranks disagree on allreduce.x: shape mismatch") == "mismatch"
     assert op_in("allreduce.fc.weight failed: rank 1 closed the connection") == "allreduce.fc.weight"
     assert op_in("while waiting for negotiation (cycle 54): rank 2 has exited") == "waiting for negotiation"
+    assert op_in("negotiation with rank 2: receive from rank 2: net plugin returned 6") == "negotiation"
     assert peer_in("rank 7 (pid 1) has exited") == 7 and peer_in("nothing here") is None
 
 
