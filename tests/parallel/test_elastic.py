@@ -162,3 +162,21 @@ def test_keras_fit_survives_kill9(tmp_path):
     assert len(finals) == 2 and len({m.group(6) for m in finals}) == 1, job.text()[-3000:]
     assert all(m.group(5) == "3" for m in finals)  # every epoch ran, none twice (initial_epoch=state.epoch)
     assert json.loads(report.read_text())["reports"][0]["rank"] == 1
+
+
+def test_newcomers_dying_in_the_state_broadcast_flap_with_growing_cooldown(tmp_path):
+    """Each worker started on the freed slot dies mid-broadcast: survivors recover every time and the slot's
+    cooldown doubles (1, 2, 4 s), the host's other slots untouched."""
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "1", "8"]
+    with ElasticJob(flags, WORKER, ["8", "600", "10", "0.05", "4"],
+                    env={"ELASTIC_TEST_NEWCOMERS_DIE_IN_SYNC": "1"}) as job:
+        t0, victim = _kill_mid_epoch(job, rank=1, size=3, batch=4)
+        job.wait_for(r"FAULT process_exit: rank 2 .* killed by SIGKILL", 60, after=t0)  # w3, in the broadcast
+        job.wait_for(r"slot localhost:1 cools down for 4 s", 60, after=t0)
+        assert job.finish(240) == 0, job.text()[-4000:]
+    waits = [m.group(1) for m in job.matches(r"slot localhost:(?:\d) cools down for (\d+) s")]
+    assert waits[:3] == ["1", "2", "4"], waits
+    assert not job.matches(r"slot localhost:[02] cools down")
+    finals = _finals(job)
+    assert sorted(m.group(1) for m in finals) == sorted({"w0", "w2"}) and len({m.group(6) for m in finals}) == 1
+    assert all(m.group(5) == "8" for m in finals)

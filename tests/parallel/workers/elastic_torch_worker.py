@@ -6,8 +6,10 @@ Prints one line per event for the test to read:
   FINAL <worker> gen=<g> rank=<r> size=<n> epoch=<e> digest=<sha256 of the weights> samples=<n>
 Arguments: EPOCHS SAMPLES BATCH STEP_SLEEP_S COMMIT_EVERY
 """
+import faulthandler
 import hashlib
 import os
+import signal
 import sys
 import time
 
@@ -19,6 +21,7 @@ from lightcc.common.elastic_worker import session
 epochs, samples, batch, step_sleep, commit_every = (int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]),
                                                     float(sys.argv[4]), int(sys.argv[5]))
 wid = os.environ.get("LIGHTCC_ELASTIC_WORKER", "?")
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that sees a hang dumps the stacks
 print(f"START {wid} {os.getpid()}", flush=True)
 hvd.init()
 
@@ -36,6 +39,12 @@ state = hvd.elastic.TorchState(model, optimizer, train_sampler=sampler, epoch=0,
 resets = []
 state.register_reset_callbacks([lambda: resets.append(hvd.size())])
 assert state.model is model and state.train_sampler is sampler
+if os.environ.get("ELASTIC_TEST_NEWCOMERS_DIE_IN_SYNC") and wid not in ("w0", "w1", "w2"):
+    # A worker that joins later dies in the middle of the state broadcast (model sent, optimizer not).
+    def _die() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    state._handlers["optimizer"].sync = _die
 
 
 def generation() -> int:
