@@ -41,7 +41,12 @@ def init(comm: Optional[Any] = None,
     for ps in sets:
         if not isinstance(ps, _ps.ProcessSet):
             raise ValueError(f"process_sets entries must be ProcessSet objects, got {ps!r}")
-    if comm is not None and not _is_mpi_comm(comm):
+    from lightcc.common.elastic_worker import session
+
+    elastic = session()  # started by lightccrun's elastic driver: it says where we sit
+    if elastic is not None:
+        info = elastic.launch_info()
+    elif comm is not None and not _is_mpi_comm(comm):
         info = _subset_info(detect(None), comm)
     else:
         info = detect(comm)

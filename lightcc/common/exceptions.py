@@ -14,7 +14,7 @@ LightCCMismatchError = core().LightCCMismatchError
 
 
 class HostsUpdatedInterrupt(RuntimeError):
-    """Horovod's elastic-mode signal that the host set changed (lightcc has no elastic mode)."""
+    """Horovod's elastic-mode signal that the host set changed: raised by `state.commit()` on every rank."""
 
     def __init__(self, skip_sync: bool = False) -> None:
         super().__init__("hosts updated")

@@ -4,6 +4,7 @@
 see docs/tensorflow.md for how tensors reach the engine and where copies happen.
 """
 from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt, LightCCInternalError
+from lightcc.tensorflow import elastic  # noqa: F401
 from lightcc.tensorflow.compression import Compression, Compressor
 from lightcc.tensorflow.functions import allgather_object, broadcast_object, broadcast_object_fn, broadcast_variables
 from lightcc.common.util import check_extension, gpu_available, split_list  # noqa: F401  (Horovod exports them)
@@ -20,7 +21,7 @@ __all__ = list(_ops_all) + [
     "LightCCInternalError", "HorovodInternalError", "HostsUpdatedInterrupt", "Compression", "Compressor",
     "allreduce", "grouped_allreduce", "reducescatter", "grouped_reducescatter", "broadcast_variables",
     "broadcast_object", "broadcast_object_fn", "allgather_object", "broadcast_global_variables",
-    "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer",
+    "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer", "elastic",
     "BroadcastGlobalVariablesHook", "LocalGradientAggregationHelper", "split_list", "gpu_available", "check_extension",
     "refs_to_vars", "vars_to_refs",
     "SyncBatchNormalization",  # noqa: F405  (resolved lazily by __getattr__ below)

@@ -42,6 +42,7 @@ from lightcc.tensorflow import reduce as _r
 from lightcc.tensorflow.compression import Compression
 from lightcc.tensorflow.functions import allgather_object, broadcast_object
 from lightcc.tensorflow.keras import callbacks  # noqa: F401
+from lightcc.tensorflow.keras import elastic  # noqa: F401
 from lightcc.tensorflow.keras._flavour import keras_module
 from lightcc.tensorflow.keras._optimizer import Settings, create_distributed_optimizer, wrapped_optimizer_classes
 from lightcc.tensorflow.sync_batch_norm import sync_batch_norm_class
@@ -55,7 +56,7 @@ __all__ = [
     "PartialDistributedOptimizer", "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set",
     "add_process_set", "remove_process_set", "Compression", "DistributedOptimizer", "broadcast_global_variables",
     "allreduce", "allgather", "broadcast", "reducescatter", "load_model", "broadcast_object", "allgather_object",
-    "callbacks", "SyncBatchNormalization",
+    "callbacks", "elastic", "SyncBatchNormalization",
 ]
 
 
