@@ -26,12 +26,18 @@ namespace {
 struct CoreError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// Ranks disagreed on an operation (kMismatch): lightcc.LightCCMismatchError, a subclass of
+// LightCCInternalError, so fronts can map it as Horovod does (TF: FailedPreconditionError).
+struct MismatchError : CoreError {
+  using CoreError::CoreError;
+};
 
 void raise(const Status& st) {
   if (st.ok()) return;
   if (st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kPreconditionFailed) {
     throw py::value_error(st.message());
   }
+  if (st.code() == StatusCode::kMismatch) throw MismatchError(st.message());
   throw CoreError(st.message());
 }
 
@@ -308,7 +314,8 @@ py::dict buildInfo() {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "lightcc C++ core (engine, algorithms, transports). Use the fronts, not this module.";
-  py::register_exception<CoreError>(m, "LightCCInternalError", PyExc_RuntimeError);
+  auto core_error = py::register_exception<CoreError>(m, "LightCCInternalError", PyExc_RuntimeError);
+  py::register_exception<MismatchError>(m, "LightCCMismatchError", core_error.ptr());
   py::class_<HostBuffer, std::shared_ptr<HostBuffer>>(m, "HostBuffer", py::buffer_protocol())
       .def_buffer([](HostBuffer& b) {
         return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1,

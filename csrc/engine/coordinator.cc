@@ -133,12 +133,11 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
   for (size_t m = 0; m < members->size(); ++m) {
     if (p.by_member[m]) continue;
     int joined_rank = (*members)[m];
-    if (first->op == OpType::kAlltoall || first->op == OpType::kReducescatter) {
+    // As Horovod: a joined rank contributes zeros to an allreduce, but it has no rows to
+    // gather, scatter or exchange and cannot take part in a broadcast.
+    if (first->op != OpType::kAllreduce && first->op != OpType::kBarrier) {
       return fail(what + " cannot run while rank " + std::to_string(joined_rank) +
-                  " has joined (only allreduce, allgather, broadcast and barrier can)");
-    }
-    if (first->op == OpType::kBroadcast && first->root == joined_rank) {
-      return fail(what + ": root rank " + std::to_string(joined_rank) + " has already joined");
+                  " has joined (only allreduce and barrier can)");
     }
   }
   if (first->op == OpType::kAllgather) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "algorithms/adasum.h"
 #include "algorithms/collectives.h"
 #include "engine/fusion.h"
 #include "kernels/reduce.h"
@@ -63,6 +64,7 @@ bool topkEligible(const Response& r, const Config& config, int64_t threshold_byt
 }
 
 HostExecutor::Algorithm HostExecutor::pickAlgorithm(const Response& r, const SetComm& comm) const {
+  if (r.op == OpType::kAllreduce && r.reduce_op == ReduceOp::kAdasum) return Algorithm::kAdasum;
   const bool two_level = r.op == OpType::kAllreduce && channel_.hier.count(r.process_set_id) > 0;
   // Before the one-member case: the residuals (error feedback) behave the same at any size.
   if (r.op == OpType::kAllreduce && topkEligible(r, *env_.config, env_.topk_threshold_bytes)) {
@@ -194,6 +196,17 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
   const ReduceSpec spec = reduceSpec(r, comm.size());
   const std::string what = "allreduce of '" + r.names.front() + "'";
   switch (algo) {
+    case Algorithm::kAdasum: {
+      // Per-tensor coefficients: each fused tensor is its own vector. The two-level variant
+      // runs where LIGHT_2D_ALLREDUCE gave the set a HierComm; adasumExecute handles one member.
+      std::vector<size_t> counts;
+      for (size_t i = 0; i < r.names.size(); ++i) counts.push_back(static_cast<size_t>(tensorBytes(r, i)) / dtypeSize(r.dtype));
+      auto hier = channel_.hier.find(r.process_set_id);
+      LIGHTCC_RETURN_IF_ERROR(adasumExecute(comm, hier != channel_.hier.end() ? &hier->second : nullptr, io, counts,
+                                            spec, channel_.fusion_buffer)
+                                  .withContext("Adasum " + what));
+      break;
+    }
     case Algorithm::kSelf: reduceAlone(io, r, spec); break;
     case Algorithm::kTwoLevel:
       LIGHTCC_RETURN_IF_ERROR(hierAllreduce(channel_.hier.at(r.process_set_id), io, spec).withContext("2D " + what));

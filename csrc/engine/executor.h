@@ -53,6 +53,7 @@ class HostExecutor : public Executor {
     kTwoLevel,      // LIGHT_2D_ALLREDUCE: shared memory in the group, links across groups
     kTopk,          // LIGHT_TOPK_ALLREDUCE over the flat set
     kTwoLevelTopk,  // top-k across groups, dense inside them
+    kAdasum,        // op=Adasum: adaptive summation (flat, or two-level with LIGHT_2D_ALLREDUCE)
   };
   HostExecutor(const ExecEnv& env, Channel& channel) : env_(env), channel_(channel) {}
 

@@ -27,10 +27,21 @@ def resolve_op(average: Optional[bool], op: Optional[int], default: int = Averag
     if op is None:
         return default
     if op not in _OP_NAMES:
-        raise ValueError(f"unknown reduction op {op!r}; use one of Average, Sum, Min, Max, Product")
-    if op == Adasum:
-        raise ValueError("Adasum is not supported by lightcc; use Average or Sum")
+        raise ValueError(f"unknown reduction op {op!r}; use one of Average, Sum, Adasum, Min, Max, Product")
     return op
+
+
+def check_adasum(op: int, process_set: Any) -> None:
+    """Horovod's limits on Adasum, raised alike on every rank before anything is queued:
+    the global process set only, and a power-of-two number of ranks (NotImplementedError)."""
+    if op != Adasum:
+        return
+    if process_set.process_set_id != 0:
+        raise NotImplementedError("Adasum does not support non-global process sets yet.")
+    n = process_set.size()
+    if n & (n - 1):
+        raise NotImplementedError(f"Running Adasum with non-power of 2 ranks is not supported yet "
+                                  f"(this job has {n} ranks).")
 
 
 _counter = itertools.count()

@@ -62,6 +62,8 @@ def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> np.ndarray:
 
 def _allreduce_args(arrays: Sequence[np.ndarray], outs: Sequence[np.ndarray], name: Optional[str], op: int,
                     prescale: float, postscale: float, process_set: ProcessSet, prefix: str) -> List[_ops.TensorArgs]:
+    if prefix == "allreduce":
+        _ops.check_adasum(op, process_set)
     set_id = _id_of(process_set)
     base = _ops.tensor_name(prefix, name)
     args = []
@@ -131,6 +133,7 @@ def allreduce_async_(tensor: np.ndarray, average: Optional[bool] = None, name: O
 def _allreduce_now(a: np.ndarray, out: np.ndarray, average: Optional[bool], name: Optional[str],
                    op: Optional[int], prescale: float, postscale: float, process_set: ProcessSet) -> np.ndarray:
     op = _ops.resolve_op(average, op)
+    _ops.check_adasum(op, process_set)
     _ops.run_now((_ops.ALLREDUCE, _ops.tensor_name("allreduce", name), _ptr(a), _ptr(out), numpy_code(a.dtype),
                   a.shape, op, 0, float(prescale), float(postscale), _id_of(process_set), ()))
     return out

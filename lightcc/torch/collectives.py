@@ -97,6 +97,7 @@ def grouped_allreduce_start(tensors: Sequence[torch.Tensor], op: int, name: Opti
     With `single`, the list holds one tensor and `synchronize` returns that tensor.
     """
     what = "allreduce_" if inplace else "allreduce"
+    _ops.check_adasum(op, process_set)
     ins = [_t.check(t, what) for t in tensors]
     names = _names("allreduce", name, len(ins))
     set_id = _id_of(process_set)
