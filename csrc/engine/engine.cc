@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "algorithms/adasum.h"
 #include "common/logging.h"
 #include "engine/cpu_binding.h"
 
@@ -86,8 +87,12 @@ Status Engine::validate(const TensorEntry& e) const {
   for (int64_t d : r.shape) {
     if (d < 0) return Status::InvalidArgument(what + " has a negative dimension");
   }
-  if (r.reduce_op == ReduceOp::kAdasum && (r.op == OpType::kAllreduce || r.op == OpType::kReducescatter)) {
-    return Status::InvalidArgument(what + ": Adasum is not supported by lightcc; use Average or Sum");
+  if (r.reduce_op == ReduceOp::kAdasum && r.op == OpType::kReducescatter) {
+    return Status::InvalidArgument(what + ": reducescatter does not support Adasum; use Average or Sum");
+  }
+  if (r.reduce_op == ReduceOp::kAdasum && r.op == OpType::kAllreduce) {
+    const std::string why = adasumUnsupported(static_cast<int>(ranks.size()), r.dtype);
+    if (!why.empty()) return Status::InvalidArgument("rank " + std::to_string(topo_.rank) + ", " + what + ": " + why);
   }
   if ((r.op == OpType::kAllgather || r.op == OpType::kAlltoall) && r.shape.empty()) {
     return Status::InvalidArgument(what + ": " + std::string(opTypeName(r.op)) +

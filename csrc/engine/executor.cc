@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "algorithms/adasum.h"
 #include "algorithms/collectives.h"
 #include "common/logging.h"
 #include "engine/engine.h"
@@ -335,7 +336,14 @@ Status Engine::executeAllreduce(Batch& b, SetComm& comm, ExecContext& ctx) {
   }
   const ReduceSpec spec = reduceSpec(r, comm.size());
   const size_t esize = dtypeSize(r.dtype);
-  if (comm.size() == 1) {
+  if (r.reduce_op == ReduceOp::kAdasum) {
+    std::vector<size_t> counts;
+    for (size_t i = 0; i < r.names.size(); ++i) counts.push_back(static_cast<size_t>(tensorBytes(r, i)) / esize);
+    auto hier = ctx.hier.find(r.process_set_id);
+    LIGHTCC_RETURN_IF_ERROR(adasumExecute(comm, hier != ctx.hier.end() ? &hier->second : nullptr, io, counts, spec,
+                                          ctx.fusion_buffer)
+                                .withContext("Adasum allreduce of '" + r.names.front() + "'"));
+  } else if (comm.size() == 1) {
     for (const auto& s : io.segments()) {
       const void* src = s.in;
       kernels::reduceN(s.out, &src, 1, s.bytes / esize, r.dtype, spec.op, spec.prescale, spec.postscale);
