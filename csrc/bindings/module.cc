@@ -226,6 +226,8 @@ int formatCode(const char* format, Py_ssize_t itemsize) {
     case 'b': return static_cast<int>(DataType::kInt8);
     case 'B': return static_cast<int>(DataType::kUInt8);
     case '?': return static_cast<int>(DataType::kBool);
+    case 'h': return static_cast<int>(DataType::kInt16);
+    case 'H': return static_cast<int>(DataType::kUInt16);
     case 'i': return itemsize == 4 ? static_cast<int>(DataType::kInt32) : -1;
     case 'l':
     case 'q': return itemsize == 8 ? static_cast<int>(DataType::kInt64) : itemsize == 4 ? static_cast<int>(DataType::kInt32) : -1;
