@@ -26,6 +26,12 @@ class CMakeExtension(Extension):
 class CMakeBuild(build_ext):
     """Configures and builds with CMake; copies _core and the shared libraries into the package."""
 
+    def run(self) -> None:
+        # setuptools clears `inplace` while it builds (it copies the extension afterwards), but the
+        # libraries and tools in lightcc/lib are ours to copy: remember it for build_extension.
+        self._into_source = bool(self.inplace)
+        super().run()
+
     def build_extension(self, ext: Extension) -> None:
         out = Path(self.get_ext_fullpath(ext.name)).resolve()
         pkg_dir = out.parent
@@ -58,7 +64,7 @@ class CMakeBuild(build_ext):
                 path.name.startswith("harp") and os.access(path, os.X_OK) and path.suffix == "")
             if shipped and path.name != "liblightcc_core.a":
                 shutil.copy2(path, lib_dir / path.name)
-                if getattr(self, "editable_mode", False) or self.inplace:
+                if getattr(self, "editable_mode", False) or getattr(self, "_into_source", False):
                     # An editable install imports lightcc from the source tree: ship there too.
                     src_lib = ROOT / "lightcc" / "lib"
                     src_lib.mkdir(exist_ok=True)
