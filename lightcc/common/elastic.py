@@ -1,17 +1,29 @@
-"""Horovod's elastic state objects (State, ObjectState) and the run wrapper, for a fixed set of ranks.
+"""Horovod's elastic state objects (State, ObjectState) and the retry loop behind ``hvd.elastic.run``.
 
-lightcc has no elastic driver: the set of ranks never changes while a job runs, so
-`check_host_updates` has nothing to learn and `run` does not re-form the job after a failure.
-What remains real and useful: committing state, restoring the last commit, syncing it from
-rank 0, and reset callbacks. On a collective failure `run` restores the last committed state
-and re-raises, so the caller (or a restarted job) can save it.
+DESIGN. Framework-free: each front (torch, tensorflow, keras) passes its own broadcast and its
+own `reset` (shut the failed engine down, join the next generation, start the engine again).
+Recovery is in place: the process, its model and its memory survive; only the engine is rebuilt.
+The loop in `run_fn`:
+
+    [reset -> state.on_reset()] -> state.sync() -> func(state)
+        LightCCInternalError  -> tell the driver, state.restore() (last commit), reset, sync
+        HostsUpdatedInterrupt -> reset, sync unless the interrupt says skip_sync
+        return                -> tell the driver this worker is done
+
+`sync` broadcasts rank 0's committed state, so every member of the new generation (survivors and
+new workers alike) continues from one commit even if a failure hit ranks at different points.
+`commit` saves and then checks for host updates: rank 0 asks the driver and broadcasts the
+answer, so every rank raises HostsUpdatedInterrupt at the same commit. Without the elastic driver
+(a fixed job) there are no updates, and a collective failure restores the last commit and
+re-raises.
 """
 from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
+from lightcc.common.elastic_worker import session
 from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 
 
@@ -24,7 +36,7 @@ class State:
         self._reset_callbacks: List[Callable[[], None]] = []
 
     def register_reset_callbacks(self, callbacks: List[Callable[[], None]]) -> None:
-        """Callbacks run by on_reset(), e.g. to rescale the learning rate to a new size."""
+        """Callbacks run by on_reset() after the job re-formed, e.g. to rescale the learning rate."""
         self._reset_callbacks.extend(callbacks)
 
     def on_reset(self) -> None:
@@ -34,15 +46,21 @@ class State:
             cb()
 
     def on_hosts_updated(self, timestamp: float, update_res: Any) -> None:
-        """Horovod's driver notification; lightcc has no driver, so it never calls this."""
+        """Horovod's push notification; lightcc's workers ask the driver at each commit instead."""
 
     def commit(self) -> None:
-        """Save the current state as the one to return to on failure."""
+        """Save the current state as the one to return to on failure, then check for host updates."""
         self.save()
         self.check_host_updates()
 
     def check_host_updates(self) -> None:
-        """With a fixed set of ranks there is never an update to raise HostsUpdatedInterrupt for."""
+        """Raise HostsUpdatedInterrupt on every rank if the driver has new hosts (a collective)."""
+        s = session()
+        if s is None:
+            return
+        updated = s.poll_updates() if self._rank() == 0 else False
+        if self._bcast_object(updated):
+            raise HostsUpdatedInterrupt(skip_sync=False)
 
     # The three below are abstract: ObjectState and the framework states (TorchState, ...) define them.
     def save(self) -> None:
@@ -85,28 +103,52 @@ class ObjectState(State):
             setattr(self, k, copy.deepcopy(v))
 
 
-def run_fn(func: Callable[..., Any], reset: Callable[[], None]) -> Callable[..., Any]:
-    """Wrap `func(state, ...)`: sync the state first; on a collective failure restore the last commit.
+def _engine_message(err: BaseException) -> str:
+    """The engine's own words from an error, also when a framework quoted it inside its own."""
+    text = str(err)
+    marker = "LightCCInternalError: "
+    if marker in text:
+        return text.split(marker, 1)[1].split("\n", 1)[0]
+    return text
 
-    HostsUpdatedInterrupt (raised only by user code here) re-forms the job with `reset` and
-    retries; HorovodInternalError restores the committed state and re-raises, because without
-    an elastic driver the failed ranks do not come back.
+
+def run_fn(func: Callable[..., Any], reset: Callable[[], None],
+           is_internal_error: Optional[Callable[[BaseException], bool]] = None) -> Callable[..., Any]:
+    """Wrap `func(state, ...)` in the elastic retry loop described in the module docstring.
+
+    `is_internal_error` recognises a framework's wrapping of LightCCInternalError (TensorFlow
+    turns an error raised inside a graph into a tf.errors.OpError that quotes it).
     """
 
     @functools.wraps(func)
     def wrapper(state: State, *args: Any, **kwargs: Any) -> Any:
+        worker = session()
+        reset_required = False
         skip_sync = False
         while True:
-            if not skip_sync:
-                state.sync()
             try:
-                return func(state, *args, **kwargs)
-            except HorovodInternalError:
+                if reset_required:
+                    reset()
+                    state.on_reset()
+                    reset_required = False
+                if not skip_sync:
+                    state.sync()
+                skip_sync = False
+                result = func(state, *args, **kwargs)
+            except HostsUpdatedInterrupt as interrupt:
+                reset_required, skip_sync = True, interrupt.skip_sync
+                continue
+            except Exception as err:
+                if not (isinstance(err, HorovodInternalError) or (is_internal_error and is_internal_error(err))):
+                    raise
                 state.restore()
-                raise
-            except HostsUpdatedInterrupt as e:
-                skip_sync = e.skip_sync
-                reset()
-                state.on_reset()
+                if worker is None:
+                    raise
+                worker.report_failure(_engine_message(err))
+                reset_required, skip_sync = True, False
+                continue
+            if worker is not None:
+                worker.report_done()
+            return result
 
     return wrapper

@@ -4,5 +4,6 @@ Keras 3 runs on TensorFlow here; the flavour used for callbacks and load_model f
 TF_USE_LEGACY_KERAS exactly as `tf.keras` does.
 """
 from lightcc.keras import callbacks  # noqa: F401
+from lightcc.keras import elastic  # noqa: F401
 from lightcc.tensorflow.keras import *  # noqa: F401,F403
 from lightcc.tensorflow.keras import __all__  # noqa: F401

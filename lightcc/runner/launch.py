@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Sequence
 
-from lightcc.runner import check_build, env_flags, plan
+from lightcc.runner import check_build, elastic_args, env_flags, health_check, plan, restarts
 from lightcc.runner.hosts import HostSlots, assign_slots, local_names, parse_hostfile, parse_hosts
 from lightcc.runner.mpi import run_mpi
 from lightcc.runner.remote import DEFAULT_TEMPLATE, SECRET_VAR
@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: beside this Python) and exit; never replaces Horovod's own",
     )
     env_flags.add_flags(parser)
+    elastic_args.add_flags(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program to run and its arguments")
     return parser
 
@@ -109,6 +110,10 @@ def _hosts(args: argparse.Namespace) -> list[HostSlots] | None:
 
 def _launch(args: argparse.Namespace, command: list[str]) -> int:
     hosts = _hosts(args)
+    if elastic_args.requested(args):
+        return elastic_args.launch(args, command, hosts)
+    if elastic_args.restarts_requested(args):
+        return restarts.run_with_restarts(args, command, hosts)
     if args.np is None and hosts is None:
         raise ValueError("give -np N (and -H/--hostfile for more than this machine)")
     np = args.np if args.np is not None else sum(h.slots for h in hosts)
@@ -170,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
+    if args.health_check:
+        command = health_check.command(args.health_threshold, args.health_report)
     if not command:
         parser.error("missing the command to run (e.g. lightccrun -np 2 python train.py)")
     try:

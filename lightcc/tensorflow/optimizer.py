@@ -29,6 +29,8 @@ if _LegacyOptimizer is not None:
             self._reducer = reducer
             self._accumulator = (GradientAccumulator(backward_passes_per_step, average_aggregated_gradients,
                                                      reducer) if backward_passes_per_step > 1 else None)
+            # Horovod's Adasum optimizer: apply locally, then Adasum-combine the variables' deltas.
+            self._adasum = reducer.op == Adasum
 
         def register_local_var(self, var: Any) -> None:
             """Keep this variable's gradient local (not reduced across ranks)."""
@@ -37,13 +39,15 @@ if _LegacyOptimizer is not None:
         def compute_gradients(self, *args: Any, **kwargs: Any) -> List[Any]:
             """The wrapped optimizer's gradients, reduced across ranks (unless accumulating)."""
             grads_and_vars = self._optimizer.compute_gradients(*args, **kwargs)
-            if self._accumulator is not None:
+            if self._accumulator is not None or self._adasum:
                 return grads_and_vars
             grads, variables = zip(*grads_and_vars)
             return list(zip(self._reducer.reduce(grads, variables), variables))
 
         def apply_gradients(self, grads_and_vars: Any, global_step: Any = None, name: Optional[str] = None) -> Any:
             """Apply with the wrapped optimizer (every N-th call when accumulating)."""
+            if self._adasum:
+                return self._apply_adasum(list(grads_and_vars), global_step, name)
             if self._accumulator is None:
                 return self._optimizer.apply_gradients(grads_and_vars, global_step=global_step, name=name)
             grads_and_vars = list(grads_and_vars)
@@ -55,6 +59,19 @@ if _LegacyOptimizer is not None:
                                                        name=name)
 
             return self._accumulator.apply(grads, variables, apply, global_step)
+
+        def _apply_adasum(self, grads_and_vars: List[Any], global_step: Any, name: Optional[str]) -> Any:
+            from lightcc.tensorflow import reduce as _r
+
+            variables = [v for g, v in grads_and_vars if g is not None]
+            starts = [tf.identity(v.read_value()) for v in variables]
+            with tf.control_dependencies(starts):
+                applied = self._optimizer.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+            with tf.control_dependencies([applied] if applied is not None else []):
+                deltas = [v.read_value() - s for v, s in zip(variables, starts)]
+            reduced = _r.grouped_allreduce(deltas, op=Adasum, compression=self._reducer.compression,
+                                           process_set=self._reducer.process_set)
+            return tf.group(*[v.assign(s + d) for v, s, d in zip(variables, starts, reduced)])
 
         def get_slot(self, *args: Any, **kwargs: Any) -> Any:
             return self._optimizer.get_slot(*args, **kwargs)
@@ -83,9 +100,11 @@ def DistributedOptimizer(optimizer: Any, name: Optional[str] = None, use_locking
     A tf.compat.v1.train.Optimizer is wrapped here; a Keras 3 or tf-keras optimizer is handed to
     lightcc.tensorflow.keras.DistributedOptimizer. Anything else is a ValueError.
     """
-    if op == Adasum:
-        raise ValueError("Adasum is not supported by lightcc; use Average or Sum")
     groups = resolve_groups(num_groups, groups)
+    if op == Adasum and average_aggregated_gradients:
+        raise ValueError("Adasum does not support average_aggregated_gradients == True")
+    if op == Adasum and backward_passes_per_step > 1:
+        raise ValueError("lightcc's Adasum DistributedOptimizer for TF supports backward_passes_per_step=1 only")
     if _LegacyOptimizer is not None and isinstance(optimizer, _LegacyOptimizer):
         reducer = GradientReducer(name or f"Distributed{type(optimizer).__name__}", compression, sparse_as_dense,
                                   op, gradient_predivide_factor, groups, process_set, scale_local_gradients)

@@ -16,6 +16,9 @@ def _sparse_allreduce(slices: Sequence[tf.IndexedSlices], op: int, prescale_fact
                       postscale_factor: float, name: Optional[str], process_set: ProcessSet,
                       ignore_name_scope: bool) -> List[tf.IndexedSlices]:
     """An allreduce of IndexedSlices is an allgather of their values and of their indices."""
+    if op == _ops.Adasum:
+        raise NotImplementedError("The Adasum reduction does not currently support sparse tensors. As a workaround "
+                                  "please pass sparse_as_dense=True to DistributedOptimizer")
     if op not in (Average, Sum):
         raise NotImplementedError("only Sum and Average ops are supported with tf.IndexedSlices")
     values = _m.grouped_allgather([s.values for s in slices], f"{name}.values" if name else None,

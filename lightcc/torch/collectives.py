@@ -97,22 +97,47 @@ def grouped_allreduce_start(tensors: Sequence[torch.Tensor], op: int, name: Opti
     With `single`, the list holds one tensor and `synchronize` returns that tensor.
     """
     what = "allreduce_" if inplace else "allreduce"
+    _ops.check_adasum(op, process_set)
     ins = [_t.check(t, what) for t in tensors]
     names = _names("allreduce", name, len(ins))
-    set_id = _id_of(process_set)
     outs = ins if inplace else [torch.empty_like(t, memory_format=torch.contiguous_format) for t in ins]
     if ins and _t.same_device(ins, what):
+        if op == _ops.Adasum:
+            return _adasum_through_host(ins, outs, names, prescale, postscale, process_set, inplace, single)
         return register_local(_unwrap(_device_ops().allreduce(ins, outs, names, op, prescale, postscale,
                                                               process_set), single))
-    args = [_ops.TensorArgs(_ops.ALLREDUCE, n, _t.ptr(a), _t.ptr(o), _t.dtype_code(a.dtype), a.shape, op, 0,
-                            prescale, postscale, set_id) for n, a, o in zip(names, ins, outs)]
 
     def finish(_: List[_ops.CoreResult]) -> List[torch.Tensor]:
         if inplace:
             _bump(outs)
         return outs[0] if single else outs
 
+    return _core_allreduce(ins, outs, names, op, prescale, postscale, process_set, finish)
+
+
+def _core_allreduce(ins: Sequence[torch.Tensor], outs: Sequence[torch.Tensor], names: Sequence[str], op: int,
+                    prescale: float, postscale: float, process_set: ProcessSet,
+                    finish: Callable[[List[_ops.CoreResult]], Any]) -> int:
+    set_id = _id_of(process_set)
+    args = [_ops.TensorArgs(_ops.ALLREDUCE, n, _t.ptr(a), _t.ptr(o), _t.dtype_code(a.dtype), a.shape, op, 0,
+                            prescale, postscale, set_id) for n, a, o in zip(names, ins, outs)]
     return _ops.handles.submit(args, (ins, outs), finish)
+
+
+def _adasum_through_host(ins: Sequence[torch.Tensor], outs: Sequence[torch.Tensor], names: Sequence[str],
+                         prescale: float, postscale: float, process_set: ProcessSet, inplace: bool,
+                         single: bool) -> int:
+    """Adasum of accelerator tensors runs on host copies (as Horovod does without NCCL), results copied back."""
+    hosts = [t.detach().to("cpu", copy=True).contiguous() for t in ins]
+
+    def finish(_: List[_ops.CoreResult]) -> Any:
+        for out, host in zip(outs, hosts):
+            out.copy_(host)
+        if inplace:
+            _bump(outs)
+        return outs[0] if single else outs
+
+    return _core_allreduce(hosts, hosts, names, _ops.Adasum, prescale, postscale, process_set, finish)
 
 
 # ---- allgather -------------------------------------------------------------------------------
@@ -159,9 +184,9 @@ def broadcast_start(tensor: torch.Tensor, root_rank: int, name: Optional[str], p
 
 def split_list(splits: Any) -> List[int]:
     """Splits given as a list, tuple, NumPy array or tensor, as a flat list of ints."""
-    if isinstance(splits, torch.Tensor):
-        return [int(s) for s in splits.reshape(-1).tolist()]
-    return [int(s) for s in torch.as_tensor(splits).reshape(-1).tolist()]
+    t = splits if isinstance(splits, torch.Tensor) else torch.as_tensor(splits)
+    integral = not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+    return _ops.alltoall_splits(t.reshape(-1).tolist(), "i" if integral else "f")
 
 
 def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], process_set: ProcessSet) -> int:

@@ -1,4 +1,9 @@
-"""Horovod's `torch.elastic` names for a fixed set of ranks: TorchState, ElasticSampler, run."""
+"""Horovod's ``torch.elastic``: run, TorchState and ElasticSampler over lightcc's in-place recovery.
+
+TorchState keeps the script's own objects: `state.model`, `state.optimizer` and any module,
+optimizer or ElasticSampler passed as a keyword are the very objects the script holds, saved by
+value at commit and restored in place; other keywords are plain picklable attributes.
+"""
 from __future__ import annotations
 
 import copy
@@ -18,12 +23,101 @@ def _reset() -> None:
 
 
 def run(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate `func(state, ...)`: state is synced from rank 0 first and restored on failure.
+    """Decorate `func(state, ...)` to survive failures and host changes (see lightcc.common.elastic).
 
-    See lightcc.common.elastic.run_fn: lightcc keeps the set of ranks fixed, so a collective
-    failure restores the last commit and re-raises instead of re-forming the job.
+    Under lightccrun's elastic driver a failed collective rolls the state back to its last commit,
+    the engine is rebuilt for the new set of workers in this same process, and `func` runs again.
     """
     return run_fn(func, _reset)
+
+
+class _Handler:
+    """Saves one object of the script by value and puts it back in place."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.save()
+
+    def save(self) -> None:
+        raise NotImplementedError
+
+    def restore(self) -> None:
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """The world changed (new rank and size)."""
+
+
+class _ModuleHandler(_Handler):
+    def save(self) -> None:
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self) -> None:
+        self.value.load_state_dict(self._saved)
+
+    def sync(self) -> None:
+        from lightcc.torch.functions import broadcast_parameters
+
+        broadcast_parameters(self.value.state_dict(), root_rank=0)
+
+
+class _OptimizerHandler(_Handler):
+    def __init__(self, value: torch.optim.Optimizer, model: Optional[torch.nn.Module]) -> None:
+        self._model = model
+        super().__init__(value)
+
+    def save(self) -> None:
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self) -> None:
+        self._drop_pending()
+        self.value.load_state_dict(self._saved)
+
+    def sync(self) -> None:
+        from lightcc.torch.functions import broadcast_optimizer_state
+
+        broadcast_optimizer_state(self.value, root_rank=0, model=self._model)
+
+    def _drop_pending(self) -> None:
+        """A DistributedOptimizer whose step failed may hold handles of the dead engine: forget them."""
+        handles = getattr(self.value, "_handles", None)
+        if isinstance(handles, dict) and handles:
+            handles.clear()
+            delay = getattr(self.value, "_allreduce_delay", {})
+            for p in delay:
+                delay[p] = self.value.backward_passes_per_step
+            counts = getattr(self.value, "_group_counts", None)
+            if isinstance(counts, dict):
+                for key in counts:
+                    counts[key] = 0
+        if hasattr(self.value, "_synchronized"):
+            self.value._synchronized = False
+
+
+class _SamplerHandler(_Handler):
+    def save(self) -> None:
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self) -> None:
+        self.value.load_state_dict(copy.deepcopy(self._saved))
+
+    def sync(self) -> None:
+        """Every rank's processed samples count (they were disjoint shares); rank 0's epoch."""
+        from lightcc.torch.functions import allgather_object, broadcast_object
+
+        mine = self.value.state_dict()
+        processed: Set[int] = set()
+        for part in allgather_object(sorted(mine["processed_indices"]), name="elastic.sampler.processed"):
+            processed.update(part)
+        epoch = broadcast_object(mine["epoch"], root_rank=0, name="elastic.sampler.epoch")
+        self.value.load_state_dict({"epoch": epoch, "processed_indices": processed})
+        self.save()
+
+    def reset(self) -> None:
+        self.value.reset()
 
 
 class TorchState(ObjectState):
@@ -33,46 +127,53 @@ class TorchState(ObjectState):
                  **kwargs: Any) -> None:
         from lightcc.torch.functions import broadcast_object
 
+        self._handlers: Dict[str, _Handler] = {}
+        plain: Dict[str, Any] = {}
+        for name, value in [("model", model), ("optimizer", optimizer), *kwargs.items()]:
+            if isinstance(value, torch.nn.Module):
+                self._handlers[name] = _ModuleHandler(value)
+            elif isinstance(value, torch.optim.Optimizer):
+                self._handlers[name] = _OptimizerHandler(value, model)
+            elif isinstance(value, ElasticSampler):
+                self._handlers[name] = _SamplerHandler(value)
+            elif name in ("model", "optimizer") and value is None:
+                pass
+            else:
+                plain[name] = value
+                continue
+            setattr(self, name, value)
         self.model = model
         self.optimizer = optimizer
-        self._saved_model: Optional[Dict[str, Any]] = None
-        self._saved_optimizer: Optional[Dict[str, Any]] = None
-        super().__init__(bcast_object=broadcast_object, get_rank=rank, **kwargs)
-        self._save_torch()
-
-    def _save_torch(self) -> None:
-        if self.model is not None:
-            self._saved_model = copy.deepcopy(self.model.state_dict())
-        if self.optimizer is not None:
-            self._saved_optimizer = copy.deepcopy(self.optimizer.state_dict())
+        super().__init__(bcast_object=broadcast_object, get_rank=rank, **plain)
 
     def save(self) -> None:
-        self._save_torch()
+        for h in self._handlers.values():
+            h.save()
         super().save()
 
     def restore(self) -> None:
-        if self.model is not None and self._saved_model is not None:
-            self.model.load_state_dict(self._saved_model)
-        if self.optimizer is not None and self._saved_optimizer is not None:
-            self.optimizer.load_state_dict(self._saved_optimizer)
+        for h in self._handlers.values():
+            h.restore()
         super().restore()
 
     def sync(self) -> None:
-        from lightcc.torch.functions import broadcast_optimizer_state, broadcast_parameters
-
-        if self.model is not None:
-            broadcast_parameters(self.model.state_dict(), root_rank=0)
-        if self.optimizer is not None:
-            broadcast_optimizer_state(self.optimizer, root_rank=0, model=self.model)
+        for h in self._handlers.values():
+            h.sync()
         super().sync()
-        self._save_torch()
+        for h in self._handlers.values():
+            h.save()
+
+    def reset(self) -> None:
+        for h in self._handlers.values():
+            h.reset()
 
 
 class ElasticSampler(torch.utils.data.Sampler):
     """Shards a dataset across ranks and skips samples already processed this epoch.
 
-    Record progress with record_batch/record_indices; state_dict/load_state_dict carry the
-    epoch and processed indices (TorchState attributes commit them).
+    Record progress with record_batch/record_indices; TorchState commits the epoch and the
+    processed indices, and after the job re-forms the unprocessed rest is re-sharded over the new
+    set of ranks.
     """
 
     def __init__(self, dataset: Any, shuffle: bool = True, seed: int = 0) -> None:
@@ -120,7 +221,7 @@ class ElasticSampler(torch.utils.data.Sampler):
             random.Random(self.seed + self.epoch).shuffle(remaining)
         self.num_samples = math.ceil(len(remaining) / n) if remaining else 0
         total = self.num_samples * n
-        padded = remaining + remaining[:total - len(remaining)]
+        padded = (remaining * math.ceil(total / len(remaining)))[:total] if remaining else []
         self.indices = padded[me:total:n]
 
     def __iter__(self) -> Iterator[int]:

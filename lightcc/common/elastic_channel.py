@@ -1,0 +1,113 @@
+"""The control channel between elastic workers and lightccrun's elastic driver (framework-free).
+
+DESIGN. The driver listens on one TCP address (``LIGHTCC_ELASTIC_ADDR``); a worker opens a fresh
+connection per request, proves the job secret (``multiprocessing.connection``'s HMAC challenge,
+keyed by ``LIGHTCC_JOB_SECRET``, in both directions), sends one JSON object and reads one JSON
+object back. Requests are short and never block in the driver: a worker waiting for the next
+generation asks again (``join``) every ``POLL_S`` seconds. No pickle crosses the wire.
+
+Requests (``op`` field) and replies:
+  ``join``   {worker, after, inits} -> {status: "wait"} | {status: "exit", code} |
+             {status: "ready", generation, rank, size, hostname, rendezvous, init_generation}
+  ``poll``   {worker, generation} -> {updated: bool, generation}   (host set changed since?)
+  ``failed`` {worker, generation, rank, message} -> {}             (a collective failed here)
+  ``done``   {worker, generation, rank} -> {}                      (the training function returned)
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client
+from typing import Any, Dict, Mapping, Optional
+
+ADDR_VAR = "LIGHTCC_ELASTIC_ADDR"
+WORKER_VAR = "LIGHTCC_ELASTIC_WORKER"
+SECRET_VAR = "LIGHTCC_JOB_SECRET"
+POLL_S = 0.05
+REQUEST_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """This worker's place in one generation of the job, as the driver formed it."""
+
+    generation: int
+    rank: int
+    size: int
+    hostname: str
+    rendezvous_host: str
+    rendezvous_port: int
+    init_generation: int  # the engine's init count every member must be at (see docs/elastic.md)
+
+
+def enabled(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether this process was started by lightccrun's elastic driver."""
+    env = os.environ if environ is None else environ
+    return bool(env.get(ADDR_VAR)) and bool(env.get(WORKER_VAR))
+
+
+def parse_addr(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class WorkerChannel:
+    """A worker's view of the driver: one method per request."""
+
+    def __init__(self, environ: Optional[Mapping[str, str]] = None) -> None:
+        env = os.environ if environ is None else environ
+        self.address = parse_addr(env[ADDR_VAR])
+        self.worker = env[WORKER_VAR]
+        self._key = env.get(SECRET_VAR, "").encode()
+        if not self._key:
+            raise ValueError(f"{ADDR_VAR} is set but {SECRET_VAR} is empty; the elastic driver sets both")
+
+    def request(self, message: Dict[str, Any]) -> Dict[str, Any]:
+        """Send one request and return the reply; connection errors are retried for a while."""
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        payload = json.dumps({**message, "worker": self.worker}).encode()
+        while True:
+            try:
+                conn = Client(self.address, authkey=self._key)
+                try:
+                    conn.send_bytes(payload)
+                    return json.loads(conn.recv_bytes().decode())
+                finally:
+                    conn.close()
+            except AuthenticationError as err:
+                raise RuntimeError(f"the elastic driver at {self.address[0]}:{self.address[1]} and this worker "
+                                   f"do not share the job secret ({SECRET_VAR})") from err
+            except (OSError, EOFError) as err:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"elastic driver at {self.address[0]}:{self.address[1]} is unreachable: "
+                                       f"{err}") from err
+                time.sleep(0.2)
+
+    def join(self, after: int, inits: int) -> Assignment:
+        """Wait for a generation newer than `after` that includes this worker.
+
+        Exits the process (SystemExit) when the driver says this worker is no longer needed.
+        """
+        while True:
+            reply = self.request({"op": "join", "after": after, "inits": inits})
+            status = reply.get("status")
+            if status == "ready":
+                host, port = parse_addr(reply["rendezvous"])
+                return Assignment(int(reply["generation"]), int(reply["rank"]), int(reply["size"]),
+                                  str(reply["hostname"]), host, port, int(reply["init_generation"]))
+            if status == "exit":
+                raise SystemExit(int(reply.get("code", 0)))
+            time.sleep(POLL_S)
+
+    def poll(self, generation: int) -> bool:
+        """Whether the driver has a host-set change that generation `generation` has not seen."""
+        return bool(self.request({"op": "poll", "generation": generation}).get("updated"))
+
+    def failed(self, generation: int, rank: int, message: str) -> None:
+        self.request({"op": "failed", "generation": generation, "rank": rank, "message": message[:2000]})
+
+    def done(self, generation: int, rank: int) -> None:
+        self.request({"op": "done", "generation": generation, "rank": rank})

@@ -1,0 +1,539 @@
+"""lightccrun's elastic driver: keeps a changing set of workers training as one job, generation by generation.
+
+DESIGN. A generation is a numbered set of workers with ranks 0..n-1 and a rendezvous address
+(rank 0 serves the engine's store on a port the driver picks; the job secret authenticates it).
+Threads: the main thread owns the loop (discovery every POLL_DISCOVERY_S, spawning, forming
+generations, deciding the end); one thread accepts control requests (elastic_channel) and answers
+each from the shared state; one waiter thread per worker puts its exit on a queue; two pump
+threads per worker copy its output. All shared state sits behind one lock (`_lock`).
+
+A worker's life: spawned on a free slot -> asks to join (pending) -> member of generation G ->
+trains -> on a failed collective tells us, restores, shuts its engine down and asks to join again
+-> ... -> done (its training function returned) -> exits. A new generation is formed when every
+live worker is pending and at least --min-np are; survivors keep their order (so rank 0 holds a
+committed state to broadcast), newcomers follow. Workers never block each other while waiting,
+so shrinking below --min-np and growing back cannot deadlock: they just wait (at most
+--elastic-timeout). A worker that does not rejoin within --elastic-timeout is killed (a timeout
+fault). The job succeeds when every member of one generation has returned from its training
+function and exited 0; a worker finishing is never a failure of the others.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Listener
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from lightcc.common import elastic_channel as ch
+from lightcc.common.launch_env import free_port
+from lightcc.runner import remote
+from lightcc.runner.discovery import HostDiscovery, Slot, SlotCooldown
+from lightcc.runner.fault_report import FaultLog, FaultReport, classify, peer_in, signal_name
+from lightcc.runner.hosts import HostSlots
+from lightcc.runner.plan import REMOTE_PORT_RANGE, format_addr, threads_per_rank
+from lightcc.runner.spawn import _die_with_launcher, _pump, _Sink, describe_exit, exit_code
+
+POLL_DISCOVERY_S = 1.0
+LOOP_S = 0.05
+GRACE_S = 3.0
+STARTUP_GRACE_S = 60.0  # the first generation waits at least this long for every worker to start
+UNEXPLAINED_FAILURE_S = 1.0  # a failed collective with no worker exit this long gets its own report
+_RANK_VARS = ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE", "RENDEZVOUS_ADDR")
+
+
+@dataclass(frozen=True)
+class ElasticSettings:
+    """The driver's flags, checked."""
+
+    np: int
+    min_np: int
+    max_np: int
+    elastic_timeout: float
+    reset_limit: Optional[int]
+    cooldown: tuple
+    fault_report: Optional[str]
+    verbose: bool = False
+    output_dir: Optional[str] = None
+
+
+@dataclass
+class Worker:
+    """One worker process and what the driver knows of it."""
+
+    wid: str
+    slot: Slot
+    process: subprocess.Popen
+    is_local: bool
+    pending_after: Optional[int] = None  # waiting to join a generation after this one
+    inits: int = 0
+    done: bool = False
+    removed: bool = False  # stopped by the driver (host gone, job over): not a failure
+    reported: bool = False  # its failure already has a fault report (the driver killed it)
+    returncode: Optional[int] = None
+    threads: List[threading.Thread] = field(default_factory=list)
+
+    @property
+    def alive(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def host(self) -> str:
+        return self.slot[0]
+
+
+@dataclass
+class Generation:
+    number: int
+    members: List[str]  # worker ids by rank
+    rendezvous: str
+    init_generation: int
+    formed_at: float
+    done: set = field(default_factory=set)
+
+
+class ElasticDriver:
+    """Runs one elastic job; see the module docstring."""
+
+    def __init__(self, settings: ElasticSettings, discovery: HostDiscovery, command: Sequence[str],
+                 env: Mapping[str, str], secret: str, local_names: set, template: str, ssh_port: int,
+                 advertise_host: Optional[str] = None) -> None:
+        self.s = settings
+        self._discovery = discovery
+        self._command = list(command)
+        dropped = {p + v for p in ("LIGHTCC_", "HOROVOD_") for v in _RANK_VARS} | {ch.ADDR_VAR, ch.WORKER_VAR}
+        self._env = {k: v for k, v in env.items() if k not in dropped}
+        self._secret = secret
+        self._local_names = local_names
+        self._template = template
+        self._ssh_port = ssh_port
+        self._lock = threading.RLock()
+        self._workers: Dict[str, Worker] = {}
+        self._next_wid = 0
+        self._gen: Optional[Generation] = None
+        self._resets = 0
+        self._cooldown = SlotCooldown(*settings.cooldown)
+        self._hosts: List[HostSlots] = []
+        self._exits: queue.Queue[tuple] = queue.Queue()
+        self._stdout, self._stderr = _Sink(sys.stdout), _Sink(sys.stderr)
+        self.faults = FaultLog(settings.fault_report, self._log)
+        self._gen_reports: Dict[int, FaultReport] = {}
+        self._unexplained: List[tuple] = []
+        self._failed_ranks: Dict[int, set] = {}
+        self._first_exit: Optional[int] = None
+        self._broken_since: Optional[float] = None
+        self._short_since: Optional[float] = None
+        self._signal: Optional[int] = None
+        self._failure: Optional[int] = None
+        bind = "127.0.0.1" if advertise_host is None else "0.0.0.0"
+        self._listener = Listener((bind, 0), authkey=secret.encode())
+        port = self._listener.address[1]
+        self._addr_local = format_addr("127.0.0.1", port)
+        self._addr_remote = format_addr(advertise_host or socket.gethostname(), port)
+
+    # ----------------------------------------------------------------- main loop
+    def run(self) -> int:
+        """Runs the job to its end; returns lightccrun's exit code."""
+        previous = self._install_signals()
+        threading.Thread(target=self._serve, daemon=True).start()
+        next_discovery = 0.0
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= next_discovery:
+                    self._refresh_hosts()
+                    next_discovery = now + POLL_DISCOVERY_S
+                self._drain_exits()
+                with self._lock:
+                    code = self._step(now)
+                if code is not None:
+                    return self._finish(code)
+                time.sleep(LOOP_S)
+        finally:
+            self._listener.close()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _step(self, now: float) -> Optional[int]:
+        """One pass of the loop under the lock; an exit code when the job is over."""
+        if self._signal is not None:
+            self._log(f"got {signal.Signals(self._signal).name}; stopping every worker")
+            return 128 + self._signal
+        if self._failure is not None:
+            return self._failure
+        finished = self._finished_code()
+        if finished is not None:
+            return finished
+        self._report_unexplained(now)
+        if not self._finishing():
+            self._spawn_free_slots()
+        return self._maybe_form(now)
+
+    def _finishing(self) -> bool:
+        return self._gen is not None and bool(self._gen.done)
+
+    def _finished_code(self) -> Optional[int]:
+        """0 (or a member's exit code) once every member of the current generation is done and gone."""
+        g = self._gen
+        if g is None or len(g.done) < len(g.members):
+            return None
+        members = [self._workers[w] for w in g.members]
+        if any(w.alive for w in members):
+            return None
+        for w in members:
+            if w.returncode != 0:
+                return exit_code(w.returncode)
+        return 0
+
+    def _maybe_form(self, now: float) -> Optional[int]:
+        """Forms the next generation when its time has come; an exit code if the job cannot go on."""
+        if self._finishing():
+            return None
+        live = [w for w in self._workers.values() if w.alive and not w.removed]
+        pending = [w for w in live if w.pending_after is not None]
+        if not live and not self._can_spawn():
+            self._log("no worker is left and no slot is free; the job failed")
+            return self._first_exit or 1
+        g = self._gen
+        if g is None:  # the first generation: everyone started, or --min-np after --elastic-timeout
+            self._broken_since = self._broken_since or now
+            late = now - self._broken_since > max(self.s.elastic_timeout, STARTUP_GRACE_S)
+            if not pending or (len(pending) < len(live) and not (late and len(pending) >= self.s.min_np)):
+                return self._too_few(now, len(pending)) if late else None
+        else:
+            members = [self._workers[w] for w in g.members]
+            if not any(w.pending_after is not None or not w.alive for w in members):
+                self._broken_since = None
+                return None
+            self._broken_since = self._broken_since or now
+            stragglers = [w for w in members if w.alive and not w.removed and w.pending_after is None]
+            if stragglers:
+                self._kill_stragglers(now, stragglers)
+                return None
+        if len(pending) < self.s.min_np:
+            return self._too_few(now, len(pending))
+        self._short_since = None
+        if g is not None:
+            self._resets += 1
+            if self.s.reset_limit is not None and self._resets > self.s.reset_limit:
+                self._log(f"--reset-limit {self.s.reset_limit} reached; the job failed")
+                return 1
+        self._form(pending, now)
+        return None
+
+    def _too_few(self, now: float, count: int) -> Optional[int]:
+        self._short_since = self._short_since or now
+        if now - self._short_since > self.s.elastic_timeout:
+            self._log(f"only {count} worker(s) ready for {self.s.elastic_timeout:g} s, fewer than --min-np "
+                      f"{self.s.min_np}; the job failed")
+            return 1
+        return None
+
+    def _kill_stragglers(self, now: float, stragglers: List[Worker]) -> None:
+        """Members that did not come back to join within --elastic-timeout are killed (a timeout fault)."""
+        if now - self._broken_since <= self.s.elastic_timeout:
+            return
+        gen = self._gen.number
+        for w in stragglers:
+            if w.reported:
+                continue
+            why = f"did not rejoin within --elastic-timeout {self.s.elastic_timeout:g} s"
+            known = self._gen_reports.get(gen)
+            if known is not None and known.worker == w.wid:
+                self._log(f"killing worker {w.wid} (rank {known.rank}, pid {w.process.pid}): {why}")
+            else:
+                report = FaultReport("timeout", gen, self._rank_of(w.wid), w.host, w.process.pid, w.wid,
+                                     time.time(), message=why)
+                self.faults.add(report)
+                self._gen_reports.setdefault(gen, report)
+            w.reported = True
+            self._kill(w, signal.SIGKILL)
+
+    def _form(self, pending: List[Worker], now: float) -> None:
+        old = self._gen.members if self._gen else []
+        survivors = [self._workers[w] for w in old if self._workers[w] in pending]
+        newcomers = sorted((w for w in pending if w.wid not in old), key=lambda w: int(w.wid[1:]))
+        members = (survivors + newcomers)[: self.s.max_np]
+        number = (self._gen.number if self._gen else 0) + 1
+        head = members[0]
+        rendezvous = format_addr("127.0.0.1" if self._all_local(members) else head.host, self._store_port(head))
+        init_generation = max(w.inits for w in members) + 1
+        self._gen = Generation(number, [w.wid for w in members], rendezvous, init_generation, now)
+        for w in members:
+            w.pending_after = None
+        self._broken_since = None
+        layout = ", ".join(f"{i}:{w.wid}@{w.host}" for i, w in enumerate(members))
+        self._log(f"generation {number}: {len(members)} worker(s) [{layout}], store {rendezvous}")
+
+    def _all_local(self, members: List[Worker]) -> bool:
+        return all(w.is_local for w in members)
+
+    def _store_port(self, head: Worker) -> int:
+        if head.is_local:
+            return free_port()
+        low, high = REMOTE_PORT_RANGE
+        return low + int.from_bytes(os.urandom(4), "big") % (high - low + 1)
+
+    def _rank_of(self, wid: str) -> Optional[int]:
+        g = self._gen
+        return g.members.index(wid) if g is not None and wid in g.members else None
+
+    # ------------------------------------------------------------- hosts and slots
+    def _refresh_hosts(self) -> None:
+        hosts = self._discovery.find()
+        with self._lock:
+            self._hosts = hosts
+            listed = {h.name: h.slots for h in hosts}
+            for w in self._workers.values():
+                if w.alive and not w.removed and w.slot[1] >= listed.get(w.host, 0):
+                    self._log(f"host {w.host} slot {w.slot[1]} left the host list; stopping worker {w.wid}")
+                    w.removed = True
+                    self._kill(w, signal.SIGTERM)
+
+    def _free_slots(self) -> List[Slot]:
+        busy = {w.slot for w in self._workers.values() if w.alive}
+        return [(h.name, i) for h in self._hosts for i in range(h.slots)
+                if (h.name, i) not in busy and self._cooldown.usable((h.name, i))]
+
+    def _can_spawn(self) -> bool:
+        return bool(self._free_slots())
+
+    def _spawn_free_slots(self) -> None:
+        live = sum(1 for w in self._workers.values() if w.alive and not w.removed)
+        limit = self.s.np if self._gen is None else self.s.max_np
+        for slot in self._free_slots()[: max(0, limit - live)]:
+            self._spawn(slot)
+
+    def _spawn(self, slot: Slot) -> None:
+        wid = f"w{self._next_wid}"
+        self._next_wid += 1
+        host = slot[0]
+        is_local = host in self._local_names
+        env = dict(self._env)
+        env.update({ch.ADDR_VAR: self._addr_local if is_local else self._addr_remote, ch.WORKER_VAR: wid,
+                    "LIGHTCC_HOSTNAME": host, "HOROVOD_HOSTNAME": host, "HOROVOD_ELASTIC": "1"})
+        stdin = None
+        if is_local:
+            env[remote.SECRET_VAR] = self._secret
+            env.setdefault("OMP_NUM_THREADS", str(threads_per_rank(max(1, self.s.max_np))))
+            argv = self._command
+        else:
+            cmd = remote.remote_command(self._template, host, self._ssh_port, env, self._secret, self._command,
+                                        os.getcwd())
+            argv, stdin, env = cmd.argv, cmd.stdin, dict(os.environ)
+        if self.s.verbose:
+            self._log(f"starting worker {wid} on {host} slot {slot[1]}: {' '.join(argv)}")
+        try:
+            process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                       start_new_session=True, preexec_fn=_die_with_launcher)  # noqa: PLW1509
+        except OSError as err:
+            self._log(f"cannot start worker {wid} on {host}: {err}")
+            self._cooldown.fail(slot)
+            return
+        if stdin:
+            try:
+                process.stdin.write(stdin)
+                process.stdin.close()
+            except OSError:
+                pass
+        w = Worker(wid, slot, process, is_local)
+        self._workers[wid] = w
+        self._start_threads(w)
+
+    def _start_threads(self, w: Worker) -> None:
+        copies = self._output_files(w.wid)
+        w.threads = [
+            threading.Thread(target=_pump, daemon=True,
+                             args=(w.process.stdout, f"[{w.wid}]<stdout>:".encode(), self._stdout, copies[0])),
+            threading.Thread(target=_pump, daemon=True,
+                             args=(w.process.stderr, f"[{w.wid}]<stderr>:".encode(), self._stderr, copies[1])),
+            threading.Thread(target=lambda: self._exits.put((w.wid, w.process.wait())), daemon=True),
+        ]
+        for t in w.threads:
+            t.start()
+
+    def _output_files(self, wid: str) -> tuple:
+        if not self.s.output_dir:
+            return None, None
+        directory = os.path.join(self.s.output_dir, f"worker.{wid}")
+        os.makedirs(directory, exist_ok=True)
+        return open(os.path.join(directory, "stdout"), "wb"), open(os.path.join(directory, "stderr"), "wb")
+
+    # ------------------------------------------------------------------- exits
+    def _drain_exits(self) -> None:
+        while True:
+            try:
+                wid, returncode = self._exits.get_nowait()
+            except queue.Empty:
+                return
+            with self._lock:
+                self._on_exit(self._workers[wid], returncode)
+
+    def _on_exit(self, w: Worker, returncode: int) -> None:
+        w.returncode = returncode
+        w.pending_after = None
+        if w.removed or self._signal is not None:
+            return
+        g = self._gen
+        member = g is not None and w.wid in g.members
+        if returncode == 0:
+            if member and w.wid not in g.done:
+                w.done = True
+                g.done.add(w.wid)  # finished without telling us: it returned all the same
+            return
+        if w.done:
+            self._log(f"worker {w.wid} on {w.host} {describe_exit(returncode)} after its training function "
+                      f"returned")
+            return
+        gen = g.number if g is not None else 0
+        self._first_exit = self._first_exit or exit_code(returncode)
+        if not w.reported:
+            report = FaultReport("process_exit", gen, self._rank_of(w.wid), w.host, w.process.pid, w.wid,
+                                 time.time(), exit_code=returncode if returncode >= 0 else None,
+                                 signal=signal_name(returncode), message=f"worker {w.wid} {describe_exit(returncode)}")
+            self.faults.add(report)
+            self._gen_reports.setdefault(gen, report)
+            for item in [u for u in self._unexplained if u[0] == gen]:
+                self.faults.observe(report, item[1], item[2], item[3])
+                self._unexplained.remove(item)
+        wait = self._cooldown.fail(w.slot)
+        self._log(f"slot {w.host}:{w.slot[1]} cools down for {wait:g} s")
+        if self._finishing():
+            self._failure = exit_code(returncode)
+
+    def _report_unexplained(self, now: float) -> None:
+        """A collective failure that no worker exit explains gets a report of its own kind."""
+        for item in list(self._unexplained):
+            gen, rank, host, message, seen = item
+            if gen in self._gen_reports:
+                self.faults.observe(self._gen_reports[gen], rank, host, message)
+            elif now - seen >= UNEXPLAINED_FAILURE_S:
+                peer = peer_in(message)
+                g = self._gen
+                if peer is None and g is not None and g.number == gen:
+                    peer = self._suspect(gen)
+                peer_wid = g.members[peer] if g and g.number == gen and peer is not None and peer < len(
+                    g.members) else None
+                peer_w = self._workers.get(peer_wid) if peer_wid else None
+                report = FaultReport(classify(message), gen, peer, peer_w.host if peer_w else None,
+                                     peer_w.process.pid if peer_w else None, peer_wid, time.time(), message=message)
+                self._gen_reports[gen] = report
+                self.faults.add(report)
+                self.faults.observe(report, rank, host, message)
+            else:
+                continue
+            self._unexplained.remove(item)
+
+    def _suspect(self, gen: int) -> Optional[int]:
+        """The first member that neither failed nor came back to join: the likely stalled rank."""
+        told = {u[1] for u in self._unexplained if u[0] == gen} | self._failed_ranks.get(gen, set())
+        for rank, wid in enumerate(self._gen.members):
+            w = self._workers[wid]
+            if w.alive and w.pending_after is None and rank not in told:
+                return rank
+        return None
+
+    # ------------------------------------------------------------ control channel
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn = self._listener.accept()
+            except OSError:
+                return  # closed: the job is over
+            except Exception:  # noqa: BLE001 - a client that failed the secret check; keep serving
+                continue
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: Any) -> None:
+        try:
+            request = json.loads(conn.recv_bytes(1 << 20).decode())
+            with self._lock:
+                reply = self._handle(request)
+            conn.send_bytes(json.dumps(reply).encode())
+        except (OSError, EOFError, ValueError):
+            pass
+        finally:
+            conn.close()
+
+    def _handle(self, r: Dict[str, Any]) -> Dict[str, Any]:
+        w = self._workers.get(str(r.get("worker")))
+        op = r.get("op")
+        if w is None or w.removed:
+            return {"status": "exit", "code": 0}
+        g = self._gen
+        if op == "join":
+            return self._on_join(w, int(r.get("after", 0)), int(r.get("inits", 0)))
+        if op == "poll":
+            updated = g is not None and int(r.get("generation", -1)) == g.number and any(
+                x.alive and x.pending_after is not None and x.wid not in g.members for x in self._workers.values())
+            return {"updated": bool(updated), "generation": g.number if g else 0}
+        if op == "failed":
+            self._failed_ranks.setdefault(int(r.get("generation", 0)), set()).add(int(r.get("rank", -1)))
+            self._unexplained.append((int(r.get("generation", 0)), int(r.get("rank", -1)), w.host,
+                                      str(r.get("message", "")), time.monotonic()))
+            return {}
+        if op == "done":
+            if g is not None and int(r.get("generation", -1)) == g.number and w.wid in g.members:
+                w.done = True
+                g.done.add(w.wid)
+            return {}
+        return {"error": f"unknown request {op!r}"}
+
+    def _on_join(self, w: Worker, after: int, inits: int) -> Dict[str, Any]:
+        w.inits = max(w.inits, inits)
+        g = self._gen
+        if self._finishing():
+            return {"status": "exit", "code": 0}
+        if g is not None and g.number > after and w.wid in g.members and w.pending_after is None:
+            return {"status": "ready", "generation": g.number, "rank": g.members.index(w.wid),
+                    "size": len(g.members), "hostname": w.host, "rendezvous": g.rendezvous,
+                    "init_generation": g.init_generation}
+        w.pending_after = after
+        return {"status": "wait"}
+
+    # ----------------------------------------------------------------- shutdown
+    def _finish(self, code: int) -> int:
+        with self._lock:
+            live = [w for w in self._workers.values() if w.alive]
+            for w in live:
+                w.removed = True
+                self._kill(w, signal.SIGTERM)
+        deadline = time.monotonic() + GRACE_S
+        for w in live:
+            try:
+                w.process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._kill(w, signal.SIGKILL)
+        for w in self._workers.values():
+            self._kill(w, signal.SIGKILL)  # whatever they left in their process groups
+            for t in w.threads[:2]:
+                t.join(1.0)
+        return code
+
+    def _kill(self, w: Worker, signum: int) -> None:
+        try:
+            os.killpg(w.process.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _log(self, message: str) -> None:
+        self._stderr.write_line(f"lightccrun: {message}\n".encode())
+
+    def _install_signals(self) -> Dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous = {}
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            previous[signum] = signal.signal(signum, self._on_signal)
+        return previous
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._signal = self._signal or signum

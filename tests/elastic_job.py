@@ -1,0 +1,105 @@
+"""Runs lightccrun in elastic mode as a subprocess and watches its output line by line, with timestamps."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKERS = Path(__file__).resolve().parent / "parallel" / "workers"
+
+
+def job_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_"))}
+    env.update({"PYTHONPATH": f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}", "PYTHONUNBUFFERED": "1",
+                "LIGHTCC_TIMEOUT": "10", "OMP_NUM_THREADS": "1"})
+    env.update(extra or {})
+    return env
+
+
+class ElasticJob:
+    """`lightccrun <flags> python <worker> <args>`; every output line is kept as (arrival time, text)."""
+
+    def __init__(self, flags: Sequence[str], worker: str, args: Sequence[str], env: Optional[Dict[str, str]] = None,
+                 prefix: Sequence[str] = ()) -> None:
+        argv = [*prefix, sys.executable, "-m", "lightcc.runner.launch", *flags, sys.executable, str(WORKERS / worker),
+                *args]
+        self.proc = subprocess.Popen(argv, env=job_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, start_new_session=True, cwd=str(ROOT))
+        self.lines: List[Tuple[float, str]] = []
+        self._cv = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            with self._cv:
+                self.lines.append((time.time(), line.rstrip("\n")))
+                self._cv.notify_all()
+        with self._cv:
+            self._cv.notify_all()
+
+    def wait_for(self, pattern: str, timeout: float, after: float = 0.0) -> Tuple[float, re.Match]:
+        """The first line (arrived at or after `after`) matching `pattern`; AssertionError on timeout."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self._cv:
+            while True:
+                for t, line in self.lines[seen:]:
+                    m = rx.search(line)
+                    if m and t >= after:
+                        return t, m
+                seen = len(self.lines)
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
+                    raise AssertionError(f"no line matching {pattern!r} within {timeout} s; output:\n"
+                                         + self.text()[-6000:])
+                self._cv.wait(min(left, 0.2))
+
+    def matches(self, pattern: str) -> List[re.Match]:
+        rx = re.compile(pattern)
+        with self._cv:
+            return [m for _, line in self.lines if (m := rx.search(line))]
+
+    def text(self) -> str:
+        with self._cv:
+            return "\n".join(line for _, line in self.lines)
+
+    def finish(self, timeout: float) -> int:
+        """The exit code; a job still running after `timeout` is killed and fails the test (a hang)."""
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"lightccrun still running after {timeout} s (a hang); output:\n"
+                                 + self.text()[-6000:]) from None
+        self._reader.join(5)
+        return code
+
+    def kill(self) -> None:
+        """Kills lightccrun's group and every worker it started (each in its own session)."""
+        for m in self.matches(r"START (\S+) (\d+)"):
+            try:
+                os.killpg(int(m.group(2)), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait(10)
+
+    def __enter__(self) -> ElasticJob:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.kill()

@@ -1,0 +1,78 @@
+"""Elastic training across emulated hosts (network namespaces, HARP between them): kill -9 and a cut link.
+
+The driver runs in namespace 0; workers run on namespaces 1..n through a launch template that maps
+a host address to its namespace (`ip netns exec`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests import netns
+from tests.elastic_job import ElasticJob
+
+pytestmark = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+WORKER = "elastic_torch_worker.py"
+HARP_ENV = {"HARP_IFNAME": "eth0", "HARP_NFLOWS": "1", "HARP_NINSTANCES": "1"}
+
+
+def _flags(h: netns.Hosts, tmp, extra=()):
+    cases = "".join(f"  {a}) ns={n};;\n" for a, n in zip(h.addrs, h.names))
+    nsexec = tmp / "nsexec"
+    nsexec.write_text(f"#!/bin/sh\ncase $1 in\n{cases}  *) echo unknown host $1 >&2; exit 2;;\nesac\nshift\n"
+                      f'exec ip netns exec $ns "$@"\n')
+    nsexec.chmod(0o755)
+    hosts = tmp / "hosts.txt"
+    hosts.write_text("".join(f"{a}:1\n" for a in h.addrs[1:]))
+    return ["--host-discovery-script", f"cat {hosts}", "--launch-template", f"{nsexec} {{host}}",
+            "--rendezvous-addr", h.addrs[0], "--fault-report", str(tmp / "faults.json"), *extra]
+
+
+def _pid(job, wid):
+    return int(job.matches(rf"START {wid} (\d+)")[0].group(1))
+
+
+def test_kill9_across_hosts(tmp_path):
+    with netns.hosts(4) as h:
+        flags = ["-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "1000", "1000",
+                 *_flags(h, tmp_path)]
+        with ElasticJob(flags, WORKER, ["2", "600", "10", "0.03", "4"], env=HARP_ENV, prefix=h.prefix(0)) as job:
+            _, m = job.wait_for(r"STEP (w\d) gen=1 rank=2 size=3 epoch=0 batch=6 ", 120)
+            t0 = time.time()
+            os.kill(_pid(job, m.group(1)), signal.SIGKILL)
+            t_report, _ = job.wait_for(rf"FAULT process_exit: rank 2 \(host {h.addrs[3]}, ", 10, after=t0)
+            t_step, _ = job.wait_for(r"STEP \S+ gen=2 rank=\d size=2 ", 30, after=t0)
+            assert job.finish(120) == 0, job.text()[-4000:]
+    finals = job.matches(r"FINAL (w\d) gen=2 rank=\d size=2 epoch=2 digest=(\w+)")
+    assert len(finals) == 2 and finals[0].group(2) == finals[1].group(2)
+    f = json.loads((tmp_path / "faults.json").read_text())["reports"]
+    assert len(f) == 1 and f[0]["link"]["dst"] == {"rank": 2, "host": h.addrs[3]} and f[0]["op"] == "negotiation"
+    print(f"\nacross hosts: kill -> report {t_report - t0:.3f} s, kill -> first step {t_step - t0:.3f} s")
+    assert t_report - t0 <= 5 and t_step - t0 <= 15
+
+
+def test_cut_link_is_located_and_the_rest_train_on(tmp_path):
+    """`ip link set eth0 down` on rank 2's host: no process dies; the others time out and name rank 2."""
+    with netns.hosts(4) as h:
+        flags = ["-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "1000", "1000",
+                 "--elastic-timeout", "5", *_flags(h, tmp_path)]
+        env = {**HARP_ENV, "LIGHTCC_TIMEOUT": "3"}
+        with ElasticJob(flags, WORKER, ["2", "600", "10", "0.03", "4"], env=env, prefix=h.prefix(0)) as job:
+            _, m = job.wait_for(r"STEP (w\d) gen=1 rank=2 size=3 epoch=0 batch=6 ", 120)
+            t0 = time.time()
+            subprocess.run(["ip", "-n", h.names[3], "link", "set", "eth0", "down"], check=True, timeout=20)
+            t_report, line = job.wait_for(r"FAULT (\w+): rank 2 \(host ([\d.]+), pid \d+, generation 1\)", 20,
+                                          after=t0)
+            assert line.group(2) == h.addrs[3]
+            job.wait_for(r"STEP \S+ gen=2 rank=\d size=2 ", 40, after=t0)
+            assert job.finish(120) == 0, job.text()[-4000:]
+    f = json.loads((tmp_path / "faults.json").read_text())["reports"]
+    assert len(f) == 1, f
+    assert f[0]["kind"] == "timeout" and f[0]["rank"] == 2 and f[0]["worker"] == m.group(1)
+    assert f[0]["link"]["dst"] == {"rank": 2, "host": h.addrs[3]} and f[0]["link"]["src"]["rank"] in (0, 1)
+    print(f"\ncut link: cut -> report {t_report - t0:.3f} s (LIGHTCC_TIMEOUT=3)")

@@ -1,0 +1,112 @@
+"""Pure parts of elastic training: discovery parsing, slot cooldown, fault reports, flags, the control channel."""
+from __future__ import annotations
+
+import json
+import threading
+from multiprocessing.connection import Listener
+
+import pytest
+
+from lightcc.common import elastic_channel as ch
+from lightcc.runner import elastic_args
+from lightcc.runner.discovery import SlotCooldown, parse_discovery_output
+from lightcc.runner.fault_report import FaultLog, FaultReport, classify, op_in, peer_in
+from lightcc.runner.launch import build_parser
+
+
+def test_discovery_output_hosts_and_slots():
+    hosts = parse_discovery_output("a:4\n# comment\n\nb\nc:2  # spare\na:9\n", slots_per_host=3)
+    assert [(h.name, h.slots) for h in hosts] == [("a", 4), ("b", 3), ("c", 2)]
+    with pytest.raises(ValueError, match="line 1"):
+        parse_discovery_output("a:x\n", 1)
+    with pytest.raises(ValueError, match="0 slots"):
+        parse_discovery_output("a:0\n", 1)
+
+
+def test_slot_cooldown_backs_off_per_slot_not_per_host():
+    now = [100.0]
+    c = SlotCooldown(2.0, 10.0, clock=lambda: now[0])
+    assert c.fail(("h", 0)) == 2.0 and c.fail(("h", 0)) == 4.0 and c.fail(("h", 0)) == 8.0
+    assert c.fail(("h", 0)) == 10.0  # capped at HIGH
+    assert not c.usable(("h", 0)) and c.usable(("h", 1))  # the host's other slot stays usable
+    now[0] += 10.0
+    assert c.usable(("h", 0))
+
+
+def test_fault_classification_and_parsing():
+    assert classify("while waiting for negotiation (cycle 3): rank 2 (pid 9, same host) has exited") == "link_closed"
+    assert classify("no progress for 3 s while waiting for negotiation (LIGHTCC_TIMEOUT=3)") == "timeout"
+    assert classify("ranks disagree on allreduce.x: shape mismatch") == "mismatch"
+    assert op_in("allreduce.fc.weight failed: rank 1 closed the connection") == "allreduce.fc.weight"
+    assert op_in("while waiting for negotiation (cycle 54): rank 2 has exited") == "waiting for negotiation"
+    assert op_in("negotiation with rank 2: receive from rank 2: net plugin returned 6") == "negotiation"
+    assert peer_in("rank 7 (pid 1) has exited") == 7 and peer_in("nothing here") is None
+
+
+def test_fault_log_writes_json_and_completes_a_report(tmp_path):
+    lines = []
+    path = tmp_path / "sub" / "faults.json"
+    log = FaultLog(str(path), lines.append)
+    r = log.add(FaultReport("process_exit", 1, 2, "h2", 99, "w2", 0.0, signal="SIGKILL"))
+    assert lines == ["FAULT process_exit: rank 2 (host h2, pid 99, generation 1) was killed by SIGKILL"]
+    log.observe(r, 0, "h0", "allreduce.w failed: rank 2 (pid 99) has exited")
+    data = json.loads(path.read_text())["reports"]
+    assert data[0]["op"] == "allreduce.w" and data[0]["link"] == {"src": {"rank": 0, "host": "h0"},
+                                                                  "dst": {"rank": 2, "host": "h2"}}
+    assert [p.name for p in path.parent.iterdir()] == ["faults.json"]  # no temporary file left behind
+
+
+def _args(*argv):
+    return build_parser().parse_args([*argv, "python", "x.py"])
+
+
+def test_elastic_flags_and_checks():
+    a = _args("-np", "2", "--min-np", "1", "--max-np", "4", "--blacklist-cooldown-range", "1", "5",
+              "--reset-limit", "3", "--fault-report", "f.json")
+    assert elastic_args.requested(a)
+    s = elastic_args.settings(a, None)
+    assert (s.np, s.min_np, s.max_np, s.cooldown, s.reset_limit, s.fault_report) == (2, 1, 4, (1.0, 5.0), 3, "f.json")
+    assert not elastic_args.requested(_args("-np", "2"))
+    assert elastic_args.settings(_args("--host-discovery-script", "d.sh", "--min-np", "2"), None).max_np == 2
+    for bad, message in ((("-np", "2", "--min-np", "3"), "min-np"),
+                         (("-np", "2", "--max-np", "4", "--blacklist-cooldown-range", "5", "1"), "LOW <= HIGH"),
+                         (("-np", "2", "--max-np", "4", "--elastic-timeout", "0"), "elastic-timeout")):
+        with pytest.raises(ValueError, match=message):
+            elastic_args.settings(_args(*bad), None)
+
+
+def test_control_channel_round_trip_and_secret():
+    listener = Listener(("127.0.0.1", 0), authkey=b"s3cret")
+    got = []
+
+    def serve():
+        for _ in range(2):
+            try:
+                conn = listener.accept()
+            except Exception:  # noqa: BLE001 - the wrong secret fails in accept
+                continue
+            got.append(json.loads(conn.recv_bytes()))
+            conn.send_bytes(json.dumps({"updated": True}).encode())
+            conn.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    env = {ch.ADDR_VAR: f"127.0.0.1:{listener.address[1]}", ch.WORKER_VAR: "w5", ch.SECRET_VAR: "s3cret"}
+    assert ch.enabled(env) and not ch.enabled({})
+    assert ch.WorkerChannel(env).poll(3) is True
+    assert got == [{"op": "poll", "generation": 3, "worker": "w5"}]
+    with pytest.raises(RuntimeError, match="do not share the job secret"):
+        ch.WorkerChannel({**env, ch.SECRET_VAR: "wrong"}).poll(3)
+    listener.close()
+
+
+def test_health_check_flags_links_against_the_median():
+    from lightcc.runner.health_check import flag_bad, table
+
+    links = [{"src_rank": 0, "src_host": "a", "dst_rank": i, "dst_host": "b", "transport": "net",
+              "latency_us": lat, "bandwidth_gbps": bw} for i, (lat, bw) in enumerate(
+                  [(10, 10.0), (11, 9.0), (10, 3.0), (50, 10.0)], start=1)]
+    flag_bad(links, 0.5)
+    assert [k["bad"] for k in links] == [False, False, True, True]
+    assert "bandwidth 3.00 GB/s" in links[2]["reason"] and "latency 50.0 us" in links[3]["reason"]
+    assert "BAD: bandwidth" in table(links)
