@@ -5,7 +5,8 @@
 #      wheelhouse of the pinned Python packages (torch==2.13.0 comes from the local find-links);
 #   3. podman build deploy/docker/Dockerfile.cpu;
 #   4. run `lightccrun --check-build`, the README's main job, and the launcher command of
-#      deploy/kubernetes/examples/horovod-pytorch-mpijob.yaml (mpirun, 2 ranks) inside the image.
+#      deploy/kubernetes/examples/horovod-pytorch-mpijob.yaml (mpirun, 2 ranks) inside the image,
+#      and deploy/docker/check-mpijob-ssh.sh (the launcher -> ssh -> worker path).
 # Usage: sudo deploy/docker/build-cpu.sh [IMAGE_TAG]      (default lightcc:cpu)
 # Env:   WORK (scratch dir, default /var/tmp/lightcc-image), LIGHTCC_BUILD_JOBS (default 1),
 #        SKIP_RUN=1 to stop after the build, FRESH=1 to start from nothing (a new debootstrap
@@ -78,4 +79,6 @@ in_image lightccrun -np 2 python examples/pytorch/pytorch_synthetic_benchmark.py
 step "the Horovod MPIJob example's launcher command inside the image (mpirun, 2 ranks)"
 in_image mpirun -np 2 --allow-run-as-root -bind-to none -map-by slot -x LD_LIBRARY_PATH -x PATH \
     -mca pml ob1 -mca btl ^openib python /opt/lightcc/examples/pytorch/pytorch_digits.py
+step "the MPIJob ssh path inside the image (non-root sshd on 2222, lightccrun over ssh)"
+in_image bash /opt/lightcc/deploy/check-mpijob-ssh.sh
 step "done"

@@ -9,8 +9,8 @@ Every flag of Horovod's ``horovodrun`` is in :data:`FLAGS` with what happens to 
 * ``refused``: lightcc cannot do it; horovodrun exits with 2 and a message saying why and what to
   use instead. Nothing is accepted and dropped in silence.
 
-Elastic flags (``--min-np``, ``--max-np``, ``--host-discovery-script``, ...) go to lightccrun
-when its parser knows them, and are refused otherwise. ``lightccrun --install-horovodrun`` puts a
+Elastic flags (``--min-np``, ``--max-np``, ``--host-discovery-script``, ...) go to lightccrun's
+elastic options (each is checked against lightccrun's parser, and refused if it lacks one). ``lightccrun --install-horovodrun`` puts a
 ``horovodrun`` command beside the Python interpreter (never over Horovod's own);
 ``python -m lightcc.runner.horovodrun`` works without installing anything.
 """
@@ -49,6 +49,7 @@ class HorovodFlag:
     note: str
     env: str = ""  # for ENV: the variable; the value is the flag's (or "1"/"0" for switches)
     value: str = ""  # for ENV switches: the value exported
+    nargs: int = 1  # values a value-taking flag takes
 
     @property
     def dest(self) -> str:
@@ -56,8 +57,10 @@ class HorovodFlag:
         return long[0].lstrip("-").replace("-", "_")
 
 
-def _flag(names: str, value: bool, handling: str, note: str, env: str = "", exported: str = "") -> HorovodFlag:
-    return HorovodFlag(tuple(names.split()), value, handling, note, env, exported)
+def _flag(
+    names: str, value: bool, handling: str, note: str, env: str = "", exported: str = "", nargs: int = 1
+) -> HorovodFlag:
+    return HorovodFlag(tuple(names.split()), value, handling, note, env, exported, nargs)
 
 
 FLAGS: tuple[HorovodFlag, ...] = (
@@ -157,7 +160,7 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag("--host-discovery-script", True, ELASTIC, "elastic: the script that lists the hosts"),
     _flag("--elastic-timeout", True, ELASTIC, "elastic: how long to wait for enough hosts"),
     _flag("--reset-limit", True, ELASTIC, "elastic: most resets"),
-    _flag("--blacklist-cooldown-range", True, ELASTIC, "elastic: cool-down of a failing host"),
+    _flag("--blacklist-cooldown-range", True, ELASTIC, "elastic: cool-down of a failing host (LOW HIGH)", nargs=2),
 )
 
 
@@ -177,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     for flag in FLAGS:
         help_text = f"[{flag.handling}] {flag.note}".rstrip()
         if flag.takes_value:
-            parser.add_argument(*flag.names, dest=flag.dest, default=None, help=help_text)
+            nargs = None if flag.nargs == 1 else flag.nargs
+            parser.add_argument(*flag.names, dest=flag.dest, default=None, nargs=nargs, help=help_text)
         else:
             parser.add_argument(*flag.names, dest=flag.dest, action="store_true", default=None, help=help_text)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program to run and its arguments")
@@ -214,7 +218,7 @@ def translate(
             name = next((n for n in flag.names if n in options), None)
             if name is None:
                 raise Refused(f"{shown} needs elastic training, which this lightcc's lightccrun does not have yet")
-            argv += [name, value]
+            argv += [name, *(value if isinstance(value, list) else [value])]
         elif flag.handling == SAME:
             argv += [_lightccrun_name(flag)] + ([value] if flag.takes_value else [])
         elif flag.handling == ENV:

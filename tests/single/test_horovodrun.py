@@ -91,6 +91,15 @@ def test_elastic_flags_follow_lightccrun():
     assert argv == ["--min-np", "2", "--max-np", "4", "--host-discovery-script", "./d.sh"]
 
 
+def test_every_elastic_flag_reaches_lightccrun_when_it_has_elastic():
+    args = parse("--min-np", "2", "--max-np", "4", "--slots", "2", "--host-discovery-script", "d.sh",
+                 "--elastic-timeout", "60", "--reset-limit", "3", "--blacklist-cooldown-range", "5", "50", "python", "t.py")
+    argv, _, _ = horovodrun.translate(args)
+    parsed = launch.build_parser().parse_args([*argv, "python", "t.py"])
+    assert (parsed.min_np, parsed.max_np, parsed.slots_per_host, parsed.reset_limit) == (2, 4, 2, 3)
+    assert parsed.cooldown_range == [5.0, 50.0] and parsed.host_discovery_script == "d.sh"
+
+
 def test_lightccrun_refuses_autotune():
     out = run(["-m", "lightcc.runner.launch", "--autotune", "-np", "1", "python", "-c", "print('RAN')"])
     assert out.returncode == 2 and "autotuner" in out.stderr and "RAN" not in out.stdout, out.stderr
