@@ -83,7 +83,11 @@ def report() -> str:
     info = info or {}
     harp = str(info.get("harp_plugin_path") or "")
     lines.append(_line(bool(info.get("nccl_found")), "NCCL"))
-    lines.append(_line(bool(info.get("cuda_compiled")), "CUDA kernels (built into this install)"))
+    # The kernels ship as liblightcc_cuda.so, but the engine does not load it yet (GPU tensors go
+    # through the torch front's NCCL path), so they are listed as built, never as in use.
+    built = bool(info.get("cuda_compiled"))
+    lines.append(_line(False, "CUDA kernels (liblightcc_cuda.so built; not yet used by the engine)" if built
+                       else "CUDA kernels (not built: no nvcc at build time)"))
     devices = int(info.get("cuda_devices") or 0)
     note = str(info.get("cuda_devices_note") or "")
     gpu = f"CUDA GPU ({devices} visible)" if devices else f"CUDA GPU ({note})" if note else "CUDA GPU"

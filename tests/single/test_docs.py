@@ -188,7 +188,9 @@ def test_check_build_reports_the_gpu_truthfully():
     devices, why = build_info.cuda_devices()
     out = subprocess.run([sys.executable, "-m", "lightcc.runner.launch", "--check-build"], env=env(),
                          check=False, capture_output=True, text=True, timeout=TIMEOUT).stdout
-    assert "CUDA kernels" in out
+    kernels = next(ln for ln in out.splitlines() if "CUDA kernels" in ln)
+    # Built or not, the engine does not load liblightcc_cuda.so yet: never shown as in use.
+    assert kernels.strip().startswith("[ ]") and "not" in kernels, kernels
     line = next(ln for ln in out.splitlines() if "CUDA GPU" in ln)
     assert line.strip().startswith("[X]" if devices else "[ ]"), line
     if not devices:
