@@ -165,11 +165,11 @@ def test_keras_fit_survives_kill9(tmp_path):
 
 
 def test_newcomers_dying_in_the_state_broadcast_flap_with_growing_cooldown(tmp_path):
-    """Each worker started on the freed slot dies mid-broadcast: survivors recover every time and the slot's
-    cooldown doubles (1, 2, 4 s), the host's other slots untouched."""
+    """The next three workers started on the freed slot die mid-broadcast: survivors recover every time, the
+    slot's cooldown doubles (1, 2, 4 s), the host's other slots are untouched, and w6 finally joins."""
     flags = ["-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "1", "8"]
-    with ElasticJob(flags, WORKER, ["8", "600", "10", "0.05", "4"],
-                    env={"ELASTIC_TEST_NEWCOMERS_DIE_IN_SYNC": "1"}) as job:
+    with ElasticJob(flags, WORKER, ["12", "600", "10", "0.05", "4"],
+                    env={"ELASTIC_TEST_DIE_IN_SYNC": "w3,w4,w5"}) as job:
         t0, victim = _kill_mid_epoch(job, rank=1, size=3, batch=4)
         job.wait_for(r"FAULT process_exit: rank 2 .* killed by SIGKILL", 60, after=t0)  # w3, in the broadcast
         job.wait_for(r"slot localhost:1 cools down for 4 s", 60, after=t0)
@@ -178,5 +178,5 @@ def test_newcomers_dying_in_the_state_broadcast_flap_with_growing_cooldown(tmp_p
     assert waits[:3] == ["1", "2", "4"], waits
     assert not job.matches(r"slot localhost:[02] cools down")
     finals = _finals(job)
-    assert sorted(m.group(1) for m in finals) == sorted({"w0", "w2"}) and len({m.group(6) for m in finals}) == 1
-    assert all(m.group(5) == "8" for m in finals)
+    assert sorted(m.group(1) for m in finals) == ["w0", "w2", "w6"] and len({m.group(6) for m in finals}) == 1
+    assert all(m.group(5) == "12" for m in finals)
