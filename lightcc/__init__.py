@@ -3,6 +3,7 @@
 `import lightcc as hvd` gives Horovod's API over NumPy arrays; `lightcc.torch`,
 `lightcc.tensorflow` and `lightcc.keras` give the framework fronts.
 """
+from lightcc.runner.api import run  # noqa: F401  (Horovod: `import horovod` gives run and __version__)
 from lightcc.version import __version__  # noqa: F401
 
 try:
@@ -15,4 +16,4 @@ except ImportError as _err:  # the launcher and --check-build work without the c
     def __getattr__(name: str):
         raise ImportError(f"lightcc.{name} needs the compiled core: {_core_error}") from _core_error
 
-__all__ = ["__version__"] + list(_numpy_all)
+__all__ = ["__version__", "run"] + list(_numpy_all)

@@ -57,6 +57,15 @@ def run_ranks(script: str, size: int, args: Sequence[str] = (), timeout: float =
     for emulated multi-host runs. A rank still running at the deadline is a failure
     (AssertionError), never a skip.
     """
+    procs = spawn_ranks(script, size, args, env, per_rank_env, hosts, prefixes, rendezvous_host)
+    return collect_ranks(procs, script, timeout, expect_ok)
+
+
+def spawn_ranks(script: str, size: int, args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None,
+                per_rank_env: Optional[Mapping[int, Mapping[str, str]]] = None, hosts: Optional[Sequence[str]] = None,
+                prefixes: Optional[Sequence[Sequence[str]]] = None,
+                rendezvous_host: str = "127.0.0.1") -> List[subprocess.Popen]:
+    """Start the ranks of run_ranks() without waiting, for tests that act on them while they run."""
     port, secret = free_port(), secrets.token_hex(16)
     procs = []
     for r in range(size):
@@ -68,6 +77,13 @@ def run_ranks(script: str, size: int, args: Sequence[str] = (), timeout: float =
         procs.append(subprocess.Popen([*prefix, sys.executable, str(WORKERS / script), *args], env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                       start_new_session=True))
+    return procs
+
+
+def collect_ranks(procs: Sequence[subprocess.Popen], script: str, timeout: float,
+                  expect_ok: bool = True) -> List[RankResult]:
+    """Wait for spawned ranks; kill every one still running after `timeout` s (a failure)."""
+    size = len(procs)
     deadline = time.monotonic() + timeout
     results: List[Optional[RankResult]] = [None] * size
     hung = []

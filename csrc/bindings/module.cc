@@ -8,8 +8,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "common/config.h"
+#include "common/interrupt.h"
 #include "common/logging.h"
 #include "engine/engine.h"
 #include "kernels/reduce.h"
@@ -24,23 +26,65 @@ namespace {
 struct CoreError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// Ranks disagreed on an operation (kMismatch): lightcc.LightCCMismatchError, a subclass of
+// LightCCInternalError, so fronts can map it as Horovod does (TF: FailedPreconditionError).
+struct MismatchError : CoreError {
+  using CoreError::CoreError;
+};
 
 void raise(const Status& st) {
   if (st.ok()) return;
   if (st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kPreconditionFailed) {
     throw py::value_error(st.message());
   }
+  if (st.code() == StatusCode::kMismatch) throw MismatchError(st.message());
   throw CoreError(st.message());
 }
 
-// The binding layer's only state: the engine made by init(), and the handle ids handed out.
+// A signal handler that raised while a thread waited in the engine (KeyboardInterrupt, a SIGTERM
+// handler's exception): kept here until the wait returns, then raised instead of the engine's error.
+struct PendingPythonError {
+  PyObject* type = nullptr;
+  PyObject* value = nullptr;
+  PyObject* traceback = nullptr;
+};
+thread_local PendingPythonError t_pending;
+
+// The waiting thread's interrupt check (common/interrupt.h): run Python's signal handlers.
+bool pythonSignalRaised() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return false;
+  PyErr_Fetch(&t_pending.type, &t_pending.value, &t_pending.traceback);
+  return true;
+}
+
+// With the GIL held, after a wait: a handler's exception wins over whatever the wait returned.
+void raisePendingSignal() {
+  if (t_pending.type == nullptr) return;
+  PyErr_Restore(t_pending.type, t_pending.value, t_pending.traceback);
+  t_pending = PendingPythonError{};
+  throw py::error_already_set();
+}
+
+// One front-level handle: the core handles of one submission (a tensor or a group), the objects
+// the engine reads and writes until they complete, and the front's step that turns their
+// results into its value. The one registry of in-flight work on the Python side.
+struct Submission {
+  std::vector<std::shared_ptr<Handle>> handles;
+  py::object keepalive;
+  py::object finish;  // callable(list of result tuples) -> the front's value; None: the list
+};
+
+// The binding layer's only state: the engine made by init(), and the submissions handed out.
+// Submissions are touched with the GIL held (they own Python objects); mu guards the map against
+// threads that released it.
 struct CoreState {
   std::mutex mu;
   // Shared so a thread waiting (and driving the engine) with the GIL released keeps it alive
   // while another thread calls shutdown().
   std::shared_ptr<Engine> engine;
   uint64_t generation = 0;
-  std::map<int64_t, std::shared_ptr<Handle>> handles;
+  std::unordered_map<int64_t, Submission> submissions;
   int64_t next_handle = 1;
 };
 CoreState& state() {
@@ -52,13 +96,6 @@ Engine& engine() {
   Engine* e = state().engine.get();
   if (e == nullptr) throw py::value_error("lightcc has not been initialized; use hvd.init().");
   return *e;
-}
-
-std::shared_ptr<Handle> handleOf(int64_t id) {
-  std::lock_guard<std::mutex> lock(state().mu);
-  auto it = state().handles.find(id);
-  if (it == state().handles.end()) throw py::value_error("unknown or released handle " + std::to_string(id));
-  return it->second;
 }
 
 void init(py::dict opts) {
@@ -73,6 +110,10 @@ void init(py::dict opts) {
   o.secret = opts["secret"].cast<std::string>();
   o.process_sets = opts["process_sets"].cast<std::vector<std::vector<int>>>();
   o.bundled_net_plugin = opts["bundled_net_plugin"].cast<std::string>();
+  // init(process_sets="dynamic") turns dynamic process sets on for this init, as the flag does.
+  if (opts.contains("dynamic_process_sets") && opts["dynamic_process_sets"].cast<bool>()) {
+    config.dynamic_process_sets = true;
+  }
   if (state().engine) throw py::value_error("lightcc is already initialized; call shutdown() first");
   o.generation = ++state().generation;
   std::unique_ptr<Engine> made;
@@ -119,30 +160,6 @@ TensorEntry makeEntry(const TensorArgs& t) {
   return entry;
 }
 
-std::vector<int64_t> enqueue(const std::vector<TensorArgs>& tensors, bool wake) {
-  Engine& e = engine();
-  std::vector<TensorEntry> entries;
-  std::vector<std::shared_ptr<Handle>> handles;
-  for (const auto& t : tensors) {
-    entries.push_back(makeEntry(t));
-    handles.push_back(entries.back().handle);
-  }
-  Status st;
-  {
-    py::gil_scoped_release release;
-    st = e.enqueue(std::move(entries), wake);
-  }
-  raise(st);
-  std::vector<int64_t> ids;
-  std::lock_guard<std::mutex> lock(state().mu);
-  for (auto& h : handles) {
-    int64_t id = state().next_handle++;
-    state().handles[id] = h;
-    ids.push_back(id);
-  }
-  return ids;
-}
-
 py::tuple resultTuple(const Handle& h) {
   const HandleResult& r = h.result();
   py::object buf = r.output ? py::cast(r.output) : py::none();
@@ -164,72 +181,124 @@ py::tuple runNow(const TensorArgs& t) {
     st = e->enqueue(std::move(entries), /*wake=*/false);
     if (st.ok()) {
       e->nudgeFusion();
+      ScopedInterruptCheck signals(&pythonSignalRaised);
       st = e->wait(*h);
     }
   }
   h->addWaiter(-1);
+  raisePendingSignal();
   raise(st);
   return resultTuple(*h);
 }
 
-void wait(int64_t id) {
-  auto h = handleOf(id);
+// Queues one tensor or a group and registers it; returns the front-level handle id.
+int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object keepalive, py::object finish) {
+  Engine& e = engine();
+  std::vector<TensorEntry> entries;
+  Submission sub;
+  for (const auto& t : tensors) {
+    entries.push_back(makeEntry(t));
+    sub.handles.push_back(entries.back().handle);
+  }
   Status st;
-  std::shared_ptr<Engine> e = state().engine;
-  h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
-  if (e) e->nudgeFusion();
   {
     py::gil_scoped_release release;
-    // The waiting thread runs the engine itself when it is free (no hand-off to its thread).
-    st = e ? e->wait(*h) : h->wait();
+    st = e.enqueue(std::move(entries), wake);
   }
-  h->addWaiter(-1);
   raise(st);
+  sub.keepalive = std::move(keepalive);
+  sub.finish = std::move(finish);
+  std::lock_guard<std::mutex> lock(state().mu);
+  const int64_t id = state().next_handle++;
+  state().submissions.emplace(id, std::move(sub));
+  return id;
 }
 
-py::tuple result(int64_t id) {
-  auto h = handleOf(id);
-  if (!h->poll()) throw py::value_error("handle " + std::to_string(id) + " has not completed");
-  return resultTuple(*h);
+// DataType of a buffer's struct format, or -1 (then the front takes its general path).
+int formatCode(const char* format, Py_ssize_t itemsize) {
+  if (format == nullptr) return static_cast<int>(DataType::kUInt8);
+  if (*format == '<' || *format == '=' || *format == '@') ++format;
+  if (format[0] == '\0' || format[1] != '\0') return -1;
+  switch (format[0]) {
+    case 'f': return static_cast<int>(DataType::kFloat32);
+    case 'd': return static_cast<int>(DataType::kFloat64);
+    case 'e': return static_cast<int>(DataType::kFloat16);
+    case 'b': return static_cast<int>(DataType::kInt8);
+    case 'B': return static_cast<int>(DataType::kUInt8);
+    case '?': return static_cast<int>(DataType::kBool);
+    case 'i': return itemsize == 4 ? static_cast<int>(DataType::kInt32) : -1;
+    case 'l':
+    case 'q': return itemsize == 8 ? static_cast<int>(DataType::kInt64) : itemsize == 4 ? static_cast<int>(DataType::kInt32) : -1;
+    default: return -1;
+  }
 }
 
-// wait + result + release for every id of one front-level handle, in one call: the first error
-// is raised after all are released (the others' buffers are the caller's to drop).
-py::list collect(const std::vector<int64_t>& ids) {
-  std::vector<std::shared_ptr<Handle>> hs;
+// The NumPy front's single-tensor in-place async allreduce, whole in C++: the array's buffer
+// gives address, dtype and shape, the array is kept alive, and synchronize returns it. Returns
+// -1 (nothing queued) for arrays the general path must handle (read-only, not C-contiguous, a
+// dtype without a struct format), so that path gives the error or the wrapping.
+int64_t allreduceArrayAsync(py::handle array, const std::string& name, int reduce_op, double pre, double post,
+                            int set_id, bool wake) {
+  Engine& e = engine();
+  Py_buffer view;
+  if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    return -1;
+  }
+  const int dtype = formatCode(view.format, view.itemsize);
+  std::vector<int64_t> shape(view.shape, view.shape + view.ndim);
+  void* data = view.buf;
+  PyBuffer_Release(&view);
+  if (dtype < 0) return -1;
+  TensorArgs t{0, name, reinterpret_cast<uintptr_t>(data), reinterpret_cast<uintptr_t>(data), dtype, shape,
+               reduce_op, 0, pre, post, set_id, {}};
+  return submit({t}, wake, py::reinterpret_borrow<py::object>(array), py::none());
+}
+
+bool poll(int64_t id) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  auto it = state().submissions.find(id);
+  if (it == state().submissions.end()) {
+    throw py::value_error("handle " + std::to_string(id) + " was not created or has already been synchronized");
+  }
+  for (const auto& h : it->second.handles) {
+    if (!h->done()) return false;
+  }
+  return true;
+}
+
+// Waits for every tensor of a submission, unregisters it and returns the front's value (the
+// first error is raised once all have completed; the buffers are released only then).
+py::object synchronize(int64_t id) {
+  Submission sub;
   {
     std::lock_guard<std::mutex> lock(state().mu);
-    for (int64_t id : ids) {
-      auto it = state().handles.find(id);
-      if (it == state().handles.end()) throw py::value_error("unknown or released handle " + std::to_string(id));
-      hs.push_back(it->second);
+    auto it = state().submissions.find(id);
+    if (it == state().submissions.end()) {
+      throw py::value_error("handle " + std::to_string(id) + " was not created or has already been synchronized");
     }
+    sub = std::move(it->second);
+    state().submissions.erase(it);
   }
   std::shared_ptr<Engine> e = state().engine;
   Status first;
-  for (auto& h : hs) h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
+  for (auto& h : sub.handles) h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
   if (e) e->nudgeFusion();
   {
     py::gil_scoped_release release;
-    for (auto& h : hs) {
+    ScopedInterruptCheck signals(&pythonSignalRaised);
+    for (auto& h : sub.handles) {
       Status st = e ? e->wait(*h) : h->wait();
       if (first.ok() && !st.ok()) first = st;
     }
   }
-  for (auto& h : hs) h->addWaiter(-1);
-  {
-    std::lock_guard<std::mutex> lock(state().mu);
-    for (int64_t id : ids) state().handles.erase(id);
-  }
+  for (auto& h : sub.handles) h->addWaiter(-1);
+  raisePendingSignal();
   raise(first);
-  py::list out;
-  for (auto& h : hs) out.append(resultTuple(*h));
-  return out;
-}
-
-void release(int64_t id) {
-  std::lock_guard<std::mutex> lock(state().mu);
-  state().handles.erase(id);
+  py::list results;
+  for (auto& h : sub.handles) results.append(resultTuple(*h));
+  if (sub.finish.is_none()) return sub.keepalive;  // an in-place op: its tensor is the value
+  return sub.finish(results);
 }
 
 py::dict buildInfo() {
@@ -245,7 +314,8 @@ py::dict buildInfo() {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "lightcc C++ core (engine, algorithms, transports). Use the fronts, not this module.";
-  py::register_exception<CoreError>(m, "LightCCInternalError", PyExc_RuntimeError);
+  auto core_error = py::register_exception<CoreError>(m, "LightCCInternalError", PyExc_RuntimeError);
+  py::register_exception<MismatchError>(m, "LightCCMismatchError", core_error.ptr());
   py::class_<HostBuffer, std::shared_ptr<HostBuffer>>(m, "HostBuffer", py::buffer_protocol())
       .def_buffer([](HostBuffer& b) {
         return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
@@ -274,24 +344,38 @@ PYBIND11_MODULE(_core, m) {
         return addr;
       },
       "Address of a contiguous buffer's first byte.");
-  m.def("enqueue", &enqueue, py::arg("tensors"), py::arg("wake") = true,
-        "Queue tensors (one group); returns one handle id per tensor. wake=False: the caller waits at once "
-        "and runs the engine itself, so the engine thread is not woken.");
+  m.def("submit", &submit, py::arg("tensors"), py::arg("wake"), py::arg("keepalive"), py::arg("finish"),
+        "Queue tensors (one group) and return one handle id. wake=False: the caller synchronizes at once and "
+        "runs the engine itself, so the engine thread is not woken. `keepalive` is held until the handle is "
+        "synchronized; `finish(results)` makes synchronize's value (None: `keepalive` is the value).");
   m.def("run", &runNow, py::arg("tensor"),
         "Queue one tensor, run the engine until it completes and return its result (the synchronous ops' path).");
-  m.def("poll", [](int64_t id) { return handleOf(id)->poll(); });
-  m.def("wait", &wait);
-  m.def("result", &result, "(buffer or None, output shape, received splits, value) of a completed handle.");
-  m.def("release", &release);
-  m.def("collect", &collect, py::arg("ids"),
-        "Wait for every handle id, release them all, and return their results (raises the first error).");
-  m.def("process_sets", [] { return engine().processSets(); });
+  m.def("allreduce_array_async", &allreduceArrayAsync, py::arg("array"), py::arg("name"), py::arg("reduce_op"),
+        py::arg("prescale"), py::arg("postscale"), py::arg("process_set_id"), py::arg("wake"),
+        "In-place async allreduce of a writable C-contiguous buffer; synchronize returns the buffer. -1: use "
+        "the general path (read-only, non-contiguous or unknown format).");
+  m.def("poll", &poll, "True when every tensor of the handle has completed (never blocks).");
+  m.def("synchronize", &synchronize, py::arg("handle"),
+        "Wait for the handle, release it and return finish(results) (raises the first error).");
+  // Calls that take engine locks release the GIL first: a caller driving the engine takes the
+  // GIL to run signal handlers while it may hold those locks.
+  m.def("process_sets", [] {
+    Engine& e = engine();
+    py::gil_scoped_release release;
+    return e.processSets();
+  });
   m.def("start_timeline", [](const std::string& path, bool mark) { raise(engine().startTimeline(path, mark)); });
   m.def("stop_timeline", [] { raise(engine().stopTimeline()); });
   m.def("build_info", &buildInfo);
   m.def("topk_residuals", [] {
     py::dict out;
-    for (auto& [name, values] : engine().topkResiduals()) {
+    Engine& e = engine();
+    std::map<std::string, std::vector<float>> residuals;
+    {
+      py::gil_scoped_release release;
+      residuals = e.topkResiduals();
+    }
+    for (auto& [name, values] : residuals) {
       auto buf = std::make_shared<HostBuffer>(values.size() * sizeof(float));
       std::memcpy(buf->data(), values.data(), values.size() * sizeof(float));
       out[py::str(name)] = py::cast(buf);
@@ -303,7 +387,13 @@ PYBIND11_MODULE(_core, m) {
     if (info.itemsize != 4 || info.format != py::format_descriptor<float>::format()) {
       throw py::value_error("top-k residuals are float32 arrays");
     }
-    raise(engine().setTopkResidual(name, static_cast<const float*>(info.ptr), static_cast<size_t>(info.size)));
+    Engine& e = engine();
+    Status st;
+    {
+      py::gil_scoped_release release;
+      st = e.setTopkResidual(name, static_cast<const float*>(info.ptr), static_cast<size_t>(info.size));
+    }
+    raise(st);
   });
   m.def("stats", [] {
     const EngineStats& s = engine().stats();

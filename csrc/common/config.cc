@@ -141,6 +141,16 @@ const std::vector<FlagSpec>& specs() {
        [](auto& n, auto& v, Config* c) { return parseLogLevel(n, v, &c->log_level); }},
       {{"LIGHTCC_LOG_LEVEL", "level", "", "Overrides HOROVOD_LOG_LEVEL when set."},
        [](auto& n, auto& v, Config* c) { return parseLogLevel(n, v, &c->log_level); }},
+      {{"HOROVOD_AUTOTUNE", "bool", "0",
+        "Refused when on: lightcc has no autotuner yet; set HOROVOD_FUSION_THRESHOLD and "
+        "HOROVOD_CYCLE_TIME yourself."},
+       [](auto& n, auto& v, Config*) {
+         bool on = false;
+         LIGHTCC_RETURN_IF_ERROR(parseBool(n, v, &on));
+         if (on) return badValue(n, v, "0 (lightcc has no autotuner yet; set HOROVOD_FUSION_THRESHOLD "
+                                       "and HOROVOD_CYCLE_TIME yourself)");
+         return Status::OK();
+       }},
       {{"HOROVOD_DYNAMIC_PROCESS_SETS", "bool", "0",
         "Allow add_process_set/remove_process_set after init."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->dynamic_process_sets); }},

@@ -15,6 +15,8 @@ const char* dtypeName(DataType t) {
     case DataType::kFloat32: return "float32";
     case DataType::kFloat64: return "float64";
     case DataType::kBool: return "bool";
+    case DataType::kInt16: return "int16";
+    case DataType::kUInt16: return "uint16";
   }
   return "unknown-dtype";
 }

@@ -18,8 +18,10 @@ enum class DataType : uint8_t {
   kFloat32 = 6,
   kFloat64 = 7,
   kBool = 8,  // reduced as uint8 with max (or) / min (and) / sum saturating is not defined
+  kInt16 = 9,
+  kUInt16 = 10,
 };
-constexpr int kNumDataTypes = 9;
+constexpr int kNumDataTypes = 11;
 
 // Values match Horovod's op constants (Average=0, Sum=1, Adasum=2, Min=3, Max=4, Product=5).
 enum class ReduceOp : uint8_t {
@@ -39,6 +41,8 @@ inline size_t dtypeSize(DataType t) {
       return 1;
     case DataType::kFloat16:
     case DataType::kBFloat16:
+    case DataType::kInt16:
+    case DataType::kUInt16:
       return 2;
     case DataType::kInt32:
     case DataType::kFloat32:

@@ -19,6 +19,7 @@ enum class StatusCode : int {
   kSystemError = 6,        // a syscall failed
   kAborted = 7,            // work cancelled by shutdown
   kInternal = 8,           // a bug in lightcc
+  kCancelled = 9,          // the waiting caller was interrupted (a signal for the Python edge)
 };
 
 class [[nodiscard]] Status {
@@ -35,6 +36,7 @@ class [[nodiscard]] Status {
   static Status SystemError(std::string m) { return {StatusCode::kSystemError, std::move(m)}; }
   static Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -79,6 +79,8 @@ Status reduceNCuda(void* dst, const void* const* srcs, int n, size_t count, Data
     case DataType::kUInt8:
     case DataType::kBool: launchForOp<uint8_t>(dst, list, n, count, op, pre, post, s); break;
     case DataType::kInt8: launchForOp<int8_t>(dst, list, n, count, op, pre, post, s); break;
+    case DataType::kUInt16: launchForOp<uint16_t>(dst, list, n, count, op, pre, post, s); break;
+    case DataType::kInt16: launchForOp<int16_t>(dst, list, n, count, op, pre, post, s); break;
     case DataType::kInt32: launchForOp<int32_t>(dst, list, n, count, op, pre, post, s); break;
     case DataType::kInt64: launchForOp<int64_t>(dst, list, n, count, op, pre, post, s); break;
     case DataType::kFloat16: launchForOp<Half>(dst, list, n, count, op, pre, post, s); break;

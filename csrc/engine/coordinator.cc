@@ -27,6 +27,51 @@ bool needsEqualShapes(OpType op) {
   return op == OpType::kAllreduce || op == OpType::kBroadcast || op == OpType::kReducescatter;
 }
 
+// Why `q` disagrees with the first member's request `first` for the same tensor, or "".
+std::string disagreement(const std::string& name, const std::string& what, const Request& first, const Request& q) {
+  const std::string a = "rank " + std::to_string(first.rank);
+  const std::string b = "rank " + std::to_string(q.rank);
+  if (q.op != first.op) {
+    return "Mismatched operations for tensor '" + name + "': " + a + " called " +
+           lower(opTypeName(first.op)) + " but " + b + " called " + lower(opTypeName(q.op));
+  }
+  if (q.dtype != first.dtype) {
+    return "Mismatched data types in " + what + ": " + a + " has " + dtypeName(first.dtype) +
+           " but " + b + " has " + dtypeName(q.dtype);
+  }
+  if ((first.op == OpType::kAllreduce || first.op == OpType::kReducescatter) &&
+      q.reduce_op != first.reduce_op) {
+    return "Mismatched reduction ops in " + what + ": " + a + " uses " +
+           reduceOpName(first.reduce_op) + " but " + b + " uses " + reduceOpName(q.reduce_op);
+  }
+  if (q.prescale != first.prescale || q.postscale != first.postscale) {
+    return "Mismatched prescale/postscale factors in " + what + ": " + a + " (" +
+           std::to_string(first.prescale) + ", " + std::to_string(first.postscale) + ") vs " +
+           b + " (" + std::to_string(q.prescale) + ", " + std::to_string(q.postscale) + ")";
+  }
+  if (first.op == OpType::kBroadcast && q.root != first.root) {
+    return "Mismatched root ranks in " + what + ": " + a + " names root " +
+           std::to_string(first.root) + " but " + b + " names root " + std::to_string(q.root);
+  }
+  if (needsEqualShapes(first.op) && q.shape != first.shape) {
+    return "Mismatched shapes in " + what + ": " + a + " has " + shapeText(first.shape) +
+           " but " + b + " has " + shapeText(q.shape);
+  }
+  if ((first.op == OpType::kAllgather || first.op == OpType::kAlltoall) &&
+      (q.shape.size() != first.shape.size() ||
+       !std::equal(q.shape.begin() + std::min<size_t>(1, q.shape.size()), q.shape.end(),
+                   first.shape.begin() + std::min<size_t>(1, first.shape.size())))) {
+    return "Mismatched shapes in " + what + " (all dimensions but the first must agree): " +
+           a + " has " + shapeText(first.shape) + " but " + b + " has " + shapeText(q.shape);
+  }
+  if ((first.op == OpType::kAddProcessSet || first.op == OpType::kRemoveProcessSet) &&
+      q.aux != first.aux) {
+    return "Mismatched process-set arguments: " + a + " passed " + shapeText(first.aux) +
+           " but " + b + " passed " + shapeText(q.aux);
+  }
+  return "";
+}
+
 }  // namespace
 
 bool Coordinator::isJoined(int rank) const {
@@ -62,6 +107,12 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
     r.error = "tensor '" + key.second + "' was submitted only by ranks that have since joined";
     return r;
   }
+  for (const auto& q : p.by_member) {
+    if (q && !q->error.empty()) {
+      r.error = "rank " + std::to_string(q->rank) + " rejected tensor '" + key.second + "': " + q->error;
+      return r;
+    }
+  }
   r.op = first->op;
   r.dtype = first->dtype;
   r.reduce_op = first->reduce_op;
@@ -76,56 +127,17 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
   };
   for (const auto& q : p.by_member) {
     if (!q) continue;
-    const std::string a = "rank " + std::to_string(first->rank);
-    const std::string b = "rank " + std::to_string(q->rank);
-    if (q->op != first->op) {
-      return fail("Mismatched operations for tensor '" + key.second + "': " + a + " called " +
-                  lower(opTypeName(first->op)) + " but " + b + " called " + lower(opTypeName(q->op)));
-    }
-    if (q->dtype != first->dtype) {
-      return fail("Mismatched data types in " + what + ": " + a + " has " + dtypeName(first->dtype) +
-                  " but " + b + " has " + dtypeName(q->dtype));
-    }
-    if ((first->op == OpType::kAllreduce || first->op == OpType::kReducescatter) &&
-        q->reduce_op != first->reduce_op) {
-      return fail("Mismatched reduction ops in " + what + ": " + a + " uses " +
-                  reduceOpName(first->reduce_op) + " but " + b + " uses " + reduceOpName(q->reduce_op));
-    }
-    if (q->prescale != first->prescale || q->postscale != first->postscale) {
-      return fail("Mismatched prescale/postscale factors in " + what + ": " + a + " (" +
-                  std::to_string(first->prescale) + ", " + std::to_string(first->postscale) + ") vs " +
-                  b + " (" + std::to_string(q->prescale) + ", " + std::to_string(q->postscale) + ")");
-    }
-    if (first->op == OpType::kBroadcast && q->root != first->root) {
-      return fail("Mismatched root ranks in " + what + ": " + a + " names root " +
-                  std::to_string(first->root) + " but " + b + " names root " + std::to_string(q->root));
-    }
-    if (needsEqualShapes(first->op) && q->shape != first->shape) {
-      return fail("Mismatched shapes in " + what + ": " + a + " has " + shapeText(first->shape) +
-                  " but " + b + " has " + shapeText(q->shape));
-    }
-    if ((first->op == OpType::kAllgather || first->op == OpType::kAlltoall) &&
-        (q->shape.size() != first->shape.size() ||
-         !std::equal(q->shape.begin() + std::min<size_t>(1, q->shape.size()), q->shape.end(),
-                     first->shape.begin() + std::min<size_t>(1, first->shape.size())))) {
-      return fail("Mismatched shapes in " + what + " (all dimensions but the first must agree): " +
-                  a + " has " + shapeText(first->shape) + " but " + b + " has " + shapeText(q->shape));
-    }
-    if ((first->op == OpType::kAddProcessSet || first->op == OpType::kRemoveProcessSet) &&
-        q->aux != first->aux) {
-      return fail("Mismatched process-set arguments: " + a + " passed " + shapeText(first->aux) +
-                  " but " + b + " passed " + shapeText(q->aux));
-    }
+    const std::string why = disagreement(key.second, what, *first, *q);
+    if (!why.empty()) return fail(why);
   }
   for (size_t m = 0; m < members->size(); ++m) {
     if (p.by_member[m]) continue;
     int joined_rank = (*members)[m];
-    if (first->op == OpType::kAlltoall || first->op == OpType::kReducescatter) {
+    // As Horovod: a joined rank contributes zeros to an allreduce, but it has no rows to
+    // gather, scatter or exchange and cannot take part in a broadcast.
+    if (first->op != OpType::kAllreduce && first->op != OpType::kBarrier) {
       return fail(what + " cannot run while rank " + std::to_string(joined_rank) +
-                  " has joined (only allreduce, allgather, broadcast and barrier can)");
-    }
-    if (first->op == OpType::kBroadcast && first->root == joined_rank) {
-      return fail(what + ": root rank " + std::to_string(joined_rank) + " has already joined");
+                  " has joined (only allreduce and barrier can)");
     }
   }
   if (first->op == OpType::kAllgather) {

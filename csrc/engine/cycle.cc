@@ -1,363 +1,60 @@
-// Negotiation cycle: the bit-vector fast path and the coordinator slow path (see design.md).
-//
-// Bit vector layout (uint64 words, AND-reduced across all ranks):
-//   word 0         status bits, most inverted so AND acts as OR: 1 = "nothing uncached to send",
-//                  2 = "no shutdown requested", 4 = "not joined", 8 = "coordinator has nothing",
-//                  16 = "nothing pending here", 64 = "my shutdown grace has not expired",
-//                  128 = "I do not need held (bucketed) tensors run now";
-//                  and one plain AND: 32 = "I asked to shut down".
-//   words 1..W     ready bits: cache entry b is pending here (or this rank is not in its set).
-//   words W+1..2W  valid bits: cleared where this rank's request disagrees with entry b.
-// After the AND every rank knows the same facts, so every rank takes the same branch.
+// Engine cycle: negotiate a plan, schedule fusion over it, dispatch it, and keep the counters.
 #include <algorithm>
 
 #include "common/logging.h"
 #include "engine/engine.h"
-#include "engine/message.h"
 
 namespace lightcc {
 namespace {
-constexpr uint64_t kNothingToSend = 1, kNoShutdown = 2, kNotJoined = 4, kCoordinatorIdle = 8,
-                   kNothingPending = 16, kAllAsked = 32, kNoForce = 64, kNoFlush = 128;
 // A rank that shuts down keeps serving cycles until every rank has asked too, but for at most
 // this long; then everyone stops and pending work fails.
 constexpr double kShutdownGraceSeconds = 5.0;
-}
 
-Status Engine::postCycleReceives() {
-  const size_t words = 1 + 2 * ((cache_->capacity() + 63) / 64);
-  if (cycle_in_.size() != static_cast<size_t>(topo_.size)) {
-    cycle_in_.assign(topo_.size, std::vector<uint64_t>(words, 0));  // reused every cycle
-  }
-  cycle_req_.assign(topo_.size, nullptr);
-  cycle_done_.assign(topo_.size, false);
-  for (int r = 0; r < topo_.size; ++r) {
-    if (r == topo_.rank) continue;
-    LIGHTCC_RETURN_IF_ERROR(world_links_[r]->irecv(cycle_in_[r].data(), words * 8, &cycle_req_[r]));
-    if (cycle_req_[r] == nullptr) return Status::Internal("link to rank " + std::to_string(r) + " is busy between cycles");
-  }
-  return Status::OK();
+uint64_t nanos(std::chrono::steady_clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
-
-bool Engine::incomingCycle() {
-  if (!link_error_.ok()) return true;
-  bool any = false;
-  for (int r = 0; r < topo_.size; ++r) {
-    if (r == topo_.rank) continue;
-    if (!cycle_done_[r]) {
-      bool done = false;
-      size_t size = 0;
-      Status st = world_links_[r]->test(cycle_req_[r], &done, &size);
-      if (!st.ok()) {
-        link_error_ = st.withContext("negotiation with rank " + std::to_string(r));
-        return true;
-      }
-      if (done) {
-        cycle_done_[r] = true;
-        if (size != cycle_in_[r].size() * 8) {
-          link_error_ = Status::PeerFailure("rank " + std::to_string(r) + " sent a " + std::to_string(size) +
-                                            "-byte negotiation vector, expected " +
-                                            std::to_string(cycle_in_[r].size() * 8));
-        }
-      }
-    }
-    any = any || cycle_done_[r];
-  }
-  return any;
-}
-
-Status Engine::exchangeBits(std::vector<uint64_t>* bits) {
-  std::vector<LinkRequest*> sends(topo_.size, nullptr);
-  std::vector<bool> sent(topo_.size, false);
-  Status error;
-  auto progress = [&]() -> bool {
-    bool all = true;
-    for (int r = 0; r < topo_.size; ++r) {
-      if (r == topo_.rank) continue;
-      if (!sent[r]) {
-        if (sends[r] == nullptr) {
-          error = world_links_[r]->isend(bits->data(), bits->size() * 8, &sends[r]);
-          if (!error.ok()) return true;
-        }
-        if (sends[r] != nullptr) {
-          bool done = false;
-          size_t n = 0;
-          error = world_links_[r]->test(sends[r], &done, &n);
-          if (!error.ok()) return true;
-          sent[r] = done;
-        }
-      }
-      all = all && sent[r];
-    }
-    incomingCycle();
-    if (!link_error_.ok()) return true;
-    for (int r = 0; r < topo_.size; ++r) {
-      if (r != topo_.rank && !cycle_done_[r]) all = false;
-    }
-    return all;
-  };
-  const auto wait_start = std::chrono::steady_clock::now();
-  LIGHTCC_RETURN_IF_ERROR(host_->waitUntil(progress, "negotiation (cycle " + std::to_string(cycle_) + ")", true));
-  stats_.negotiate_wait_ns.fetch_add(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count(),
-      std::memory_order_relaxed);
-  LIGHTCC_RETURN_IF_ERROR(error);
-  LIGHTCC_RETURN_IF_ERROR(link_error_);
-  for (int r = 0; r < topo_.size; ++r) {
-    if (r == topo_.rank) continue;
-    for (size_t w = 0; w < bits->size(); ++w) (*bits)[w] &= cycle_in_[r][w];
-  }
-  return Status::OK();
-}
-
-Status Engine::sendBytes(Link* link, const std::string& bytes) {
-  uint64_t n = bytes.size();
-  SetComm& world = comms_.at(0);
-  std::vector<P2POp> ops = {{link, true, &n, sizeof(n)},
-                            {link, true, const_cast<char*>(bytes.data()), bytes.size()}};
-  return runP2P(world, ops, "negotiation message to rank " + std::to_string(link->peer()));
-}
-
-Status Engine::recvBytes(Link* link, std::string* bytes) {
-  uint64_t n = 0;
-  SetComm& world = comms_.at(0);
-  std::vector<P2POp> head = {{link, false, &n, sizeof(n)}};
-  LIGHTCC_RETURN_IF_ERROR(runP2P(world, head, "negotiation message from rank " + std::to_string(link->peer())));
-  if (n > (uint64_t{1} << 32)) {
-    return Status::PeerFailure("rank " + std::to_string(link->peer()) + " announced a " + std::to_string(n) +
-                               "-byte negotiation message");
-  }
-  bytes->resize(n);
-  std::vector<P2POp> body = {{link, false, bytes->data(), n}};
-  return runP2P(world, body, "negotiation message from rank " + std::to_string(link->peer()));
-}
-
-void Engine::classifyNewEntries() {
-  queue_.drain(&fresh_);
-  const bool trace = topo_.rank == 0 && timeline_.active();
-  for (auto& e : fresh_) {
-    const Request& r = e.request;
-    if (r.op == OpType::kJoin) joined_ = true;
-    if (trace) timeline_.begin(r.name, std::string("NEGOTIATE_") + opTypeName(r.op));
-    const TensorId id = tensors_.intern(r.process_set_id, r.name);
-    const int bit = isCacheable(r.op) ? cache_->find(id) : -1;
-    if (bit >= 0 && cache_->matches(bit, r)) {
-      tensors_.addPending(id, std::move(e), TensorTable::State::kCached, bit);
-    } else {
-      if (bit >= 0) invalid_bits_.push_back(bit);  // everyone drops it, then renegotiates
-      tensors_.addPending(id, std::move(e), TensorTable::State::kToSend, -1);
-    }
-  }
-  fresh_.clear();
-}
-
-void Engine::maintenance(bool* want_cycle) {
-  auto now = std::chrono::steady_clock::now();
-  last_maintenance_ = now;
-  if (!config_.stall_check_enabled) return;
-  if (coordinator_) {
-    coordinator_->checkStalls(now, config_.stall_check_seconds, config_.stall_shutdown_seconds, &stall_responses_);
-    if (!stall_responses_.empty()) *want_cycle = true;
-  }
-  // A tensor waiting on the fast path is invisible to the coordinator; after half the stall
-  // time renegotiate it so the stall inspector can name the missing ranks.
-  for (TensorId id : tensors_.pending()) {
-    const TensorTable::Slot& p = tensors_.at(id);
-    double age = std::chrono::duration<double>(now - p.entry.enqueued).count();
-    if (p.state == TensorTable::State::kCached && age > config_.stall_check_seconds / 2 &&
-        std::find(invalid_bits_.begin(), invalid_bits_.end(), p.bit) == invalid_bits_.end()) {
-      invalid_bits_.push_back(p.bit);
-      *want_cycle = true;
-    }
-  }
-}
-
-Status Engine::slowPath(std::vector<ResponsePtr>* responses) {
-  std::vector<Request> mine;
-  for (TensorId id : tensors_.pending()) {
-    if (tensors_.at(id).state == TensorTable::State::kToSend) {
-      mine.push_back(tensors_.at(id).entry.request);
-      tensors_.setState(id, TensorTable::State::kSubmitted);
-    }
-  }
-  if (topo_.rank != 0) {
-    LIGHTCC_RETURN_IF_ERROR(sendBytes(world_links_[0], serializeRequests(mine)));
-    std::string bytes;
-    LIGHTCC_RETURN_IF_ERROR(recvBytes(world_links_[0], &bytes));
-    std::vector<Response> got;
-    LIGHTCC_RETURN_IF_ERROR(parseResponses(bytes, 0, &got));
-    for (Response& r : got) responses->push_back(std::make_shared<const Response>(std::move(r)));
-    return Status::OK();
-  }
-  auto now = std::chrono::steady_clock::now();
-  std::vector<Response> made = std::move(stall_responses_);
-  stall_responses_.clear();
-  for (const auto& r : mine) {
-    timeline_.instant(r.name, "0");
-    coordinator_->add(r, now, &made);
-  }
-  for (int peer = 1; peer < topo_.size; ++peer) {
-    std::string bytes;
-    LIGHTCC_RETURN_IF_ERROR(recvBytes(world_links_[peer], &bytes));
-    std::vector<Request> theirs;
-    LIGHTCC_RETURN_IF_ERROR(parseRequests(bytes, peer, &theirs));
-    for (auto& r : theirs) {
-      r.rank = peer;  // a rank speaks only for itself
-      timeline_.instant(r.name, std::to_string(peer));
-      coordinator_->add(r, now, &made);
-    }
-  }
-  const std::string out = serializeResponses(made);
-  for (int peer = 1; peer < topo_.size; ++peer) {
-    LIGHTCC_RETURN_IF_ERROR(sendBytes(world_links_[peer], out));
-  }
-  for (Response& r : made) responses->push_back(std::make_shared<const Response>(std::move(r)));
-  return Status::OK();
-}
+}  // namespace
 
 Status Engine::runCycle(bool* stop) {
-  LIGHTCC_RETURN_IF_ERROR(link_error_);
   const auto cycle_start = std::chrono::steady_clock::now();
-  ++cycle_;
   timeline_.cycleStart();
-  classifyNewEntries();
-
-  const size_t W = (cache_->capacity() + 63) / 64;
-  const size_t cap = cache_->extent();  // bits at or above it are free on every rank
-  std::vector<uint64_t> bits(1 + 2 * W, 0);
-  const bool to_send = tensors_.anyToSend();
-  const bool asked = shutdown_requested_.load();
-  if (asked && !shutdown_seen_) {
+  Negotiator::Votes votes;
+  votes.asked_shutdown = shutdown_requested_.load();
+  if (votes.asked_shutdown && !shutdown_seen_) {
     shutdown_seen_ = true;
-    shutdown_asked_at_ = std::chrono::steady_clock::now();
+    shutdown_asked_at_ = cycle_start;
   }
-  const bool force = asked && std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                            shutdown_asked_at_).count() > kShutdownGraceSeconds;
-  bits[0] = (to_send ? 0 : kNothingToSend) | (asked ? 0 : kNoShutdown) | (joined_ ? 0 : kNotJoined) |
-            (stall_responses_.empty() ? kCoordinatorIdle : 0) | (tensors_.anyPending() ? 0 : kNothingPending) |
-            (asked ? kAllAsked : 0) | (force ? 0 : kNoForce) | (fusionWantsFlush() ? 0 : kNoFlush);
-  // Entries of sets this rank is not in are always "ready" here. A set's membership never
-  // changes under its id, so the mask changes only with the cache's contents.
-  const size_t cap_words = (cap + 63) / 64;
-  if (absent_generation_ != cache_->generation() || absent_sets_ != comms_.size()) {
-    absent_generation_ = cache_->generation();
-    absent_sets_ = comms_.size();
-    absent_mask_.assign(W, 0);
-    int32_t run_set = -1;  // entries mostly share one set: one lookup per run of them
-    bool run_absent = false;
-    for (size_t b = 0; b < cap; ++b) {
-      if (!cache_->occupied(b)) continue;
-      const int32_t set = cache_->response(b).process_set_id;
-      if (set != run_set) {
-        auto it = comms_.find(set);
-        run_set = set;
-        run_absent = it == comms_.end() || !it->second.member();
-      }
-      if (run_absent) absent_mask_[b / 64] |= uint64_t{1} << (b % 64);
-    }
-  }
-  for (size_t w = 0; w < cap_words; ++w) bits[1 + w] |= absent_mask_[w];
-  for (TensorId id : tensors_.pending()) {
-    const TensorTable::Slot& p = tensors_.at(id);
-    if (p.state == TensorTable::State::kCached) bits[1 + p.bit / 64] |= uint64_t{1} << (p.bit % 64);
-  }
-  for (size_t w = 0; w < W; ++w) bits[1 + W + w] = ~uint64_t{0};
-  for (int b : invalid_bits_) bits[1 + W + b / 64] &= ~(uint64_t{1} << (b % 64));
-  invalid_bits_.clear();
-
-  LIGHTCC_RETURN_IF_ERROR(exchangeBits(&bits));
-
-  const uint64_t status = bits[0];
-  // Stop together once every rank has asked (the normal end of a job: ranks finish at different
-  // times and may still run ops of their own process sets), or once an asker's grace runs out.
-  if (!(status & kNoForce) || (status & kAllAsked)) {
+  votes.force_shutdown = votes.asked_shutdown &&
+                         std::chrono::duration<double>(cycle_start - shutdown_asked_at_).count() > kShutdownGraceSeconds;
+  votes.want_flush = fusionWantsFlush();
+  Negotiator::Plan& plan = plan_;
+  LIGHTCC_RETURN_IF_ERROR(negotiator_->negotiate(votes, &plan));
+  if (plan.stop) {
     *stop = true;
     return Status::OK();
   }
-  shutdown_pending_ = !(status & kNoShutdown);
-  const bool any_joined = !(status & kNotJoined);
-  bool any_invalid = false;
-  for (size_t w = 0; w < cap_words; ++w) {
-    const uint64_t invalid = cache_->occupiedWord(w) & ~bits[1 + W + w];
-    any_invalid = any_invalid || invalid != 0;
-    for (uint64_t drop = any_joined ? cache_->occupiedWord(w) : invalid; drop != 0; drop &= drop - 1) {
-      const int b = static_cast<int>(w * 64) + __builtin_ctzll(drop);
-      // Only the entry interned under this bit's id can be announcing it.
-      const TensorId id = cache_->id(b);
-      cache_->erase(b);
-      const TensorTable::Slot& p = tensors_.at(id);
-      if (p.pending && p.state == TensorTable::State::kCached && p.bit == b) {
-        tensors_.setState(id, TensorTable::State::kToSend);
-      }
-    }
-  }
-  std::vector<ResponsePtr>& responses = agreed_;
-  responses.clear();
-  agreed_ids_.clear();
-  for (size_t w = 0; w < cap_words; ++w) {
-    for (uint64_t ready = bits[1 + w] & cache_->occupiedWord(w); ready != 0; ready &= ready - 1) {
-      const int b = static_cast<int>(w * 64) + __builtin_ctzll(ready);
-      responses.push_back(cache_->shared(b));
-      agreed_ids_.push_back(cache_->id(b));
-      cache_->touch(b, cycle_);
-    }
-  }
-  const size_t cached_count = responses.size();
-  const bool flush = !(status & kNoFlush) || any_joined || shutdown_pending_;
-  const bool slow = !(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined;
-  if (slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&responses));
-  for (size_t i = cached_count; i < responses.size(); ++i) {
-    const Response& r = *responses[i];
-    // Coordinated responses name one tensor each. One this rank never submitted (a set it is
-    // not in, a joined rank) gets an id here too, since the cache keys its slots by id.
-    const bool cacheable = !any_joined && !r.isError() && isCacheable(r.op);
-    TensorId id = cacheable ? tensors_.intern(r.process_set_id, r.names.front())
-                            : tensors_.find(r.process_set_id, r.names.front());
-    agreed_ids_.push_back(id);
-    if (!cacheable) continue;
-    const TensorTable::Slot& p = tensors_.at(id);
-    cache_->put(id, p.pending ? &p.entry.request : nullptr, responses[i], cycle_);
-  }
-  if (topo_.rank == 0 && timeline_.active()) {
-    for (size_t i = 0; i < responses.size(); ++i) {
-      const TensorId id = agreed_ids_[i];
-      if (id >= 0 && tensors_.at(id).pending) timeline_.end(responses[i]->names.front());
-    }
-  }
+  shutdown_pending_ = plan.shutdown_pending;
   // Work that arrived while we negotiated comes from a producer running ahead of us (a backward
   // pass): then HOROVOD_CYCLE_TIME lets more of it gather. Work queued in reaction to the
   // completions below is a caller waiting on us, and must not wait for a tick.
   // An empty cycle (a peer woke us before we had the op) is not a burst: never delay after it.
-  busy_ = queue_.hasWork() && !responses.empty();
+  busy_ = queue_.hasWork() && !plan.responses.empty();
   const auto agreed = std::chrono::steady_clock::now();
-  // Agreed entries may be held for their bucket: they must not announce themselves again.
-  for (TensorId id : agreed_ids_) {
-    if (id >= 0 && tensors_.at(id).pending) tensors_.setState(id, TensorTable::State::kSubmitted);
-  }
-  const std::vector<ResponsePtr> plan = fusion_->schedule(responses, flush);
+  const std::vector<ResponsePtr> batches = fusion_->schedule(plan.responses, plan.flush);
   fusion_holding_ = fusion_->holding();
   stats_.fusion_held.store(fusion_->heldCount(), std::memory_order_relaxed);
   stats_.fusion_flushes.store(fusion_->flushes(), std::memory_order_relaxed);
-  take_hint_ = 0;
-  for (const ResponsePtr& r : plan) {
-    LIGHTCC_RETURN_IF_ERROR(execute(r));
-  }
+  for (const ResponsePtr& r : batches) LIGHTCC_RETURN_IF_ERROR(execute(r));
   const auto executed = std::chrono::steady_clock::now();
-  auto ns = [](auto d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); };
   stats_.cycles.fetch_add(1, std::memory_order_relaxed);
-  if (slow) stats_.slow_cycles.fetch_add(1, std::memory_order_relaxed);
-  stats_.negotiate_ns.fetch_add(ns(agreed - cycle_start), std::memory_order_relaxed);
-  stats_.execute_ns.fetch_add(ns(executed - agreed), std::memory_order_relaxed);
-  stats_.cached_responses.fetch_add(cached_count, std::memory_order_relaxed);
-  stats_.coordinated_responses.fetch_add(responses.size() - cached_count, std::memory_order_relaxed);
-  stats_.fused_batches.fetch_add(plan.size(), std::memory_order_relaxed);
-  // Names used once (a step counter in the name, say) would pile up ids; recycle them when the
-  // table has far outgrown what the cache and the pending work need (amortized O(1) per tensor).
-  if (tensors_.live() > 1024 + 2 * (cache_->extent() + tensors_.pending().size())) {
-    tensors_.collect([this](TensorId id) { return cache_->find(id) >= 0; });
-  }
+  if (plan.slow) stats_.slow_cycles.fetch_add(1, std::memory_order_relaxed);
+  stats_.negotiate_ns.fetch_add(nanos(agreed - cycle_start), std::memory_order_relaxed);
+  stats_.execute_ns.fetch_add(nanos(executed - agreed), std::memory_order_relaxed);
+  stats_.cached_responses.fetch_add(plan.cached, std::memory_order_relaxed);
+  stats_.coordinated_responses.fetch_add(plan.responses.size() - plan.cached, std::memory_order_relaxed);
+  stats_.fused_batches.fetch_add(batches.size(), std::memory_order_relaxed);
   last_cycle_end_ = std::chrono::steady_clock::now();
-  return postCycleReceives();
+  return negotiator_->finishCycle();
 }
 
 }  // namespace lightcc

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "algorithms/adasum.h"
 #include "common/logging.h"
 #include "engine/cpu_binding.h"
 
@@ -11,13 +12,11 @@ namespace lightcc {
 Engine::Engine(const InitOptions& options, const Config& config)
     : options_(options),
       config_(config),
+      // The background thread may be asleep, or sitting out a caller's grace period.
       queue_([this] {
-        if (host_) host_->wakeSelf();
-        // The background thread may be sitting out a caller's grace period; taking the mutex
-        // orders this push before its next look at the queue, so the notify cannot be lost.
-        { std::lock_guard<std::mutex> d(driver_mu_); }
-        driver_cv_.notify_all();
-      }) {
+        if (host_) progress_.poke();
+      }),
+      topk_(config_) {
   topo_.rank = options.rank;
   topo_.size = options.size;
 }
@@ -44,6 +43,52 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
   return Status::OK();
 }
 
+Status Engine::bootstrap() {
+  LIGHTCC_RETURN_IF_ERROR(Mesh::build(options_, config_, &abort_requested_, &mesh_));
+  topo_ = mesh_->topology();
+  main_ = &mesh_->channel(0);
+  host_ = main_->host.get();
+  // Process sets: 0 is everyone; the ones passed to init get ids 1..n in order.
+  std::vector<int> all(topo_.size);
+  for (int r = 0; r < topo_.size; ++r) all[r] = r;
+  {
+    std::lock_guard<std::mutex> lock(sets_mu_);
+    set_ranks_[0] = all;
+    for (const auto& ranks : options_.process_sets) {
+      std::vector<int> sorted = ranks;
+      std::sort(sorted.begin(), sorted.end());
+      set_ranks_[next_set_id_++] = sorted;
+    }
+    for (const auto& [id, ranks] : set_ranks_) mesh_->addSet(id, ranks);
+  }
+  negotiator_ = std::make_unique<Negotiator>(config_, topo_, *main_, queue_, timeline_, stats_);
+  LIGHTCC_RETURN_IF_ERROR(setUpFusion());  // may probe the links: before the cycle receives are posted
+  LIGHTCC_RETURN_IF_ERROR(startExecutors());
+  return negotiator_->start();
+}
+
+Status Engine::startExecutors() {
+  exec_env_.config = &config_;
+  exec_env_.rank = topo_.rank;
+  exec_env_.timeline = &timeline_;
+  exec_env_.topk = &topk_;
+  exec_env_.topk_threshold_bytes = topk_threshold_bytes_;
+  exec_env_.release_name = [this](int32_t set, const std::string& name) { queue_.finish(set, name); };
+  executor_ = std::make_unique<HostExecutor>(exec_env_, *main_);
+  if (mesh_->channels() == 1) return Status::OK();
+  // LIGHT_NUM_STREAMS > 1: every further channel gets a worker with its own executor.
+  std::vector<Channel*> channels;
+  std::vector<std::unique_ptr<Executor>> executors;
+  for (int c = 1; c < mesh_->channels(); ++c) {
+    channels.push_back(&mesh_->channel(c));
+    executors.push_back(std::make_unique<HostExecutor>(exec_env_, mesh_->channel(c)));
+  }
+  streams_ = std::make_unique<Streams>(std::move(channels), std::move(executors), host_,
+                                       Streams::Counters{&stats_.stream_batches, &stats_.streams_busy_max});
+  streams_->start();
+  return Status::OK();
+}
+
 Engine::~Engine() {
   Status ignored = shutdown();
   (void)ignored;
@@ -64,59 +109,67 @@ Status Engine::stopTimeline() {
   return Status::OK();
 }
 
-Status Engine::validate(const TensorEntry& e) const {
-  const Request& r = e.request;
-  std::vector<int> ranks;
-  {
-    std::lock_guard<std::mutex> lock(sets_mu_);
-    auto it = set_ranks_.find(r.process_set_id);
-    if (it == set_ranks_.end()) {
-      return Status::InvalidArgument("process set " + std::to_string(r.process_set_id) +
-                                     " is not registered (was it removed?)");
-    }
-    ranks = it->second;
+Status Engine::checkMembership(const Request& r) const {
+  std::lock_guard<std::mutex> lock(sets_mu_);
+  auto it = set_ranks_.find(r.process_set_id);
+  if (it == set_ranks_.end()) {
+    return Status::InvalidArgument("process set " + std::to_string(r.process_set_id) +
+                                   " is not registered (was it removed?)");
   }
-  auto me = std::find(ranks.begin(), ranks.end(), topo_.rank);
-  if (me == ranks.end()) {
-    return Status::InvalidArgument("rank " + std::to_string(topo_.rank) +
-                                   " is not a member of process set " +
+  if (std::find(it->second.begin(), it->second.end(), topo_.rank) == it->second.end()) {
+    return Status::InvalidArgument("rank " + std::to_string(topo_.rank) + " is not a member of process set " +
                                    std::to_string(r.process_set_id));
   }
-  const std::string what = "tensor '" + r.name + "'";
+  return Status::OK();
+}
+
+Status Engine::validate(const TensorEntry& e) const {
+  const Request& r = e.request;
+  LIGHTCC_RETURN_IF_ERROR(checkMembership(r));
+  // Sets are only ever added or erased, never changed under their id, so the members read here
+  // stay what they were; holding the lock keeps the entry itself alive while we look.
+  std::lock_guard<std::mutex> lock(sets_mu_);
+  const std::vector<int>& ranks = set_ranks_.at(r.process_set_id);
+  // Built only for an error message: validation runs for every tensor of every step.
+  auto what = [&r] { return "tensor '" + r.name + "'"; };
   for (int64_t d : r.shape) {
-    if (d < 0) return Status::InvalidArgument(what + " has a negative dimension");
+    if (d < 0) return Status::InvalidArgument(what() + " has a negative dimension");
   }
-  if (r.reduce_op == ReduceOp::kAdasum && (r.op == OpType::kAllreduce || r.op == OpType::kReducescatter)) {
-    return Status::InvalidArgument(what + ": Adasum is not supported by lightcc; use Average or Sum");
+  if (r.reduce_op == ReduceOp::kAdasum && r.op == OpType::kReducescatter) {
+    return Status::InvalidArgument(what() + ": reducescatter does not support Adasum; use Average or Sum");
+  }
+  if (r.reduce_op == ReduceOp::kAdasum && r.op == OpType::kAllreduce) {
+    const std::string why = adasumUnsupported(static_cast<int>(ranks.size()), r.dtype);
+    if (!why.empty()) return Status::InvalidArgument("rank " + std::to_string(topo_.rank) + ", " + what() + ": " + why);
   }
   if ((r.op == OpType::kAllgather || r.op == OpType::kAlltoall) && r.shape.empty()) {
-    return Status::InvalidArgument(what + ": " + std::string(opTypeName(r.op)) +
+    return Status::InvalidArgument(what() + ": " + std::string(opTypeName(r.op)) +
                                    " needs a tensor with at least one dimension");
   }
   if (r.op == OpType::kReducescatter && r.shape.empty()) {
-    return Status::InvalidArgument(what + ": reducescatter needs a tensor with at least one dimension");
+    return Status::InvalidArgument(what() + ": reducescatter needs a tensor with at least one dimension");
   }
   if (r.op == OpType::kBroadcast && std::find(ranks.begin(), ranks.end(), r.root) == ranks.end()) {
-    return Status::InvalidArgument(what + ": root rank " + std::to_string(r.root) +
+    return Status::InvalidArgument(what() + ": root rank " + std::to_string(r.root) +
                                    " is not in process set " + std::to_string(r.process_set_id));
   }
   if (r.op == OpType::kAlltoall && !r.aux.empty()) {
     if (r.aux.size() != ranks.size()) {
-      return Status::InvalidArgument(what + ": alltoall splits has " + std::to_string(r.aux.size()) +
+      return Status::InvalidArgument(what() + ": alltoall splits has " + std::to_string(r.aux.size()) +
                                      " entries, expected one per rank (" + std::to_string(ranks.size()) + ")");
     }
     int64_t sum = 0;
     for (int64_t s : r.aux) {
-      if (s < 0) return Status::InvalidArgument(what + ": alltoall splits must be non-negative");
+      if (s < 0) return Status::InvalidArgument(what() + ": alltoall splits must be non-negative");
       sum += s;
     }
     if (sum != r.shape[0]) {
-      return Status::InvalidArgument(what + ": alltoall splits sum to " + std::to_string(sum) +
+      return Status::InvalidArgument(what() + ": alltoall splits sum to " + std::to_string(sum) +
                                      " but the first dimension is " + std::to_string(r.shape[0]));
     }
   }
   if (r.op == OpType::kAlltoall && r.aux.empty() && r.shape[0] % static_cast<int64_t>(ranks.size()) != 0) {
-    return Status::InvalidArgument(what + ": without splits, alltoall needs the first dimension (" +
+    return Status::InvalidArgument(what() + ": without splits, alltoall needs the first dimension (" +
                                    std::to_string(r.shape[0]) + ") divisible by the process set size (" +
                                    std::to_string(ranks.size()) + ")");
   }
@@ -132,31 +185,46 @@ Status Engine::enqueue(std::vector<TensorEntry> entries, bool wake) {
     return final_status_.ok() ? Status::PreconditionFailed("lightcc has been shut down; call init() first")
                               : final_status_;
   }
+  for (auto& e : entries) e.request.rank = topo_.rank;
   for (auto& e : entries) {
-    e.request.rank = topo_.rank;
-    if (e.request.op == OpType::kAlltoall && e.request.aux.empty() && !e.request.shape.empty()) {
+    Status st = validate(e);
+    if (st.ok() && e.request.op == OpType::kAlltoall && e.request.aux.empty() && !e.request.shape.empty()) {
       // Even splits: fill them in so the engine has one code path.
-      std::vector<int> ranks;
-      {
-        std::lock_guard<std::mutex> lock(sets_mu_);
-        auto it = set_ranks_.find(e.request.process_set_id);
-        if (it != set_ranks_.end()) ranks = it->second;
-      }
-      LIGHTCC_RETURN_IF_ERROR(validate(e));
-      e.request.aux.assign(ranks.size(), e.request.shape[0] / static_cast<int64_t>(ranks.size()));
+      std::lock_guard<std::mutex> lock(sets_mu_);
+      const int64_t n = static_cast<int64_t>(set_ranks_.at(e.request.process_set_id).size());
+      e.request.aux.assign(static_cast<size_t>(n), e.request.shape[0] / n);
     }
-    LIGHTCC_RETURN_IF_ERROR(validate(e));
+    if (!st.ok()) {
+      withdraw(std::move(entries), st);
+      return st;
+    }
   }
   // With streams callers never drive (wait() sleeps on the handle), so their work is the engine
   // thread's to take even when the caller said it would wait at once.
   return queue_.push(std::move(entries), wake || streams_ != nullptr);
 }
 
+void Engine::withdraw(std::vector<TensorEntry> entries, const Status& why) {
+  if (topo_.size == 1) return;
+  for (auto& e : entries) {
+    // Only ranks in the set take part in its negotiation; outside it there is nobody to tell.
+    if (!checkMembership(e.request).ok()) return;
+  }
+  for (auto& e : entries) {
+    e.request.error = why.message();
+    e.input = nullptr;
+    e.output = nullptr;
+    e.handle = std::make_shared<Handle>();  // nobody waits on it; negotiation completes it
+  }
+  // A name already in flight here cannot be withdrawn twice; the first submission speaks for it.
+  Status ignored = queue_.push(std::move(entries), true);
+  (void)ignored;
+}
+
 Status Engine::shutdown() {
   if (thread_.joinable()) {
     shutdown_requested_ = true;
-    driver_cv_.notify_all();
-    host_->wakeSelf();
+    progress_.poke();
     thread_.join();
   }
   timeline_.stop();
@@ -164,9 +232,5 @@ Status Engine::shutdown() {
   return Status::OK();
 }
 
-void Engine::failEverything(const Status& st) {
-  queue_.close(st);
-  while (tensors_.anyPending()) tensors_.takePending(tensors_.pending().back()).handle->complete(st);
-}
 
 }  // namespace lightcc

@@ -1,19 +1,15 @@
-// Executor: runs one agreed (possibly fused) response and completes its handles.
-//
-// execute() (background thread) handles fences and errors itself and turns every data response
-// into a Batch: with LIGHT_NUM_STREAMS > 1 it goes to stream (sequence mod k), else it runs here.
-// Fences — barrier, join, process-set add/remove — first wait for every stream to go idle, so
-// they see (and, for barrier, complete after) everything agreed before them.
+// HostExecutor: the data collectives on host buffers — algorithm choice, top-k state, completion.
+#include "engine/executor.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
+#include "algorithms/adasum.h"
 #include "algorithms/collectives.h"
-#include "common/logging.h"
-#include "engine/engine.h"
 #include "engine/fusion.h"
 #include "kernels/reduce.h"
-#include "transport/shm/rank_area.h"
 
 namespace lightcc {
 namespace {
@@ -49,171 +45,81 @@ int memberIndex(const SetComm& c, int rank) {
   return -1;
 }
 
+// One segment per tensor, reduced locally: a one-member set.
+void reduceAlone(const IoVec& io, const Response& r, const ReduceSpec& spec) {
+  const size_t esize = dtypeSize(r.dtype);
+  for (const auto& s : io.segments()) {
+    const void* src = s.in;
+    kernels::reduceN(s.out, &src, 1, s.bytes / esize, r.dtype, spec.op, spec.prescale, spec.postscale);
+    kernels::divideIntegers(s.out, s.bytes / esize, r.dtype, spec.int_divisor);
+  }
+}
+
 }  // namespace
 
-void Engine::completeBatchEntry(Batch& b, size_t index, const Status& st, HandleResult result) {
+bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes) {
+  return config.topk_allreduce && r.op == OpType::kAllreduce && r.names.size() == 1 &&
+         r.dtype == DataType::kFloat32 && (r.reduce_op == ReduceOp::kSum || r.reduce_op == ReduceOp::kAverage) &&
+         tensorBytes(r, 0) >= threshold_bytes;
+}
+
+HostExecutor::Algorithm HostExecutor::pickAlgorithm(const Response& r, const SetComm& comm) const {
+  if (r.op == OpType::kAllreduce && r.reduce_op == ReduceOp::kAdasum) return Algorithm::kAdasum;
+  const bool two_level = r.op == OpType::kAllreduce && channel_.hier.count(r.process_set_id) > 0;
+  // Before the one-member case: the residuals (error feedback) behave the same at any size.
+  if (r.op == OpType::kAllreduce && topkEligible(r, *env_.config, env_.topk_threshold_bytes)) {
+    return two_level ? Algorithm::kTwoLevelTopk : Algorithm::kTopk;
+  }
+  if (comm.size() == 1) return Algorithm::kSelf;
+  if (two_level) return Algorithm::kTwoLevel;
+  return comm.all_local ? Algorithm::kSharedMemory : Algorithm::kLinks;
+}
+
+void HostExecutor::complete(Batch& b, size_t index, const Status& st, HandleResult result) {
   TensorEntry& e = b.entries[index];
   if (!e.handle) return;
   // Free the name before waking the caller, who may reuse it at once.
   std::shared_ptr<Handle> handle = std::move(e.handle);
   e.handle.reset();
-  queue_.finish(b.response->process_set_id, b.response->names[index]);
+  env_.release_name(b.response->process_set_id, b.response->names[index]);
   handle->complete(st, std::move(result));
 }
 
-void Engine::failBatch(Batch& b, const Status& st) {
-  for (size_t i = 0; i < b.entries.size(); ++i) completeBatchEntry(b, i, st);
+void HostExecutor::fail(Batch& b, const Status& st) {
+  for (size_t i = 0; i < b.entries.size(); ++i) complete(b, i, st);
 }
 
-Batch Engine::takeBatch(const ResponsePtr& r) {
-  Batch b;
-  b.response = r;
-  b.joined = joined_;
-  b.entries.resize(r->names.size());
-  for (size_t i = 0; i < r->names.size(); ++i) {
-    // Plans mostly list tensors in agreed order, so the first agreed tensor not yet taken is
-    // tried (a name compare) before the name is hashed.
-    while (take_hint_ < agreed_ids_.size() &&
-           (agreed_ids_[take_hint_] < 0 || !tensors_.at(agreed_ids_[take_hint_]).pending)) {
-      ++take_hint_;
-    }
-    TensorId id = take_hint_ < agreed_ids_.size() ? agreed_ids_[take_hint_] : -1;
-    if (id < 0 || tensors_.at(id).set != r->process_set_id || tensors_.at(id).name != r->names[i]) {
-      id = tensors_.find(r->process_set_id, r->names[i]);
-    }
-    if (id < 0 || !tensors_.at(id).pending) continue;
-    b.entries[i] = tensors_.takePending(id);
-  }
-  return b;
-}
-
-void Engine::completeEntry(int32_t set_id, const std::string& name, const Status& st, HandleResult result) {
-  const TensorId id = tensors_.find(set_id, name);
-  if (id < 0 || !tensors_.at(id).pending) return;
-  // Free the name before waking the caller, who may reuse it at once.
-  std::shared_ptr<Handle> handle = tensors_.takePending(id).handle;
-  queue_.finish(set_id, name);
-  handle->complete(st, std::move(result));
-}
-
-Status Engine::applyProcessSetChange(const Response& r) {
-  const std::string& name = r.names.front();
-  if (r.isError()) {
-    completeEntry(0, name, Status::Mismatch(r.error));
-    return Status::OK();
-  }
-  HandleResult result;
-  if (r.op == OpType::kAddProcessSet) {
-    std::vector<int> ranks(r.aux.begin(), r.aux.end());
-    std::sort(ranks.begin(), ranks.end());
-    int32_t id;
-    {
-      std::lock_guard<std::mutex> lock(sets_mu_);
-      id = next_set_id_++;
-      if (id < shm::kMaxProcessSets) set_ranks_[id] = ranks;
-    }
-    if (id >= shm::kMaxProcessSets) {
-      completeEntry(0, name, Status::InvalidArgument("too many process sets created in this job (limit " +
-                                                     std::to_string(shm::kMaxProcessSets) + ")"));
-      return Status::OK();
-    }
-    addSetComms(id, ranks);
-    result.value = id;
-  } else {
-    const int32_t id = static_cast<int32_t>(r.aux.at(0));
-    {
-      std::lock_guard<std::mutex> lock(sets_mu_);
-      set_ranks_.erase(id);
-    }
-    eraseSetComms(id);
-    for (size_t b = 0; b < cache_->capacity(); ++b) {
-      if (cache_->occupied(b) && cache_->response(b).process_set_id == id) cache_->erase(b);
-    }
-    std::vector<std::string> orphans;
-    for (TensorId t : tensors_.pending()) {
-      if (tensors_.at(t).set == id) orphans.push_back(tensors_.at(t).name);
-    }
-    for (const auto& n : orphans) {
-      completeEntry(id, n, Status::Aborted("process set " + std::to_string(id) + " was removed"));
-    }
-    result.value = 1;
-  }
-  completeEntry(0, name, Status::OK(), result);
-  return Status::OK();
-}
-
-Status Engine::execute(const ResponsePtr& shared) {
-  const Response& r = *shared;
-  // Every rank counts every response of the agreed plan, member or not, so streams match.
-  const uint64_t seq = streams_ ? streams_->nextSequence() : 0;
-  const bool fence = r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet ||
-                     r.op == OpType::kJoin || r.op == OpType::kBarrier;
-  if (fence && streams_ && !r.isError()) LIGHTCC_RETURN_IF_ERROR(streams_->drain());
-  if (r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet) return applyProcessSetChange(r);
-  if (r.op == OpType::kJoin) {
-    HandleResult result;
-    result.value = r.last_joined;
-    joined_ = false;
-    completeEntry(0, r.names.front(), Status::OK(), result);
-    return Status::OK();
-  }
-  auto it = comms_.find(r.process_set_id);
-  if (it == comms_.end() || !it->second.member()) return Status::OK();
-  if (r.isError()) {
-    for (const auto& n : r.names) completeEntry(r.process_set_id, n, Status::Mismatch(r.error));
-    return Status::OK();
-  }
-  if (r.op == OpType::kBarrier) {
-    completeEntry(r.process_set_id, r.names.front(), Status::OK());
-    return Status::OK();
-  }
-  Batch b = takeBatch(shared);
-  if (streams_) {
-    streams_->submit(static_cast<int>(seq % static_cast<uint64_t>(streams_->size())), std::move(b));
-    return Status::OK();
-  }
-  ExecContext ctx{comms_, hier_, fusion_buffer_, topk_scratch_};
-  Status st = runBatch(b, ctx);
-  if (!st.ok()) failBatch(b, st);
-  return st;
-}
-
-Status Engine::runBatch(Batch& b, ExecContext& ctx) {
+Status HostExecutor::run(Batch& b) {
   const Response& r = *b.response;
-  auto it = ctx.comms.find(r.process_set_id);
-  if (it == ctx.comms.end()) {
-    return Status::Internal("rank " + std::to_string(topo_.rank) + " has no communicator for process set " +
+  auto it = channel_.comms.find(r.process_set_id);
+  if (it == channel_.comms.end()) {
+    return Status::Internal("rank " + std::to_string(env_.rank) + " has no communicator for process set " +
                             std::to_string(r.process_set_id));
   }
   SetComm& comm = it->second;
-  const bool trace = topo_.rank == 0 && timeline_.active();
+  const Algorithm algo = pickAlgorithm(r, comm);
+  const bool trace = env_.rank == 0 && env_.timeline->active();
   if (trace) {
-    for (const auto& n : r.names) timeline_.begin(n, opTypeName(r.op));
+    for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
   Status st;
   switch (r.op) {
-    case OpType::kAllreduce: st = executeAllreduce(b, comm, ctx); break;
-    case OpType::kAllgather: st = executeAllgather(b, comm); break;
-    case OpType::kBroadcast: st = executeBroadcast(b, comm); break;
-    case OpType::kAlltoall: st = executeAlltoall(b, comm); break;
-    case OpType::kReducescatter: st = executeReducescatter(b, comm); break;
+    case OpType::kAllreduce: st = allreduce(b, comm, algo); break;
+    case OpType::kAllgather: st = allgather(b, comm, algo); break;
+    case OpType::kBroadcast: st = broadcast(b, comm, algo); break;
+    case OpType::kAlltoall: st = alltoall(b, comm, algo); break;
+    case OpType::kReducescatter: st = reducescatter(b, comm, algo); break;
     default: st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op));
   }
   if (trace) {
-    for (const auto& n : r.names) timeline_.end(n);
+    for (const auto& n : r.names) env_.timeline->end(n);
   }
   return st;
 }
 
-bool Engine::topkEligible(const Response& r) const {
-  return config_.topk_allreduce && r.op == OpType::kAllreduce && r.names.size() == 1 &&
-         r.dtype == DataType::kFloat32 &&
-         (r.reduce_op == ReduceOp::kSum || r.reduce_op == ReduceOp::kAverage) &&
-         tensorBytes(r, 0) >= topk_threshold_bytes_;
-}
-
-Status Engine::executeTopk(Batch& b, SetComm& comm, ExecContext& ctx) {
+Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
   const Response& r = *b.response;
+  const Config& config = *env_.config;
   const std::string& name = r.names.front();
   const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / sizeof(float);
   const TensorEntry* p = b.entry(0);
@@ -228,29 +134,25 @@ Status Engine::executeTopk(Batch& b, SetComm& comm, ExecContext& ctx) {
     in = out = zeros.data();
   }
   const ReduceSpec spec = reduceSpec(r, comm.size());
-  auto hier = ctx.hier.find(r.process_set_id);
-  TopkEntry* entry;
-  {
-    std::lock_guard<std::mutex> lock(topk_mu_);
-    entry = &topk_[{r.process_set_id, name}];
-  }
+  HierComm* hier = algo == Algorithm::kTwoLevelTopk ? &channel_.hier.at(r.process_set_id) : nullptr;
+  TopkStore::Entry& entry = env_.topk->entry(r.process_set_id, name);
   Status st;
   {
     // Held across the exchange: a tensor is in flight at most once, so no other stream waits here.
-    std::lock_guard<std::mutex> lock(entry->mu);
-    TopkTensorState& state = entry->state;
+    std::lock_guard<std::mutex> lock(entry.mu);
+    TopkTensorState& state = entry.state;
     if (state.residual.size() != count) {
       state.residual.assign(count, 0.0f);
-      state.velocity.assign(config_.topk_momentum > 0 ? count : 0, 0.0f);
+      state.velocity.assign(config.topk_momentum > 0 ? count : 0, 0.0f);
     }
     TopkParams params;
-    params.density = config_.topk_density;
-    params.momentum = static_cast<float>(config_.topk_momentum);
-    params.error_feedback = config_.topk_error_feedback;
-    params.seed = state.steps * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(topo_.rank);
-    const uint64_t warm = static_cast<uint64_t>(config_.topk_warmup_steps);
-    const bool dense = state.steps < warm && !config_.topk_warmup_decay;
-    if (state.steps < warm && config_.topk_warmup_decay) {
+    params.density = config.topk_density;
+    params.momentum = static_cast<float>(config.topk_momentum);
+    params.error_feedback = config.topk_error_feedback;
+    params.seed = state.steps * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(env_.rank);
+    const uint64_t warm = static_cast<uint64_t>(config.topk_warmup_steps);
+    const bool dense = state.steps < warm && !config.topk_warmup_decay;
+    if (state.steps < warm && config.topk_warmup_decay) {
       // Deep Gradient Compression's warm-up: density falls geometrically from 25 % to the target.
       double start = std::max(0.25, params.density);
       params.density = start * std::pow(params.density / start, static_cast<double>(state.steps) / warm);
@@ -259,65 +161,23 @@ Status Engine::executeTopk(Batch& b, SetComm& comm, ExecContext& ctx) {
     if (dense) {
       IoVec io;
       io.add(in, out, count * sizeof(float));
-      st = hier != ctx.hier.end() ? hierAllreduce(hier->second, io, spec)
-           : comm.all_local    ? shmAllreduce(comm, io, spec)
-                               : (std::memcpy(out, in, count * sizeof(float)), ringAllreduce(comm, out, count, spec));
-    } else if (hier != ctx.hier.end()) {
-      st = hierTopkAllreduce(hier->second, in, out, count, spec, params, state, ctx.topk_scratch);
+      st = hier != nullptr ? hierAllreduce(*hier, io, spec)
+           : comm.all_local ? shmAllreduce(comm, io, spec)
+                            : (std::memcpy(out, in, count * sizeof(float)), ringAllreduce(comm, out, count, spec));
+    } else if (hier != nullptr) {
+      st = hierTopkAllreduce(*hier, in, out, count, spec, params, state, channel_.topk_scratch);
     } else {
-      st = topkAllreduce(comm, in, out, count, spec, params, state, ctx.topk_scratch);
+      st = topkAllreduce(comm, in, out, count, spec, params, state, channel_.topk_scratch);
     }
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("top-k allreduce of '" + name + "'"));
-  completeBatchEntry(b, 0, Status::OK());
+  complete(b, 0, Status::OK());
   return Status::OK();
 }
 
-std::map<std::string, std::vector<float>> Engine::topkResiduals() const {
-  // Collect the entries first and lock each alone, so a caller never holds the map while a
-  // stream holds an entry through an exchange (streams need the map to find their entries).
-  std::vector<std::pair<std::string, const TopkEntry*>> entries;
-  {
-    std::lock_guard<std::mutex> lock(topk_mu_);
-    for (const auto& [key, e] : topk_) {
-      entries.emplace_back(key.first == 0 ? key.second : std::to_string(key.first) + ":" + key.second, &e);
-    }
-  }
-  std::map<std::string, std::vector<float>> out;
-  for (auto& [name, e] : entries) {
-    std::lock_guard<std::mutex> lock(e->mu);
-    out[name] = e->state.residual;
-  }
-  return out;
-}
-
-Status Engine::setTopkResidual(const std::string& name, const float* data, size_t count) {
-  std::pair<int32_t, std::string> key{0, name};
-  auto colon = name.find(':');
-  if (colon != std::string::npos && colon > 0 && name.find_first_not_of("0123456789") == colon) {
-    key = {std::stoi(name.substr(0, colon)), name.substr(colon + 1)};
-  }
-  TopkEntry* entry;
-  {
-    std::lock_guard<std::mutex> lock(topk_mu_);
-    entry = &topk_[key];
-  }
-  std::lock_guard<std::mutex> lock(entry->mu);
-  TopkTensorState& state = entry->state;
-  if (!state.residual.empty() && state.residual.size() != count) {
-    return Status::InvalidArgument("top-k residual for '" + name + "' has " + std::to_string(state.residual.size()) +
-                                   " elements, not " + std::to_string(count));
-  }
-  state.residual.assign(data, data + count);
-  if (config_.topk_momentum > 0 && state.velocity.size() != count) state.velocity.assign(count, 0.0f);
-  // A restored residual means training resumes past the warm-up.
-  state.steps = std::max<uint64_t>(state.steps, static_cast<uint64_t>(config_.topk_warmup_steps));
-  return Status::OK();
-}
-
-Status Engine::executeAllreduce(Batch& b, SetComm& comm, ExecContext& ctx) {
+Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
   const Response& r = *b.response;
-  if (topkEligible(r)) return executeTopk(b, comm, ctx);
+  if (algo == Algorithm::kTopk || algo == Algorithm::kTwoLevelTopk) return topk(b, comm, algo);
   IoVec io;
   std::vector<std::unique_ptr<HostBuffer>> zeros;  // a joined rank contributes zeros
   for (size_t i = 0; i < r.names.size(); ++i) {
@@ -329,44 +189,50 @@ Status Engine::executeAllreduce(Batch& b, SetComm& comm, ExecContext& ctx) {
       std::memset(zeros.back()->data(), 0, bytes);
       io.add(zeros.back()->data(), zeros.back()->data(), bytes);
     } else {
-      return Status::Internal("rank " + std::to_string(topo_.rank) + " has no tensor '" + r.names[i] +
+      return Status::Internal("rank " + std::to_string(env_.rank) + " has no tensor '" + r.names[i] +
                               "' for an agreed allreduce");
     }
   }
   const ReduceSpec spec = reduceSpec(r, comm.size());
-  const size_t esize = dtypeSize(r.dtype);
-  if (comm.size() == 1) {
-    for (const auto& s : io.segments()) {
-      const void* src = s.in;
-      kernels::reduceN(s.out, &src, 1, s.bytes / esize, r.dtype, spec.op, spec.prescale, spec.postscale);
-      kernels::divideIntegers(s.out, s.bytes / esize, r.dtype, spec.int_divisor);
+  const std::string what = "allreduce of '" + r.names.front() + "'";
+  switch (algo) {
+    case Algorithm::kAdasum: {
+      // Per-tensor coefficients: each fused tensor is its own vector. The two-level variant
+      // runs where LIGHT_2D_ALLREDUCE gave the set a HierComm; adasumExecute handles one member.
+      std::vector<size_t> counts;
+      for (size_t i = 0; i < r.names.size(); ++i) counts.push_back(static_cast<size_t>(tensorBytes(r, i)) / dtypeSize(r.dtype));
+      auto hier = channel_.hier.find(r.process_set_id);
+      LIGHTCC_RETURN_IF_ERROR(adasumExecute(comm, hier != channel_.hier.end() ? &hier->second : nullptr, io, counts,
+                                            spec, channel_.fusion_buffer)
+                                  .withContext("Adasum " + what));
+      break;
     }
-  } else if (auto hier = ctx.hier.find(r.process_set_id); hier != ctx.hier.end()) {
-    LIGHTCC_RETURN_IF_ERROR(hierAllreduce(hier->second, io, spec).withContext("2D allreduce of '" + r.names.front() + "'"));
-  } else if (comm.all_local) {
-    LIGHTCC_RETURN_IF_ERROR(shmAllreduce(comm, io, spec).withContext("allreduce of '" + r.names.front() + "'"));
-  } else {
-    char* buf;
-    if (io.single()) {
-      const IoSegment& s = io.segments().front();
-      if (s.in != s.out) std::memcpy(s.out, s.in, s.bytes);
-      buf = s.out;
-    } else {
-      if (ctx.fusion_buffer.size() < io.total()) ctx.fusion_buffer.resize(io.total());
-      io.gather(0, io.total(), ctx.fusion_buffer.data());
-      buf = ctx.fusion_buffer.data();
+    case Algorithm::kSelf: reduceAlone(io, r, spec); break;
+    case Algorithm::kTwoLevel:
+      LIGHTCC_RETURN_IF_ERROR(hierAllreduce(channel_.hier.at(r.process_set_id), io, spec).withContext("2D " + what));
+      break;
+    case Algorithm::kSharedMemory: LIGHTCC_RETURN_IF_ERROR(shmAllreduce(comm, io, spec).withContext(what)); break;
+    default: {
+      char* buf;
+      if (io.single()) {
+        const IoSegment& s = io.segments().front();
+        if (s.in != s.out) std::memcpy(s.out, s.in, s.bytes);
+        buf = s.out;
+      } else {
+        if (channel_.fusion_buffer.size() < io.total()) channel_.fusion_buffer.resize(io.total());
+        io.gather(0, io.total(), channel_.fusion_buffer.data());
+        buf = channel_.fusion_buffer.data();
+      }
+      LIGHTCC_RETURN_IF_ERROR(ringAllreduce(comm, buf, io.total() / dtypeSize(r.dtype), spec).withContext(what));
+      if (!io.single()) io.scatter(0, io.total(), buf);
     }
-    LIGHTCC_RETURN_IF_ERROR(ringAllreduce(comm, buf, io.total() / esize, spec)
-                                .withContext("allreduce of '" + r.names.front() + "'"));
-    if (!io.single()) io.scatter(0, io.total(), buf);
   }
-  for (size_t i = 0; i < r.names.size(); ++i) completeBatchEntry(b, i, Status::OK());
+  for (size_t i = 0; i < r.names.size(); ++i) complete(b, i, Status::OK());
   return Status::OK();
 }
 
-Status Engine::executeAllgather(Batch& b, SetComm& comm) {
+Status HostExecutor::allgather(Batch& b, SetComm& comm, Algorithm algo) {
   const Response& r = *b.response;
-  const std::string& name = r.names.front();
   const auto& shape = r.shapes.front();
   const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(shape, 1));
   std::vector<size_t> pieces(comm.size());
@@ -382,21 +248,20 @@ Status Engine::executeAllgather(Batch& b, SetComm& comm) {
   result.output_shape = shape;
   result.output_shape[0] = rows;
   Status st;
-  if (comm.size() == 1) {
+  if (algo == Algorithm::kSelf) {
     if (pieces[0] > 0) std::memcpy(result.output->data(), in, pieces[0]);
-  } else if (comm.all_local) {
+  } else if (algo == Algorithm::kSharedMemory) {
     st = shmAllgather(comm, in, pieces, result.output->data());
   } else {
     st = ringAllgather(comm, in, pieces, result.output->data());
   }
-  LIGHTCC_RETURN_IF_ERROR(st.withContext("allgather of '" + name + "'"));
-  completeBatchEntry(b, 0, Status::OK(), std::move(result));
+  LIGHTCC_RETURN_IF_ERROR(st.withContext("allgather of '" + r.names.front() + "'"));
+  complete(b, 0, Status::OK(), std::move(result));
   return Status::OK();
 }
 
-Status Engine::executeBroadcast(Batch& b, SetComm& comm) {
+Status HostExecutor::broadcast(Batch& b, SetComm& comm, Algorithm algo) {
   const Response& r = *b.response;
-  const std::string& name = r.names.front();
   const size_t bytes = static_cast<size_t>(tensorBytes(r, 0));
   const int root = memberIndex(comm, r.root);
   const TensorEntry* p = b.entry(0);
@@ -411,31 +276,31 @@ Status Engine::executeBroadcast(Batch& b, SetComm& comm) {
     in = out = scratch->data();
   }
   Status st;
-  if (comm.size() == 1) {
+  if (algo == Algorithm::kSelf) {
     if (in != out) std::memcpy(out, in, bytes);
-  } else if (comm.all_local) {
+  } else if (algo == Algorithm::kSharedMemory) {
     st = shmBroadcast(comm, in, out, bytes, root);
   } else {
     if (comm.me == root && in != out) std::memcpy(out, in, bytes);
     st = chainBroadcast(comm, out, bytes, root);
   }
-  LIGHTCC_RETURN_IF_ERROR(st.withContext("broadcast of '" + name + "'"));
-  completeBatchEntry(b, 0, Status::OK());
+  LIGHTCC_RETURN_IF_ERROR(st.withContext("broadcast of '" + r.names.front() + "'"));
+  complete(b, 0, Status::OK());
   return Status::OK();
 }
 
-Status Engine::executeAlltoall(Batch& b, SetComm& comm) {
+Status HostExecutor::alltoall(Batch& b, SetComm& comm, Algorithm algo) {
   const Response& r = *b.response;
-  const std::string& name = r.names.front();
+  const std::string what = "alltoall of '" + r.names.front() + "'";
   const TensorEntry* p = b.entry(0);
-  if (p == nullptr) return Status::Internal("alltoall of '" + name + "' has no local tensor");
+  if (p == nullptr) return Status::Internal(what + " has no local tensor");
   const Request& req = p->request;
   const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(req.shape, 1));
   SplitMatrix matrix;
-  Status st = comm.size() == 1 ? (matrix = {req.aux}, Status::OK())
-              : comm.all_local ? shmExchangeSplits(comm, req.aux, &matrix)
-                               : linkExchangeSplits(comm, req.aux, &matrix);
-  LIGHTCC_RETURN_IF_ERROR(st.withContext("alltoall of '" + name + "'"));
+  Status st = algo == Algorithm::kSelf            ? (matrix = {req.aux}, Status::OK())
+              : algo == Algorithm::kSharedMemory ? shmExchangeSplits(comm, req.aux, &matrix)
+                                                 : linkExchangeSplits(comm, req.aux, &matrix);
+  LIGHTCC_RETURN_IF_ERROR(st.withContext(what));
   HandleResult result;
   int64_t rows = 0;
   for (int j = 0; j < comm.size(); ++j) {
@@ -445,22 +310,23 @@ Status Engine::executeAlltoall(Batch& b, SetComm& comm) {
   result.output = std::make_shared<HostBuffer>(static_cast<size_t>(rows) * row_bytes);
   result.output_shape = req.shape;
   result.output_shape[0] = rows;
-  if (comm.size() == 1) {
+  if (algo == Algorithm::kSelf) {
     std::memcpy(result.output->data(), p->input, static_cast<size_t>(rows) * row_bytes);
   } else {
-    st = comm.all_local ? shmAlltoallData(comm, p->input, row_bytes, matrix, result.output->data())
-                        : linkAlltoallData(comm, p->input, row_bytes, matrix, result.output->data());
-    LIGHTCC_RETURN_IF_ERROR(st.withContext("alltoall of '" + name + "'"));
+    st = algo == Algorithm::kSharedMemory
+             ? shmAlltoallData(comm, p->input, row_bytes, matrix, result.output->data())
+             : linkAlltoallData(comm, p->input, row_bytes, matrix, result.output->data());
+    LIGHTCC_RETURN_IF_ERROR(st.withContext(what));
   }
-  completeBatchEntry(b, 0, Status::OK(), std::move(result));
+  complete(b, 0, Status::OK(), std::move(result));
   return Status::OK();
 }
 
-Status Engine::executeReducescatter(Batch& b, SetComm& comm) {
+Status HostExecutor::reducescatter(Batch& b, SetComm& comm, Algorithm algo) {
   const Response& r = *b.response;
-  const std::string& name = r.names.front();
+  const std::string what = "reducescatter of '" + r.names.front() + "'";
   const TensorEntry* p = b.entry(0);
-  if (p == nullptr) return Status::Internal("reducescatter of '" + name + "' has no local tensor");
+  if (p == nullptr) return Status::Internal(what + " has no local tensor");
   const auto& shape = r.shapes.front();
   const auto rows = reducescatterRows(shape[0], comm.size());
   const size_t row_elems = static_cast<size_t>(product(shape, 1));
@@ -470,18 +336,18 @@ Status Engine::executeReducescatter(Batch& b, SetComm& comm) {
   result.output_shape[0] = rows[comm.me];
   result.output = std::make_shared<HostBuffer>(static_cast<size_t>(rows[comm.me]) * row_elems * dtypeSize(r.dtype));
   Status st;
-  if (comm.size() == 1) {
+  if (algo == Algorithm::kSelf) {
     const void* src = p->input;
     kernels::reduceN(result.output->data(), &src, 1, rows[0] * row_elems, r.dtype, spec.op, spec.prescale,
                      spec.postscale);
     kernels::divideIntegers(result.output->data(), rows[0] * row_elems, r.dtype, spec.int_divisor);
-  } else if (comm.all_local) {
+  } else if (algo == Algorithm::kSharedMemory) {
     st = shmReducescatter(comm, p->input, result.output->data(), rows, row_elems, spec);
   } else {
     st = ringReducescatter(comm, p->input, result.output->data(), rows, row_elems, spec);
   }
-  LIGHTCC_RETURN_IF_ERROR(st.withContext("reducescatter of '" + name + "'"));
-  completeBatchEntry(b, 0, Status::OK(), std::move(result));
+  LIGHTCC_RETURN_IF_ERROR(st.withContext(what));
+  complete(b, 0, Status::OK(), std::move(result));
   return Status::OK();
 }
 

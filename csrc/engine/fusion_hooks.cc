@@ -14,7 +14,7 @@ Status Engine::setUpFusion() {
   o.bucket = config_.fusion_threshold_bytes;
   o.first_bucket = std::min(config_.fusion_first_bucket_bytes, o.bucket);
   if (config_.fusion_strategy == FusionStrategy::kCost) {
-    LIGHTCC_RETURN_IF_ERROR(probeCostModel(comms_.at(0), hosts_, hier_.count(0) > 0, config_.topk_allreduce,
+    LIGHTCC_RETURN_IF_ERROR(probeCostModel(main_->comms.at(0), mesh_->hosts(), main_->hier.count(0) > 0, config_.topk_allreduce,
                                            config_.topk_density, &cost_model_)
                                 .withContext("LIGHT_FUSION_STRATEGY=cost: probing the links"));
     o.bucket = cost_model_.bucketBytes(config_.fusion_threshold_bytes);
@@ -26,7 +26,8 @@ Status Engine::setUpFusion() {
                                                   : std::string());
   }
   fusion_options_ = o;
-  fusion_ = std::make_unique<FusionScheduler>(o, [this](const Response& r) { return topkEligible(r); });
+  fusion_ = std::make_unique<FusionScheduler>(
+      o, [this](const Response& r) { return topkEligible(r, config_, topk_threshold_bytes_); });
   return Status::OK();
 }
 
@@ -36,10 +37,8 @@ bool Engine::fusionWantsFlush() const {
   // A caller blocked on a held tensor would otherwise wait for the rest of its bucket, which may
   // never come (an unused parameter, a step with other tensors, a sequential caller).
   // Polled while the engine waits for work, so it does not log; the flush itself is logged.
-  return fusion_->anyHeld([this](const FusionScheduler::Key& key) {
-    const TensorId id = tensors_.find(key.first, key.second);
-    return id >= 0 && tensors_.at(id).pending && tensors_.at(id).entry.handle->waited();
-  });
+  return fusion_->anyHeld(
+      [this](const FusionScheduler::Key& key) { return negotiator_->waitedOn(key.first, key.second); });
 }
 
 void Engine::nudgeFusion() {

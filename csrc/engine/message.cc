@@ -96,13 +96,15 @@ void writeRequest(Writer& w, const Request& r) {
   w.str(r.name);
   w.ints(r.shape);
   w.ints(r.aux);
+  w.str(r.error);
 }
 
 bool readRequest(Reader& rd, Request* r) {
   return rd.pod(&r->rank) && rd.enumeration(&r->op, kNumOpTypes) &&
          rd.enumeration(&r->dtype, kNumDataTypes) && rd.enumeration(&r->reduce_op, 6) &&
          rd.pod(&r->root) && rd.pod(&r->process_set_id) && rd.pod(&r->prescale) &&
-         rd.pod(&r->postscale) && rd.str(&r->name) && rd.ints(&r->shape) && rd.ints(&r->aux);
+         rd.pod(&r->postscale) && rd.str(&r->name) && rd.ints(&r->shape) && rd.ints(&r->aux) &&
+         rd.str(&r->error);
 }
 
 void writeResponse(Writer& w, const Response& r) {

@@ -1,7 +1,7 @@
 // Net peers: plugin choice, handle exchange through the store, and connection setup.
 #include "engine/net_peers.h"
 
-#include "engine/engine.h"
+#include "engine/mesh.h"
 #include "transport/net/net_link.h"
 #include "transport/rendezvous/store_collectives.h"
 

@@ -1,243 +1,211 @@
-// Progress: who runs the engine — its background thread, or a caller waiting on a handle.
-//
-// DESIGN. All state below the queue is touched only with progress_mu_ held. A caller in wait()
-// that finds the lock free runs the cycles itself until its handle completes (the MPI model:
-// the waiting thread makes progress), so a synchronous op needs no hand-off to the engine thread
-// and back, each of which costs a futex wake-up — tens of microseconds on a busy core. While a
-// caller drives, the background thread waits on driver_cv_ rather than on the doorbell, so peers'
-// messages wake only the thread that will read them and nobody spins beside the driver. The
-// background thread still serves everything nobody waits for: async work, peers' cycles for
-// process sets this rank has no waiter in, the stall inspector, and shutdown.
-#include <pthread.h>
+// Progress: the state machine of who drives the engine (see progress.h for states and rules).
+#include "engine/progress.h"
+
 #include <sched.h>
 
-#include <algorithm>
-
+#include "common/interrupt.h"
 #include "common/logging.h"
-#include "engine/engine.h"
-#include "engine/streams.h"
 
 namespace lightcc {
 namespace {
-double secondsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-// How long a driver with nothing to do sleeps before it looks at the timers (stall inspector,
-// shutdown grace) again; it runs them itself, since it may keep the engine for a long time.
-constexpr double kDriverIdleUs = 20e3;
+using Clock = std::chrono::steady_clock;
 // How long the background thread stays off the doorbell after a caller stopped driving.
-constexpr double kDriverGraceUs = 1000;
-// How long a caller polls for the background thread to hand the lock over before it sleeps.
-constexpr int64_t kHandOverUs = 200;
+constexpr auto kGrace = std::chrono::microseconds(1000);
+// How long a caller polls for the background thread to hand mu_ over before it sleeps.
+constexpr auto kHandOver = std::chrono::microseconds(200);
+using S = Progress::State;
+
+bool legalImpl(S from, S to) {
+  if (from == to || to == S::kStopped) return from != S::kStopped || to == S::kStopped;
+  switch (from) {
+    case S::kAsleep: return to == S::kThread || to == S::kCaller;
+    case S::kThread: return to == S::kAsleep || to == S::kGrace;
+    case S::kCaller: return to == S::kGrace;
+    case S::kGrace: return to == S::kCaller || to == S::kThread;
+    case S::kStopped: return false;
+  }
+  return false;
+}
 }  // namespace
 
-bool Engine::workReady(bool engine_thread) {
-  if (shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) return true;
-  // The engine thread leaves a synchronous caller's entries to that caller (see wait()): taking
-  // them would turn every later op into a hand-off, since the caller then finds the lock busy.
-  if (engine_thread ? queue_.hasUndrivenWork() : queue_.hasWork()) return true;
-  if (streams_ && streams_->failed()) return true;
-  if (fusionWantsFlush()) return true;
-  return incomingCycle();
+bool Progress::legalMove(State from, State to) { return legalImpl(from, to); }
+
+const char* Progress::stateName(State s) {
+  switch (s) {
+    case S::kAsleep: return "asleep";
+    case S::kThread: return "thread";
+    case S::kCaller: return "caller";
+    case S::kGrace: return "grace";
+    case S::kStopped: return "stopped";
+  }
+  return "?";
 }
 
-bool Engine::maintenanceDue(bool* want_cycle) {
-  const bool winding_down = shutdown_pending_ || shutdown_seen_;
-  if (secondsSince(last_maintenance_) < (winding_down ? 0.1 : 1.0)) return false;
-  bool timer = false;
-  maintenance(&timer);
-  *want_cycle = timer || winding_down;
-  return true;
+bool Progress::move(State from, State to) {
+  if (!legalMove(from, to)) {
+    LIGHTCC_LOG(kError) << "progress: illegal move " << stateName(from) << " -> " << stateName(to);
+    return false;
+  }
+  return state_.compare_exchange_strong(from, to, std::memory_order_acq_rel);
 }
 
-void Engine::endLoop(Status st) {
-  // Agreed batches still queued on streams run to completion on every rank (all stop in the same
-  // cycle); after an error they are failed instead.
-  if (streams_) {
-    streams_->stop(st);
-    if (st.ok() && streams_->failed()) st = streams_->error();
+void Progress::poke() {
+  {
+    std::lock_guard<std::mutex> d(cv_mu_);
   }
-  if (st.ok()) {
-    st = Status::Aborted("lightcc was shut down before this operation completed");
-  } else {
-    LIGHTCC_LOG(kError) << st.message();
-    final_status_ = st;
-  }
-  running_ = false;
-  failEverything(st);
-  timeline_.stop();
-  stopped_ = true;
-  driver_cv_.notify_all();
-  host_->wakeSelf();
+  cv_.notify_all();
+  cycle_.wake();
 }
 
-void Engine::loop() {
-  if (!config_.thread_affinity.empty()) {
-    int core = config_.thread_affinity[topo_.local_rank % config_.thread_affinity.size()];
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(core, &set);
-    if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
-      LIGHTCC_LOG(kWarning) << "HOROVOD_THREAD_AFFINITY: cannot pin the engine thread to core " << core;
-    }
-  }
-  std::unique_lock<std::mutex> lock(progress_mu_);
-  last_maintenance_ = std::chrono::steady_clock::now();
-  while (!stopped_) {
-    if (want_drive_.load(std::memory_order_acquire) > 0) {
-      // A caller waits for the lock to drive: hand the engine over between cycles. Otherwise,
-      // once this thread had taken a cycle (a peer's message came first), it would keep the
-      // lock for every later one and each op would pay a hand-off to its caller.
-      lock.unlock();
-      waitOutDrivers();
-      lock.lock();
-      continue;
-    }
-    bool run = workReady(/*engine_thread=*/true);
-    if (!run) maintenanceDue(&run);
-    if (!run) {
-      // With nothing pending the engine sleeps until woken; otherwise it wakes each second for
-      // the stall inspector; while some rank shuts down, every 100 ms so its grace can end the job.
-      double wait_us = (!tensors_.anyPending() && (!coordinator_ || coordinator_->empty())) ? 5e6 : 1e6;
-      if (shutdown_pending_ || shutdown_seen_) wait_us = 100e3;
-      // Held bucket tensors: look again soon for a blocked caller or the flush timer.
-      if (fusion_ && fusion_->holding()) wait_us = std::min(wait_us, 1e3);
-      lock.unlock();
-      auto hint = [&] {
-        if (stopped_ || driving_.load(std::memory_order_acquire) || want_drive_.load() > 0) return true;
-        if ((shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) || queue_.hasUndrivenWork()) return true;
-        if (streams_ && streams_->failed()) return true;
-        std::unique_lock<std::mutex> probe(progress_mu_, std::try_to_lock);
-        return probe.owns_lock() && (fusionWantsFlush() || incomingCycle());
-      };
-      Status st = host_->waitUntil(hint, "work", false, wait_us, /*spin=*/false);
-      if (driving_.load(std::memory_order_acquire) || want_drive_.load() > 0) waitOutDrivers();
-      lock.lock();
-      if (stopped_) break;
-      if (!st.ok()) {
-        endLoop(st);
-        break;
-      }
-      continue;
-    }
-    // HOROVOD_CYCLE_TIME: while work keeps arriving, let more of it gather before negotiating.
-    if (busy_ && config_.cycle_time_ms > 0 && !incomingCycle()) {
-      auto due = last_cycle_end_ + std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 1e3));
-      double left_us = std::chrono::duration<double, std::micro>(due - std::chrono::steady_clock::now()).count();
-      if (left_us > 0) {
-        Status st = host_->waitUntil([&] { return shutdown_requested_.load() || incomingCycle(); },
-                                     "cycle time", false, left_us);
-        if (!st.ok()) {
-          endLoop(st);
-          break;
-        }
-      }
-    }
-    if (streams_ && streams_->failed()) {
-      endLoop(streams_->error());
+void Progress::stop(const Status& st) {
+  cycle_.end(st);
+  state_.store(S::kStopped, std::memory_order_release);
+  poke();
+}
+
+void Progress::runBackground() {
+  std::unique_lock<std::mutex> lock(mu_);
+  move(S::kAsleep, S::kThread);
+  while (!stopped()) {
+    bool run = false;
+    if (Status st = cycle_.timers(&run); !st.ok()) {
+      stop(st);
       break;
     }
-    bool stop = false;
-    Status st = runCycle(&stop);
-    if (!st.ok() || stop) {
-      endLoop(st);
+    if (want_.load(std::memory_order_acquire) > 0) {
+      // A caller waits for mu_: hand the engine over between cycles. Otherwise, once this thread
+      // had taken a cycle (a peer's message came first), it would keep mu_ for every later one
+      // and each op would pay a hand-off to its caller.
+      move(S::kThread, S::kGrace);
+      lock.unlock();
+      waitOutCallers();
+      lock.lock();
+      if (!stopped()) move(state(), S::kThread);
+      continue;
+    }
+    if (!run && !cycle_.workReady(/*background=*/true)) {
+      sleepForWork(lock);
+      continue;
+    }
+    bool stop_now = false;
+    Status st = cycle_.run(/*background=*/true, &stop_now);
+    if (!st.ok() || stop_now) {
+      stop(st);
       break;
     }
   }
 }
 
-void Engine::waitOutDrivers() {
+void Progress::sleepForWork(std::unique_lock<std::mutex>& lock) {
+  const double max_us = cycle_.idleUs(/*background=*/true);
+  move(S::kThread, S::kAsleep);
+  lock.unlock();
+  auto wanted = [&] {
+    const S s = state();
+    if (s != S::kAsleep || want_.load(std::memory_order_acquire) > 0) return true;  // a caller came
+    if (cycle_.urgent() || cycle_.asyncWork()) return true;
+    std::unique_lock<std::mutex> probe(mu_, std::try_to_lock);
+    return probe.owns_lock() && cycle_.workReady(/*background=*/true);
+  };
+  // An idle engine must not take a core from the thread doing the work: no spinning.
+  Status st = cycle_.sleep(wanted, max_us, /*spin=*/false);
+  const S s = state();
+  if (s == S::kCaller || s == S::kGrace || want_.load() > 0) waitOutCallers();
+  lock.lock();
+  if (stopped()) return;
+  move(state(), S::kThread);
+  if (!st.ok()) stop(st);
+}
+
+void Progress::waitOutCallers() {
   // A caller that just drove usually drives again soon (a loop of synchronous ops). Staying off
-  // the doorbell meanwhile means peers' messages wake only that caller, not this thread too. The
-  // grace is timed from the last drive's end, so a driver does not have to wake this thread
-  // after every operation (a futex wake-up and a context switch per op on a busy core); it
-  // notifies only when it leaves work behind.
-  const auto grace = std::chrono::microseconds(static_cast<int64_t>(kDriverGraceUs));
-  std::unique_lock<std::mutex> d(driver_mu_);
-  while (!stopped_) {
-    if (shutdown_requested_.load()) return;
+  // the doorbell meanwhile means peers' messages wake only that caller. The grace is timed from
+  // the last drive's end, so a caller need not wake this thread after every op; it notifies only
+  // when it leaves work behind.
+  std::unique_lock<std::mutex> d(cv_mu_);
+  while (!stopped()) {
+    if (cycle_.urgent()) return;
     // A caller about to drive runs queued async work too; returning for it would only make this
-    // thread take the lock back from under that caller, again and again.
-    const bool wanted = want_drive_.load() > 0;
-    if (!wanted && (handoff_.exchange(false) || queue_.hasUndrivenWork())) return;
-    const auto now = std::chrono::steady_clock::now();
-    const bool driving = driving_.load(std::memory_order_acquire) || wanted;
-    if (!driving && now >= last_drive_end_ + grace) return;
-    driver_cv_.wait_until(d, driving ? now + grace : last_drive_end_ + grace);
+    // thread take mu_ back from under that caller, again and again.
+    const bool wanted = want_.load() > 0;
+    if (!wanted && (left_work_.exchange(false) || cycle_.asyncWork())) return;
+    const auto now = Clock::now();
+    const bool driving = state() == S::kCaller || wanted;
+    if (!driving && now >= last_drive_end_ + kGrace) return;
+    cv_.wait_until(d, driving ? now + kGrace : last_drive_end_ + kGrace);
   }
 }
 
-Status Engine::driveUntil(Handle& handle) {
-  while (!handle.done() && !stopped_) {
-    bool run = workReady();
-    if (!run) maintenanceDue(&run);
+bool Progress::takeOver(Handle& handle, std::unique_lock<std::mutex>& lock) {
+  if (lock.try_lock() || stopped()) return lock.owns_lock();
+  // The background thread is in a cycle; it hands mu_ over when that ends (it checks want_
+  // between cycles), which takes microseconds, so poll for it yielding the core.
+  want_.fetch_add(1);
+  const auto until = Clock::now() + kHandOver;
+  while (!handle.done() && !stopped() && Clock::now() < until) {
+    if (lock.try_lock()) break;
+    sched_yield();
+  }
+  want_.fetch_sub(1);
+  if (!lock.owns_lock()) {
+    {
+      std::lock_guard<std::mutex> d(cv_mu_);
+    }
+    cv_.notify_one();  // the background thread may be waiting for us to take over
+  }
+  return lock.owns_lock();
+}
+
+Status Progress::drive(Handle& handle) {
+  while (!handle.done() && !stopped()) {
+    bool run = cycle_.workReady(/*background=*/false);
+    if (!run) LIGHTCC_RETURN_IF_ERROR(cycle_.timers(&run));
     if (!run) {
-      // Peers answer within microseconds when they are driving too, so spin first (waitUntil's
-      // policy); the lock stays ours because nobody else could use it better.
-      const double idle_us = fusion_ && fusion_->holding() ? 1e3 : kDriverIdleUs;  // the flush timer
-      LIGHTCC_RETURN_IF_ERROR(host_->waitUntil([&] { return workReady(); }, "work", false, idle_us));
+      // Peers answer within microseconds when they are driving too, so spin first; mu_ stays
+      // ours because nobody else could use it better.
+      LIGHTCC_RETURN_IF_ERROR(cycle_.sleep([&] { return cycle_.workReady(false); }, cycle_.idleUs(false), true));
       continue;
     }
-    bool stop = false;
-    stats_.caller_cycles.fetch_add(1, std::memory_order_relaxed);
-    Status st = runCycle(&stop);
-    if (!st.ok()) return st;
-    if (stop) {
-      endLoop(Status::OK());
+    bool stop_now = false;
+    caller_cycles_->fetch_add(1, std::memory_order_relaxed);
+    LIGHTCC_RETURN_IF_ERROR(cycle_.run(/*background=*/false, &stop_now));
+    if (stop_now) {
+      stop(Status::OK());
       return Status::OK();
     }
   }
   return Status::OK();
 }
 
-Status Engine::wait(Handle& handle) {
-  // With streams the work runs on their workers and completes handles there; a driver would only
-  // negotiate, which the engine thread already does without a hand-off on the data path.
-  if (streams_) return handle.wait();
+Status Progress::wait(Handle& handle) {
   while (!handle.done()) {
-    std::unique_lock<std::mutex> lock(progress_mu_, std::try_to_lock);
-    if (!lock.owns_lock() && !stopped_) {
-      // The background thread is in a cycle; it hands the lock over when that ends (it checks
-      // want_drive_ between cycles), which takes microseconds, so poll for it yielding the core.
-      want_drive_.fetch_add(1);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kHandOverUs);
-      while (!handle.done() && !stopped_ && std::chrono::steady_clock::now() < until) {
-        if (lock.try_lock()) break;
-        sched_yield();
-      }
-      want_drive_.fetch_sub(1);
-      if (!lock.owns_lock()) {
-        {
-          std::lock_guard<std::mutex> d(driver_mu_);
-        }
-        driver_cv_.notify_one();  // the background thread may be waiting for us to take over
-      }
-    }
-    if (!lock.owns_lock() || stopped_) {
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    if (!takeOver(handle, lock) || stopped()) {
       if (lock.owns_lock()) lock.unlock();
       if (handle.done()) break;
-      // Whoever holds the lock completes this handle or hands the engine back soon.
-      stats_.handoff_waits.fetch_add(1, std::memory_order_relaxed);
-      handle.waitFor(stopped_ ? 1e6 : 200);
+      if (interruptRequested()) return Status::Cancelled("interrupted while another thread drove the engine");
+      // Whoever holds mu_ completes this handle or hands the engine back soon.
+      handoff_waits_->fetch_add(1, std::memory_order_relaxed);
+      handle.waitFor(stopped() ? kInterruptPollMs * 1e3 : 200);
       continue;
     }
-    driving_.store(true, std::memory_order_release);
-    Status st = driveUntil(handle);
-    if (!st.ok() && !stopped_) endLoop(st);
-    const bool more = !stopped_ && (tensors_.anyPending() || queue_.hasWork());
+    move(state(), S::kCaller);
+    Status st = drive(handle);
+    if (!st.ok() && !stopped()) stop(st);
+    const bool more = !stopped() && cycle_.workLeft();
     {
-      std::lock_guard<std::mutex> d(driver_mu_);
-      driving_.store(false, std::memory_order_release);
-      last_drive_end_ = std::chrono::steady_clock::now();
-      if (more) handoff_.store(true);
+      std::lock_guard<std::mutex> d(cv_mu_);
+      if (!stopped()) move(S::kCaller, S::kGrace);
+      last_drive_end_ = Clock::now();
+      if (more) left_work_.store(true);
     }
     lock.unlock();
     if (more) {
-      driver_cv_.notify_one();
-      host_->wakeSelf();
+      cv_.notify_one();
+      cycle_.wake();
     }
   }
-  return handle.wait();
+  return Status::OK();
 }
 
 }  // namespace lightcc

@@ -43,6 +43,10 @@ struct Request {
   // Op-specific, may differ per rank: alltoall send splits; add_process_set member ranks;
   // remove_process_set: the id.
   std::vector<int64_t> aux;
+  // Non-empty: this rank rejected the op locally (the text says why). Its peers may have
+  // submitted theirs already, so the request still goes to the coordinator, which fails the
+  // tensor on every rank instead of leaving them waiting for this one.
+  std::string error;
 
   bool sameSignature(const Request& o) const {
     return op == o.op && dtype == o.dtype && reduce_op == o.reduce_op && root == o.root &&

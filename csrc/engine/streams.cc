@@ -7,13 +7,14 @@
 
 namespace lightcc {
 
-Streams::Streams(std::vector<std::unique_ptr<Channel>> channels, const shm::HostGroup* engine_host, Runner run,
-                 Failer fail, Counters counters)
-    : engine_host_(engine_host), run_(std::move(run)), fail_(std::move(fail)), counters_(counters) {
-  for (auto& c : channels) {
+Streams::Streams(std::vector<Channel*> channels, std::vector<std::unique_ptr<Executor>> executors,
+                 const shm::HostGroup* engine_host, Counters counters)
+    : engine_host_(engine_host), counters_(counters) {
+  for (size_t s = 0; s < channels.size(); ++s) {
     auto w = std::make_unique<Worker>();
-    c->host->setAbortFlag(&abort_);
-    w->channel = std::move(c);
+    channels[s]->host->setAbortFlag(&abort_);
+    w->channel = channels[s];
+    w->executor = std::move(executors[s]);
     workers_.push_back(std::move(w));
   }
 }
@@ -58,7 +59,6 @@ Status Streams::drain() {
 
 void Streams::work(Worker& w) {
   Channel& ch = *w.channel;
-  ExecContext ctx = ch.exec();
   const std::string name = "stream " + std::to_string(ch.index);
   // Idle waits need no polling of network links (submit() rings this channel's doorbell), so
   // they use a view of the same channel whose sleeps are not capped for network polling.
@@ -92,7 +92,7 @@ void Streams::work(Worker& w) {
       uint64_t seen = counters_.busy_max->load(std::memory_order_relaxed);
       while (now > seen && !counters_.busy_max->compare_exchange_weak(seen, now)) {
       }
-      st = run_(batch, ctx);
+      st = w.executor->run(batch);
       running_.fetch_sub(1, std::memory_order_acq_rel);
       counters_.batches->fetch_add(1, std::memory_order_relaxed);
       if (!st.ok()) {
@@ -107,20 +107,23 @@ void Streams::work(Worker& w) {
         recordError(st);
       }
     }
-    if (!st.ok()) fail_(batch, st);
+    if (!st.ok()) w.executor->fail(batch, st);
     outstanding_.fetch_sub(1, std::memory_order_acq_rel);
     engine_host_->wakeSelf();
   }
 }
 
-void Streams::stop(const Status& why) {
-  if (!why.ok()) {
-    {
-      std::lock_guard<std::mutex> lock(error_mu_);
-      if (abort_status_.ok()) abort_status_ = why;
-    }
-    abort_.store(true, std::memory_order_release);
+void Streams::abort(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (abort_status_.ok()) abort_status_ = why;
   }
+  abort_.store(true, std::memory_order_release);
+  for (auto& w : workers_) w->channel->host->wakeSelf();
+}
+
+void Streams::stop(const Status& why) {
+  if (!why.ok()) abort(why);
   stopping_.store(true, std::memory_order_release);
   for (auto& w : workers_) w->channel->host->wakeSelf();
   for (auto& w : workers_) {
@@ -128,7 +131,7 @@ void Streams::stop(const Status& why) {
   }
   // Only batches submitted after the workers left (none, normally) remain.
   for (auto& w : workers_) {
-    for (Batch& b : w->queue) fail_(b, why.ok() ? Status::Aborted("lightcc was shut down") : why);
+    for (Batch& b : w->queue) w->executor->fail(b, why.ok() ? Status::Aborted("lightcc was shut down") : why);
     w->queue.clear();
   }
 }

@@ -27,65 +27,24 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/hierarchical.h"
-#include "algorithms/set_comm.h"
-#include "engine/request.h"
-#include "engine/tensor_queue.h"
-#include "kernels/topk.h"
-#include "transport/link.h"
+#include "engine/batch.h"
+#include "engine/channel.h"
+#include "engine/executor.h"
 #include "transport/shm/host_group.h"
 
 namespace lightcc {
 
-// One agreed (possibly fused) response with this rank's entries, taken out of the engine's
-// pending table on the engine thread, so whoever runs it never reads engine-thread state.
-struct Batch {
-  ResponsePtr response;
-  // Parallel to response->names: this rank's entry for each tensor. One without a handle is not
-  // here (this rank joined, or it has completed); entry() says which.
-  std::vector<TensorEntry> entries;
-  bool joined = false;  // this rank had joined when the batch was agreed
-
-  const TensorEntry* entry(size_t i) const { return entries[i].handle ? &entries[i] : nullptr; }
-};
-
-// What running a batch may use: the communicators and scratch of one channel.
-struct ExecContext {
-  std::map<int32_t, SetComm>& comms;
-  std::map<int32_t, HierComm>& hier;
-  std::vector<char>& fusion_buffer;
-  kernels::TopkScratch& topk_scratch;
-};
-
-// One independent path to every peer, owned by one thread.
-struct Channel {
-  int index = 0;
-  std::unique_ptr<shm::HostGroup> host;  // this channel's view of the host group
-  std::vector<std::unique_ptr<Link>> owned_links;
-  std::vector<Link*> world_links;  // by global rank; null for self
-  std::map<int32_t, SetComm> comms;
-  std::map<int32_t, HierComm> hier;
-  std::vector<char> fusion_buffer;
-  kernels::TopkScratch topk_scratch;
-
-  ExecContext exec() { return {comms, hier, fusion_buffer, topk_scratch}; }
-};
-
 class Streams {
  public:
-  // Runs a batch, completing the handles it finishes; on error the caller fails the rest.
-  using Runner = std::function<Status(Batch&, ExecContext&)>;
-  // Completes every handle a batch still holds with the Status.
-  using Failer = std::function<void(Batch&, const Status&)>;
-
   // Counters the workers bump (the engine's stats): batches run, most batches running at once.
   struct Counters {
     std::atomic<uint64_t>* batches;
     std::atomic<uint64_t>* busy_max;
   };
   // `engine_host` is the engine thread's view, woken when a batch ends (drain() waits there).
-  Streams(std::vector<std::unique_ptr<Channel>> channels, const shm::HostGroup* engine_host, Runner run,
-          Failer fail, Counters counters);
+  // Stream s runs on channels[s] (owned by the Mesh, outliving this) with executors[s].
+  Streams(std::vector<Channel*> channels, std::vector<std::unique_ptr<Executor>> executors,
+          const shm::HostGroup* engine_host, Counters counters);
   ~Streams();  // stops (aborting queued work) if stop() was not called
   Streams(const Streams&) = delete;
   Streams& operator=(const Streams&) = delete;
@@ -102,13 +61,16 @@ class Streams {
   // ok: run what is queued, then join; otherwise abort in-flight waits and fail queued batches
   // with `why`. Idempotent.
   void stop(const Status& why);
+  // Any thread: in-flight waits give up with `why` and later batches fail; stop() still joins.
+  void abort(const Status& why);
 
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   Status error() const;
 
  private:
   struct Worker {
-    std::unique_ptr<Channel> channel;
+    Channel* channel;
+    std::unique_ptr<Executor> executor;
     std::mutex mu;
     std::deque<Batch> queue;
     std::thread thread;
@@ -118,8 +80,6 @@ class Streams {
 
   std::vector<std::unique_ptr<Worker>> workers_;
   const shm::HostGroup* engine_host_;
-  Runner run_;
-  Failer fail_;
   Counters counters_;
   std::atomic<uint64_t> running_{0};
   uint64_t sequence_ = 0;

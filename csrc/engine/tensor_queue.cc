@@ -6,6 +6,7 @@
 namespace lightcc {
 
 Status TensorQueue::push(std::vector<TensorEntry> entries, bool wake) {
+  bool ring = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!closed_.ok()) return closed_;
@@ -28,6 +29,10 @@ Status TensorQueue::push(std::vector<TensorEntry> entries, bool wake) {
       marked_.push_back(&it->second);  // element pointers survive rehashing
     }
     in_flight_ += entries.size();
+    // Only the first async push since the engine last drained rings: the engine drains the whole
+    // queue when it runs, so later pushes ride on that wake-up (a backward pass submitting many
+    // tensors then wakes the engine thread once per cycle, not once per tensor).
+    ring = wake && undriven_.load(std::memory_order_relaxed) == 0;
     auto now = std::chrono::steady_clock::now();
     for (auto& e : entries) {
       e.enqueued = now;
@@ -36,7 +41,7 @@ Status TensorQueue::push(std::vector<TensorEntry> entries, bool wake) {
     if (wake) undriven_.fetch_add(entries.size(), std::memory_order_relaxed);
     queued_.store(queue_.size(), std::memory_order_release);
   }
-  if (wake) wake_();
+  if (ring) wake_();
   return Status::OK();
 }
 

@@ -17,6 +17,8 @@ void divideIntegers(void* data, size_t count, DataType dtype, int64_t divisor) {
     case DataType::kUInt8: divideAll(static_cast<uint8_t*>(data), count, divisor); break;
     case DataType::kBool: divideAll(static_cast<uint8_t*>(data), count, divisor); break;
     case DataType::kInt8: divideAll(static_cast<int8_t*>(data), count, divisor); break;
+    case DataType::kUInt16: divideAll(static_cast<uint16_t*>(data), count, divisor); break;
+    case DataType::kInt16: divideAll(static_cast<int16_t*>(data), count, divisor); break;
     case DataType::kInt32: divideAll(static_cast<int32_t*>(data), count, divisor); break;
     case DataType::kInt64: divideAll(static_cast<int64_t*>(data), count, divisor); break;
     default: break;

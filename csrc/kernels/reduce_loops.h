@@ -190,6 +190,8 @@ static void reduceAll(void* dst, const void* const* srcs, int n, size_t count, D
     case DataType::kUInt8:
     case DataType::kBool: return reduceInt<uint8_t, uint8_t>(dst, srcs, n, count, op);
     case DataType::kInt8: return reduceInt<uint8_t, int8_t>(dst, srcs, n, count, op);
+    case DataType::kUInt16: return reduceInt<uint16_t, uint16_t>(dst, srcs, n, count, op);
+    case DataType::kInt16: return reduceInt<uint16_t, int16_t>(dst, srcs, n, count, op);
     case DataType::kInt32: return reduceInt<uint32_t, int32_t>(dst, srcs, n, count, op);
     case DataType::kInt64: return reduceInt<uint64_t, int64_t>(dst, srcs, n, count, op);
   }

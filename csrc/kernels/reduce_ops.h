@@ -31,6 +31,9 @@ static inline LIGHTCC_HD T minOf(T a, T b) {
 // The type in which + and * wrap instead of overflowing (undefined for signed integers).
 template <class T> struct WrapType { using type = T; };
 template <> struct WrapType<int8_t> { using type = uint8_t; };
+// 16-bit operands would promote to int, whose product can overflow: wrap in 32 bits instead.
+template <> struct WrapType<int16_t> { using type = uint32_t; };
+template <> struct WrapType<uint16_t> { using type = uint32_t; };
 template <> struct WrapType<int32_t> { using type = uint32_t; };
 template <> struct WrapType<int64_t> { using type = uint64_t; };
 
@@ -82,6 +85,8 @@ inline LIGHTCC_HD BFloat16 fromAcc<BFloat16>(float x) { return BFloat16{floatToB
 template <class T> struct IntRange;
 template <> struct IntRange<uint8_t> { static constexpr double kLo = 0, kHi = 255; };
 template <> struct IntRange<int8_t> { static constexpr double kLo = -128, kHi = 127; };
+template <> struct IntRange<uint16_t> { static constexpr double kLo = 0, kHi = 65535; };
+template <> struct IntRange<int16_t> { static constexpr double kLo = -32768, kHi = 32767; };
 template <> struct IntRange<int32_t> {
   static constexpr double kLo = -2147483648.0, kHi = 2147483647.0;
 };

@@ -42,6 +42,8 @@ void reduceScaledInt(void* dst, const void* const* srcs, int n, size_t count, Da
     case DataType::kUInt8:
     case DataType::kBool: return reduceScaledOp<uint8_t>(dst, srcs, n, count, op, pre, post);
     case DataType::kInt8: return reduceScaledOp<int8_t>(dst, srcs, n, count, op, pre, post);
+    case DataType::kUInt16: return reduceScaledOp<uint16_t>(dst, srcs, n, count, op, pre, post);
+    case DataType::kInt16: return reduceScaledOp<int16_t>(dst, srcs, n, count, op, pre, post);
     case DataType::kInt32: return reduceScaledOp<int32_t>(dst, srcs, n, count, op, pre, post);
     case DataType::kInt64: return reduceScaledOp<int64_t>(dst, srcs, n, count, op, pre, post);
     default: return;  // floating types never come here (see dispatch.cc)

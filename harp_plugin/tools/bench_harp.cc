@@ -64,7 +64,9 @@ int setup(const Config& cfg, int ctl, Link* l) {
   }
   std::vector<int> versions = harp_tools::harpToolsVersions(dl);
   BENCH_CHECK(!versions.empty() && harp_tools::harpToolsLoad(dl, versions[0], &l->api), "load");
-  BENCH_CHECK(l->api.init(harp_tools::harpToolsLogger) == 0, "init");
+  BENCH_CHECK(l->api.init(harp_tools::harpToolsLogger) == 0,
+              "init (the NET/HARP warning above says why: usually no HARP_JOB_SECRET, or no interface "
+              "matching HARP_IFNAME)");
   uint8_t mine[128], theirs[128];
   void* lc = nullptr;
   BENCH_CHECK(l->api.listen(0, mine, &lc) == 0, "listen");

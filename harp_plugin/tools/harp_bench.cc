@@ -3,7 +3,8 @@
 // Usage: harp-bench --lib libnccl-net-harp.so [--modes harp,socket1,tcp] [--streams 4]
 //          [--sizes 64K,1M,4M,16M] [--mb-per-size 512] [--latency]
 //          [--ns-recv NS --ns-send NS --ifname IF] [--idle yield|USEC]
-// HARP settings come from the environment as usual (HARP_NFLOWS, HARP_NINSTANCES, ...).
+// HARP settings come from the environment as usual (HARP_NFLOWS, HARP_NINSTANCES, ...). Both
+// ends are this tool's own children, so without HARP_JOB_SECRET it makes a fresh one for the run.
 // Prints one line per (mode, size): "bench mode=harp size=4194304 GB/s=3.21".
 #include <fcntl.h>
 #include <sched.h>
@@ -104,6 +105,49 @@ bool harpBenchRun(const Config& cfg, std::vector<Result>* out, std::string* err)
   return true;
 }
 
+void printUsage(FILE* out) {
+  fprintf(out,
+          "usage: harp-bench [--lib libnccl-net-harp.so] [--modes harp,socket1,tcp] [--streams N]\n"
+          "                  [--sizes 64K,1M,4M,16M] [--mb-per-size MB] [--window N] [--latency]\n"
+          "                  [--ns-recv NS --ns-send NS --ifname IF] [--idle yield|USEC]\n\n"
+          "Point-to-point throughput (GB/s) or --latency (usec) of HARP against one socket\n"
+          "(socket1) and multi-stream raw TCP (tcp), between a receiver and a sender process.\n\n"
+          "  --lib PATH        the HARP plugin (required for mode harp; the harp-bench console\n"
+          "                    script passes lightcc's own)\n"
+          "  --modes LIST      modes to run, in order (default harp,socket1,tcp)\n"
+          "  --streams N       connections of mode tcp (default 4)\n"
+          "  --sizes LIST      message sizes, K/M/G suffixes (default 64K,1M,4M,16M)\n"
+          "  --mb-per-size MB  bytes moved per size (default 512)\n"
+          "  --window N        messages in flight\n"
+          "  --latency         measure one-message round trips instead of throughput\n"
+          "  --ns-recv/--ns-send NS  run each side in a named network namespace\n"
+          "  --ifname IF       the interface HARP uses (sets HARP_IFNAME for both sides)\n"
+          "  --idle yield|USEC what an idle progress loop does (default yield)\n\n"
+          "HARP reads its settings from the environment (harp-setup --help lists them). Both\n"
+          "ends are children of this process: without HARP_JOB_SECRET (and without\n"
+          "HARP_ALLOW_NO_SECRET=1) harp-bench makes a fresh secret for the run.\n");
+}
+
+// Both ends are our children, so a secret made here authenticates them to each other.
+bool ensureJobSecret() {
+  const char* have = getenv("HARP_JOB_SECRET");
+  const char* open_ok = getenv("HARP_ALLOW_NO_SECRET");
+  if ((have != nullptr && *have != '\0') || (open_ok != nullptr && strcmp(open_ok, "1") == 0)) return true;
+  unsigned char raw[32];
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  bool ok = fd >= 0 && readAll(fd, raw, sizeof(raw));
+  if (fd >= 0) close(fd);
+  if (!ok) {
+    fprintf(stderr, "harp-bench: HARP_JOB_SECRET is unset and /dev/urandom is unreadable: set "
+                    "HARP_JOB_SECRET (any string, the same for both ends)\n");
+    return false;
+  }
+  char hex[sizeof(raw) * 2 + 1];
+  for (size_t i = 0; i < sizeof(raw); ++i) snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+  setenv("HARP_JOB_SECRET", hex, 1);
+  return true;
+}
+
 }  // namespace harp_bench
 
 using namespace harp_bench;
@@ -137,11 +181,15 @@ int main(int argc, char** argv) {
     else if (a == "--ns-recv") cfg.ns_recv = next();
     else if (a == "--ns-send") cfg.ns_send = next();
     else if (a == "--ifname") cfg.ifname = next();
-    else {
-      fprintf(stderr, "harp-bench: unknown argument '%s' (see the header of harp_bench.cc)\n", a.c_str());
+    else if (a == "--help" || a == "-h") {
+      printUsage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "harp-bench: unknown argument '%s' (try --help)\n", a.c_str());
       return 2;
     }
   }
+  if (modes.find("harp") != std::string::npos && !ensureJobSecret()) return 2;
   std::stringstream ss(sizes);
   for (std::string s; std::getline(ss, s, ',');) cfg.sizes.push_back(parseSize(s));
   std::stringstream ms(modes);

@@ -178,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     """``lightcc-bench`` entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
+        if args.plot:
+            from lightcc.bench.plot import require_matplotlib
+
+            require_matplotlib()  # before minutes of measuring, not after
         doc = run(args)
         if args.json:
             write_report(doc, args.json)
@@ -189,3 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lightcc-bench: error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

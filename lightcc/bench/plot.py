@@ -5,8 +5,20 @@ from __future__ import annotations
 from lightcc.bench.metrics import COLLECTIVES
 
 
+def require_matplotlib() -> None:
+    """Raises ValueError naming the ``[bench]`` extra when matplotlib is not installed."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            "--plot needs matplotlib, which is not installed: pip install 'lightcc[bench]' "
+            "(or pip install matplotlib), or drop --plot and keep --json"
+        ) from None
+
+
 def plot_report(doc: dict, path: str) -> None:
     """Write ``doc``'s rows to ``path`` (matplotlib, Agg backend, imported here)."""
+    require_matplotlib()
     import matplotlib
 
     matplotlib.use("Agg")

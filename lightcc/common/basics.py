@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import atexit
-import os
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Union
 
 from lightcc.common import process_sets as _ps
 from lightcc.common.native import core
+from lightcc.common.process_sets import ProcessSet, global_process_set  # noqa: F401  (Horovod's basics has them)
 
 NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
 
@@ -20,7 +20,8 @@ def init(comm: Optional[Any] = None,
          process_sets: Optional[Union[str, Sequence[_ps.ProcessSet]]] = None) -> None:
     """Start lightcc in this process: find the launcher's variables, rendezvous, start the engine.
 
-    `comm` may be an mpi4py communicator (its ranks become the job). `process_sets` is a list of
+    `comm` may be an mpi4py communicator (its ranks become the job) or a list of the launcher's
+    ranks (they become the job, renumbered in list order; see _subset_info). `process_sets` is a list of
     ProcessSet objects registered now on every rank (ids 1..n), or "dynamic" to allow
     add_process_set/remove_process_set later (as HOROVOD_DYNAMIC_PROCESS_SETS=1).
     Calling init twice without shutdown is a no-op, as in Horovod.
@@ -30,10 +31,11 @@ def init(comm: Optional[Any] = None,
     c = core()
     if c.is_initialized():
         return
+    dynamic = False
     if isinstance(process_sets, str):
         if process_sets != "dynamic":
             raise ValueError(f"process_sets must be a list of ProcessSet or 'dynamic', got {process_sets!r}")
-        os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
+        dynamic = True  # as HOROVOD_DYNAMIC_PROCESS_SETS=1, for this init only
         process_sets = []
     sets: List[_ps.ProcessSet] = list(process_sets or [])
     for ps in sets:
@@ -42,7 +44,12 @@ def init(comm: Optional[Any] = None,
     from lightcc.common.elastic_worker import session
 
     elastic = session()  # started by lightccrun's elastic driver: it says where we sit
-    info = elastic.launch_info() if elastic is not None else detect(comm)
+    if elastic is not None:
+        info = elastic.launch_info()
+    elif comm is not None and not _is_mpi_comm(comm):
+        info = _subset_info(detect(None), comm)
+    else:
+        info = detect(comm)
     for ps in sets:
         if not ps.ranks or ps.ranks[0] < 0 or ps.ranks[-1] >= info.size:
             raise ValueError(f"process set ranks {ps.ranks} must lie in [0, {info.size})")
@@ -54,11 +61,42 @@ def init(comm: Optional[Any] = None,
         "rendezvous_port": int(info.rendezvous_port or 0),
         "secret": info.secret or "",
         "process_sets": [ps.ranks for ps in sets],
+        "dynamic_process_sets": dynamic,
         "bundled_net_plugin": _plugin_path(),
     })
     _ps._reset()
     for i, ps in enumerate(sets, start=1):
         _ps._register(ps, i)
+
+
+def _is_mpi_comm(comm: Any) -> bool:
+    return type(comm).__module__.startswith("mpi4py")
+
+
+def _subset_info(info: Any, comm: Any) -> Any:
+    """Horovod's ``init(comm=[ranks])``: the job is those launcher ranks, renumbered in list order.
+
+    A rank that is not listed runs alone (size 1) with a warning: Horovod falls back to
+    MPI_COMM_WORLD there, which cannot meet the listed ranks' smaller job and would hang.
+    Only one such subset may initialise per job (the subset shares the job's rendezvous store).
+    """
+    import dataclasses
+    import warnings
+
+    try:
+        ranks = [int(r) for r in comm]
+    except TypeError:
+        raise ValueError(f"comm must be a list of ranks or an mpi4py communicator, got {comm!r}") from None
+    if not ranks:
+        return info  # Horovod treats [] as "every rank"
+    if len(set(ranks)) != len(ranks) or min(ranks) < 0 or max(ranks) >= info.size:
+        raise ValueError(f"comm={ranks} must list distinct ranks in [0, {info.size}) (the launcher's job size)")
+    if info.rank not in ranks:
+        warnings.warn(f"rank {info.rank} is not in init(comm={ranks}); it runs alone (size 1)")
+        return dataclasses.replace(info, rank=0, size=1, local_rank=0, local_size=1, cross_rank=0, cross_size=1,
+                                   rendezvous_host="", rendezvous_port=0)
+    return dataclasses.replace(info, rank=ranks.index(info.rank), size=len(ranks), local_rank=-1, local_size=-1,
+                               cross_rank=-1, cross_size=-1)
 
 
 def shutdown() -> None:

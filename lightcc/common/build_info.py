@@ -19,6 +19,26 @@ def cuda_built() -> bool:
     return (_LIB / "liblightcc_cuda.so").exists()
 
 
+def cuda_devices() -> tuple[int, str]:
+    """``(number of GPUs the CUDA driver sees, why none when 0)``; never raises.
+
+    Asks the driver (libcuda.so.1: cuInit, cuDeviceGetCount) directly, so it needs no CUDA
+    runtime and no framework; built kernels are no use without it.
+    """
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as err:
+        return 0, f"no CUDA driver ({err})"
+    status = lib.cuInit(0)
+    if status != 0:
+        return 0, f"cuInit failed (CUresult {status}: no GPU, or the driver cannot reach it)"
+    count = ctypes.c_int(0)
+    status = lib.cuDeviceGetCount(ctypes.byref(count))
+    if status != 0:
+        return 0, f"cuDeviceGetCount failed (CUresult {status})"
+    return int(count.value), "" if count.value else "the driver sees no GPU"
+
+
 def nccl_version() -> int:
     """NCCL's version code if libnccl can be loaded on this machine, else 0."""
     for name in ("libnccl.so.2", "libnccl.so"):
@@ -37,7 +57,10 @@ def summary() -> Dict[str, object]:
     from lightcc.common.native import core
 
     info: Dict[str, object] = dict(core().build_info())
+    devices, why = cuda_devices()
     info.update({
+        "cuda_devices": devices,
+        "cuda_devices_note": why,
         "cuda_compiled": cuda_built(),
         "harp_plugin_path": harp_plugin_path(),
         "nccl_found": nccl_version() != 0,

@@ -5,7 +5,7 @@ from typing import Dict
 
 import numpy as np
 
-UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, BOOL = range(9)
+UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, BOOL, INT16, UINT16 = range(11)
 
 CODE_NAMES: Dict[int, str] = {
     UINT8: "uint8",
@@ -17,6 +17,8 @@ CODE_NAMES: Dict[int, str] = {
     FLOAT32: "float32",
     FLOAT64: "float64",
     BOOL: "bool",
+    INT16: "int16",
+    UINT16: "uint16",
 }
 
 _BY_NAME = {name: code for code, name in CODE_NAMES.items()}

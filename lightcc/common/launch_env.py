@@ -4,15 +4,20 @@ Sources, first match wins: lightccrun's ``LIGHTCC_*`` variables, Horovod's ``HOR
 (horovodrun in gloo mode), OpenMPI's ``OMPI_COMM_WORLD_*``, MPICH/Hydra's ``PMI_*`` with
 ``MPI_LOCALRANKID``/``MPI_LOCALNRANKS``, else a single process. The rendezvous address and job
 secret come from ``LIGHTCC_RENDEZVOUS_ADDR``/``LIGHTCC_JOB_SECRET``; under MPI without them, rank 0
-picks both and broadcasts them with mpi4py. Nothing here imports a framework, and mpi4py only on
-that MPI path.
+picks both and broadcasts them with mpi4py, or, without mpi4py, writes them to a rendezvous file
+(``LIGHTCC_RENDEZVOUS_FILE``, or one in the temp directory named after the MPI job when every
+rank shares the host) that the other ranks read. Nothing here imports a framework, and mpi4py
+only on that MPI path.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
 import socket
+import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple
 
@@ -21,6 +26,12 @@ LAUNCHERS = ("lightccrun", "horovod", "mpi", "single")
 
 RENDEZVOUS_ADDR_VAR = "LIGHTCC_RENDEZVOUS_ADDR"
 JOB_SECRET_VAR = "LIGHTCC_JOB_SECRET"
+RENDEZVOUS_FILE_VAR = "LIGHTCC_RENDEZVOUS_FILE"
+INTERFACE_VAR = "HOROVOD_GLOO_IFACE"  # lightccrun/horovodrun --network-interfaces sets it
+# Variables that name one mpirun job (Open MPI/PMIx; Open MPI 4's ess job id); the rendezvous
+# file carries the id so a file left over from another job is never taken for this one's.
+MPI_JOB_ID_VARS = ("PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid")
+RENDEZVOUS_FILE_TIMEOUT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -126,7 +137,10 @@ def _detect_from(names: _Names, env: Mapping[str, str]) -> LaunchInfo:
     cross = _pair(env, names.cross_rank, names.cross_size, size)
     hostname = (env.get(names.hostname, "") if names.hostname else "") or socket.gethostname()
     if names.launcher == "mpi" and size > 1 and RENDEZVOUS_ADDR_VAR not in env:
-        # Under mpirun the variables give rank and size; MPI itself carries the address.
+        # Under mpirun the variables give rank and size; MPI itself carries the address, or,
+        # without mpi4py, a file that rank 0 writes.
+        if not _has_mpi4py():
+            return _detect_with_file(names, env, rank, size, local, cross, hostname)
         return _detect_with_mpi4py(None, env)
     return _finish(names, env, rank=rank, size=size, local=local, cross=cross, hostname=hostname)
 
@@ -240,6 +254,124 @@ def _is_mpi4py_comm(comm: Any) -> bool:
     return comm is not None and type(comm).__module__.startswith("mpi4py")
 
 
+def _has_mpi4py() -> bool:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def mpi_job_id(env: Mapping[str, str]) -> str:
+    """The id of this mpirun job from the MPI runtime's variables, or ``""``."""
+    for name in MPI_JOB_ID_VARS:
+        if env.get(name):
+            return env[name]
+    return ""
+
+
+def rendezvous_file_path(env: Mapping[str, str], all_local: bool) -> str:
+    """``LIGHTCC_RENDEZVOUS_FILE``, else (all ranks on one host) a temp file named after the job.
+
+    Raises:
+        ValueError: neither applies; the message says what to set.
+    """
+    if env.get(RENDEZVOUS_FILE_VAR):
+        return env[RENDEZVOUS_FILE_VAR]
+    job = mpi_job_id(env)
+    if all_local and job:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job)
+        return os.path.join(tempfile.gettempdir(), f"lightcc-rendezvous-{safe}")
+    why = "ranks run on several hosts" if not all_local else "mpirun set no job id (" + ", ".join(MPI_JOB_ID_VARS) + ")"
+    raise ValueError(
+        f"launched under MPI without {RENDEZVOUS_ADDR_VAR} and without mpi4py, and {why}: "
+        f"install mpi4py (pip install mpi4py), set {RENDEZVOUS_FILE_VAR} to a path on a file "
+        f"system every rank shares, or set {RENDEZVOUS_ADDR_VAR}=host:port of rank 0 and "
+        f"{JOB_SECRET_VAR} for every rank"
+    )
+
+
+def _detect_with_file(
+    names: _Names,
+    env: Mapping[str, str],
+    rank: int,
+    size: int,
+    local: tuple[int, int],
+    cross: tuple[int, int],
+    hostname: str,
+) -> LaunchInfo:
+    """Rank 0 writes ``job host port secret`` to the rendezvous file; the others wait for it."""
+    all_local = local[1] == size
+    path = rendezvous_file_path(env, all_local)
+    job = mpi_job_id(env)
+    if rank == 0:
+        host = "127.0.0.1" if all_local else _routable_address(env)
+        offer = (host, free_port(), env.get(JOB_SECRET_VAR) or secrets.token_hex(32))
+        write_rendezvous_file(path, job, *offer)
+        atexit.register(_remove_quietly, path)
+    else:
+        offer = read_rendezvous_file(path, job, RENDEZVOUS_FILE_TIMEOUT_S)
+    host, port, secret = offer
+    return LaunchInfo(
+        rank=rank,
+        size=size,
+        local_rank=local[0],
+        local_size=local[1],
+        cross_rank=cross[0],
+        cross_size=cross[1],
+        hostname=hostname,
+        rendezvous_host=host,
+        rendezvous_port=port,
+        secret=secret,
+        launcher=names.launcher,
+    )
+
+
+def write_rendezvous_file(path: str, job: str, host: str, port: int, secret: str) -> None:
+    """Writes the file atomically, readable by its owner only (it holds the job secret)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(f"{job or '-'} {host} {port} {secret}\n")
+    os.replace(tmp, path)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def read_rendezvous_file(path: str, job: str, timeout_s: float) -> tuple[str, int, str]:
+    """Waits up to ``timeout_s`` for rank 0's file of this job; returns ``(host, port, secret)``.
+
+    Raises:
+        ValueError: the file did not appear (or stayed another job's) in time, or is malformed.
+    """
+    deadline = time.monotonic() + timeout_s
+    seen = "it never appeared"
+    while True:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                fields = handle.read().split()
+        except FileNotFoundError:
+            fields = []
+        if len(fields) == 4 and (not job or fields[0] == job):
+            try:
+                return fields[1], int(fields[2]), fields[3]
+            except ValueError:
+                raise ValueError(f"{RENDEZVOUS_FILE_VAR} {path!r}: malformed port {fields[2]!r}") from None
+        if fields:
+            seen = f"it holds job {fields[0]!r}, not {job!r}" if len(fields) == 4 else "it is malformed"
+        if time.monotonic() >= deadline:
+            raise ValueError(
+                f"rendezvous file {path!r}: rank 0 did not write it within {timeout_s:g} s ({seen}); "
+                "is rank 0 running, and do all ranks see the same file system?"
+            )
+        time.sleep(0.05)
+
+
 def _detect_with_mpi4py(comm: Any, env: Mapping[str, str]) -> LaunchInfo:
     """Everything from MPI: rank 0 picks the address and secret and broadcasts them."""
     try:
@@ -261,7 +393,7 @@ def _detect_with_mpi4py(comm: Any, env: Mapping[str, str]) -> LaunchInfo:
     cross_comm.Free()
     offer = None
     if rank == 0:
-        host = "127.0.0.1" if local_size == size else _routable_address()
+        host = "127.0.0.1" if local_size == size else _routable_address(env)
         offer = (host, free_port(), env.get(JOB_SECRET_VAR) or secrets.token_hex(32))
     host, port, secret = comm.bcast(offer, root=0)
     return LaunchInfo(
@@ -286,8 +418,15 @@ def free_port(bind_host: str = "0.0.0.0") -> int:
         return int(sock.getsockname()[1])
 
 
-def _routable_address() -> str:
-    """This host's first non-loopback IPv4 address from its own name, else the name itself."""
+def _routable_address(env: Mapping[str, str]) -> str:
+    """The address of ``--network-interfaces``' first interface when given; else this host's first
+    non-loopback IPv4 address from its own name, else the name itself."""
+    if env.get(INTERFACE_VAR):
+        from lightcc.common.netif import first_address
+
+        address = first_address(env[INTERFACE_VAR])
+        if address:
+            return address
     name = socket.gethostname()
     try:
         infos = socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)

@@ -5,7 +5,7 @@ import contextlib
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from lightcc.common.native import core
 
@@ -27,13 +27,37 @@ def resolve_op(average: Optional[bool], op: Optional[int], default: int = Averag
     if op is None:
         return default
     if op not in _OP_NAMES:
-        raise ValueError(f"unknown reduction op {op!r}; use one of Average, Sum, Min, Max, Product")
-    if op == Adasum:
-        raise ValueError("Adasum is not supported by lightcc; use Average or Sum")
+        raise ValueError(f"unknown reduction op {op!r}; use one of Average, Sum, Adasum, Min, Max, Product")
     return op
 
 
+def check_adasum(op: int, process_set: Any) -> None:
+    """Horovod's limits on Adasum, raised alike on every rank before anything is queued:
+    the global process set only, and a power-of-two number of ranks (NotImplementedError)."""
+    if op != Adasum:
+        return
+    if process_set.process_set_id != 0:
+        raise NotImplementedError("Adasum does not support non-global process sets yet.")
+    n = process_set.size()
+    if n & (n - 1):
+        raise NotImplementedError(f"Running Adasum with non-power of 2 ranks is not supported yet "
+                                  f"(this job has {n} ranks).")
+
+
 _counter = itertools.count()
+
+
+def alltoall_splits(values: Sequence[Any], kind: str) -> List[int]:
+    """alltoall splits as a flat list of ints, refusing non-integer ones as Horovod does (int32).
+
+    `kind` is the NumPy dtype kind of the container ('i', 'u', 'f', ...). The check depends only
+    on the type, not the values, so every rank of a correct program passes or fails it alike;
+    value errors (negative counts, a wrong sum) are the engine's, which tells every rank.
+    """
+    if len(values) and kind not in ("i", "u"):
+        raise ValueError(f"alltoall splits must be integers (Horovod takes int32 splits); got values of kind "
+                         f"{kind!r}: {list(values)[:8]}")
+    return [int(v) for v in values]
 
 
 def tensor_name(prefix: str, name: Optional[str]) -> str:
@@ -70,13 +94,6 @@ class TensorArgs:
 CoreResult = Tuple[Any, List[int], List[int], int]
 
 
-@dataclass
-class _Pending:
-    ids: List[int]
-    keepalive: Any
-    finish: Callable[[List[CoreResult]], Any]
-
-
 _local = threading.local()
 
 
@@ -92,35 +109,27 @@ def wait_at_once() -> Iterator[None]:
         _local.defer_wake = False
 
 
-class HandleManager:
-    """Maps front-level handles to core handle ids and keeps buffers alive until completion."""
+def wake_now() -> bool:
+    """Whether work submitted now should wake the engine thread (not inside wait_at_once)."""
+    return not getattr(_local, "defer_wake", False)
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: Dict[int, _Pending] = {}
-        self._next = itertools.count(1)
+
+class HandleManager:
+    """The fronts' view of the core's handle registry (one registry: lightcc._core keeps each
+    handle's tensors, the objects to keep alive and the step that makes its result)."""
 
     def submit(self, args: Sequence[TensorArgs], keepalive: Any,
                finish: Callable[[List[CoreResult]], Any]) -> int:
-        ids = core().enqueue([a.as_tuple() for a in args], not getattr(_local, "defer_wake", False))
-        handle = next(self._next)
-        with self._lock:
-            self._pending[handle] = _Pending(ids, keepalive, finish)
-        return handle
+        """Queue one tensor or a group; `finish(results)` becomes synchronize's value."""
+        return core().submit([a.as_tuple() for a in args], wake_now(), keepalive, finish)
 
     def poll(self, handle: int) -> bool:
-        with self._lock:
-            p = self._pending.get(handle)
-        if p is None:
-            raise ValueError(f"handle {handle} was not created or has already been synchronized")
-        return all(core().poll(i) for i in p.ids)
+        """True once every tensor of the handle has completed (never blocks)."""
+        return core().poll(handle)
 
     def synchronize(self, handle: int) -> Any:
-        with self._lock:
-            p = self._pending.pop(handle, None)
-        if p is None:
-            raise ValueError(f"handle {handle} was not created or has already been synchronized")
-        return p.finish(core().collect(p.ids))
+        """Wait, release the handle and return its finished value (raises the op's error)."""
+        return core().synchronize(handle)
 
 
 handles = HandleManager()
@@ -146,6 +155,19 @@ def run_simple(op: int, name: str, process_set_id: int = 0, aux: Sequence[int] =
 
 
 _ps_counter = itertools.count()
+
+
+def alltoall_splits(values: Sequence[Any], kind: str) -> List[int]:
+    """alltoall splits as a flat list of ints, refusing non-integer ones as Horovod does (int32).
+
+    `kind` is the NumPy dtype kind of the container ('i', 'u', 'f', ...). The check depends only
+    on the type, not the values, so every rank of a correct program passes or fails it alike;
+    value errors (negative counts, a wrong sum) are the engine's, which tells every rank.
+    """
+    if len(values) and kind not in ("i", "u"):
+        raise ValueError(f"alltoall splits must be integers (Horovod takes int32 splits); got values of kind "
+                         f"{kind!r}: {list(values)[:8]}")
+    return [int(v) for v in values]
 
 
 def process_set_change(op: int, aux: Sequence[int]) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Union
 
 from lightcc.common.native import core
+from lightcc.common.util import is_iterable  # noqa: F401  (Horovod's process_sets has it)
 
 
 class ProcessSet:

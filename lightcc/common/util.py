@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import os
 import re
+import warnings
 from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple, TypeVar
 
 T = TypeVar("T")
@@ -50,6 +51,89 @@ def check_extension(ext_name: str, ext_env_var: str, pkg_path: str, *args: Any) 
         front, framework = _front_of(ext_name)
         raise ImportError(f"{ext_name} ({front}) is not available: install {framework} and lightcc's compiled core "
                           f"(`pip install .` builds it); {ext_env_var} plays no part in lightcc's build")
+
+
+def get_version_mismatch_message(name: str, version: str, installed_version: str) -> str:
+    """Horovod's message for a framework whose version changed since the build."""
+    return (f"Framework {name} installed with version {installed_version} but found version {version}. "
+            "This can result in unexpected behavior including runtime errors.")
+
+
+class HorovodVersionMismatchError(ImportError):
+    """Horovod raises it when a framework's version differs from the one it was compiled against.
+
+    lightcc compiles against no framework, so it never raises it; scripts that catch it still work.
+    """
+
+    def __init__(self, name: str, version: str, installed_version: str) -> None:
+        super().__init__(get_version_mismatch_message(name, version, installed_version))
+        self.name = name
+        self.version = version
+        self.installed_version = installed_version
+
+
+def check_installed_version(name: str, version: str) -> None:
+    """Horovod's build-time version check; a no-op here (no framework is compiled in)."""
+
+
+def is_iterable(x: Any) -> bool:
+    """Whether iter(x) works."""
+    try:
+        iter(x)
+    except TypeError:
+        return False
+    return True
+
+
+def get_average_backwards_compatibility_fun(reduce_ops: Any) -> Callable[[Any, Any], Any]:
+    """Horovod's helper for the deprecated `average` flag: returns f(op, average) -> op."""
+
+    def handle(op: Any, average: Any) -> Any:
+        if op is not None:
+            if average is not None:
+                raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+            return op
+        if average is not None:
+            warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                          DeprecationWarning)
+            return reduce_ops.Average if average else reduce_ops.Sum
+        return reduce_ops.Average
+
+    return handle
+
+
+def gpu_available(ext_base_name: str, verbose: bool = False) -> bool:
+    """Whether the framework behind a Horovod extension name sees a GPU."""
+    _, framework = _front_of(ext_base_name)
+    available = False
+    if framework == "torch" and importlib.util.find_spec("torch") is not None:
+        import torch
+
+        available = bool(torch.cuda.is_available())
+    elif framework == "tensorflow" and importlib.util.find_spec("tensorflow") is not None:
+        import tensorflow as tf
+
+        available = bool(tf.config.list_physical_devices("GPU"))
+    if verbose:
+        print(f"Extension {ext_base_name} {'has' if available else 'has no'} GPU available.")
+    return available
+
+
+def nccl_built(verbose: bool = False) -> int:
+    """NCCL version code lightcc can load here, or 0."""
+    from lightcc.common import build_info
+
+    return build_info.nccl_version()
+
+
+def ddl_built(verbose: bool = False) -> bool:
+    """False: no IBM DDL."""
+    return False
+
+
+def ccl_built(verbose: bool = False) -> bool:
+    """False: no oneCCL."""
+    return False
 
 
 def gloo_built(verbose: bool = False) -> bool:

@@ -13,6 +13,7 @@ from lightcc.common.basics import (ccl_built, cross_rank, cross_size, cuda_built
                                    local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built,
                                    rank, rocm_built, shutdown, size, start_timeline, stop_timeline)
 from lightcc.common.dtypes import numpy_code, numpy_dtype
+from lightcc.common.native import core
 from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt, LightCCInternalError
 from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
 from lightcc.common.fusion_info import fusion_info
@@ -61,6 +62,8 @@ def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> np.ndarray:
 
 def _allreduce_args(arrays: Sequence[np.ndarray], outs: Sequence[np.ndarray], name: Optional[str], op: int,
                     prescale: float, postscale: float, process_set: ProcessSet, prefix: str) -> List[_ops.TensorArgs]:
+    if prefix == "allreduce":
+        _ops.check_adasum(op, process_set)
     set_id = _id_of(process_set)
     base = _ops.tensor_name(prefix, name)
     args = []
@@ -113,13 +116,24 @@ def allreduce_async_(tensor: np.ndarray, average: Optional[bool] = None, name: O
                      op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                      process_set: ProcessSet = global_process_set) -> int:
     """Start an in-place allreduce; `synchronize(handle)` returns the same array."""
-    return _single(grouped_allreduce_async_([tensor], average, name, op, prescale_factor, postscale_factor,
+    op = _ops.resolve_op(average, op)
+    if op != Adasum and type(tensor) is np.ndarray:
+        # The per-tensor hot path of a backward pass: one core call reads the array's buffer and
+        # queues it (synchronize then returns the array). -1: the general path below handles it.
+        full = _ops.tensor_name("allreduce", name)
+        handle = core().allreduce_array_async(tensor, full, op, float(prescale_factor), float(postscale_factor),
+                                              _id_of(process_set), _ops.wake_now())
+        if handle >= 0:
+            return handle
+        name = full[len("allreduce."):]  # named now: an unnamed tensor takes one number, not two
+    return _single(grouped_allreduce_async_([tensor], None, name, op, prescale_factor, postscale_factor,
                                             process_set))
 
 
 def _allreduce_now(a: np.ndarray, out: np.ndarray, average: Optional[bool], name: Optional[str],
                    op: Optional[int], prescale: float, postscale: float, process_set: ProcessSet) -> np.ndarray:
     op = _ops.resolve_op(average, op)
+    _ops.check_adasum(op, process_set)
     _ops.run_now((_ops.ALLREDUCE, _ops.tensor_name("allreduce", name), _ptr(a), _ptr(out), numpy_code(a.dtype),
                   a.shape, op, 0, float(prescale), float(postscale), _id_of(process_set), ()))
     return out
@@ -248,7 +262,8 @@ def alltoall_async(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, n
     a = _check_array(tensor, "alltoall")
     aux: Sequence[int] = ()
     if splits is not None:
-        aux = [int(s) for s in np.asarray(splits).reshape(-1)]
+        flat = np.asarray(splits).reshape(-1)
+        aux = _ops.alltoall_splits(flat.tolist(), flat.dtype.kind)
     args = [_ops.TensorArgs(_ops.ALLTOALL, _ops.tensor_name("alltoall", name), _ptr(a), 0, numpy_code(a.dtype),
                             a.shape, process_set_id=_id_of(process_set), aux=aux)]
     with_splits = splits is not None

@@ -1,8 +1,9 @@
 """``lightccrun --check-build``: what this lightcc installation can do, in horovodrun's layout.
 
 Reads the native core's ``lightcc._core.build_info()`` (keys ``version``, ``simd``,
-``cuda_compiled``, ``harp_plugin_path``, ``nccl_found``) and looks for frameworks without
-importing them. Works, and says so, when the core is not built.
+``cuda_compiled``, ``harp_plugin_path``, ``nccl_found``, and from ``build_info.summary()``
+``cuda_devices``/``cuda_devices_note``) and looks for frameworks without importing them. CUDA is two
+lines: the kernels this install was built with, and a GPU the driver can actually use. Works, and says so, when the core is not built.
 """
 
 from __future__ import annotations
@@ -82,7 +83,11 @@ def report() -> str:
     info = info or {}
     harp = str(info.get("harp_plugin_path") or "")
     lines.append(_line(bool(info.get("nccl_found")), "NCCL"))
-    lines.append(_line(bool(info.get("cuda_compiled")), "CUDA"))
+    lines.append(_line(bool(info.get("cuda_compiled")), "CUDA kernels (built into this install)"))
+    devices = int(info.get("cuda_devices") or 0)
+    note = str(info.get("cuda_devices_note") or "")
+    gpu = f"CUDA GPU ({devices} visible)" if devices else f"CUDA GPU ({note})" if note else "CUDA GPU"
+    lines.append(_line(devices > 0, gpu))
     lines.append(_line(bool(harp) and os.path.exists(harp), f"HARP net plugin ({harp})" if harp else "HARP net plugin"))
     simd = info.get("simd")
     lines.append(_line(bool(info), f"CPU ({simd})" if simd else "CPU"))

@@ -46,7 +46,22 @@ def _interfaces(value: str) -> dict[str, str]:
     names = [n.strip() for n in value.split(",") if n.strip()]
     if not names:
         raise ValueError(f"--network-interfaces {value!r} names no interface")
-    return {"HOROVOD_GLOO_IFACE": names[0], "NCCL_SOCKET_IFNAME": ",".join(names)}
+    # HARP matches prefixes unless a name starts with '=' (docs/harp.md): these are exact names.
+    return {
+        "HOROVOD_GLOO_IFACE": names[0],
+        "NCCL_SOCKET_IFNAME": ",".join(names),
+        "HARP_IFNAME": ",".join("=" + n for n in names),
+    }
+
+
+NO_AUTOTUNE = "lightcc has no autotuner yet; set --fusion-threshold-mb and --cycle-time-ms yourself (docs: Tuning)"
+
+
+def _refuse_autotune(flag: str) -> Callable[[Any], dict[str, str]]:
+    def refuse(value: Any) -> dict[str, str]:
+        raise ValueError(f"{flag} is not supported: {NO_AUTOTUNE}")
+
+    return refuse
 
 
 FLAGS: tuple[EnvFlag, ...] = (
@@ -90,11 +105,16 @@ FLAGS: tuple[EnvFlag, ...] = (
     EnvFlag(
         ("--autotune",),
         "HOROVOD_AUTOTUNE",
-        "tune fusion threshold and cycle time at run time",
+        "refused: lightcc has no autotuner yet",
         action="store_true",
-        to_env=_flag_bit,
+        to_env=_refuse_autotune("--autotune"),
     ),
-    EnvFlag(("--autotune-log-file",), "HOROVOD_AUTOTUNE_LOG", "CSV file the autotuner logs its samples to"),
+    EnvFlag(
+        ("--autotune-log-file",),
+        "HOROVOD_AUTOTUNE_LOG",
+        "refused: lightcc has no autotuner yet",
+        to_env=_refuse_autotune("--autotune-log-file"),
+    ),
     EnvFlag(
         ("--timeline-filename",), "HOROVOD_TIMELINE", "write a Chrome-trace timeline of every collective to this file"
     ),
@@ -136,7 +156,8 @@ FLAGS: tuple[EnvFlag, ...] = (
     EnvFlag(
         ("--network-interfaces",),
         "HOROVOD_GLOO_IFACE",
-        "comma-separated network interfaces for traffic between hosts (e.g. eth0,eth1)",
+        "comma-separated network interfaces for traffic between hosts (e.g. eth0,eth1): HARP's "
+        "(HARP_IFNAME), NCCL's and Gloo's, and the rendezvous address",
         to_env=_interfaces,
     ),
     EnvFlag(

@@ -81,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show which frameworks, launchers and operations are available",
     )
+    parser.add_argument(
+        "--install-horovodrun",
+        dest="install_horovodrun",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="write a `horovodrun` command (Horovod's flags, run by lightccrun) into DIR "
+        "(default: beside this Python) and exit; never replaces Horovod's own",
+    )
     env_flags.add_flags(parser)
     elastic_args.add_flags(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program to run and its arguments")
@@ -114,7 +123,8 @@ def _launch(args: argparse.Namespace, command: list[str]) -> int:
     base_env = dict(os.environ)
     secret = plan.job_secret(base_env)
     names = local_names()
-    rendezvous = plan.choose_rendezvous(slots, names, args.rendezvous_addr)
+    override = args.rendezvous_addr or plan.interface_rendezvous(slots, names, args.network_interfaces)
+    rendezvous = plan.choose_rendezvous(slots, names, override)
     ssh_port = args.ssh_port if args.ssh_port is not None else DEFAULT_SSH_PORT
     if not 1 <= ssh_port <= 65535:
         raise ValueError(f"--ssh-port {ssh_port} is outside 1..65535")
@@ -153,6 +163,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check_build:
         print(check_build.report())
         return 0
+    if args.install_horovodrun is not None:
+        from lightcc.runner import horovodrun
+
+        try:
+            print(f"lightccrun: wrote {horovodrun.install(args.install_horovodrun or None)}")
+        except ValueError as err:
+            print(f"lightccrun: error: {err}", file=sys.stderr)
+            return 2
+        return 0
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
@@ -161,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command:
         parser.error("missing the command to run (e.g. lightccrun -np 2 python train.py)")
     try:
+        env_flags.env_from_args(args)  # refuses bad or unsupported flags before anything starts
         return _launch(args, command)
     except ValueError as err:
         print(f"lightccrun: error: {err}", file=sys.stderr)

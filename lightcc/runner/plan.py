@@ -57,6 +57,20 @@ def choose_rendezvous(slots: Sequence[SlotAssignment], local_names: set[str], ov
     return rank0_host, _random_remote_port()
 
 
+def interface_rendezvous(slots: Sequence[SlotAssignment], local_names: set[str], interfaces: str | None) -> str | None:
+    """With ``--network-interfaces``, ``address:port`` for rank 0's store on that interface, when rank 0 runs here and some rank does not; ``None`` otherwise (the default rule)."""
+    if not interfaces or slots[0].hostname not in local_names:
+        return None
+    if all(s.hostname in local_names for s in slots):
+        return None
+    from lightcc.common.netif import first_address
+
+    address = first_address(interfaces)
+    if address is None:
+        raise ValueError(f"--network-interfaces {interfaces!r}: no such interface with an IPv4 address on this host")
+    return f"{address}:{free_port()}"
+
+
 def _has_port(addr: str) -> bool:
     if addr.startswith("["):
         return "]:" in addr

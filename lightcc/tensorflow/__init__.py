@@ -7,19 +7,23 @@ from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrup
 from lightcc.tensorflow import elastic  # noqa: F401
 from lightcc.tensorflow.compression import Compression, Compressor
 from lightcc.tensorflow.functions import allgather_object, broadcast_object, broadcast_object_fn, broadcast_variables
-from lightcc.tensorflow.global_variables import broadcast_global_variables
+from lightcc.common.util import check_extension, gpu_available, split_list  # noqa: F401  (Horovod exports them)
+from lightcc.tensorflow.global_variables import BroadcastGlobalVariablesHook, broadcast_global_variables
 from lightcc.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from lightcc.tensorflow.mpi_ops import *  # noqa: F401,F403
 from lightcc.tensorflow.mpi_ops import __all__ as _ops_all
 from lightcc.tensorflow.optimizer import DistributedOptimizer
 from lightcc.tensorflow.reduce import allreduce, grouped_allreduce, grouped_reducescatter, reducescatter
 from lightcc.tensorflow.util import _cache, _executing_eagerly, _make_subgraph  # noqa: F401  (Horovod's names)
+from lightcc.tensorflow.util import refs_to_vars, vars_to_refs  # noqa: F401
 
 __all__ = list(_ops_all) + [
     "LightCCInternalError", "HorovodInternalError", "HostsUpdatedInterrupt", "Compression", "Compressor",
     "allreduce", "grouped_allreduce", "reducescatter", "grouped_reducescatter", "broadcast_variables",
     "broadcast_object", "broadcast_object_fn", "allgather_object", "broadcast_global_variables",
     "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer", "elastic",
+    "BroadcastGlobalVariablesHook", "LocalGradientAggregationHelper", "split_list", "gpu_available", "check_extension",
+    "refs_to_vars", "vars_to_refs",
     "SyncBatchNormalization",  # noqa: F405  (resolved lazily by __getattr__ below)
 ]
 
@@ -27,6 +31,10 @@ __all__ = list(_ops_all) + [
 def __getattr__(name: str):
     # SyncBatchNormalization subclasses the Keras in use; resolving it lazily keeps
     # `import lightcc.tensorflow` from importing Keras.
+    if name == "LocalGradientAggregationHelper":
+        from lightcc.tensorflow._aggregation import LocalGradientAggregationHelper
+
+        return LocalGradientAggregationHelper
     if name == "SyncBatchNormalization":
         from lightcc.tensorflow import sync_batch_norm
 

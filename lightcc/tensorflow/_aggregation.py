@@ -73,3 +73,96 @@ class GradientAccumulator:
             return tf.constant(False)
 
         return tf.cond(tf.equal(count % self.passes, 0), reduce_and_apply, skip)
+
+
+class LocalGradientAggregationHelper:
+    """Horovod's helper of that name, for code that drives accumulation itself.
+
+    `compute_gradients(grads, vars)` adds the gradients to local accumulators and, on every
+    `backward_passes_per_step`-th call, returns `allreduce_func(accumulated, vars)` (divided by
+    the pass count first when `average_aggregated_gradients`); on the other calls it returns the
+    accumulators as they are. `apply_gradients(closure, optimizer)` runs the closure and resets the
+    accumulators on those same calls, and otherwise only advances `optimizer.iterations`.
+    Works eagerly and inside tf.function (decisions are tf.cond on a counter that every rank
+    advances alike). Variables given to `register_local_var` are not passed to `allreduce_func`
+    reductions differently: the allreduce_func decides, as in Horovod.
+    """
+
+    _OPTIMIZER_TYPE_KERAS = "optimizer_type_keras"
+    _OPTIMIZER_TYPE_LEGACY = "optimizer_type_legacy"
+
+    def __init__(self, backward_passes_per_step: int, allreduce_func: Callable[..., Any], sparse_as_dense: bool,
+                 average_aggregated_gradients: bool, rank: int, optimizer_type: str, process_set: Any = None,
+                 scale_local_gradients: bool = True, name: str = "") -> None:
+        if backward_passes_per_step < 1:
+            raise ValueError(f"backward_passes_per_step must be >= 1, got {backward_passes_per_step}")
+        self.backward_passes_per_step = int(backward_passes_per_step)
+        self._allreduce_grads = allreduce_func
+        self.sparse_as_dense = sparse_as_dense
+        self.average_aggregated_gradients = average_aggregated_gradients
+        self.rank = rank
+        self.optimizer_type = optimizer_type
+        self.process_set = process_set
+        self.scale_local_gradients = scale_local_gradients
+        self.name = name
+        self.local_vars: set = set()
+        self._accs: List[tf.Variable] = []
+        self.counter: Optional[tf.Variable] = None
+
+    def register_local_var(self, var: Any) -> None:
+        """Mark a variable as local (kept for Horovod compatibility; allreduce_func decides)."""
+        self.local_vars.add(var.ref())
+
+    def _build(self, variables: Sequence[Any]) -> None:
+        if self.counter is not None:
+            return
+        with tf.init_scope():
+            self._accs = [tf.Variable(tf.zeros(v.shape, tf.as_dtype(v.dtype)), trainable=False,
+                                      name=f"aggregation_variables_{i}") for i, v in enumerate(variables)]
+            self.counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="aggregation_counter")
+
+    def _at_boundary(self) -> tf.Tensor:
+        return tf.equal(self.counter % self.backward_passes_per_step, 0)
+
+    def compute_gradients(self, grads: Sequence[Any], vars: Sequence[Any]) -> List[Any]:
+        vars = list(vars)
+        self._build(vars)
+        present = [g is not None for g in grads]
+        for acc, g in zip(self._accs, grads):
+            if g is not None:
+                acc.assign_add(tf.cast(tf.convert_to_tensor(g), acc.dtype))
+        self.counter.assign_add(1)
+        idx = [i for i, p in enumerate(present) if p]
+
+        def reduce() -> List[tf.Tensor]:
+            vals = [tf.convert_to_tensor(self._accs[i]) for i in idx]
+            if self.average_aggregated_gradients:
+                vals = [v / tf.cast(self.backward_passes_per_step, v.dtype) for v in vals]
+            out = self._allreduce_grads(vals, [vars[i] for i in idx])
+            return [tf.convert_to_tensor(o) for o in out]
+
+        def keep() -> List[tf.Tensor]:
+            return [tf.convert_to_tensor(self._accs[i]) for i in idx]
+
+        result = tf.cond(self._at_boundary(), reduce, keep) if idx else []
+        result = list(result) if isinstance(result, (list, tuple)) else [result]
+        out: List[Any] = [None] * len(grads)
+        for i, r in zip(idx, result):
+            out[i] = r
+        return out
+
+    def apply_gradients(self, apply_grads_closure: Callable[[], Any], optimizer: Any, *args: Any,
+                        **kwargs: Any) -> Any:
+        def apply() -> tf.Tensor:
+            apply_grads_closure()
+            for acc in self._accs:
+                acc.assign(tf.zeros_like(acc))
+            return tf.constant(True)
+
+        def skip() -> tf.Tensor:
+            iterations = getattr(optimizer, "iterations", None)
+            if iterations is not None:
+                iterations.assign_add(1)
+            return tf.constant(False)
+
+        return tf.cond(self._at_boundary(), apply, skip)

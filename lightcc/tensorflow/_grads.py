@@ -6,7 +6,7 @@ from typing import Any, List, Sequence, Set
 
 import tensorflow as tf
 
-from lightcc.common.ops import Adasum, Average, resolve_op
+from lightcc.common.ops import Average, resolve_op
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.tensorflow import _util as u
 from lightcc.tensorflow import reduce as _r
@@ -36,8 +36,6 @@ class GradientReducer:
                  op: int = Average, gradient_predivide_factor: float = 1.0, groups: Any = None,
                  process_set: ProcessSet = global_process_set, scale_local_gradients: bool = True) -> None:
         op = resolve_op(None, op)
-        if op == Adasum:
-            raise ValueError("Adasum is not supported by lightcc; use Average or Sum")
         if gradient_predivide_factor != 1.0 and op != Average:
             raise ValueError("gradient_predivide_factor is only supported with op=Average")
         self.name = name

@@ -75,7 +75,8 @@ def broadcast(arrays: Sequence[np.ndarray], name: str, root: int, set_id: int) -
 def alltoall(array: np.ndarray, splits: Optional[np.ndarray], name: str, set_id: int) -> Tuple[np.ndarray, np.ndarray]:
     """Scatter dim-0 slices to every rank and gather theirs; returns (output, received_splits)."""
     a = contiguous(np.asarray(array))
-    aux: Sequence[int] = () if splits is None else [int(s) for s in np.asarray(splits).reshape(-1)]
+    flat = None if splits is None else np.asarray(splits).reshape(-1)
+    aux: Sequence[int] = () if flat is None else _ops.alltoall_splits(flat.tolist(), flat.dtype.kind)
     args = [_ops.TensorArgs(_ops.ALLTOALL, name, _ptr(a), 0, numpy_code(a.dtype), a.shape, process_set_id=set_id,
                             aux=aux)]
 

@@ -49,6 +49,12 @@ from lightcc.common.process_sets import (
     global_process_set,
     remove_process_set,
 )
+from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module has)
+    check_installed_version,
+    get_average_backwards_compatibility_fun,
+    gpu_available,
+    num_rank_is_power_2,
+)
 from lightcc.tensorflow import _host
 from lightcc.tensorflow import _util as u
 
@@ -104,6 +110,7 @@ def _grouped_allreduce(tensors: Sequence[Any], op: int = Sum, prescale_factor: f
         return []
     set_id = _id_of(process_set)
     op = _ops.resolve_op(None, op)
+    _ops.check_adasum(op, process_set)
 
     @tf.custom_gradient
     def fn(*inputs: tf.Tensor):
@@ -273,7 +280,10 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
         raise ValueError("alltoall needs a tensor with at least one dimension")
     s = None
     if splits is not None:
-        s = tf.cast(u.as_tensor(splits), tf.int32)
+        s = u.as_tensor(splits)
+        if not s.dtype.is_integer:
+            raise ValueError(f"alltoall splits must be integers (Horovod takes int32 splits), got {s.dtype.name}")
+        s = tf.cast(s, tf.int32)
         if u.executing_eagerly():
             n = process_set.size()
             vals = s.numpy().reshape(-1)

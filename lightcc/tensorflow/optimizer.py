@@ -5,7 +5,7 @@ from typing import Any, List, Optional
 
 import tensorflow as tf
 
-from lightcc.common.ops import Adasum, Average
+from lightcc.common.ops import Average
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.tensorflow._aggregation import GradientAccumulator
 from lightcc.tensorflow._grads import GradientReducer, resolve_groups
@@ -83,8 +83,6 @@ def DistributedOptimizer(optimizer: Any, name: Optional[str] = None, use_locking
     A tf.compat.v1.train.Optimizer is wrapped here; a Keras 3 or tf-keras optimizer is handed to
     lightcc.tensorflow.keras.DistributedOptimizer. Anything else is a ValueError.
     """
-    if op == Adasum:
-        raise ValueError("Adasum is not supported by lightcc; use Average or Sum")
     groups = resolve_groups(num_groups, groups)
     if _LegacyOptimizer is not None and isinstance(optimizer, _LegacyOptimizer):
         reducer = GradientReducer(name or f"Distributed{type(optimizer).__name__}", compression, sparse_as_dense,

@@ -1,4 +1,4 @@
-"""Horovod's horovod.tensorflow.util helpers that scripts import: _executing_eagerly, _make_subgraph, _cache."""
+"""Horovod's horovod.tensorflow.util helpers: _executing_eagerly, _make_subgraph, _cache, vars_to_refs, refs_to_vars."""
 from __future__ import annotations
 
 import functools
@@ -29,3 +29,17 @@ def _cache(f: Callable) -> Callable:
         return cache[key]
 
     return wrapper
+
+
+def vars_to_refs(vars: Any) -> Any:
+    """Hashable references of variables (nested lists become nested tuples), as Horovod's."""
+    if isinstance(vars, list):
+        return tuple(vars_to_refs(v) for v in vars)
+    return vars.ref()
+
+
+def refs_to_vars(refs: Any) -> Any:
+    """The variables behind vars_to_refs's references (nested tuples become nested lists)."""
+    if isinstance(refs, tuple):
+        return [refs_to_vars(r) for r in refs]
+    return refs.deref()

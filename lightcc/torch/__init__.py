@@ -1,4 +1,5 @@
 """The PyTorch front: Horovod's `horovod.torch` API over torch tensors (`import lightcc.torch as hvd`)."""
+from lightcc.common.util import check_extension  # noqa: F401  (Horovod's torch front exports it)
 from lightcc.torch import elastic
 from lightcc.torch.compression import Compression, Compressor  # noqa: F401
 from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters

@@ -97,6 +97,7 @@ def grouped_allreduce_start(tensors: Sequence[torch.Tensor], op: int, name: Opti
     With `single`, the list holds one tensor and `synchronize` returns that tensor.
     """
     what = "allreduce_" if inplace else "allreduce"
+    _ops.check_adasum(op, process_set)
     ins = [_t.check(t, what) for t in tensors]
     names = _names("allreduce", name, len(ins))
     set_id = _id_of(process_set)
@@ -159,9 +160,9 @@ def broadcast_start(tensor: torch.Tensor, root_rank: int, name: Optional[str], p
 
 def split_list(splits: Any) -> List[int]:
     """Splits given as a list, tuple, NumPy array or tensor, as a flat list of ints."""
-    if isinstance(splits, torch.Tensor):
-        return [int(s) for s in splits.reshape(-1).tolist()]
-    return [int(s) for s in torch.as_tensor(splits).reshape(-1).tolist()]
+    t = splits if isinstance(splits, torch.Tensor) else torch.as_tensor(splits)
+    integral = not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+    return _ops.alltoall_splits(t.reshape(-1).tolist(), "i" if integral else "f")
 
 
 def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], process_set: ProcessSet) -> int:

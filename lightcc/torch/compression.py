@@ -1,56 +1,12 @@
-"""Gradient compression applied around allreduce: the Compressor base, none and fp16."""
+"""Gradient compression for the PyTorch front: lightcc.common.compression over torch's casts."""
 from __future__ import annotations
-
-from typing import Any, Tuple
 
 import torch
 
+from lightcc.common.compression import Casts, Compressor, NoneCompressor, compression_for
 
-class Compressor:
-    """Base class users subclass: `compress` before the collective, `decompress` after it."""
+Compression = compression_for(Casts(is_float=lambda d: d.is_floating_point, float16=torch.float16,
+                                    cast=lambda t, d: t.to(d), dtype_of=lambda t: t.dtype))
+FP16Compressor = Compression.fp16
 
-    @staticmethod
-    def compress(tensor: torch.Tensor) -> Tuple[torch.Tensor, Any]:
-        """Return the tensor to communicate and whatever `decompress` needs to undo the change."""
-        raise NotImplementedError("a Compressor subclass must implement compress")
-
-    @staticmethod
-    def decompress(tensor: torch.Tensor, ctx: Any) -> torch.Tensor:
-        """Turn a communicated tensor back into the caller's form."""
-        raise NotImplementedError("a Compressor subclass must implement decompress")
-
-
-class NoneCompressor(Compressor):
-    """Sends tensors unchanged."""
-
-    @staticmethod
-    def compress(tensor: torch.Tensor) -> Tuple[torch.Tensor, Any]:
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor: torch.Tensor, ctx: Any) -> torch.Tensor:
-        return tensor
-
-
-class FP16Compressor(Compressor):
-    """Sends floating-point tensors as float16 and casts the result back to their dtype."""
-
-    @staticmethod
-    def compress(tensor: torch.Tensor) -> Tuple[torch.Tensor, Any]:
-        dtype = tensor.dtype
-        if dtype.is_floating_point and dtype != torch.float16:
-            return tensor.to(torch.float16), dtype
-        return tensor, dtype
-
-    @staticmethod
-    def decompress(tensor: torch.Tensor, ctx: Any) -> torch.Tensor:
-        if ctx is not None and ctx != tensor.dtype and ctx.is_floating_point:
-            return tensor.to(ctx)
-        return tensor
-
-
-class Compression:
-    """The built-in compressors, as `Compression.none` and `Compression.fp16`."""
-
-    none = NoneCompressor
-    fp16 = FP16Compressor
+__all__ = ["Compression", "Compressor", "NoneCompressor", "FP16Compressor"]

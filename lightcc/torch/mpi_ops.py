@@ -36,6 +36,12 @@ from lightcc.common.basics import (
 )
 from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt, LightCCInternalError
 from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
+from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module has)
+    check_installed_version,
+    get_average_backwards_compatibility_fun,
+    gpu_available,
+    num_rank_is_power_2,
+)
 from lightcc.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from lightcc.torch import autograd as _ag
 from lightcc.torch import collectives as C
@@ -55,6 +61,7 @@ class _Basics:
 
 
 _basics = _Basics()
+handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(_ops)
 
 
 def shutdown() -> None:
@@ -158,12 +165,20 @@ def grouped_allreduce_(tensors: Tensors, average: Optional[bool] = None, name: O
     return synchronize(handle)
 
 
+class SparseHandle(int):
+    """sparse_allreduce_async's handle: call it (as in Horovod) or pass it to poll/synchronize."""
+
+    def __call__(self) -> torch.Tensor:
+        return synchronize(self)
+
+
 def sparse_allreduce_async(tensor: torch.Tensor, name: str, op: int,
-                           process_set: ProcessSet = global_process_set) -> int:
+                           process_set: ProcessSet = global_process_set) -> SparseHandle:
     """Start reducing a sparse COO tensor by gathering every rank's indices and values.
 
-    `synchronize` returns an uncoalesced sparse tensor whose duplicate entries sum (Average
-    divides the values by the set size).
+    Returns a handle that, called (Horovod's form) or given to `synchronize`, waits and returns
+    an uncoalesced sparse tensor whose duplicate entries sum (Average divides the values by the
+    set size).
     """
     op = _ops.resolve_op(None, op)
     if op not in (Average, Sum):
@@ -184,7 +199,7 @@ def sparse_allreduce_async(tensor: torch.Tensor, name: str, op: int,
             all_values = all_values / process_set.size()
         return torch.sparse_coo_tensor(all_indices.t(), all_values, shape, check_invariants=False)
 
-    return C.register_local(C.LocalHandle(lambda: poll(h_values) and poll(h_indices), wait))
+    return SparseHandle(C.register_local(C.LocalHandle(lambda: poll(h_values) and poll(h_indices), wait)))
 
 
 # ---- allgather -------------------------------------------------------------------------------

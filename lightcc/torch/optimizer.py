@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from lightcc.common.ops import Average, resolve_op
+from lightcc.common.ops import Adasum, Average, check_adasum, resolve_op
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.common.util import split_list
 from lightcc.torch import mpi_ops as M
@@ -282,6 +282,13 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
                     seen.add(id(p))
         elif not isinstance(groups, int) or groups <= 0:
             raise ValueError("groups must be a positive integer or a list of lists of parameters")
+    if op == Adasum and process_set.size() > 1:
+        # Horovod: Adasum exchanges model deltas after a local step instead of gradients.
+        check_adasum(op, process_set)
+        from lightcc.torch.adasum_optimizer import adasum_optimizer
+
+        names = _DistributedOptimizer._name_parameters(optimizer, named_parameters)
+        return adasum_optimizer(optimizer, names, compression, backward_passes_per_step)
     base = optimizer.__class__
     cls = type(base.__name__, (base,), {k: v for k, v in _DistributedOptimizer.__dict__.items()
                                         if k not in ("__dict__", "__weakref__")})

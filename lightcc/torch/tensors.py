@@ -11,6 +11,8 @@ from lightcc.common import ops as _ops
 _CODES: Dict[torch.dtype, int] = {
     torch.uint8: _dt.UINT8,
     torch.int8: _dt.INT8,
+    torch.int16: _dt.INT16,
+    torch.uint16: _dt.UINT16,
     torch.int32: _dt.INT32,
     torch.int64: _dt.INT64,
     torch.float16: _dt.FLOAT16,

@@ -294,6 +294,8 @@ std::vector<unsigned char> reduce(DataType t, const std::vector<const void*>& sr
     case DataType::kFloat16:
     case DataType::kBFloat16: reduceFloat<float>(t, srcs, count, op, pre, post, out.data()); break;
     case DataType::kInt8: reduceInt<int8_t>(srcs, count, op, pre, post, out.data()); break;
+    case DataType::kInt16: reduceInt<int16_t>(srcs, count, op, pre, post, out.data()); break;
+    case DataType::kUInt16: reduceInt<uint16_t>(srcs, count, op, pre, post, out.data()); break;
     case DataType::kInt32: reduceInt<int32_t>(srcs, count, op, pre, post, out.data()); break;
     case DataType::kInt64: reduceInt<int64_t>(srcs, count, op, pre, post, out.data()); break;
     default: reduceInt<uint8_t>(srcs, count, op, pre, post, out.data()); break;
@@ -333,7 +335,8 @@ namespace {
 
 const DataType kTypes[] = {DataType::kUInt8,    DataType::kInt8,    DataType::kInt32,
                            DataType::kInt64,    DataType::kFloat16, DataType::kBFloat16,
-                           DataType::kFloat32,  DataType::kFloat64, DataType::kBool};
+                           DataType::kFloat32,  DataType::kFloat64, DataType::kBool,
+                           DataType::kInt16,    DataType::kUInt16};
 const ReduceOp kOps[] = {ReduceOp::kAverage, ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
                          ReduceOp::kProduct};
 const size_t kLengths[] = {0, 1, 7, 33, 1000003};
@@ -574,6 +577,8 @@ void elementReduce(DataType t, void* dst, const std::vector<const void*>& srcs, 
                    ReduceOp op, double pre, double post) {
   switch (t) {
     case DataType::kInt8: return elementReduceAs<int8_t>(dst, srcs, count, op, pre, post);
+    case DataType::kInt16: return elementReduceAs<int16_t>(dst, srcs, count, op, pre, post);
+    case DataType::kUInt16: return elementReduceAs<uint16_t>(dst, srcs, count, op, pre, post);
     case DataType::kInt32: return elementReduceAs<int32_t>(dst, srcs, count, op, pre, post);
     case DataType::kInt64: return elementReduceAs<int64_t>(dst, srcs, count, op, pre, post);
     case DataType::kFloat16: return elementReduceAs<lk::Half>(dst, srcs, count, op, pre, post);
@@ -614,6 +619,12 @@ void testDivideIntegers(Tally& tally) {
   uint8_t u8[] = {255, 9, 1};
   lk::divideIntegers(u8, 3, DataType::kUInt8, 3);
   tally.check(u8[0] == 85 && u8[1] == 3 && u8[2] == 0, "divideIntegers uint8");
+  int16_t i16[] = {-32768, 32767, -7};
+  lk::divideIntegers(i16, 3, DataType::kInt16, 2);
+  tally.check(i16[0] == -16384 && i16[1] == 16383 && i16[2] == -3, "divideIntegers int16");
+  uint16_t u16[] = {65535, 7};
+  lk::divideIntegers(u16, 2, DataType::kUInt16, 4);
+  tally.check(u16[0] == 16383 && u16[1] == 1, "divideIntegers uint16");
   int64_t i64[] = {9, (int64_t(1) << 62) + 3, -9};
   lk::divideIntegers(i64, 3, DataType::kInt64, 3);
   tally.check(i64[0] == 3 && i64[1] == ((int64_t(1) << 62) + 3) / 3 && i64[2] == -3,
@@ -627,6 +638,10 @@ void testNames(Tally& tally) {
   tally.check(std::strcmp(lightcc::dtypeName(DataType::kBFloat16), "bfloat16") == 0,
               "dtypeName bf16");
   tally.check(std::strcmp(lightcc::dtypeName(DataType::kBool), "bool") == 0, "dtypeName bool");
+  tally.check(std::strcmp(lightcc::dtypeName(DataType::kInt16), "int16") == 0 &&
+                  std::strcmp(lightcc::dtypeName(DataType::kUInt16), "uint16") == 0 &&
+                  lightcc::dtypeSize(DataType::kInt16) == 2 && lightcc::dtypeSize(DataType::kUInt16) == 2,
+              "dtypeName/dtypeSize int16 uint16");
   tally.check(std::strcmp(lightcc::reduceOpName(ReduceOp::kAdasum), "Adasum") == 0, "reduceOpName");
   tally.check(std::strcmp(lightcc::reduceOpName(ReduceOp::kProduct), "Product") == 0,
               "reduceOpName");

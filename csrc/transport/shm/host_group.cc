@@ -6,11 +6,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include "common/interrupt.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -152,13 +155,33 @@ Status HostGroup::waitStagingFree() const {
 Status HostGroup::checkPeersAlive() const {
   for (int li = 0; li < localSize(); ++li) {
     if (li == local_rank_) continue;
-    int pid = header(li)->pid;
-    if (!processAlive(pid)) {
-      return Status::PeerFailure("rank " + std::to_string(global_ranks_[li]) + " (pid " +
-                                 std::to_string(pid) + ", same host) has exited");
+    const RankHeader* h = header(li);
+    const std::string who = "rank " + std::to_string(global_ranks_[li]) + " (pid " + std::to_string(h->pid) +
+                            ", same host)";
+    if (h->failed.load(std::memory_order_acquire) != 0) {
+      const char* text = h->failure;
+      return Status::PeerFailure(who + " stopped: " + std::string(text, strnlen(text, kFailureTextBytes)));
     }
+    if (!processAlive(h->pid)) return Status::PeerFailure(who + " has exited");
   }
   return Status::OK();
+}
+
+void HostGroup::markFailed(const std::string& why) const {
+  RankHeader* h = header(local_rank_);
+  if (h->failed.load(std::memory_order_acquire) != 0) return;
+  const size_t n = std::min(why.size(), kFailureTextBytes - 1);
+  std::memcpy(h->failure, why.data(), n);
+  h->failure[n] = '\0';
+  h->failed.store(1, std::memory_order_release);
+  for (int li = 0; li < localSize(); ++li) {
+    if (li == local_rank_) continue;
+    for (int c = 0; c < layout_.channels; ++c) {
+      Bell* b = &header(li)->bells[c];
+      b->doorbell.fetch_add(1, std::memory_order_seq_cst);
+      futexWake(&b->doorbell);
+    }
+  }
 }
 
 Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::string& what,
@@ -197,6 +220,7 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
     }
     // Back off from short sleeps (fast wake for quick peers) to long ones (idle engines).
     double cap = options_.max_sleep_us;
+    if (interruptCheckInstalled()) cap = std::min(cap, kInterruptPollMs * 1e3);
     if (check_peers) cap = std::min(cap, 100e3);
     if (max_wait_us >= 0) cap = std::min(cap, max_wait_us - waited_us);
     futexWait(&me->doorbell, seen, std::max(1.0, std::min(sleep_us, cap)));
@@ -205,9 +229,10 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
     if (waited_us > 1000) sleep_us = std::min(sleep_us * 2, 100e3);
     me->sleeping.fetch_sub(1, std::memory_order_relaxed);
     if (ready()) return Status::OK();
+    if (interruptRequested()) return Status::Cancelled("interrupted while waiting for " + what);
     if (check_peers) {
       if (abort_ != nullptr && abort_->load(std::memory_order_acquire)) {
-        return Status::Aborted("gave up waiting for " + what + ": the engine failed on another stream");
+        return Status::Aborted("gave up waiting for " + what + ": the engine is stopping on an error");
       }
       now = Clock::now();
       if (now - last_liveness > std::chrono::milliseconds(100)) {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -76,8 +77,11 @@ class HostGroup {
   void readDone(int owner_li) const;
   Status waitStagingFree() const;
 
-  // Returns PeerFailure naming the first local peer whose process is gone.
+  // Returns PeerFailure naming the first local peer whose process is gone or whose engine has
+  // stopped on an error (markFailed).
   Status checkPeersAlive() const;
+  // This rank's engine stopped on an error: tell host peers (their waits fail with `why`).
+  void markFailed(const std::string& why) const;
   void setMaxSleepUs(double us) { options_.max_sleep_us = us; }
   // Waits with check_peers fail with Aborted once *flag is true; the flag must outlive the view.
   void setAbortFlag(const std::atomic<bool>* flag) { abort_ = flag; }

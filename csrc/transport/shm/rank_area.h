@@ -43,11 +43,17 @@ struct alignas(kCacheLine) Bell {
   std::atomic<uint32_t> sleeping;  // how many of the owner's threads sleep on this doorbell
 };
 
+constexpr size_t kFailureTextBytes = 1024;
+
 struct alignas(kCacheLine) RankHeader {
   uint64_t magic;
   int32_t pid;
   int32_t global_rank;
   Bell bells[kMaxChannels];
+  // Set once by the owner when its engine stops on an error while its process lives on (an
+  // interrupted caller, a failed peer): host peers waiting on it give up at once, with the text.
+  alignas(kCacheLine) std::atomic<uint32_t> failed;
+  char failure[kFailureTextBytes];
 };
 
 struct RingHeader {

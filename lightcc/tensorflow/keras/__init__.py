@@ -10,8 +10,13 @@ from typing import Any, Dict, List, Optional
 import tensorflow as tf
 
 from lightcc.common.basics import (
+    ccl_built,
     cross_rank,
     cross_size,
+    cuda_built,
+    ddl_built,
+    gloo_built,
+    gloo_enabled,
     init,
     is_homogeneous,
     is_initialized,
@@ -22,6 +27,7 @@ from lightcc.common.basics import (
     mpi_threads_supported,
     nccl_built,
     rank,
+    rocm_built,
     shutdown,
     size,
     start_timeline,
@@ -29,6 +35,7 @@ from lightcc.common.basics import (
 )
 from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
 from lightcc.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from lightcc.common.util import is_version_greater_equal_than  # noqa: F401  (Horovod's module has it)
 from lightcc.tensorflow import _util as _u
 from lightcc.tensorflow import mpi_ops as _m
 from lightcc.tensorflow import reduce as _r
@@ -45,7 +52,8 @@ SyncBatchNormalization = sync_batch_norm_class(keras_module())
 __all__ = [
     "init", "shutdown", "is_initialized", "size", "local_size", "cross_size", "rank", "local_rank", "cross_rank",
     "is_homogeneous", "start_timeline", "stop_timeline", "mpi_threads_supported", "mpi_enabled", "mpi_built",
-    "nccl_built", "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set",
+    "nccl_built", "gloo_built", "gloo_enabled", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
+    "PartialDistributedOptimizer", "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set",
     "add_process_set", "remove_process_set", "Compression", "DistributedOptimizer", "broadcast_global_variables",
     "allreduce", "allgather", "broadcast", "reducescatter", "load_model", "broadcast_object", "allgather_object",
     "callbacks", "elastic", "SyncBatchNormalization",
@@ -71,6 +79,33 @@ def DistributedOptimizer(optimizer: Any, name: Optional[str] = None, device_dens
                         backward_passes_per_step, average_aggregated_gradients, resolve_groups(num_groups, groups),
                         process_set, scale_local_gradients)
     return create_distributed_optimizer(optimizer, settings)
+
+
+def PartialDistributedOptimizer(optimizer: Any, name: Optional[str] = None, device_dense: str = "",
+                                device_sparse: str = "", compression: type = Compression.none,
+                                sparse_as_dense: bool = False, gradient_predivide_factor: float = 1.0,
+                                op: int = Average, groups: Any = None, process_set: ProcessSet = global_process_set,
+                                local_layers: Any = None, scale_local_gradients: bool = True) -> Any:
+    """DistributedOptimizer whose `local_layers` (a Keras layer or a list of them) keep their gradients local.
+
+    The local layers' trainable weights are registered as local variables: their gradients are
+    not reduced and, with `scale_local_gradients`, are divided by the set size (Horovod's rule).
+    """
+    layer_cls = keras_module().layers.Layer
+    if local_layers is None:
+        local_layers = []
+    elif isinstance(local_layers, layer_cls):
+        local_layers = [local_layers]
+    elif not all(isinstance(layer, layer_cls) for layer in local_layers):
+        raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
+    opt = DistributedOptimizer(optimizer, name=name, device_dense=device_dense, device_sparse=device_sparse,
+                               compression=compression, sparse_as_dense=sparse_as_dense,
+                               gradient_predivide_factor=gradient_predivide_factor, op=op, groups=groups,
+                               process_set=process_set, scale_local_gradients=scale_local_gradients)
+    for layer in local_layers:
+        for var in layer.trainable_weights:
+            opt.register_local_var(var)
+    return opt
 
 
 def broadcast_global_variables(root_rank: int) -> Any:

@@ -7,6 +7,7 @@ import numpy as np
 
 from lightcc.common.basics import rank, size
 from lightcc.common.ops import Average
+from lightcc.common.util import is_version_greater_equal_than  # noqa: F401  (Horovod's callbacks module has it)
 from lightcc.tensorflow import _host
 from lightcc.tensorflow.functions import broadcast_variables
 from lightcc.tensorflow.keras._flavour import keras_module, optimizer_variables

@@ -16,7 +16,7 @@ try:
 except ImportError:  # bfloat16 cases need ml_dtypes (a test dependency)
     BF16 = None
 
-DTYPES = ["uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+DTYPES = ["uint8", "int8", "int16", "uint16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
 
 def np_dtype(name: str) -> np.dtype:
@@ -32,7 +32,7 @@ def data(rank: int, shape, dtype: str, op: str = "sum", seed: int = 0) -> np.nda
     rng = np.random.default_rng(seed * 1000 + rank)
     if op == "product":
         v = rng.integers(1, 3, size=shape)
-    elif dtype in ("uint8",):
+    elif dtype in ("uint8", "uint16"):
         v = rng.integers(0, 20, size=shape)
     else:
         v = rng.integers(-20, 20, size=shape)

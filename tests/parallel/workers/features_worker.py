@@ -55,6 +55,19 @@ def process_sets_dynamic(c: Checker) -> None:
     except ValueError as e:
         c.check("HOROVOD_DYNAMIC_PROCESS_SETS" in str(e), str(e))
     hvd.shutdown()
+    # init(process_sets="dynamic") allows them for that init only, leaving the environment alone.
+    hvd.init(process_sets="dynamic")
+    ps = hvd.add_process_set([0])
+    c.check(ps.process_set_id == 1 and "HOROVOD_DYNAMIC_PROCESS_SETS" not in os.environ,
+            "init(process_sets='dynamic') without touching os.environ")
+    hvd.shutdown()
+    hvd.init()
+    try:
+        hvd.add_process_set([0])
+        c.check(False, "dynamic process sets outlived the init that asked for them")
+    except ValueError:
+        pass
+    hvd.shutdown()
     os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
     hvd.init()
     first_ranks = [0, n - 1] if n > 2 else [0]

@@ -14,7 +14,7 @@ import tensorflow as tf  # noqa: E402
 import lightcc.tensorflow as hvd  # noqa: E402
 
 OPS = {"sum": hvd.Sum, "average": hvd.Average, "min": hvd.Min, "max": hvd.Max, "product": hvd.Product}
-TF_DTYPES = ["uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+TF_DTYPES = ["uint8", "int8", "int16", "uint16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
 
 def both(fn, *args):
@@ -284,8 +284,12 @@ def check_errors(c: Checker, r: int, n: int) -> None:
     def plain() -> tf.Tensor:
         return hvd.allreduce(tf.ones([2]))
 
-    expect(c, tf.errors.OpError, tf.function(mismatched_in_graph), "shape mismatch in tf.function",
-           "Mismatched shapes")
+    # Horovod's graph-mode error types: FailedPrecondition when ranks disagree, InvalidArgument
+    # for a caller's mistake found while the op runs.
+    expect(c, tf.errors.FailedPreconditionError, tf.function(mismatched_in_graph), "shape mismatch in tf.function",
+           "ranks disagree")
+    bad_splits = tf.function(lambda: hvd.alltoall(tf.ones([5]), splits=tf.constant([5] + [1] * (n - 1))))
+    expect(c, tf.errors.InvalidArgumentError, bad_splits, "bad splits in tf.function", "splits")
     dt = tf.float32 if r == 0 else tf.float64
     expect(c, hvd.LightCCInternalError, lambda: hvd.allreduce(tf.ones([3], dt), name="tf.dtype"),
            "dtype mismatch eager", "Mismatched data types")
@@ -295,7 +299,11 @@ def check_errors(c: Checker, r: int, n: int) -> None:
     expect(c, ValueError, tf.function(string_in_graph), "string dtype in tf.function", "string")
     expect(c, ValueError, lambda: hvd.allgather(tf.constant(1.0)), "allgather scalar", "dimension")
     expect(c, ValueError, lambda: hvd.alltoall(tf.ones([5]), splits=[5] + [1] * (n - 1)), "bad splits", "splits")
-    expect(c, ValueError, lambda: hvd.allreduce(tf.ones([2]), op=hvd.Adasum), "Adasum", "Adasum")
+    if n & (n - 1):
+        expect(c, NotImplementedError, lambda: hvd.allreduce(tf.ones([2]), op=hvd.Adasum), "Adasum size", "power of 2")
+    else:
+        expect(c, ValueError, lambda: hvd.allreduce(tf.ones([2], tf.int32), op=hvd.Adasum, name="tf.ada.int"),
+               "Adasum int32", "floating-point")
     expect(c, ValueError, tf.function(plain, jit_compile=True), "inside XLA", "XLA")
     got = hvd.allreduce(tf.constant([float(r)]), op=hvd.Sum, name="tf.after").numpy()
     c.check(np.allclose(got, sum(range(n))), "engine works after errors")

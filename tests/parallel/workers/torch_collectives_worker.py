@@ -203,12 +203,23 @@ def helpers(c, r, n) -> None:
                                          (3, 3)).to_dense() for k in range(n)]
         c.check(got.is_sparse and close(got.to_dense(), reference(dense, opname, torch.float32)),
                 f"sparse_allreduce_async {opname}")
+    handle = hvd.sparse_allreduce_async(sp, name="sp.callable", op=hvd.Sum)  # Horovod's handle is a callable
+    c.check(callable(handle) and close(handle().to_dense(), reference(dense, "sum", torch.float32)),
+            "sparse_allreduce_async handle called")
 
 
 def join_and_barrier(c, r, n) -> None:
     if r == 0:
         got = hvd.allreduce(torch.full((3,), 5.0), op=hvd.Sum, name="join.extra")
         c.check(close(got, torch.full((3,), 5.0)), f"joined ranks contribute zeros: {got}")
+        # As Horovod: joined ranks cannot take part in an allgather or a broadcast.
+        for what, fn in (("allgather", lambda: hvd.allgather(torch.ones(2, 1), name="join.ag")),
+                         ("broadcast", lambda: hvd.broadcast(torch.ones(2), root_rank=0, name="join.bc"))):
+            try:
+                fn()
+                c.check(False, f"{what} while others joined should raise")
+            except hvd.HorovodInternalError as e:
+                c.check("has joined" in str(e), f"{what} while others joined: {e}")
     last = hvd.join()
     c.check(last == 0, f"join returns the last rank to join: {last}")
     hvd.barrier()

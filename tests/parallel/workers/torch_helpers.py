@@ -7,8 +7,8 @@ import common  # noqa: F401  (puts the repo on sys.path)
 import torch
 from common import Checker
 
-DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
-          torch.float64]
+DTYPES = [torch.uint8, torch.int8, torch.int16, torch.uint16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+          torch.float32, torch.float64]
 
 
 def checker() -> Checker:
@@ -20,7 +20,7 @@ def data(rank: int, shape, dtype: torch.dtype, op: str = "sum", seed: int = 0) -
     g = torch.Generator().manual_seed(seed * 1000 + rank)
     if op == "product":
         v = torch.randint(1, 3, shape, generator=g)
-    elif dtype == torch.uint8:
+    elif dtype in (torch.uint8, torch.uint16):
         v = torch.randint(0, 20, shape, generator=g)
     else:
         v = torch.randint(-20, 20, shape, generator=g)

@@ -1,0 +1,23 @@
+// Batch: one agreed (possibly fused) response with this rank's entries, ready for an executor.
+#pragma once
+
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/tensor_queue.h"
+
+namespace lightcc {
+
+// Taken out of the negotiator's pending table on the driving thread, so whoever runs it (that
+// thread or a stream worker) never reads negotiation state.
+struct Batch {
+  ResponsePtr response;
+  // Parallel to response->names: this rank's entry for each tensor. One without a handle is not
+  // here (this rank joined, or it has completed); entry() says which.
+  std::vector<TensorEntry> entries;
+  bool joined = false;  // this rank had joined when the batch was agreed
+
+  const TensorEntry* entry(size_t i) const { return entries[i].handle ? &entries[i] : nullptr; }
+};
+
+}  // namespace lightcc

@@ -1,0 +1,33 @@
+// Channel: one independent path to every peer — a host-group view, links, communicators, scratch.
+//
+// DESIGN. Channel 0 belongs to whoever drives the engine (the background thread or a waiting
+// caller, under the progress lock); channel c >= 1 to stream worker c (LIGHT_NUM_STREAMS). The
+// Mesh builds and owns every channel; each is used by one thread at a time, so nothing in it is
+// locked. Channels share no transport state: each has its own doorbell, counters, staging and
+// shared-memory rings, and its own net comms (own HARP flows) to every remote peer.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "algorithms/hierarchical.h"
+#include "algorithms/set_comm.h"
+#include "kernels/topk.h"
+#include "transport/link.h"
+#include "transport/shm/host_group.h"
+
+namespace lightcc {
+
+struct Channel {
+  int index = 0;
+  std::unique_ptr<shm::HostGroup> host;  // this channel's view of the host group
+  std::vector<std::unique_ptr<Link>> owned_links;
+  std::vector<Link*> world_links;  // by global rank; null for self
+  std::map<int32_t, SetComm> comms;
+  std::map<int32_t, HierComm> hier;  // 2D communicators of the sets where LIGHT_2D_ALLREDUCE applies
+  std::vector<char> fusion_buffer;
+  kernels::TopkScratch topk_scratch;
+};
+
+}  // namespace lightcc

@@ -1,0 +1,77 @@
+// Executor: runs agreed batches of data collectives on one channel and completes their handles.
+//
+// DESIGN. One executor per channel: the driving thread's (channel 0) and one per stream worker,
+// each used by its channel's one thread. An executor sees only a Batch (the agreed response and
+// this rank's entries), its Channel (communicators, links, scratch) and the shared, thread-safe
+// ExecEnv; it never reads negotiation state, so it runs the same whether the plan came from the
+// cache or the coordinator. pickAlgorithm() is the one place that decides how a response runs.
+// Executor is the interface a device (GPU) executor implements too; HostExecutor runs host
+// buffers through shared memory and links.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "common/config.h"
+#include "engine/batch.h"
+#include "engine/channel.h"
+#include "engine/timeline.h"
+#include "engine/topk_store.h"
+
+namespace lightcc {
+
+// What every executor shares: fixed at init, or safe to use from any thread.
+struct ExecEnv {
+  const Config* config = nullptr;
+  int rank = 0;
+  Timeline* timeline = nullptr;
+  TopkStore* topk = nullptr;
+  int64_t topk_threshold_bytes = 0;  // LIGHT_TOPK_THRESHOLD, or the cost model's
+  // Frees a tensor's name; called before its handle completes, since the caller may reuse it at once.
+  std::function<void(int32_t set, const std::string& name)> release_name;
+};
+
+// Does this response take the top-k path (LIGHT_TOPK_ALLREDUCE, one float32 tensor, big enough)?
+bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes);
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Runs one batch, completing the handles it finishes; on error the caller fails the rest.
+  virtual Status run(Batch& b) = 0;
+  // Completes every handle the batch still holds with `st`.
+  virtual void fail(Batch& b, const Status& st) = 0;
+};
+
+class HostExecutor : public Executor {
+ public:
+  enum class Algorithm {
+    kSelf,          // a one-member set: a local copy (and scaling)
+    kSharedMemory,  // every member on this host
+    kLinks,         // ring/chain/direct over links (members on several hosts, or LIGHTCC_FORCE_RING)
+    kTwoLevel,      // LIGHT_2D_ALLREDUCE: shared memory in the group, links across groups
+    kTopk,          // LIGHT_TOPK_ALLREDUCE over the flat set
+    kTwoLevelTopk,  // top-k across groups, dense inside them
+    kAdasum,        // op=Adasum: adaptive summation (flat, or two-level with LIGHT_2D_ALLREDUCE)
+  };
+  HostExecutor(const ExecEnv& env, Channel& channel) : env_(env), channel_(channel) {}
+
+  Status run(Batch& b) override;
+  void fail(Batch& b, const Status& st) override;
+  Algorithm pickAlgorithm(const Response& r, const SetComm& comm) const;
+
+ private:
+  void complete(Batch& b, size_t index, const Status& st, HandleResult result = {});
+  Status allreduce(Batch& b, SetComm& comm, Algorithm algo);
+  Status topk(Batch& b, SetComm& comm, Algorithm algo);
+  Status allgather(Batch& b, SetComm& comm, Algorithm algo);
+  Status broadcast(Batch& b, SetComm& comm, Algorithm algo);
+  Status alltoall(Batch& b, SetComm& comm, Algorithm algo);
+  Status reducescatter(Batch& b, SetComm& comm, Algorithm algo);
+
+  const ExecEnv& env_;
+  Channel& channel_;
+};
+
+}  // namespace lightcc

@@ -1,0 +1,322 @@
+// Mesh: rendezvous through rank 0's store, map host peers, connect remote peers on every channel.
+#include "engine/mesh.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "common/logging.h"
+#include "engine/net_peers.h"
+#include "transport/rendezvous/store_client.h"
+#include "transport/rendezvous/store_collectives.h"
+#include "transport/rendezvous/store_server.h"
+#include "transport/shm/rank_area.h"
+#include "transport/shm/shm_link.h"
+
+namespace lightcc {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) out.push_back(item);
+  return out;
+}
+
+// Settings every rank must share, one "NAME=value" per flag, so a mismatch is named.
+std::string fingerprint(const Config& c) {
+  std::ostringstream os;
+  os << "HOROVOD_FUSION_THRESHOLD=" << c.fusion_threshold_bytes << ";HOROVOD_CACHE_CAPACITY="
+     << c.cache_capacity << ";LIGHTCC_SHM_CHUNK_BYTES=" << c.shm_chunk_bytes
+     << ";LIGHTCC_SHM_ONESHOT_BYTES=" << c.shm_oneshot_bytes
+     << ";LIGHTCC_SHM_RING_BYTES=" << c.shm_ring_bytes
+     << ";HOROVOD_DYNAMIC_PROCESS_SETS=" << c.dynamic_process_sets
+     << ";LIGHTCC_FORCE_RING=" << c.force_ring << ";LIGHT_2D_ALLREDUCE=" << c.hierarchical_allreduce
+     << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk_allreduce
+     << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
+     << ";LIGHT_TOPK_WARMUP_STEPS=" << c.topk_warmup_steps << ";LIGHT_TOPK_WARMUP=" << c.topk_warmup_decay
+     << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback
+     << ";LIGHT_NUM_STREAMS=" << c.num_streams
+     << ";LIGHT_FUSION_STRATEGY=" << fusionStrategyName(c.fusion_strategy)
+     << ";LIGHT_FUSION_FIRST_BUCKET=" << c.fusion_first_bucket_bytes;
+  return os.str();
+}
+
+Status compareFingerprints(const std::string& mine, const std::string& theirs, int rank) {
+  if (mine == theirs) return Status::OK();
+  auto a = split(mine, ';'), b = split(theirs, ';');
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (a[i] != b[i]) {
+      return Status::InvalidArgument("ranks disagree on a setting that must match: this rank has " +
+                                     a[i] + " but rank " + std::to_string(rank) + " has " + b[i] +
+                                     " (set it the same on every rank)");
+    }
+  }
+  return Status::InvalidArgument("ranks run different lightcc versions (settings differ)");
+}
+
+// Every rank's host id and pid, checking that all run with the same settings.
+Status meet(const InitOptions& o, const Config& config, rendezvous::StoreClient& store, std::vector<std::string>* hosts) {
+  const double timeout = config.timeout_seconds;
+  std::vector<std::string> info;
+  const std::string mine = o.hostname + "\n" + std::to_string(::getpid()) + "\n" + fingerprint(config);
+  LIGHTCC_RETURN_IF_ERROR(rendezvous::allgather(store, "host", o.rank, o.size, mine, &info, timeout));
+  Status agreed;
+  for (int r = 0; r < o.size && agreed.ok(); ++r) {
+    auto parts = split(info[r], '\n');
+    if (parts.size() != 3) {
+      agreed = Status::PeerFailure("rank " + std::to_string(r) + " sent malformed host info");
+      break;
+    }
+    (*hosts)[r] = parts[0];
+    agreed = compareFingerprints(fingerprint(config), parts[2], r);
+  }
+  // Every rank has read every rank's settings once all pass this barrier; only then may rank 0
+  // (whose store the others read) leave with an error, so each rank names the bad setting.
+  LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(store, "checked", o.size, timeout));
+  return agreed;
+}
+
+// Hosts ordered by their first rank; local ranks ascending.
+Topology topologyOf(const InitOptions& o, const std::vector<std::string>& hosts, std::vector<int>* local) {
+  Topology t;
+  t.rank = o.rank;
+  t.size = o.size;
+  std::vector<std::string> host_order;
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r = 0; r < o.size; ++r) {
+    if (!by_host.count(hosts[r])) host_order.push_back(hosts[r]);
+    by_host[hosts[r]].push_back(r);
+  }
+  *local = by_host[o.hostname];
+  t.local_size = static_cast<int>(local->size());
+  t.local_rank = static_cast<int>(std::find(local->begin(), local->end(), o.rank) - local->begin());
+  t.cross_size = 0;
+  t.cross_rank = 0;
+  for (const auto& h : host_order) {
+    const auto& members = by_host[h];
+    if (static_cast<int>(members.size()) > t.local_rank) {
+      if (h == o.hostname) t.cross_rank = t.cross_size;
+      ++t.cross_size;
+    }
+    if (members.size() != local->size()) t.homogeneous = false;
+  }
+  return t;
+}
+
+}  // namespace
+
+Mesh::~Mesh() = default;
+
+Status Mesh::build(const InitOptions& options, const Config& config, const std::atomic<bool>* abort,
+                   std::unique_ptr<Mesh>* out) {
+  std::unique_ptr<Mesh> mesh(new Mesh(options, config));
+  LIGHTCC_RETURN_IF_ERROR(mesh->connect(abort));
+  *out = std::move(mesh);
+  return Status::OK();
+}
+
+Status Mesh::connect(const std::atomic<bool>* abort) {
+  const int rank = options_.rank, size = options_.size;
+  const double timeout = config_.timeout_seconds;
+  std::unique_ptr<rendezvous::StoreServer> server;
+  std::unique_ptr<rendezvous::StoreClient> store;
+  hosts_.assign(size, options_.hostname);
+  if (size > 1) {
+    if (options_.secret.empty()) {
+      return Status::InvalidArgument(
+          "no job secret: launch with lightccrun or mpirun+mpi4py, or set LIGHTCC_JOB_SECRET on every rank");
+    }
+    if (rank == 0) {
+      LIGHTCC_RETURN_IF_ERROR(rendezvous::StoreServer::start("", options_.rendezvous_port, options_.secret,
+                                                             options_.generation, &server)
+                                  .withContext("rank 0 cannot serve the rendezvous store"));
+    }
+    LIGHTCC_RETURN_IF_ERROR(rendezvous::StoreClient::connect(options_.rendezvous_host, options_.rendezvous_port,
+                                                             options_.secret, options_.generation, rank,
+                                                             timeout, &store));
+    LIGHTCC_RETURN_IF_ERROR(meet(options_, config_, *store, &hosts_));
+  }
+  std::vector<int> local;
+  topo_ = topologyOf(options_, hosts_, &local);
+
+  std::vector<std::unique_ptr<shm::ShmSegment>> segments;
+  shm::RankAreaLayout layout;
+  LIGHTCC_RETURN_IF_ERROR(mapSharedMemory(store.get(), local, &layout, &segments));
+  const int streams = static_cast<int>(config_.num_streams);
+  shm::WaitOptions wait;
+  wait.spin_us = config_.spin_us;
+  wait.timeout_s = timeout;
+  auto main = std::make_unique<Channel>();
+  main->host = std::make_unique<shm::HostGroup>(topo_.local_rank, local, std::move(segments), layout, wait);
+  main->host->setAbortFlag(abort);
+  channels_.push_back(std::move(main));
+  for (int s = 1; streams > 1 && s <= streams; ++s) {
+    auto ch = std::make_unique<Channel>();
+    ch->index = s;
+    ch->host = channels_.front()->host->channel(s);
+    channels_.push_back(std::move(ch));
+  }
+  for (auto& ch : channels_) LIGHTCC_RETURN_IF_ERROR(connectChannel(*ch, store.get()));
+
+  if (size > 1) {
+    // Rank 0 keeps serving until every rank has finished with the store.
+    LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(*store, "connected", size, timeout));
+    LIGHTCC_RETURN_IF_ERROR(store->set("bye/" + std::to_string(rank), "1"));
+    if (rank == 0) {
+      std::vector<std::string> keys;
+      for (int r = 0; r < size; ++r) keys.push_back("bye/" + std::to_string(r));
+      LIGHTCC_RETURN_IF_ERROR(store->wait(keys, timeout));
+    }
+  }
+  return Status::OK();
+}
+
+// Shared memory: each rank creates its area, peers map it, then the owner unlinks the name.
+// One channel for the driving thread; with streams, one more per stream, each with staging.
+Status Mesh::mapSharedMemory(rendezvous::StoreClient* store, const std::vector<int>& local,
+                             shm::RankAreaLayout* layout, std::vector<std::unique_ptr<shm::ShmSegment>>* segments) {
+  const int rank = options_.rank, size = options_.size;
+  const double timeout = config_.timeout_seconds;
+  const int streams = static_cast<int>(config_.num_streams);
+  if (topo_.local_size > shm::kMaxLocalRanks) {
+    return Status::InvalidArgument("rank " + std::to_string(rank) + ": " + std::to_string(topo_.local_size) +
+                                   " ranks on host " + options_.hostname + "; lightcc supports at most " +
+                                   std::to_string(shm::kMaxLocalRanks) + " per host");
+  }
+  *layout = shm::RankAreaLayout::compute(topo_.local_size, static_cast<size_t>(config_.shm_ring_bytes),
+                                         static_cast<size_t>(config_.shm_chunk_bytes), streams > 1 ? streams + 1 : 1,
+                                         streams);
+  std::random_device rd;
+  std::ostringstream segname;
+  segname << "/lightcc-" << ::getpid() << "-r" << rank << "-g" << options_.generation << "-" << std::hex << rd();
+  std::unique_ptr<shm::ShmSegment> own;
+  LIGHTCC_RETURN_IF_ERROR(shm::ShmSegment::create(segname.str(), layout->total, &own));
+  auto* header = static_cast<shm::RankHeader*>(own->base());
+  header->magic = shm::kRankAreaMagic;
+  header->pid = ::getpid();
+  header->global_rank = rank;
+  std::vector<std::string> segnames(size, segname.str());
+  if (size > 1) {
+    LIGHTCC_RETURN_IF_ERROR(rendezvous::allgather(*store, "shm", rank, size, segname.str(), &segnames, timeout));
+  }
+  for (int r : local) {
+    if (r == rank) {
+      segments->push_back(std::move(own));
+      continue;
+    }
+    std::unique_ptr<shm::ShmSegment> seg;
+    LIGHTCC_RETURN_IF_ERROR(shm::ShmSegment::open(segnames[r], layout->total, &seg)
+                                .withContext("mapping rank " + std::to_string(r) + "'s shared memory"));
+    auto* h = static_cast<shm::RankHeader*>(seg->base());
+    if (h->magic != shm::kRankAreaMagic || h->global_rank != r) {
+      return Status::PeerFailure("shared memory of rank " + std::to_string(r) + " (" + segnames[r] +
+                                 ") has a bad header");
+    }
+    segments->push_back(std::move(seg));
+  }
+  if (size > 1) LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(*store, "mapped", size, timeout));
+  for (auto& s : *segments) s->unlink();  // only the owner's call removes a name
+  return Status::OK();
+}
+
+// A channel's links: shared-memory rings of that channel to host peers, and fresh net comms (its
+// own HARP flows) to every remote peer.
+Status Mesh::connectChannel(Channel& ch, rendezvous::StoreClient* store) {
+  const int rank = topo_.rank, size = topo_.size;
+  ch.world_links.assign(size, nullptr);
+  std::vector<int> remote;
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    int li = ch.host->localIndexOf(r);
+    if (li >= 0) {
+      ch.owned_links.push_back(std::make_unique<shm::ShmLink>(ch.host.get(), li));
+      ch.world_links[r] = ch.owned_links.back().get();
+    } else {
+      remote.push_back(r);
+    }
+  }
+  if (remote.empty()) return Status::OK();
+  std::vector<std::unique_ptr<Link>> net_links;
+  const std::string key = ch.index == 0 ? "net" : "net" + std::to_string(ch.index);
+  Status st = connectNetPeers(config_, options_, rank, size, remote, *store, key, &net_plugin_, &net_links);
+  if (ch.index > 0) st = st.withContext("links of stream " + std::to_string(ch.index));
+  LIGHTCC_RETURN_IF_ERROR(st);
+  for (size_t i = 0; i < remote.size(); ++i) {
+    ch.world_links[remote[i]] = net_links[i].get();
+    ch.owned_links.push_back(std::move(net_links[i]));
+  }
+  // Network links cannot ring our doorbell: keep polling them while waiting. (A stream's idle
+  // waits use a view of their own without this cap; see streams.cc.)
+  ch.host->setMaxSleepUs(200);
+  return Status::OK();
+}
+
+SetComm Mesh::makeSetComm(const Channel& ch, int32_t id, const std::vector<int>& ranks) const {
+  SetComm c;
+  c.id = id;
+  c.ranks = ranks;
+  c.host = ch.host.get();
+  c.chunk_bytes = static_cast<size_t>(config_.shm_chunk_bytes);
+  c.oneshot_bytes = static_cast<size_t>(config_.shm_oneshot_bytes);
+  c.all_local = !config_.force_ring;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == topo_.rank) c.me = static_cast<int>(i);
+    int li = ch.host->localIndexOf(ranks[i]);
+    c.local_index.push_back(li);
+    if (li < 0) c.all_local = false;
+    c.links.push_back(ch.world_links[ranks[i]]);
+  }
+  return c;
+}
+
+void Mesh::buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const {
+  if (!config_.hierarchical_allreduce) return;
+  const int g = config_.intra_size > 0 ? static_cast<int>(config_.intra_size) : topo_.local_size;
+  const int n = static_cast<int>(ranks.size());
+  auto me = std::find(ranks.begin(), ranks.end(), topo_.rank);
+  if (me == ranks.end() || g <= 0 || n % g != 0 || n / g < 2) return;
+  // Every group must sit on one host (its phases use shared memory); decided from every rank's
+  // host id so all ranks agree.
+  for (int start = 0; start < n; start += g) {
+    for (int i = start; i < start + g; ++i) {
+      if (hosts_[ranks[i]] != hosts_[ranks[start]]) {
+        if (id == 0 && ch.index == 0) {
+          LIGHTCC_LOG(kWarning) << "LIGHT_2D_ALLREDUCE: ranks " << ranks[start] << ".." << ranks[start + g - 1]
+                                << " are not on one host (LIGHT_INTRA_SIZE=" << g << "); using the flat ring";
+        }
+        return;
+      }
+    }
+  }
+  const int pos = static_cast<int>(me - ranks.begin());
+  std::vector<int> intra(ranks.begin() + pos / g * g, ranks.begin() + pos / g * g + g);
+  std::vector<int> cross;
+  for (int start = 0; start < n; start += g) cross.push_back(ranks[start + pos % g]);
+  HierComm h;
+  // Counter slots apart from the process sets' own (see shm::kMaxProcessSets).
+  h.intra = makeSetComm(ch, shm::kMaxProcessSets + id, intra);
+  h.cross = makeSetComm(ch, 2 * shm::kMaxProcessSets + id, cross);
+  if (!h.intra.all_local) return;
+  ch.hier[id] = std::move(h);
+}
+
+void Mesh::addSet(int32_t id, const std::vector<int>& ranks) {
+  for (auto& ch : channels_) {
+    ch->comms[id] = makeSetComm(*ch, id, ranks);
+    buildHierComm(*ch, id, ranks);
+  }
+}
+
+void Mesh::eraseSet(int32_t id) {
+  for (auto& ch : channels_) {
+    ch->comms.erase(id);
+    ch->hier.erase(id);
+  }
+}
+
+}  // namespace lightcc

@@ -1,0 +1,84 @@
+// Mesh: who the peers are and how to reach them — rendezvous, topology, shared memory, links.
+//
+// DESIGN. Built once per init (Mesh::build) and torn down whole with the engine, so a new world
+// (elastic training) is a new Mesh. Steps: every rank meets at rank 0's store (job secret,
+// settings fingerprint), the hosts are ordered by their first rank, each rank creates its
+// shared-memory area and maps its host peers' (then unlinks its own, so a crash leaks nothing),
+// and opens net links (the NCCL net plugin, HARP) to ranks on other hosts — once per channel.
+// Afterwards the Mesh owns the channels and makes each process set's communicators on every
+// channel (addSet/eraseSet, on the engine's driving thread). Nothing here negotiates or runs
+// collectives; the Negotiator and the Executors borrow the channels.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "engine/channel.h"
+#include "transport/shm/rank_area.h"
+#include "transport/shm/segment.h"
+#include "transport/net/net_plugin.h"
+
+namespace lightcc {
+
+namespace rendezvous {
+class StoreClient;
+}
+
+struct InitOptions {
+  int rank = 0;
+  int size = 1;
+  std::string hostname;          // ranks with equal host ids share memory
+  std::string rendezvous_host;   // rank 0's store
+  int rendezvous_port = 0;
+  std::string secret;            // job secret (required when size > 1)
+  uint64_t generation = 0;       // counts init() calls, so stale peers are told apart
+  std::vector<std::vector<int>> process_sets;  // created at init, ids 1..n
+  std::string bundled_net_plugin;              // path of the HARP plugin shipped with lightcc
+};
+
+struct Topology {
+  int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
+  bool homogeneous = true;
+};
+
+class Mesh {
+ public:
+  // Meets every rank and connects them. `abort` (outliving the Mesh) cuts channel 0's waits short.
+  static Status build(const InitOptions& options, const Config& config, const std::atomic<bool>* abort,
+                      std::unique_ptr<Mesh>* out);
+  ~Mesh();
+  Mesh(const Mesh&) = delete;
+  Mesh& operator=(const Mesh&) = delete;
+
+  const Topology& topology() const { return topo_; }
+  const std::vector<std::string>& hosts() const { return hosts_; }  // host id of every rank
+  int channels() const { return static_cast<int>(channels_.size()); }
+  Channel& channel(int c) { return *channels_[static_cast<size_t>(c)]; }
+  shm::HostGroup& host() const { return *channels_.front()->host; }
+
+  // Communicators of a process set on every channel (and its 2D pair where that applies).
+  void addSet(int32_t id, const std::vector<int>& ranks);
+  void eraseSet(int32_t id);
+
+ private:
+  Mesh(const InitOptions& options, const Config& config) : options_(options), config_(config) {}
+  Status connect(const std::atomic<bool>* abort);
+  Status mapSharedMemory(rendezvous::StoreClient* store, const std::vector<int>& local, shm::RankAreaLayout* layout,
+                         std::vector<std::unique_ptr<shm::ShmSegment>>* segments);
+  Status connectChannel(Channel& ch, rendezvous::StoreClient* store);
+  SetComm makeSetComm(const Channel& ch, int32_t id, const std::vector<int>& ranks) const;
+  void buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const;
+
+  const InitOptions options_;
+  const Config config_;
+  Topology topo_;
+  std::vector<std::string> hosts_;
+  std::unique_ptr<net::NetPlugin> net_plugin_;  // declared before the channels whose links use it
+  std::vector<std::unique_ptr<Channel>> channels_;
+};
+
+}  // namespace lightcc

@@ -1,0 +1,404 @@
+// Negotiator: the bit-vector fast path, the coordinator slow path, and the cache upkeep.
+//
+// Bit vector layout (uint64 words, AND-reduced across all ranks):
+//   word 0         status bits, most inverted so AND acts as OR: 1 = "nothing uncached to send",
+//                  2 = "no shutdown requested", 4 = "not joined", 8 = "coordinator has nothing",
+//                  16 = "nothing pending here", 64 = "my shutdown grace has not expired",
+//                  128 = "I do not need held (bucketed) tensors run now";
+//                  and one plain AND: 32 = "I asked to shut down".
+//   words 1..W     ready bits: cache entry b is pending here (or this rank is not in its set).
+//   words W+1..2W  valid bits: cleared where this rank's request disagrees with entry b.
+// After the AND every rank knows the same facts, so every rank takes the same branch.
+#include "engine/negotiator.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+#include "engine/message.h"
+
+namespace lightcc {
+namespace {
+constexpr uint64_t kNothingToSend = 1, kNoShutdown = 2, kNotJoined = 4, kCoordinatorIdle = 8,
+                   kNothingPending = 16, kAllAsked = 32, kNoForce = 64, kNoFlush = 128;
+}
+
+Negotiator::Negotiator(const Config& config, const Topology& topo, Channel& main, TensorQueue& queue,
+                       Timeline& timeline, EngineStats& stats)
+    : config_(config),
+      topo_(topo),
+      main_(main),
+      queue_(queue),
+      timeline_(timeline),
+      stats_(stats),
+      cache_(static_cast<size_t>(config.cache_capacity)) {
+  if (topo_.rank == 0) {
+    coordinator_ = std::make_unique<Coordinator>(topo_.size, [this](int32_t id) -> const std::vector<int>* {
+      auto it = main_.comms.find(id);
+      return it == main_.comms.end() ? nullptr : &it->second.ranks;
+    });
+  }
+}
+
+Status Negotiator::start() { return postReceives(); }
+
+Status Negotiator::postReceives() {
+  const size_t words = 1 + 2 * ((cache_.capacity() + 63) / 64);
+  if (cycle_in_.size() != static_cast<size_t>(topo_.size)) {
+    cycle_in_.assign(topo_.size, std::vector<uint64_t>(words, 0));  // reused every cycle
+  }
+  cycle_req_.assign(topo_.size, nullptr);
+  cycle_done_.assign(topo_.size, false);
+  for (int r = 0; r < topo_.size; ++r) {
+    if (r == topo_.rank) continue;
+    LIGHTCC_RETURN_IF_ERROR(main_.world_links[r]->irecv(cycle_in_[r].data(), words * 8, &cycle_req_[r]));
+    if (cycle_req_[r] == nullptr) return Status::Internal("link to rank " + std::to_string(r) + " is busy between cycles");
+  }
+  return Status::OK();
+}
+
+bool Negotiator::incoming() {
+  if (!link_error_.ok()) return true;
+  bool any = false;
+  for (int r = 0; r < topo_.size; ++r) {
+    if (r == topo_.rank) continue;
+    if (!cycle_done_[r]) {
+      bool done = false;
+      size_t size = 0;
+      Status st = main_.world_links[r]->test(cycle_req_[r], &done, &size);
+      if (!st.ok()) {
+        link_error_ = st.withContext("negotiation with rank " + std::to_string(r));
+        return true;
+      }
+      if (done) {
+        cycle_done_[r] = true;
+        if (size != cycle_in_[r].size() * 8) {
+          link_error_ = Status::PeerFailure("rank " + std::to_string(r) + " sent a " + std::to_string(size) +
+                                            "-byte negotiation vector, expected " +
+                                            std::to_string(cycle_in_[r].size() * 8));
+        }
+      }
+    }
+    any = any || cycle_done_[r];
+  }
+  return any;
+}
+
+Status Negotiator::exchangeBits(std::vector<uint64_t>* bits) {
+  std::vector<LinkRequest*> sends(topo_.size, nullptr);
+  std::vector<bool> sent(topo_.size, false);
+  Status error;
+  auto progress = [&]() -> bool {
+    bool all = true;
+    for (int r = 0; r < topo_.size; ++r) {
+      if (r == topo_.rank) continue;
+      if (!sent[r]) {
+        if (sends[r] == nullptr) {
+          error = main_.world_links[r]->isend(bits->data(), bits->size() * 8, &sends[r]);
+          if (!error.ok()) return true;
+        }
+        if (sends[r] != nullptr) {
+          bool done = false;
+          size_t n = 0;
+          error = main_.world_links[r]->test(sends[r], &done, &n);
+          if (!error.ok()) return true;
+          sent[r] = done;
+        }
+      }
+      all = all && sent[r];
+    }
+    incoming();
+    if (!link_error_.ok()) return true;
+    for (int r = 0; r < topo_.size; ++r) {
+      if (r != topo_.rank && !cycle_done_[r]) all = false;
+    }
+    return all;
+  };
+  const auto wait_start = Clock::now();
+  LIGHTCC_RETURN_IF_ERROR(main_.host->waitUntil(progress, "negotiation (cycle " + std::to_string(cycle_) + ")", true));
+  stats_.negotiate_wait_ns.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - wait_start).count(),
+      std::memory_order_relaxed);
+  LIGHTCC_RETURN_IF_ERROR(error);
+  LIGHTCC_RETURN_IF_ERROR(link_error_);
+  for (int r = 0; r < topo_.size; ++r) {
+    if (r == topo_.rank) continue;
+    for (size_t w = 0; w < bits->size(); ++w) (*bits)[w] &= cycle_in_[r][w];
+  }
+  return Status::OK();
+}
+
+Status Negotiator::sendBytes(Link* link, const std::string& bytes) {
+  uint64_t n = bytes.size();
+  std::vector<P2POp> ops = {{link, true, &n, sizeof(n)},
+                            {link, true, const_cast<char*>(bytes.data()), bytes.size()}};
+  return runP2P(main_.comms.at(0), ops, "negotiation message to rank " + std::to_string(link->peer()));
+}
+
+Status Negotiator::recvBytes(Link* link, std::string* bytes) {
+  uint64_t n = 0;
+  const SetComm& world = main_.comms.at(0);
+  std::vector<P2POp> head = {{link, false, &n, sizeof(n)}};
+  LIGHTCC_RETURN_IF_ERROR(runP2P(world, head, "negotiation message from rank " + std::to_string(link->peer())));
+  if (n > (uint64_t{1} << 32)) {
+    return Status::PeerFailure("rank " + std::to_string(link->peer()) + " announced a " + std::to_string(n) +
+                               "-byte negotiation message");
+  }
+  bytes->resize(n);
+  std::vector<P2POp> body = {{link, false, bytes->data(), n}};
+  return runP2P(world, body, "negotiation message from rank " + std::to_string(link->peer()));
+}
+
+void Negotiator::classifyNewEntries() {
+  queue_.drain(&fresh_);
+  const bool trace = topo_.rank == 0 && timeline_.active();
+  for (auto& e : fresh_) {
+    const Request& r = e.request;
+    if (r.op == OpType::kJoin && r.error.empty()) joined_ = true;
+    if (trace) timeline_.begin(r.name, std::string("NEGOTIATE_") + opTypeName(r.op));
+    const TensorId id = tensors_.intern(r.process_set_id, r.name);
+    const int bit = isCacheable(r.op) ? cache_.find(id) : -1;
+    if (bit >= 0 && r.error.empty() && cache_.matches(bit, r)) {
+      tensors_.addPending(id, std::move(e), TensorTable::State::kCached, bit);
+    } else {
+      if (bit >= 0) invalid_bits_.push_back(bit);  // everyone drops it, then renegotiates
+      tensors_.addPending(id, std::move(e), TensorTable::State::kToSend, -1);
+    }
+  }
+  fresh_.clear();
+}
+
+void Negotiator::maintenance(Clock::time_point now, bool* want_cycle) {
+  if (!config_.stall_check_enabled) return;
+  if (coordinator_) {
+    coordinator_->checkStalls(now, config_.stall_check_seconds, config_.stall_shutdown_seconds, &stall_responses_);
+    if (!stall_responses_.empty()) *want_cycle = true;
+  }
+  // A tensor waiting on the fast path is invisible to the coordinator; after half the stall
+  // time renegotiate it so the stall inspector can name the missing ranks.
+  for (TensorId id : tensors_.pending()) {
+    const TensorTable::Slot& p = tensors_.at(id);
+    double age = std::chrono::duration<double>(now - p.entry.enqueued).count();
+    if (p.state == TensorTable::State::kCached && age > config_.stall_check_seconds / 2 &&
+        std::find(invalid_bits_.begin(), invalid_bits_.end(), p.bit) == invalid_bits_.end()) {
+      invalid_bits_.push_back(p.bit);
+      *want_cycle = true;
+    }
+  }
+}
+
+Status Negotiator::slowPath(std::vector<ResponsePtr>* responses) {
+  std::vector<Request> mine;
+  for (TensorId id : tensors_.pending()) {
+    if (tensors_.at(id).state == TensorTable::State::kToSend) {
+      mine.push_back(tensors_.at(id).entry.request);
+      tensors_.setState(id, TensorTable::State::kSubmitted);
+    }
+  }
+  if (topo_.rank != 0) {
+    LIGHTCC_RETURN_IF_ERROR(sendBytes(main_.world_links[0], serializeRequests(mine)));
+    std::string bytes;
+    LIGHTCC_RETURN_IF_ERROR(recvBytes(main_.world_links[0], &bytes));
+    std::vector<Response> got;
+    LIGHTCC_RETURN_IF_ERROR(parseResponses(bytes, 0, &got));
+    for (Response& r : got) responses->push_back(std::make_shared<const Response>(std::move(r)));
+    return Status::OK();
+  }
+  auto now = Clock::now();
+  std::vector<Response> made = std::move(stall_responses_);
+  stall_responses_.clear();
+  for (const auto& r : mine) {
+    timeline_.instant(r.name, "0");
+    coordinator_->add(r, now, &made);
+  }
+  for (int peer = 1; peer < topo_.size; ++peer) {
+    std::string bytes;
+    LIGHTCC_RETURN_IF_ERROR(recvBytes(main_.world_links[peer], &bytes));
+    std::vector<Request> theirs;
+    LIGHTCC_RETURN_IF_ERROR(parseRequests(bytes, peer, &theirs));
+    for (auto& r : theirs) {
+      r.rank = peer;  // a rank speaks only for itself
+      timeline_.instant(r.name, std::to_string(peer));
+      coordinator_->add(r, now, &made);
+    }
+  }
+  const std::string out = serializeResponses(made);
+  for (int peer = 1; peer < topo_.size; ++peer) {
+    LIGHTCC_RETURN_IF_ERROR(sendBytes(main_.world_links[peer], out));
+  }
+  for (Response& r : made) responses->push_back(std::make_shared<const Response>(std::move(r)));
+  return Status::OK();
+}
+
+// Entries of sets this rank is not in are always "ready" here. A set's membership never changes
+// under its id, so the mask changes only with the cache's contents.
+void Negotiator::updateAbsentMask() {
+  if (absent_generation_ == cache_.generation() && absent_sets_ == main_.comms.size()) return;
+  absent_generation_ = cache_.generation();
+  absent_sets_ = main_.comms.size();
+  absent_mask_.assign((cache_.capacity() + 63) / 64, 0);
+  int32_t run_set = -1;  // entries mostly share one set: one lookup per run of them
+  bool run_absent = false;
+  for (size_t b = 0; b < cache_.extent(); ++b) {
+    if (!cache_.occupied(b)) continue;
+    const int32_t set = cache_.response(b).process_set_id;
+    if (set != run_set) {
+      auto it = main_.comms.find(set);
+      run_set = set;
+      run_absent = it == main_.comms.end() || !it->second.member();
+    }
+    if (run_absent) absent_mask_[b / 64] |= uint64_t{1} << (b % 64);
+  }
+}
+
+// Cache entries some rank disagreed with (or all of them, once anyone joined) leave every
+// cache; their pending tensors go to the coordinator instead. True if any rank disagreed.
+bool Negotiator::dropInvalid(const std::vector<uint64_t>& bits, size_t W, size_t cap_words, bool all) {
+  bool any_invalid = false;
+  for (size_t w = 0; w < cap_words; ++w) {
+    const uint64_t invalid = cache_.occupiedWord(w) & ~bits[1 + W + w];
+    any_invalid = any_invalid || invalid != 0;
+    for (uint64_t drop = all ? cache_.occupiedWord(w) : invalid; drop != 0; drop &= drop - 1) {
+      const int b = static_cast<int>(w * 64) + __builtin_ctzll(drop);
+      // Only the entry interned under this bit's id can be announcing it.
+      const TensorId id = cache_.id(b);
+      cache_.erase(b);
+      const TensorTable::Slot& p = tensors_.at(id);
+      if (p.pending && p.state == TensorTable::State::kCached && p.bit == b) {
+        tensors_.setState(id, TensorTable::State::kToSend);
+      }
+    }
+  }
+  return any_invalid;
+}
+
+Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
+  LIGHTCC_RETURN_IF_ERROR(link_error_);
+  ++cycle_;
+  classifyNewEntries();
+  const size_t W = (cache_.capacity() + 63) / 64;
+  const size_t cap_words = (cache_.extent() + 63) / 64;  // bits at or above the extent are free everywhere
+  std::vector<uint64_t> bits(1 + 2 * W, 0);
+  bits[0] = (tensors_.anyToSend() ? 0 : kNothingToSend) | (votes.asked_shutdown ? 0 : kNoShutdown) |
+            (joined_ ? 0 : kNotJoined) | (stall_responses_.empty() ? kCoordinatorIdle : 0) |
+            (tensors_.anyPending() ? 0 : kNothingPending) | (votes.asked_shutdown ? kAllAsked : 0) |
+            (votes.force_shutdown ? 0 : kNoForce) | (votes.want_flush ? 0 : kNoFlush);
+  updateAbsentMask();
+  for (size_t w = 0; w < cap_words; ++w) bits[1 + w] |= absent_mask_[w];
+  for (TensorId id : tensors_.pending()) {
+    const TensorTable::Slot& p = tensors_.at(id);
+    if (p.state == TensorTable::State::kCached) bits[1 + p.bit / 64] |= uint64_t{1} << (p.bit % 64);
+  }
+  for (size_t w = 0; w < W; ++w) bits[1 + W + w] = ~uint64_t{0};
+  for (int b : invalid_bits_) bits[1 + W + b / 64] &= ~(uint64_t{1} << (b % 64));
+  invalid_bits_.clear();
+
+  LIGHTCC_RETURN_IF_ERROR(exchangeBits(&bits));
+
+  const uint64_t status = bits[0];
+  plan->responses.clear();
+  agreed_ids_.clear();
+  // Stop together once every rank has asked (the normal end of a job: ranks finish at different
+  // times and may still run ops of their own process sets), or once an asker's grace runs out.
+  plan->stop = !(status & kNoForce) || (status & kAllAsked);
+  if (plan->stop) return Status::OK();
+  plan->shutdown_pending = !(status & kNoShutdown);
+  const bool any_joined = !(status & kNotJoined);
+  const bool any_invalid = dropInvalid(bits, W, cap_words, any_joined);
+  for (size_t w = 0; w < cap_words; ++w) {
+    for (uint64_t ready = bits[1 + w] & cache_.occupiedWord(w); ready != 0; ready &= ready - 1) {
+      const int b = static_cast<int>(w * 64) + __builtin_ctzll(ready);
+      plan->responses.push_back(cache_.shared(b));
+      agreed_ids_.push_back(cache_.id(b));
+      cache_.touch(b, cycle_);
+    }
+  }
+  plan->cached = plan->responses.size();
+  plan->flush = !(status & kNoFlush) || any_joined || plan->shutdown_pending;
+  plan->slow = !(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined;
+  if (plan->slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&plan->responses));
+  for (size_t i = plan->cached; i < plan->responses.size(); ++i) {
+    const Response& r = *plan->responses[i];
+    // Coordinated responses name one tensor each. One this rank never submitted (a set it is
+    // not in, a joined rank) gets an id here too, since the cache keys its slots by id.
+    const bool cacheable = !any_joined && !r.isError() && isCacheable(r.op);
+    TensorId id = cacheable ? tensors_.intern(r.process_set_id, r.names.front())
+                            : tensors_.find(r.process_set_id, r.names.front());
+    agreed_ids_.push_back(id);
+    if (!cacheable) continue;
+    const TensorTable::Slot& p = tensors_.at(id);
+    cache_.put(id, p.pending ? &p.entry.request : nullptr, plan->responses[i], cycle_);
+  }
+  const bool trace = topo_.rank == 0 && timeline_.active();
+  // Agreed entries may be held for their bucket: they must not announce themselves again.
+  for (size_t i = 0; i < agreed_ids_.size(); ++i) {
+    const TensorId id = agreed_ids_[i];
+    if (id < 0 || !tensors_.at(id).pending) continue;
+    if (trace) timeline_.end(plan->responses[i]->names.front());
+    tensors_.setState(id, TensorTable::State::kSubmitted);
+  }
+  take_hint_ = 0;
+  return Status::OK();
+}
+
+Status Negotiator::finishCycle() {
+  // Names used once (a step counter in the name, say) would pile up ids; recycle them when the
+  // table has far outgrown what the cache and the pending work need (amortized O(1) per tensor).
+  if (tensors_.live() > 1024 + 2 * (cache_.extent() + tensors_.pending().size())) {
+    tensors_.collect([this](TensorId id) { return cache_.find(id) >= 0; });
+  }
+  return postReceives();
+}
+
+Batch Negotiator::take(const ResponsePtr& r) {
+  Batch b;
+  b.response = r;
+  b.joined = joined_;
+  b.entries.resize(r->names.size());
+  for (size_t i = 0; i < r->names.size(); ++i) {
+    // Plans mostly list tensors in agreed order, so the first agreed tensor not yet taken is
+    // tried (a name compare) before the name is hashed.
+    while (take_hint_ < agreed_ids_.size() &&
+           (agreed_ids_[take_hint_] < 0 || !tensors_.at(agreed_ids_[take_hint_]).pending)) {
+      ++take_hint_;
+    }
+    TensorId id = take_hint_ < agreed_ids_.size() ? agreed_ids_[take_hint_] : -1;
+    if (id < 0 || tensors_.at(id).set != r->process_set_id || tensors_.at(id).name != r->names[i]) {
+      id = tensors_.find(r->process_set_id, r->names[i]);
+    }
+    if (id < 0 || !tensors_.at(id).pending) continue;
+    b.entries[i] = tensors_.takePending(id);
+  }
+  return b;
+}
+
+void Negotiator::complete(int32_t set, const std::string& name, const Status& st, HandleResult result) {
+  const TensorId id = tensors_.find(set, name);
+  if (id < 0 || !tensors_.at(id).pending) return;
+  // Free the name before waking the caller, who may reuse it at once.
+  std::shared_ptr<Handle> handle = tensors_.takePending(id).handle;
+  queue_.finish(set, name);
+  handle->complete(st, std::move(result));
+}
+
+void Negotiator::dropSet(int32_t id) {
+  for (size_t b = 0; b < cache_.capacity(); ++b) {
+    if (cache_.occupied(b) && cache_.response(b).process_set_id == id) cache_.erase(b);
+  }
+  std::vector<std::string> orphans;
+  for (TensorId t : tensors_.pending()) {
+    if (tensors_.at(t).set == id) orphans.push_back(tensors_.at(t).name);
+  }
+  for (const auto& n : orphans) complete(id, n, Status::Aborted("process set " + std::to_string(id) + " was removed"));
+}
+
+void Negotiator::failAll(const Status& st) {
+  queue_.close(st);
+  while (tensors_.anyPending()) tensors_.takePending(tensors_.pending().back()).handle->complete(st);
+}
+
+bool Negotiator::waitedOn(int32_t set, const std::string& name) const {
+  const TensorId id = tensors_.find(set, name);
+  return id >= 0 && tensors_.at(id).pending && tensors_.at(id).entry.handle->waited();
+}
+
+}  // namespace lightcc

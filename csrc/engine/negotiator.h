@@ -1,0 +1,120 @@
+// Negotiator: turns what every rank has queued into one agreed plan per cycle, the same on all.
+//
+// DESIGN. Owned by the engine and used only by the driving thread (the background thread, or a
+// caller holding the progress lock). A cycle (negotiate()):
+//   1. drain the queue into the tensor table; a request that repeats a cached one announces its
+//      cache bit, any other goes to the coordinator;
+//   2. AND-allreduce a bit vector with every rank over channel 0's links (layout in
+//      negotiator.cc): status votes, "ready" bits per cache entry, "valid" bits per entry;
+//   3. take the responses every rank has ready from the cache, in bit order (the fast path); if
+//      anyone has uncached work, a mismatch or joined, run the coordinator round trip through
+//      rank 0 (the slow path), whose answer every rank then inserts into its cache in list order,
+//      so all caches stay identical without ever being sent.
+// Agreed tensors stay pending here until dispatch takes them (take()) or completes them
+// (complete()). Peers' first cycle messages are received into buffers posted at the end of the
+// previous cycle, so an idle engine notices a peer's cycle without a timer (incoming()).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "engine/batch.h"
+#include "engine/channel.h"
+#include "engine/coordinator.h"
+#include "engine/mesh.h"
+#include "engine/response_cache.h"
+#include "engine/stats.h"
+#include "engine/tensor_queue.h"
+#include "engine/tensor_table.h"
+#include "engine/timeline.h"
+
+namespace lightcc {
+
+class Negotiator {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // This rank's votes for the cycle; each is combined across ranks by the AND.
+  struct Votes {
+    bool asked_shutdown = false;  // this rank asked to shut down
+    bool force_shutdown = false;  // its shutdown grace has run out
+    bool want_flush = false;      // run held (bucketed) tensors now
+  };
+  // The agreed outcome, identical on every rank. Reused every cycle (its capacity stays).
+  struct Plan {
+    std::vector<ResponsePtr> responses;  // in execution order
+    size_t cached = 0;                   // how many came from the cache
+    bool stop = false;                   // every rank stops now (shutdown)
+    bool flush = false;                  // run held tensors now
+    bool slow = false;                   // the coordinator was needed
+    bool shutdown_pending = false;       // some rank asked to shut down
+  };
+
+  Negotiator(const Config& config, const Topology& topo, Channel& main, TensorQueue& queue, Timeline& timeline,
+             EngineStats& stats);
+
+  Status start();  // posts the receives of the first cycle
+  // A peer has sent its cycle message (or a link failed): this rank must run a cycle.
+  bool incoming();
+  Status negotiate(const Votes& votes, Plan* plan);
+  // After the plan ran: recycles tensor ids, posts the next cycle's receives.
+  Status finishCycle();
+
+  // Dispatch: this rank's entries of an agreed response, or one tensor's completion.
+  Batch take(const ResponsePtr& r);
+  void complete(int32_t set, const std::string& name, const Status& st, HandleResult result = {});
+  // A process set was removed: its cache entries go and its pending tensors fail.
+  void dropSet(int32_t id);
+  void failAll(const Status& st);
+  bool joined() const { return joined_; }
+  void joinDone() { joined_ = false; }
+
+  // Stall inspector (rank 0 warns or fails stalled tensors; everyone renegotiates old cached
+  // ones so rank 0 can name the missing ranks). Sets *want_cycle when a cycle must run.
+  void maintenance(Clock::time_point now, bool* want_cycle);
+  // Something here waits on peers: tensors pending, or rank 0's coordinator holds requests.
+  bool anyWork() const { return tensors_.anyPending() || (coordinator_ && !coordinator_->empty()); }
+  // Is a caller blocked on this pending tensor? (The fusion flush vote.)
+  bool waitedOn(int32_t set, const std::string& name) const;
+  uint64_t cycle() const { return cycle_; }
+
+ private:
+  Status postReceives();
+  Status exchangeBits(std::vector<uint64_t>* bits);
+  Status sendBytes(Link* link, const std::string& bytes);
+  Status recvBytes(Link* link, std::string* bytes);
+  Status slowPath(std::vector<ResponsePtr>* responses);
+  void classifyNewEntries();
+  void updateAbsentMask();
+  bool dropInvalid(const std::vector<uint64_t>& bits, size_t W, size_t cap_words, bool all);
+
+  const Config& config_;
+  const Topology topo_;
+  Channel& main_;
+  TensorQueue& queue_;
+  Timeline& timeline_;
+  EngineStats& stats_;
+
+  TensorTable tensors_;              // every tensor by id; the pending ones with their entries
+  ResponseCache cache_;
+  std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+  std::vector<TensorEntry> fresh_;   // this cycle's drained queue (its capacity is reused)
+  std::vector<TensorId> agreed_ids_;  // the plan's tensor ids, parallel to its responses
+  size_t take_hint_ = 0;             // take()'s position in agreed_ids_
+  std::vector<uint64_t> absent_mask_;  // cache bits of sets this rank is not in
+  uint64_t absent_generation_ = ~uint64_t{0};  // the cache generation absent_mask_ was built for
+  size_t absent_sets_ = 0;
+  std::vector<int> invalid_bits_;  // this rank's mismatches against the cache, this cycle
+  bool joined_ = false;            // this rank called join() and waits for the others
+  uint64_t cycle_ = 0;
+  std::vector<std::vector<uint64_t>> cycle_in_;  // posted receive buffers for peers' bits
+  std::vector<LinkRequest*> cycle_req_;
+  std::vector<bool> cycle_done_;
+  Status link_error_;                      // a failure seen while polling for cycle messages
+  std::vector<Response> stall_responses_;  // rank 0: stalled tensors to fail next cycle
+};
+
+}  // namespace lightcc

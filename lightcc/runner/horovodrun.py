@@ -1,0 +1,319 @@
+"""``horovodrun``: Horovod's launcher command line, carried out by lightccrun.
+
+Every flag of Horovod's ``horovodrun`` is in :data:`FLAGS` with what happens to it:
+
+* ``same``: lightccrun takes the flag as it is;
+* ``env``: exported as the variable lightcc reads (``HOROVOD_*``/``LIGHT*``/``MPI4PY_*``);
+* ``translated``: rewritten into lightccrun's options (for example ``-i`` into the ssh template);
+* ``in effect``: what the flag asks for is already how lightcc works; a note says so on stderr;
+* ``refused``: lightcc cannot do it; horovodrun exits with 2 and a message saying why and what to
+  use instead. Nothing is accepted and dropped in silence.
+
+Elastic flags (``--min-np``, ``--max-np``, ``--host-discovery-script``, ...) go to lightccrun
+when its parser knows them, and are refused otherwise. ``lightccrun --install-horovodrun`` puts a
+``horovodrun`` command beside the Python interpreter (never over Horovod's own);
+``python -m lightcc.runner.horovodrun`` works without installing anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+SAME, ENV, TRANSLATED, IN_EFFECT, REFUSED, ELASTIC = (
+    "same",
+    "env",
+    "translated",
+    "in effect",
+    "refused",
+    "elastic",
+)
+NO_AUTOTUNE = (
+    "lightcc has no autotuner yet: set --fusion-threshold-mb and --cycle-time-ms yourself "
+    "(docs: Tuning) and drop the autotune flags"
+)
+
+
+@dataclass(frozen=True)
+class HorovodFlag:
+    """One horovodrun flag: its names, whether it takes a value, and how lightcc handles it."""
+
+    names: tuple[str, ...]
+    takes_value: bool
+    handling: str
+    note: str
+    env: str = ""  # for ENV: the variable; the value is the flag's (or "1"/"0" for switches)
+    value: str = ""  # for ENV switches: the value exported
+
+    @property
+    def dest(self) -> str:
+        long = [n for n in self.names if n.startswith("--")] or list(self.names)
+        return long[0].lstrip("-").replace("-", "_")
+
+
+def _flag(names: str, value: bool, handling: str, note: str, env: str = "", exported: str = "") -> HorovodFlag:
+    return HorovodFlag(tuple(names.split()), value, handling, note, env, exported)
+
+
+FLAGS: tuple[HorovodFlag, ...] = (
+    _flag("-v --version", False, TRANSLATED, "prints lightcc's version"),
+    _flag("-np --num-proc", True, SAME, "number of processes"),
+    _flag("-cb --check-build", False, SAME, "lightcc's build table (kernels vs. a usable GPU)"),
+    _flag("-H --hosts", True, SAME, "hosts and slots"),
+    _flag("-hostfile --hostfile", True, SAME, "hostfile"),
+    _flag("-p --ssh-port", True, SAME, "ssh port of remote hosts"),
+    _flag("-i --ssh-identity-file", True, TRANSLATED, "added to ssh (`ssh -i FILE`), and to mpirun's ssh with --mpi"),
+    _flag("--gloo", False, SAME, "lightccrun's own launch (the default)"),
+    _flag("--mpi", False, SAME, "start the ranks with mpirun"),
+    _flag("--jsrun", False, REFUSED, "jsrun (IBM LSF) is not supported: use lightccrun's own launch or --mpi"),
+    _flag("--mpi-args", True, SAME, "extra mpirun arguments (with --mpi)"),
+    _flag("--output-filename", True, SAME, "per-rank output files"),
+    _flag("--verbose", False, SAME, "print the commands that start the ranks"),
+    _flag("--disable-cache", False, IN_EFFECT, "lightccrun keeps no cache of host checks: nothing to disable"),
+    _flag(
+        "--start-timeout",
+        True,
+        ENV,
+        "lightcc has one timeout for start-up and peers (LIGHTCC_TIMEOUT, seconds)",
+        "LIGHTCC_TIMEOUT",
+    ),
+    _flag(
+        "--gloo-timeout-seconds",
+        True,
+        ENV,
+        "lightcc has one timeout for start-up and peers (LIGHTCC_TIMEOUT, seconds)",
+        "LIGHTCC_TIMEOUT",
+    ),
+    _flag(
+        "--network-interfaces --network-interface",
+        True,
+        SAME,
+        "HARP's interfaces (HARP_IFNAME), the rendezvous address, NCCL and Gloo sockets",
+    ),
+    _flag(
+        "--tcp",
+        False,
+        TRANSLATED,
+        "lightcc's traffic between hosts is TCP already; with --mpi, mpirun also gets `--mca pml ob1 --mca btl ^openib`",
+    ),
+    _flag("--config-file", True, REFUSED, "config files are not read: give the settings as flags"),
+    _flag("--fusion-threshold-mb", True, SAME, "fusion buffer size"),
+    _flag("--cycle-time-ms", True, SAME, "cycle time"),
+    _flag("--cache-capacity", True, SAME, "response cache entries"),
+    _flag("--hierarchical-allreduce", False, SAME, "2D (hierarchical) allreduce"),
+    _flag("--no-hierarchical-allreduce", False, ENV, "", "HOROVOD_HIERARCHICAL_ALLREDUCE", "0"),
+    _flag("--hierarchical-allgather", False, SAME, "hierarchical allgather"),
+    _flag("--no-hierarchical-allgather", False, ENV, "", "HOROVOD_HIERARCHICAL_ALLGATHER", "0"),
+    _flag("--autotune", False, REFUSED, NO_AUTOTUNE),
+    _flag("--autotune-log-file", True, REFUSED, NO_AUTOTUNE),
+    _flag("--autotune-warmup-samples", True, REFUSED, NO_AUTOTUNE),
+    _flag("--autotune-steps-per-sample", True, REFUSED, NO_AUTOTUNE),
+    _flag("--autotune-bayes-opt-max-samples", True, REFUSED, NO_AUTOTUNE),
+    _flag("--autotune-gaussian-process-noise", True, REFUSED, NO_AUTOTUNE),
+    _flag("--timeline-filename", True, SAME, "Chrome-trace timeline"),
+    _flag("--timeline-mark-cycles", False, SAME, "mark cycles in the timeline"),
+    _flag("--no-stall-check", False, SAME, "stall inspector off"),
+    _flag("--stall-check-warning-time-seconds", True, SAME, "stall warning time"),
+    _flag("--stall-check-shutdown-time-seconds", True, SAME, "stall shutdown time"),
+    _flag("--log-level", True, SAME, "log level"),
+    _flag("--log-with-timestamp", False, IN_EFFECT, "lightcc's log lines always carry the time"),
+    _flag(
+        "--log-without-timestamp --log-hide-timestamp",
+        False,
+        REFUSED,
+        "lightcc's log lines always carry the time; it cannot hide it",
+    ),
+    _flag(
+        "--prefix-output-with-timestamp",
+        False,
+        REFUSED,
+        "lightccrun prefixes output with the rank only; pipe through `ts` for times",
+    ),
+    _flag(
+        "--mpi-threads-disable",
+        False,
+        ENV,
+        "mpi4py initialises MPI without threads (lightcc only uses MPI at start-up)",
+        "MPI4PY_RC_THREADS",
+        "0",
+    ),
+    _flag(
+        "--binding-args",
+        True,
+        REFUSED,
+        "binding is lightcc's own: set LIGHTCC_BIND=core, or pass mpirun binding options in --mpi-args",
+    ),
+    _flag("--num-nccl-streams", True, ENV, "collective streams (LIGHT_NUM_STREAMS)", "LIGHT_NUM_STREAMS"),
+    _flag("--thread-affinity", True, ENV, "engine thread cores (HOROVOD_THREAD_AFFINITY)", "HOROVOD_THREAD_AFFINITY"),
+    _flag("--ccl-bgt-affinity", True, REFUSED, "oneCCL is not used by lightcc"),
+    _flag("--min-np --min-num-proc", True, ELASTIC, "elastic: fewest processes"),
+    _flag("--max-np --max-num-proc", True, ELASTIC, "elastic: most processes"),
+    _flag("--slots-per-host --slots", True, ELASTIC, "elastic: slots of a discovered host"),
+    _flag("--host-discovery-script", True, ELASTIC, "elastic: the script that lists the hosts"),
+    _flag("--elastic-timeout", True, ELASTIC, "elastic: how long to wait for enough hosts"),
+    _flag("--reset-limit", True, ELASTIC, "elastic: most resets"),
+    _flag("--blacklist-cooldown-range", True, ELASTIC, "elastic: cool-down of a failing host"),
+)
+
+
+class Refused(Exception):
+    """A flag lightcc cannot honour; the message says which and why."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """horovodrun's parser: every flag of :data:`FLAGS`, then the command."""
+    parser = argparse.ArgumentParser(
+        prog="horovodrun",
+        description="Horovod's launcher flags, run by lightcc's lightccrun. Flags lightcc cannot "
+        "honour are refused with a message; none is ignored.",
+        epilog="Example: horovodrun -np 4 -H node1:2,node2:2 python train.py",
+        allow_abbrev=False,
+    )
+    for flag in FLAGS:
+        help_text = f"[{flag.handling}] {flag.note}".rstrip()
+        if flag.takes_value:
+            parser.add_argument(*flag.names, dest=flag.dest, default=None, help=help_text)
+        else:
+            parser.add_argument(*flag.names, dest=flag.dest, action="store_true", default=None, help=help_text)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the program to run and its arguments")
+    return parser
+
+
+def _lightccrun_options() -> set[str]:
+    from lightcc.runner import launch
+
+    return set(launch.build_parser()._option_string_actions)
+
+
+def translate(
+    args: argparse.Namespace, known: Callable[[], set[str]] = _lightccrun_options
+) -> tuple[list[str], dict[str, str], list[str]]:
+    """``(lightccrun argv, variables to export, notes)`` for parsed horovodrun arguments.
+
+    Raises:
+        Refused: a flag lightcc cannot honour was given.
+    """
+    argv: list[str] = []
+    env: dict[str, str] = {}
+    notes: list[str] = []
+    options = None
+    for flag in FLAGS:
+        value = getattr(args, flag.dest, None)
+        if value is None:
+            continue
+        shown = flag.names[-1] if flag.names[-1].startswith("--") else flag.names[0]
+        if flag.handling == REFUSED:
+            raise Refused(f"{shown} is not supported: {flag.note}")
+        if flag.handling == ELASTIC:
+            options = options if options is not None else known()
+            name = next((n for n in flag.names if n in options), None)
+            if name is None:
+                raise Refused(f"{shown} needs elastic training, which this lightcc's lightccrun does not have yet")
+            argv += [name, value]
+        elif flag.handling == SAME:
+            argv += [_lightccrun_name(flag)] + ([value] if flag.takes_value else [])
+        elif flag.handling == ENV:
+            text = flag.value or str(value)
+            if env.get(flag.env, text) != text:
+                raise Refused(f"{shown}={text} contradicts another flag that sets {flag.env}={env[flag.env]}")
+            env[flag.env] = text
+        elif flag.handling == IN_EFFECT:
+            notes.append(f"{shown}: {flag.note}")
+    _translate_special(args, argv, notes)
+    return argv, env, notes
+
+
+def _lightccrun_name(flag: HorovodFlag) -> str:
+    if flag.dest == "network_interfaces":
+        return "--network-interfaces"
+    if flag.dest == "stall_check_warning_time_seconds":
+        return "--stall-check-warning-time-seconds"
+    return flag.names[-1] if flag.names[-1].startswith("--") or len(flag.names) == 1 else flag.names[0]
+
+
+def _translate_special(args: argparse.Namespace, argv: list[str], notes: list[str]) -> None:
+    mpi_args: list[str] = []
+    if args.ssh_identity_file:
+        identity = shlex.quote(args.ssh_identity_file)
+        if args.mpi:
+            mpi_args += ["--mca", "plm_rsh_agent", f"ssh -i {identity}"]
+        else:
+            argv += ["--launch-template", f"ssh -o BatchMode=yes -i {identity} -p {{port}} {{host}}"]
+    if args.tcp:
+        if args.mpi:
+            mpi_args += ["--mca", "pml", "ob1", "--mca", "btl", "^openib"]
+        notes.append("--tcp: lightcc's traffic between hosts is TCP already")
+    if mpi_args:
+        given = argv.index("--mpi-args") if "--mpi-args" in argv else -1
+        joined = shlex.join(mpi_args)
+        if given >= 0:
+            argv[given + 1] = f"{argv[given + 1]} {joined}"
+        else:
+            argv += ["--mpi-args", joined]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``horovodrun``; returns the exit code."""
+    from lightcc.runner import launch
+    from lightcc.version import __version__
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        print(f"lightcc {__version__} (horovodrun compatibility: lightccrun runs the job)")
+        return 0
+    try:
+        run_argv, env, notes = translate(args)
+    except Refused as err:
+        print(f"horovodrun: error: {err}", file=sys.stderr)
+        return 2
+    for note in notes:
+        print(f"horovodrun: note: {note}", file=sys.stderr)
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    os.environ.update(env)
+    return launch.main(run_argv + (["--", *command] if command else []))
+
+
+SCRIPT = """#!{python}
+# horovodrun for lightcc (written by `lightccrun --install-horovodrun`): Horovod's flags, run by lightccrun.
+import sys
+from lightcc.runner.horovodrun import main
+sys.exit(main())
+"""
+
+
+def install(directory: str | None = None, force: bool = False) -> str:
+    """Writes a ``horovodrun`` script into ``directory`` (default: beside this Python).
+
+    Refuses to replace a ``horovodrun`` that is not lightcc's (Horovod's own) unless ``force``.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: the target exists and is not lightcc's, or cannot be written.
+    """
+    target = Path(directory or Path(sys.executable).parent) / "horovodrun"
+    if target.exists() and not force:
+        text = target.read_text(errors="replace")
+        if "lightcc.runner.horovodrun" not in text:
+            raise ValueError(
+                f"{target} exists and is not lightcc's (Horovod is installed?); remove it or pass --force to replace it"
+            )
+    try:
+        target.write_text(SCRIPT.format(python=sys.executable))
+        target.chmod(0o755)
+    except OSError as err:
+        raise ValueError(f"cannot write {target}: {err.strerror}") from None
+    return str(target)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""The documentation: the site builds with `mkdocs build --strict`, and every command the README,
+the docs and deploy/README.md show runs as written (or, for long jobs, in a quick form), or at
+least parses with the real tool's own parser; every console script answers --help."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lightcc.runner import env_flags, horovodrun, launch
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 300
+PAGES = [ROOT / "README.md", ROOT / "deploy" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+OURS = ("lightccrun", "horovodrun", "lightcc-bench", "harp-bench", "harp-setup")
+# Documented commands that run for real, mapped to the form run here ("" = exactly as written).
+# Each key must appear verbatim in a page, so a changed command cannot slip past this table.
+RUN = {
+    "lightccrun --check-build": "",
+    "harp-bench --help": "",
+    "harp-setup --output /tmp/harp-profile": "harp-setup --output {tmp}/harp-profile",
+    "python deploy/kubernetes/validate.py": "",
+    "lightccrun -np 2 python examples/pytorch/pytorch_synthetic_benchmark.py --model resnet50 --batch-size 16 "
+    "--num-iters 3": "lightccrun -np 2 python examples/pytorch/pytorch_synthetic_benchmark.py --model resnet50 "
+    "--batch-size 2 --num-warmup-batches 0 --num-batches-per-iter 1 --num-iters 1",
+    "lightcc-bench allreduce --np 2 --compare gloo,mpi --json ar.json --plot ar.png":
+    "lightcc-bench allreduce --np 2 --compare gloo,mpi --json {tmp}/ar.json --plot {tmp}/ar.png --sizes 4K,64K "
+    "--iters 5 --warmup 1 --no-progress",
+    "lightcc-bench latency --np 2": "lightcc-bench latency --np 2 --iters 50 --warmup 5 --no-progress",
+}
+MODULES = {  # console script -> `python -m` form (this tree, not the installed scripts)
+    "lightccrun": "lightcc.runner.launch",
+    "horovodrun": "lightcc.runner.horovodrun",
+    "lightcc-bench": "lightcc.bench",
+    "harp-bench": "lightcc.harp.bench",
+    "harp-setup": "lightcc.harp.setup_tool",
+}
+
+
+def env(**extra: str) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMIX_"))}
+    out["PYTHONPATH"] = str(ROOT)
+    out.update(extra)
+    return out
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """``(page, command)`` for every command line in a bash/console block of the pages."""
+    found = []
+    for page in PAGES:
+        for lang, block in re.findall(r"```(bash|console|sh|)\n(.*?)```", page.read_text(), re.DOTALL):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.sub(r"\s+#.*$", "", line).strip()
+                for part in (p.strip() for p in line.split("&&")):
+                    if not part or part.startswith("#") or "[--" in part:
+                        continue  # comments and usage synopses ("tool [--flag N]")
+                    # Unlabelled blocks also hold output and code: take only our own tools' lines.
+                    if lang or part.split()[0] in OURS or part.startswith("python -m lightcc"):
+                        found.append((f"{page.parent.name}/{page.name}", part))
+    return found
+
+
+def as_argv(command: str, tmp: Path) -> list[str]:
+    words = shlex.split(command.format(tmp=tmp))
+    if words[0] in MODULES:
+        return [sys.executable, "-m", MODULES[words[0]], *words[1:]]
+    if words[0] == "python":
+        return [sys.executable, *words[1:]]
+    return words
+
+
+def test_site_builds_strictly(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+                         cwd=ROOT, env=env(NO_MKDOCS_2_WARNING="1"), check=False, capture_output=True, text=True, timeout=TIMEOUT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "site" / "api" / "index.html").read_text().count("DistributedOptimizer") > 0
+    for plot in ROOT.glob("benchmarks/*/results/*.png"):
+        assert (tmp_path / "site" / plot.relative_to(ROOT)).exists(), plot
+
+
+def test_every_page_is_in_the_nav():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    missing = [p.name for p in (ROOT / "docs").glob("*.md") if f" {p.name}" not in nav]
+    assert missing == []
+
+
+def test_migration_table_covers_every_horovodrun_flag():
+    page = (ROOT / "docs" / "migrating.md").read_text()
+    for flag in horovodrun.FLAGS:
+        for name in flag.names:
+            assert f"`{name}`" in page, name
+
+
+def test_results_page_shows_every_plot():
+    page = (ROOT / "docs" / "results.md").read_text()
+    for plot in ROOT.glob("benchmarks/*/results/*.png"):
+        assert f"({plot.relative_to(ROOT)})" in page, plot
+
+
+def test_run_table_commands_are_documented():
+    shown = {c for _, c in documented_commands()}
+    assert set(RUN) <= shown, set(RUN) - shown
+
+
+def _parses(command: str) -> str:
+    """'' if our tool's own parser accepts the documented command, else why not."""
+    words = shlex.split(command)
+    tool, args = words[0], words[1:]
+    aliases = {**{v: k for k, v in MODULES.items()}, "lightcc.runner": "lightccrun"}
+    if tool in ("python", sys.executable) and args[:1] == ["-m"] and args[1] in aliases:
+        tool, args = aliases[args[1]], args[2:]
+    try:
+        if tool == "lightccrun":
+            env_flags.env_from_args(launch.build_parser().parse_args(args))
+        elif tool == "horovodrun":
+            horovodrun.translate(horovodrun.build_parser().parse_args(args))
+        elif tool == "lightcc-bench":
+            from lightcc.bench.cli import build_parser
+
+            build_parser().parse_args(args)
+        elif tool in ("harp-bench", "harp-setup"):
+            native = subprocess.run([sys.executable, "-m", MODULES[tool], "--help"], env=env(), check=False, capture_output=True,
+                                    text=True, timeout=TIMEOUT)
+            unknown = [a for a in args if a.startswith("-") and a not in native.stdout]
+            return f"unknown options {unknown}" if unknown else ""
+    except SystemExit as err:
+        return f"parser exited with {err.code}"
+    except (ValueError, horovodrun.Refused) as err:
+        return str(err)
+    return ""
+
+
+def test_every_documented_command_of_ours_parses():
+    bad = [(page, c, why) for page, c in documented_commands() if c.split()[0] in OURS or "-m lightcc" in c
+           for why in [_parses(c)] if why]
+    assert bad == []
+
+
+def test_documented_pip_extras_exist():
+    text = (ROOT / "setup.py").read_text()
+    for _, command in documented_commands():
+        for extras in re.findall(r'"\.\[([^\]]+)\]"', command):
+            for extra in extras.split(","):
+                assert f'"{extra}":' in text, (command, extra)
+
+
+@pytest.mark.parametrize("command", sorted(RUN), ids=lambda c: " ".join(c.split()[:3]))
+def test_documented_command_runs(command, tmp_path):
+    quick = RUN[command] or command
+    out = subprocess.run(as_argv(quick, tmp_path), cwd=ROOT, env=env(), check=False, capture_output=True, text=True,
+                         timeout=TIMEOUT)
+    assert out.returncode == 0, f"{quick}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("script", sorted(MODULES))
+def test_console_script_help(script):
+    out = subprocess.run([sys.executable, "-m", MODULES[script], "--help"], env=env(), check=False, capture_output=True, text=True,
+                         timeout=TIMEOUT)
+    assert out.returncode == 0 and "usage" in out.stdout.lower(), out.stdout + out.stderr
+
+
+def test_plot_without_matplotlib_names_the_extra(tmp_path):
+    blocker = tmp_path / "block" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('matplotlib hidden by the test')\n")
+    out = subprocess.run([sys.executable, "-m", "lightcc.bench", "latency", "--np", "2", "--plot", str(tmp_path / "p.png")],
+                         env=env(PYTHONPATH=f"{blocker.parent}{os.pathsep}{ROOT}"), check=False, capture_output=True, text=True,
+                         timeout=TIMEOUT)
+    assert out.returncode != 0 and "lightcc[bench]" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_harp_bench_runs_without_a_secret():
+    base = {k: v for k, v in env().items() if k not in ("HARP_JOB_SECRET", "HARP_ALLOW_NO_SECRET")}
+    out = subprocess.run([sys.executable, "-m", "lightcc.harp.bench", "--modes", "harp", "--sizes", "64K",
+                          "--mb-per-size", "2"], env=base, check=False, capture_output=True, text=True, timeout=TIMEOUT)
+    assert out.returncode == 0 and "bench mode=harp" in out.stdout, out.stdout + out.stderr
+
+
+def test_check_build_reports_the_gpu_truthfully():
+    from lightcc.common import build_info
+
+    devices, why = build_info.cuda_devices()
+    out = subprocess.run([sys.executable, "-m", "lightcc.runner.launch", "--check-build"], env=env(),
+                         check=False, capture_output=True, text=True, timeout=TIMEOUT).stdout
+    assert "CUDA kernels" in out
+    line = next(ln for ln in out.splitlines() if "CUDA GPU" in ln)
+    assert line.strip().startswith("[X]" if devices else "[ ]"), line
+    if not devices:
+        assert why and why in line
+    if shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
+        assert line.strip().startswith("[ ]"), "no GPU on this machine, yet --check-build ticks one"

