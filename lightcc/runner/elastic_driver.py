@@ -133,7 +133,7 @@ class ElasticDriver:
         self._signal: Optional[int] = None
         self._failure: Optional[int] = None
         bind = "127.0.0.1" if advertise_host is None else "0.0.0.0"
-        self._listener = Listener((bind, 0), authkey=secret.encode())
+        self._listener = Listener((bind, 0), backlog=128, authkey=secret.encode())  # every worker polls
         port = self._listener.address[1]
         self._addr_local = format_addr("127.0.0.1", port)
         self._addr_remote = format_addr(advertise_host or socket.gethostname(), port)
