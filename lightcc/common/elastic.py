@@ -139,7 +139,9 @@ def run_fn(func: Callable[..., Any], reset: Callable[[], None],
                 reset_required, skip_sync = True, interrupt.skip_sync
                 continue
             except Exception as err:
-                if not (isinstance(err, HorovodInternalError) or (is_internal_error and is_internal_error(err))):
+                aborted = worker is not None and worker.aborted  # its watchdog stopped the engine under us
+                if not (aborted or isinstance(err, HorovodInternalError) or
+                        (is_internal_error and is_internal_error(err))):
                     raise
                 state.restore()
                 if worker is None:

@@ -10,6 +10,7 @@ Requests (``op`` field) and replies:
   ``join``   {worker, after, inits} -> {status: "wait"} | {status: "exit", code} |
              {status: "ready", generation, rank, size, hostname, rendezvous, init_generation}
   ``poll``   {worker, generation} -> {updated: bool, generation}   (host set changed since?)
+  ``status`` {worker, generation} -> {failed: bool}                (a member exited or is rejoining)
   ``failed`` {worker, generation, rank, message} -> {}             (a collective failed here)
   ``done``   {worker, generation, rank} -> {}                      (the training function returned)
 """
@@ -105,6 +106,10 @@ class WorkerChannel:
     def poll(self, generation: int) -> bool:
         """Whether the driver has a host-set change that generation `generation` has not seen."""
         return bool(self.request({"op": "poll", "generation": generation}).get("updated"))
+
+    def generation_failed(self, generation: int) -> bool:
+        """Whether generation `generation` has failed: a member exited, or is waiting to rejoin."""
+        return bool(self.request({"op": "status", "generation": generation}).get("failed"))
 
     def failed(self, generation: int, rank: int, message: str) -> None:
         self.request({"op": "failed", "generation": generation, "rank": rank, "message": message[:2000]})

@@ -13,6 +13,9 @@ session.
 from __future__ import annotations
 
 import os
+import sys
+import threading
+import time
 from typing import Optional
 
 from lightcc.common.elastic_channel import Assignment, WorkerChannel, enabled
@@ -20,12 +23,25 @@ from lightcc.common.launch_env import JOB_SECRET_VAR, UNKNOWN, LaunchInfo
 
 
 class WorkerSession:
-    """Which generation this worker is in and how many times it has started the engine."""
+    """Which generation this worker is in and how many times it has started the engine.
+
+    A watchdog thread asks the driver every WATCH_S seconds whether this worker's generation has
+    failed (a member exited or is waiting to rejoin). If it has for ABORT_AFTER_S and this worker
+    is still in it, the watchdog shuts the engine down, which fails whatever collective the
+    training thread is blocked in: a safety net for engine waits that never notice a dead peer.
+    `_lock` orders the watchdog's shutdown against the training thread moving to a new generation.
+    """
+
+    WATCH_S = 0.5
+    ABORT_AFTER_S = 3.0
 
     def __init__(self, channel: WorkerChannel) -> None:
         self.channel = channel
         self.assignment: Optional[Assignment] = None
         self.inits = 0  # engine init() calls made in this process (the native module's count)
+        self.aborted = False  # the watchdog shut the engine of the current generation down
+        self._lock = threading.Lock()
+        self._watchdog: Optional[threading.Thread] = None
 
     @property
     def generation(self) -> int:
@@ -35,8 +51,13 @@ class WorkerSession:
         """Join the next generation (blocking until the driver forms it) and say where we sit."""
         a = self.channel.join(after=self.generation, inits=self.inits)
         self._catch_up(a.init_generation - 1)
-        self.assignment = a
+        with self._lock:
+            self.assignment = a
+            self.aborted = False
         self.inits = a.init_generation  # the init() about to run makes it so
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="lightcc-elastic-watchdog", daemon=True)
+            self._watchdog.start()
         for prefix in ("LIGHTCC_", "HOROVOD_"):  # scripts read these; keep them true
             os.environ[prefix + "RANK"] = str(a.rank)
             os.environ[prefix + "SIZE"] = str(a.size)
@@ -59,6 +80,34 @@ class WorkerSession:
                     "rendezvous_port": 0, "secret": "", "process_sets": [], "bundled_net_plugin": _plugin_path()})
             c.shutdown()
             self.inits += 1
+
+    def _watch(self) -> None:
+        from lightcc.common.native import core
+
+        broken_since: Optional[float] = None
+        watched = 0
+        while True:
+            time.sleep(self.WATCH_S)
+            generation = self.generation
+            try:
+                broken = self.channel.generation_failed(generation)
+            except RuntimeError:
+                continue  # the driver is gone or busy; the engine's own timeout still applies
+            if not broken:
+                broken_since = None
+                continue
+            if broken_since is None or generation != watched:
+                broken_since, watched = time.monotonic(), generation
+                continue
+            if time.monotonic() - broken_since < self.ABORT_AFTER_S:
+                continue
+            with self._lock:
+                c = core()
+                if self.generation == generation and not self.aborted and c.is_initialized():
+                    self.aborted = True
+                    sys.stderr.write(f"lightcc: generation {generation} failed and this worker's engine has not "
+                                     f"noticed in {self.ABORT_AFTER_S:g} s; shutting it down\n")
+                    c.shutdown()
 
     def poll_updates(self) -> bool:
         """Whether the driver saw the host set change since this generation formed."""

@@ -133,7 +133,7 @@ class ElasticDriver:
         self._signal: Optional[int] = None
         self._failure: Optional[int] = None
         bind = "127.0.0.1" if advertise_host is None else "0.0.0.0"
-        self._listener = Listener((bind, 0), authkey=secret.encode())
+        self._listener = Listener((bind, 0), backlog=128, authkey=secret.encode())  # every worker polls
         port = self._listener.address[1]
         self._addr_local = format_addr("127.0.0.1", port)
         self._addr_remote = format_addr(advertise_host or socket.gethostname(), port)
@@ -475,6 +475,11 @@ class ElasticDriver:
             updated = g is not None and int(r.get("generation", -1)) == g.number and any(
                 x.alive and x.pending_after is not None and x.wid not in g.members for x in self._workers.values())
             return {"updated": bool(updated), "generation": g.number if g else 0}
+        if op == "status":
+            number = int(r.get("generation", -1))
+            failed = g is not None and (number < g.number or any(
+                not self._workers[m].alive or self._workers[m].pending_after is not None for m in g.members))
+            return {"failed": bool(failed)}
         if op == "failed":
             self._failed_ranks.setdefault(int(r.get("generation", 0)), set()).add(int(r.get("rank", -1)))
             self._unexplained.append((int(r.get("generation", 0)), int(r.get("rank", -1)), w.host,

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set
 
 import torch
 
-from lightcc.common.basics import init, rank, shutdown, size
+from lightcc.common.basics import init, is_initialized, rank, shutdown, size
 from lightcc.common.elastic import ObjectState, run_fn
 
 
@@ -214,7 +214,12 @@ class ElasticSampler(torch.utils.data.Sampler):
         self.reset()
 
     def reset(self) -> None:
-        """Re-shard the unprocessed samples over the current ranks (padded to equal shares)."""
+        """Re-shard the unprocessed samples over the current ranks (padded to equal shares).
+
+        Between generations (no engine) the shares are left as they are; the next sync re-shards.
+        """
+        if not is_initialized():
+            return
         n, me = size(), rank()
         remaining = [i for i in range(len(self.dataset)) if i not in self.processed_indices]
         if self.shuffle:

@@ -110,3 +110,31 @@ def test_health_check_flags_links_against_the_median():
     assert [k["bad"] for k in links] == [False, False, True, True]
     assert "bandwidth 3.00 GB/s" in links[2]["reason"] and "latency 50.0 us" in links[3]["reason"]
     assert "BAD: bandwidth" in table(links)
+
+
+def test_horovod_elastic_names_under_the_alias(tmp_path):
+    """What Horovod's elastic examples import resolves to lightcc's objects under LIGHTCC_AS_HOROVOD=1."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import site, sys; site.addsitedir(sys.argv[1])\n"
+        "import horovod.torch as hvd, horovod.tensorflow.keras as hk, horovod.keras as k\n"
+        "import horovod.tensorflow as htf\n"
+        "from horovod.common.elastic import ObjectState, State\n"
+        "from horovod.common.exceptions import HostsUpdatedInterrupt\n"
+        "import lightcc.torch.elastic as te, lightcc.tensorflow.keras.elastic as ke\n"
+        "assert hvd.elastic is te and hvd.elastic.TorchState and hvd.elastic.ElasticSampler and hvd.elastic.run\n"
+        "assert hk.elastic.CommitStateCallback is ke.CommitStateCallback is k.elastic.CommitStateCallback\n"
+        "assert hk.elastic.KerasState is htf.elastic.TensorFlowKerasState and htf.elastic.TensorFlowState\n"
+        "assert hk.elastic.UpdateBatchStateCallback and hk.elastic.UpdateEpochStateCallback\n"
+        "print('ELASTIC NAMES OK')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update({"LIGHTCC_AS_HOROVOD": "1", "TF_CPP_MIN_LOG_LEVEL": "3"})
+    out = subprocess.run([sys.executable, "-c", code, str(root)], check=False, env=env, capture_output=True,
+                         text=True, timeout=180, cwd=tmp_path)
+    assert "ELASTIC NAMES OK" in out.stdout, out.stdout + out.stderr
