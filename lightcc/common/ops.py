@@ -157,19 +157,6 @@ def run_simple(op: int, name: str, process_set_id: int = 0, aux: Sequence[int] =
 _ps_counter = itertools.count()
 
 
-def alltoall_splits(values: Sequence[Any], kind: str) -> List[int]:
-    """alltoall splits as a flat list of ints, refusing non-integer ones as Horovod does (int32).
-
-    `kind` is the NumPy dtype kind of the container ('i', 'u', 'f', ...). The check depends only
-    on the type, not the values, so every rank of a correct program passes or fails it alike;
-    value errors (negative counts, a wrong sum) are the engine's, which tells every rank.
-    """
-    if len(values) and kind not in ("i", "u"):
-        raise ValueError(f"alltoall splits must be integers (Horovod takes int32 splits); got values of kind "
-                         f"{kind!r}: {list(values)[:8]}")
-    return [int(v) for v in values]
-
-
 def process_set_change(op: int, aux: Sequence[int]) -> int:
     """Adds or removes a process set on every rank; returns the new id (add)."""
     kind = "add" if op == ADD_PROCESS_SET else "remove"
