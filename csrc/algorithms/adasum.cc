@@ -273,18 +273,9 @@ Status adasumExecute(SetComm& c, HierComm* hier, const IoVec& io, const std::vec
     });
     return Status::OK();
   }
-  char* buf;
-  if (io.single()) {
-    const IoSegment& s = io.segments().front();
-    if (s.in != s.out) std::memcpy(s.out, s.in, s.bytes);
-    buf = s.out;
-  } else {
-    if (scratch.size() < io.total()) scratch.resize(io.total());
-    io.gather(0, io.total(), scratch.data());
-    buf = scratch.data();
-  }
+  char* buf = io.stage(scratch);
   LIGHTCC_RETURN_IF_ERROR(adasumAllreduce(c, buf, counts, spec));
-  if (!io.single()) io.scatter(0, io.total(), buf);
+  io.unstage(buf);
   return Status::OK();
 }
 

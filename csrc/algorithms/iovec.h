@@ -46,6 +46,21 @@ class IoVec {
       std::memcpy(s.out + so, src + done, len);
     });
   }
+  // For algorithms that work in place on one buffer: the single output itself (its input copied
+  // in when apart), or `scratch` holding every input gathered. unstage() writes it back out.
+  char* stage(std::vector<char>& scratch) const {
+    if (single()) {
+      const IoSegment& s = segs_.front();
+      if (s.in != s.out) std::memcpy(s.out, s.in, s.bytes);
+      return s.out;
+    }
+    if (scratch.size() < total_) scratch.resize(total_);
+    gather(0, total_, scratch.data());
+    return scratch.data();
+  }
+  void unstage(const char* buf) const {
+    if (!single()) scatter(0, total_, buf);
+  }
 
  private:
   template <typename F>

@@ -213,18 +213,9 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
       break;
     case Algorithm::kSharedMemory: LIGHTCC_RETURN_IF_ERROR(shmAllreduce(comm, io, spec).withContext(what)); break;
     default: {
-      char* buf;
-      if (io.single()) {
-        const IoSegment& s = io.segments().front();
-        if (s.in != s.out) std::memcpy(s.out, s.in, s.bytes);
-        buf = s.out;
-      } else {
-        if (channel_.fusion_buffer.size() < io.total()) channel_.fusion_buffer.resize(io.total());
-        io.gather(0, io.total(), channel_.fusion_buffer.data());
-        buf = channel_.fusion_buffer.data();
-      }
+      char* buf = io.stage(channel_.fusion_buffer);
       LIGHTCC_RETURN_IF_ERROR(ringAllreduce(comm, buf, io.total() / dtypeSize(r.dtype), spec).withContext(what));
-      if (!io.single()) io.scatter(0, io.total(), buf);
+      io.unstage(buf);
     }
   }
   for (size_t i = 0; i < r.names.size(); ++i) complete(b, i, Status::OK());
