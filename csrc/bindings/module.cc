@@ -88,8 +88,21 @@ struct CoreState {
   int64_t next_handle = 1;
 };
 CoreState& state() {
-  static CoreState s;
-  return s;
+  // Never destroyed: its submissions own Python objects, which a static destructor would release
+  // after the interpreter has finalized (a crash at exit). dropSubmissions() empties it at
+  // Python's exit instead, while the interpreter still runs.
+  static CoreState* s = std::make_unique<CoreState>().release();
+  return *s;
+}
+
+// Registered with Python's atexit when the module loads, so it runs after lightcc's own exit
+// hook has shut the engine down: handles nobody synchronized let go of their objects here.
+void dropSubmissions() {
+  std::unordered_map<int64_t, Submission> dropped;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    dropped.swap(state().submissions);
+  }
 }
 
 Engine& engine() {
@@ -316,6 +329,7 @@ py::dict buildInfo() {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "lightcc C++ core (engine, algorithms, transports). Use the fronts, not this module.";
+  py::module_::import("atexit").attr("register")(py::cpp_function(&dropSubmissions));
   auto core_error = py::register_exception<CoreError>(m, "LightCCInternalError", PyExc_RuntimeError);
   py::register_exception<MismatchError>(m, "LightCCMismatchError", core_error.ptr());
   py::class_<HostBuffer, std::shared_ptr<HostBuffer>>(m, "HostBuffer", py::buffer_protocol())
