@@ -43,7 +43,7 @@ class _VariablesState(ObjectState):
         super().__init__(bcast_object=_bcast, get_rank=rank, **kwargs)
 
     def _variables(self) -> List[Any]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must say which variables it saves (_variables)")
 
     def _save_variables(self) -> None:
         self._saved_values = [np.array(v.numpy(), copy=True) for v in self._variables()]

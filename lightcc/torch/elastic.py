@@ -39,13 +39,13 @@ class _Handler:
         self.save()
 
     def save(self) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement save")
 
     def restore(self) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement restore")
 
     def sync(self) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement sync")
 
     def reset(self) -> None:
         """The world changed (new rank and size)."""
