@@ -10,23 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "engine/cost_model.h"
 #include "engine/fusion_scheduler.h"
 
 using namespace lightcc;
+using lightcc::testing::check;
 
 namespace {
-
-int passed = 0, failed = 0;
-
-void check(bool ok, const std::string& what) {
-  if (ok) {
-    ++passed;
-  } else {
-    ++failed;
-    std::printf("FAIL: %s\n", what.c_str());
-  }
-}
 
 Response tensor(const std::string& name, int64_t floats, DataType dtype = DataType::kFloat32) {
   Response r;
@@ -177,6 +168,5 @@ int main() {
   testPassThroughAndDeterminism();
   testFusionOff();
   testFitAndModel();
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed == 0 ? 0 : 1;
+  return testing::summary();
 }

@@ -8,25 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "engine/coordinator.h"
 #include "engine/message.h"
 #include "engine/response_cache.h"
 #include "engine/tensor_table.h"
 
 using namespace lightcc;
+using lightcc::testing::check;
 
 namespace {
-
-int passed = 0, failed = 0;
-
-void check(bool ok, const std::string& what) {
-  if (ok) {
-    ++passed;
-  } else {
-    ++failed;
-    std::printf("FAIL: %s\n", what.c_str());
-  }
-}
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -241,6 +232,5 @@ int main() {
   testTensorTable();
   testResponseCache();
   testCoordinator();
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed == 0 ? 0 : 1;
+  return testing::summary();
 }

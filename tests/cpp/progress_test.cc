@@ -17,24 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "common/interrupt.h"
 #include "engine/progress.h"
 
 using namespace lightcc;
+using lightcc::testing::check;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-int passed = 0, failed = 0;
-
-void check(bool ok, const std::string& what) {
-  if (ok) {
-    ++passed;
-  } else {
-    ++failed;
-    std::printf("FAIL: %s\n", what.c_str());
-  }
-}
 
 class FakeCycle : public Progress::Cycle {
  public:
@@ -316,6 +307,5 @@ int main() {
   std::printf("%s\n", "CallerGetsEngineFromBusyThread"); testCallerGetsEngineFromBusyThread();
   std::printf("%s\n", "InterruptEndsAWait"); testInterruptEndsAWait();
   std::printf("%s\n", "StopFailsWaiters"); testStopFailsWaiters();
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed == 0 ? 0 : 1;
+  return testing::summary();
 }
