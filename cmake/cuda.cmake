@@ -21,6 +21,10 @@ if(CMAKE_CUDA_COMPILER)
   set(lightcc_cuda_archs_from_user FALSE)
   if(DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(lightcc_cuda_archs_from_user TRUE)
+  elseif(DEFINED ENV{CUDAARCHS})
+    # CMake's own variable for the default; honoured here since the list below would override it.
+    set(CMAKE_CUDA_ARCHITECTURES "$ENV{CUDAARCHS}")
+    set(lightcc_cuda_archs_from_user TRUE)
   else()
     # Placeholder so enable_language does not probe a default the compiler may reject; the
     # real list follows once the compiler version is known.

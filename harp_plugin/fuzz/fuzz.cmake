@@ -28,7 +28,22 @@ target_include_directories(harp_fuzz_wire PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/sr
 # With gcc as the project compiler, still build a real libFuzzer binary when clang is installed.
 if(NOT HARP_HAVE_LIBFUZZER)
   find_program(HARP_CLANGXX NAMES clang++ clang++-19 clang++-16 clang++-15 clang++-14)
-  if(HARP_CLANGXX)
+  if(HARP_CLANGXX AND NOT DEFINED HARP_CLANG_FUZZER_LINKS)
+    # A clang without its sanitizer runtimes (seen on CUDA images) fails only at link time:
+    # try one link now rather than break the whole build later.
+    set(_probe ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe.cc)
+    file(WRITE ${_probe} "#include <cstdint>\n#include <cstddef>\nextern \"C\" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }\n")
+    execute_process(COMMAND ${HARP_CLANGXX} -fsanitize=fuzzer,address,undefined ${_probe}
+                            -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe
+                    RESULT_VARIABLE _probe_rc OUTPUT_QUIET ERROR_QUIET)
+    if(_probe_rc EQUAL 0)
+      set(HARP_CLANG_FUZZER_LINKS TRUE CACHE INTERNAL "")
+    else()
+      set(HARP_CLANG_FUZZER_LINKS FALSE CACHE INTERNAL "")
+      message(STATUS "harp: ${HARP_CLANGXX} cannot link a libFuzzer binary; skipping that target")
+    endif()
+  endif()
+  if(HARP_CLANGXX AND HARP_CLANG_FUZZER_LINKS)
     set(_fz ${CMAKE_CURRENT_SOURCE_DIR})
     add_custom_command(
       OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/harp_fuzz_wire_libfuzzer

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds lightcc on the GPU machine and runs every GPU check in one call; prints one log.
+# Usage (repo root, on a machine with an NVIDIA GPU, torch+CUDA, nvidia-nccl, CuPy, nvcc):
+#   OUT=/some/dir tests/gpu/run.sh [phase ...]      phases: env build kernels net torch cupy bench
+set -uo pipefail
+OUT=${OUT:-/tmp/lightcc-gpu}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+phases=("$@")
+[ ${#phases[@]} -eq 0 ] && phases=(env build kernels net torch cupy bench)
+status=0
+step() {  # step NAME TIMEOUT CMD...: runs one check, logs its verdict
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  echo "=== $name ($(date -u +%H:%M:%S))"
+  timeout --kill-after=10 "$limit" "$@"
+  local rc=$?
+  echo "=== $name: $([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc") in $((SECONDS - t0)) s"
+  [ $rc -eq 0 ] || status=1
+}
+for phase in "${phases[@]}"; do
+  case $phase in
+    env)
+      step env 60 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; uname -r; \
+        $PY -c 'import sys,torch,cupy,numpy;print(sys.version.split()[0],\"torch\",torch.__version__,\"cuda\",torch.version.cuda,\"nccl\",torch.cuda.nccl.version(),\"cupy\",cupy.__version__,\"numpy\",numpy.__version__)'; \
+        nvcc --version | tail -2; cmake --version | head -1; which compute-sanitizer; \
+        $PY -c 'import nvidia.nccl,os;print(\"nccl wheel\", os.listdir(os.path.join(list(nvidia.nccl.__path__)[0],\"lib\")))'"
+      ;;
+    build)
+      step build 480 bash -c "CUDAARCHS=90 LIGHTCC_BUILD_JOBS=16 LIGHTCC_BUILD_TESTS=1 $PY setup.py build_ext --inplace > $OUT/build.log 2>&1 || { tail -60 $OUT/build.log; exit 1; }; ls lightcc/lib; $PY -m lightcc.runner.launch --check-build"
+      ;;
+    kernels)
+      if [ -x build/gpu_tests/kernels_test ]; then
+        step kernels 120 build/gpu_tests/kernels_test
+        step kernels-sanitizer 240 compute-sanitizer --error-exitcode 3 build/gpu_tests/kernels_test --quick
+      else
+        echo "=== kernels: no kernels_test built"
+      fi
+      ;;
+    net)
+      step nccl-net 420 $PY -m benchmarks.gpu.nccl_net --out "$OUT/net"
+      ;;
+    torch)
+      step torch-device 300 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k torch
+      ;;
+    cupy)
+      step cupy 300 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k cupy
+      ;;
+    bench)
+      [ -f benchmarks/gpu/synthetic.py ] && step synthetic 420 $PY -m benchmarks.gpu.synthetic --out "$OUT/synthetic"
+      ;;
+  esac
+done
+echo "=== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+exit $status
