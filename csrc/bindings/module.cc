@@ -13,6 +13,7 @@
 #include "common/config.h"
 #include "common/interrupt.h"
 #include "common/logging.h"
+#include "device/cuda_device.h"
 #include "engine/engine.h"
 #include "kernels/reduce.h"
 
@@ -73,6 +74,9 @@ struct Submission {
   std::vector<std::shared_ptr<Handle>> handles;
   py::object keepalive;
   py::object finish;  // callable(list of result tuples) -> the front's value; None: the list
+  // GPU tensors: the caller's stream at submission, ordered after the results at synchronize.
+  int device = -1;
+  uintptr_t stream = 0;
 };
 
 // The binding layer's only state: the engine made by init(), and the submissions handed out.
@@ -123,6 +127,7 @@ void init(py::dict opts) {
   o.secret = opts["secret"].cast<std::string>();
   o.process_sets = opts["process_sets"].cast<std::vector<std::vector<int>>>();
   o.bundled_net_plugin = opts["bundled_net_plugin"].cast<std::string>();
+  if (opts.contains("nccl_library")) o.nccl_library = opts["nccl_library"].cast<std::string>();
   // init(process_sets="dynamic") turns dynamic process sets on for this init, as the flag does.
   if (opts.contains("dynamic_process_sets") && opts["dynamic_process_sets"].cast<bool>()) {
     config.dynamic_process_sets = true;
@@ -149,10 +154,10 @@ void shutdown() {
 }
 
 using TensorArgs = std::tuple<int, std::string, uintptr_t, uintptr_t, int, std::vector<int64_t>, int, int, double,
-                              double, int, std::vector<int64_t>>;
+                              double, int, std::vector<int64_t>, int, uintptr_t>;
 
 TensorEntry makeEntry(const TensorArgs& t) {
-  const auto& [op, name, in, out, dtype, shape, reduce_op, root, pre, post, ps, aux] = t;
+  const auto& [op, name, in, out, dtype, shape, reduce_op, root, pre, post, ps, aux, device, stream] = t;
   if (op < 0 || op >= kNumOpTypes) throw py::value_error("unknown op code " + std::to_string(op));
   if (!isValidDataType(dtype)) throw py::value_error("unsupported dtype code " + std::to_string(dtype));
   if (reduce_op < 0 || reduce_op > 5) throw py::value_error("unknown reduce op " + std::to_string(reduce_op));
@@ -167,15 +172,28 @@ TensorEntry makeEntry(const TensorArgs& t) {
   entry.request.postscale = post;
   entry.request.process_set_id = ps;
   entry.request.aux = aux;
+  entry.request.device = device < 0 ? -1 : device;
   entry.input = reinterpret_cast<const void*>(in);
   entry.output = reinterpret_cast<void*>(out);
   entry.handle = std::make_shared<Handle>();
+  if (device >= 0 && op <= static_cast<int>(OpType::kReducescatter)) {
+    // The engine's stream will wait for what the caller's stream has queued up to now.
+    raise(device::recordOnStream(device, reinterpret_cast<void*>(stream), &entry.ready));
+  }
   return entry;
+}
+
+// GPU results: the caller's stream runs after the engine's work on them (no host wait).
+void orderCallerStream(int device, uintptr_t stream, const std::vector<std::shared_ptr<Handle>>& handles) {
+  if (device < 0) return;
+  for (const auto& h : handles) {
+    if (h->result().done) raise(device::orderStream(device, reinterpret_cast<void*>(stream), h->result().done));
+  }
 }
 
 py::tuple resultTuple(const Handle& h) {
   const HandleResult& r = h.result();
-  py::object buf = r.output ? py::cast(r.output) : py::none();
+  py::object buf = r.output ? py::cast(r.output) : r.device_output ? py::cast(r.device_output) : py::none();
   return py::make_tuple(buf, r.output_shape, r.received_splits, r.value);
 }
 
@@ -201,6 +219,7 @@ py::tuple runNow(const TensorArgs& t) {
   h->addWaiter(-1);
   raisePendingSignal();
   raise(st);
+  orderCallerStream(std::get<12>(t), std::get<13>(t), {h});
   return resultTuple(*h);
 }
 
@@ -221,6 +240,10 @@ int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object kee
   raise(st);
   sub.keepalive = std::move(keepalive);
   sub.finish = std::move(finish);
+  if (!tensors.empty()) {
+    sub.device = std::get<12>(tensors.front());
+    sub.stream = std::get<13>(tensors.front());
+  }
   std::lock_guard<std::mutex> lock(state().mu);
   const int64_t id = state().next_handle++;
   state().submissions.emplace(id, std::move(sub));
@@ -266,7 +289,7 @@ int64_t allreduceArrayAsync(py::handle array, const std::string& name, int reduc
   PyBuffer_Release(&view);
   if (dtype < 0) return -1;
   TensorArgs t{0, name, reinterpret_cast<uintptr_t>(data), reinterpret_cast<uintptr_t>(data), dtype, shape,
-               reduce_op, 0, pre, post, set_id, {}};
+               reduce_op, 0, pre, post, set_id, {}, -1, 0};
   return submit({t}, wake, py::reinterpret_borrow<py::object>(array), py::none());
 }
 
@@ -278,6 +301,12 @@ bool poll(int64_t id) {
   }
   for (const auto& h : it->second.handles) {
     if (!h->done()) return false;
+    // A GPU op is finished when its work on the device is, not when it was enqueued.
+    if (h->result().done) {
+      bool finished = false;
+      raise(h->result().done->query(&finished));
+      if (!finished) return false;
+    }
   }
   return true;
 }
@@ -310,6 +339,7 @@ py::object synchronize(int64_t id) {
   for (auto& h : sub.handles) h->addWaiter(-1);
   raisePendingSignal();
   raise(first);
+  orderCallerStream(sub.device, sub.stream, sub.handles);
   py::list results;
   for (auto& h : sub.handles) results.append(resultTuple(*h));
   if (sub.finish.is_none()) return sub.keepalive;  // an in-place op: its tensor is the value
@@ -338,6 +368,17 @@ PYBIND11_MODULE(_core, m) {
                                {static_cast<py::ssize_t>(b.size())}, {static_cast<py::ssize_t>(1)});
       })
       .def("__len__", &HostBuffer::size);
+  // An engine-allocated output of a device op: GPU memory (the fronts wrap `ptr` through
+  // __cuda_array_interface__) or, under LIGHTCC_DEVICE_EXECUTOR=host, host memory (a buffer).
+  py::class_<device::Buffer, std::shared_ptr<device::Buffer>>(m, "DeviceBuffer", py::buffer_protocol())
+      .def_buffer([](device::Buffer& b) {
+        if (b.device() >= 0) throw py::value_error("GPU memory has no buffer interface; use ptr");
+        return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(b.size())}, {static_cast<py::ssize_t>(1)});
+      })
+      .def("__len__", &device::Buffer::size)
+      .def_property_readonly("ptr", [](const device::Buffer& b) { return reinterpret_cast<uintptr_t>(b.data()); })
+      .def_property_readonly("device", &device::Buffer::device);
 
   m.def("init", &init, "Start the engine (options dict from lightcc.common.basics).");
   m.def("shutdown", &shutdown);
@@ -428,6 +469,7 @@ PYBIND11_MODULE(_core, m) {
     d["fusion_held"] = s.fusion_held.load();
     d["caller_cycles"] = s.caller_cycles.load();
     d["handoff_waits"] = s.handoff_waits.load();
+    d["device_batches"] = s.device_batches.load();
     return d;
   }, "Engine counters: cycles (and how many a waiting caller ran), negotiation and execution time, cached vs coordinated tensors, waits handed off to another thread.");
   m.def("fusion_info", [] {

@@ -195,6 +195,22 @@ const std::vector<FlagSpec>& specs() {
          c->net_plugin = v;
          return Status::OK();
        }},
+      {{"LIGHTCC_NCCL_LIBRARY", "path", "",
+        "libnccl.so.2 the engine loads for GPU tensors; empty = the nvidia-nccl wheel's (the one torch "
+        "uses), else whatever the dynamic loader finds."},
+       [](auto&, auto& v, Config* c) {
+         c->nccl_library = v;
+         return Status::OK();
+       }},
+      {{"LIGHTCC_DEVICE_EXECUTOR", "mode", "auto",
+        "auto: GPU tensors run on the device executor (CUDA kernels + NCCL), CPU tensors on the host "
+        "one; host: CPU tensors too take the device executor's schedules, on a host implementation of "
+        "its device interface (how CI tests those schedules without a GPU)."},
+       [](auto& n, auto& v, Config* c) {
+         if (v != "auto" && v != "host") return badValue(n, v, "auto or host");
+         c->device_executor_on_host = v == "host";
+         return Status::OK();
+       }},
       {{"LIGHTCC_FORCE_RING", "bool", "0",
         "Use the link-based ring algorithms even between ranks of one host (tests, benchmarks)."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->force_ring); }},

@@ -37,6 +37,9 @@ struct Config {
   double spin_us = 50.0;                       // LIGHTCC_SPIN_US
   std::string net_plugin;                      // LIGHTCC_NET_PLUGIN (path; "" = bundled HARP)
   bool force_ring = false;                     // LIGHTCC_FORCE_RING
+  // GPU data plane (engine/device_executor.h).
+  std::string nccl_library;                    // LIGHTCC_NCCL_LIBRARY ("" = the wheel's, then the loader's)
+  bool device_executor_on_host = false;        // LIGHTCC_DEVICE_EXECUTOR=host (tests)
   // LightCC algorithms.
   bool hierarchical_allreduce = false;          // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL_ALLREDUCE)
   int64_t intra_size = 0;                       // LIGHT_INTRA_SIZE (0 = ranks per host)

@@ -35,6 +35,10 @@ std::string disagreement(const std::string& name, const std::string& what, const
     return "Mismatched operations for tensor '" + name + "': " + a + " called " +
            lower(opTypeName(first.op)) + " but " + b + " called " + lower(opTypeName(q.op));
   }
+  if (q.onDevice() != first.onDevice()) {
+    auto where = [](const Request& r) { return r.onDevice() ? "a GPU tensor" : "a CPU tensor"; };
+    return "Mismatched devices in " + what + ": " + a + " has " + where(first) + " but " + b + " has " + where(q);
+  }
   if (q.dtype != first.dtype) {
     return "Mismatched data types in " + what + ": " + a + " has " + dtypeName(first.dtype) +
            " but " + b + " has " + dtypeName(q.dtype);
@@ -119,6 +123,7 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
   r.root = first->root;
   r.prescale = first->prescale;
   r.postscale = first->postscale;
+  r.on_device = first->onDevice();
   r.shapes = {first->shape};
   const std::string what = lower(opTypeName(first->op)) + " of tensor '" + key.second + "'";
   auto fail = [&](const std::string& msg) {

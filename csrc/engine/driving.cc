@@ -130,6 +130,9 @@ void Engine::end(const Status& why) {
     final_status_ = st;
     // This process may live on (a caught KeyboardInterrupt): host peers must not wait for it.
     host_->markFailed(st.message());
+    // NCCL calls already enqueued may wait forever for the failed peer: stop them.
+    if (executor_) executor_->abort();
+    for (Executor* e : stream_executors_) e->abort();
   }
   running_ = false;
   negotiator_->failAll(st);

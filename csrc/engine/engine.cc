@@ -74,14 +74,20 @@ Status Engine::startExecutors() {
   exec_env_.topk = &topk_;
   exec_env_.topk_threshold_bytes = topk_threshold_bytes_;
   exec_env_.release_name = [this](int32_t set, const std::string& name) { queue_.finish(set, name); };
-  executor_ = std::make_unique<HostExecutor>(exec_env_, *main_);
+  exec_env_.device_topk = &device_topk_;
+  exec_env_.device_batches = &stats_.device_batches;
+  exec_env_.net_plugin = config_.net_plugin.empty() ? options_.bundled_net_plugin : config_.net_plugin;
+  exec_env_.nccl_library = config_.nccl_library.empty() ? options_.nccl_library : config_.nccl_library;
+  exec_env_.job_secret = options_.secret;
+  executor_ = std::make_unique<RoutingExecutor>(exec_env_, *main_);
   if (mesh_->channels() == 1) return Status::OK();
   // LIGHT_NUM_STREAMS > 1: every further channel gets a worker with its own executor.
   std::vector<Channel*> channels;
   std::vector<std::unique_ptr<Executor>> executors;
   for (int c = 1; c < mesh_->channels(); ++c) {
     channels.push_back(&mesh_->channel(c));
-    executors.push_back(std::make_unique<HostExecutor>(exec_env_, mesh_->channel(c)));
+    executors.push_back(std::make_unique<RoutingExecutor>(exec_env_, mesh_->channel(c)));
+    stream_executors_.push_back(executors.back().get());
   }
   streams_ = std::make_unique<Streams>(std::move(channels), std::move(executors), host_,
                                        Streams::Counters{&stats_.stream_batches, &stats_.streams_busy_max});

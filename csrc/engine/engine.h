@@ -32,6 +32,7 @@
 #include "engine/batch.h"
 #include "engine/coordinator.h"
 #include "engine/cost_model.h"
+#include "engine/device_executor.h"
 #include "engine/executor.h"
 #include "engine/fusion_scheduler.h"
 #include "engine/mesh.h"
@@ -148,7 +149,9 @@ class Engine : private Progress::Cycle {
   shm::HostGroup* host_ = nullptr;  // main_'s host group
   TopkStore topk_;
   ExecEnv exec_env_;
-  std::unique_ptr<HostExecutor> executor_;  // runs batches on main_ (without streams)
+  DeviceTopkStore device_topk_;
+  std::unique_ptr<RoutingExecutor> executor_;  // runs batches on main_ (without streams)
+  std::vector<Executor*> stream_executors_;    // owned by streams_; aborted on a peer failure
   std::unique_ptr<Negotiator> negotiator_;
   Negotiator::Plan plan_;  // this cycle's agreed plan (its capacity is reused)
   CostModel cost_model_;

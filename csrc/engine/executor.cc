@@ -20,7 +20,9 @@ int64_t product(const std::vector<int64_t>& s, size_t from) {
   return n;
 }
 
-ReduceSpec reduceSpec(const Response& r, int members) {
+}  // namespace
+
+ReduceSpec reduceSpecFor(const Response& r, int members) {
   ReduceSpec spec{r.dtype, r.reduce_op, r.prescale, r.postscale};
   if (r.dtype == DataType::kBool) {
     // Logical reductions: sum/average is "any" (or), product is "all" (and).
@@ -37,6 +39,10 @@ ReduceSpec reduceSpec(const Response& r, int members) {
   }
   return spec;
 }
+
+namespace {
+
+ReduceSpec reduceSpec(const Response& r, int members) { return reduceSpecFor(r, members); }
 
 int memberIndex(const SetComm& c, int rank) {
   for (int i = 0; i < c.size(); ++i) {

@@ -9,6 +9,7 @@
 // buffers through shared memory and links.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,9 +18,12 @@
 #include "engine/batch.h"
 #include "engine/channel.h"
 #include "engine/timeline.h"
+#include "algorithms/collectives.h"
 #include "engine/topk_store.h"
 
 namespace lightcc {
+
+class DeviceTopkStore;
 
 // What every executor shares: fixed at init, or safe to use from any thread.
 struct ExecEnv {
@@ -30,6 +34,12 @@ struct ExecEnv {
   int64_t topk_threshold_bytes = 0;  // LIGHT_TOPK_THRESHOLD, or the cost model's
   // Frees a tensor's name; called before its handle completes, since the caller may reuse it at once.
   std::function<void(int32_t set, const std::string& name)> release_name;
+  // GPU data plane: residuals of device tensors, what NCCL loads, the job secret HARP checks.
+  DeviceTopkStore* device_topk = nullptr;
+  std::atomic<uint64_t>* device_batches = nullptr;  // EngineStats counter
+  std::string net_plugin;    // NCCL_NET_PLUGIN for lightcc's communicators (HARP unless the user chose)
+  std::string nccl_library;  // first libnccl tried
+  std::string job_secret;
 };
 
 // Does this response take the top-k path (LIGHT_TOPK_ALLREDUCE, one float32 tensor, big enough)?
@@ -42,7 +52,15 @@ class Executor {
   virtual Status run(Batch& b) = 0;
   // Completes every handle the batch still holds with `st`.
   virtual void fail(Batch& b, const Status& st) = 0;
+  // A peer failed: stop whatever this executor left running on a device (NCCL calls blocked
+  // on the dead peer). Called once the engine has stopped using the executor.
+  virtual void abort() {}
 };
+
+// How an allreduce-like response reduces over `members`: Average becomes Sum with the scaling
+// folded in (1/members in postscale for floats, an exact division for integers); bool
+// reductions become max (or) / min (and).
+ReduceSpec reduceSpecFor(const Response& r, int members);
 
 class HostExecutor : public Executor {
  public:

@@ -13,8 +13,8 @@ int64_t tensorBytes(const Response& r, size_t tensor_index) {
 
 namespace {
 bool fusable(const Response& a, const Response& b) {
-  return std::tie(a.op, a.dtype, a.reduce_op, a.prescale, a.postscale, a.process_set_id) ==
-         std::tie(b.op, b.dtype, b.reduce_op, b.prescale, b.postscale, b.process_set_id);
+  return std::tie(a.op, a.dtype, a.reduce_op, a.prescale, a.postscale, a.process_set_id, a.on_device) ==
+         std::tie(b.op, b.dtype, b.reduce_op, b.prescale, b.postscale, b.process_set_id, b.on_device);
 }
 }  // namespace
 

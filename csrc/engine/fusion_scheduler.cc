@@ -9,13 +9,14 @@
 namespace lightcc {
 namespace {
 
-// Tensors fuse only with the same dtype, reduce op, scales and process set.
+// Tensors fuse only with the same dtype, reduce op, scales, process set and device kind.
 std::string fusableClass(const Response& r) {
   uint64_t pre = 0, post = 0;
   std::memcpy(&pre, &r.prescale, sizeof(pre));
   std::memcpy(&post, &r.postscale, sizeof(post));
   return std::to_string(static_cast<int>(r.dtype)) + "/" + std::to_string(static_cast<int>(r.reduce_op)) + "/" +
-         std::to_string(pre) + "/" + std::to_string(post) + "/" + std::to_string(r.process_set_id);
+         std::to_string(pre) + "/" + std::to_string(post) + "/" + std::to_string(r.process_set_id) +
+         (r.on_device ? "/gpu" : "");
 }
 
 }  // namespace

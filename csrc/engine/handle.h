@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "device/device.h"
 
 namespace lightcc {
 
@@ -36,6 +37,10 @@ struct HandleResult {
   std::vector<int64_t> output_shape;     // shape of `output`
   std::vector<int64_t> received_splits;  // alltoall
   int64_t value = -1;                    // join: last rank to join; add_process_set: new id
+  // GPU tensors: the op's work is enqueued, not finished, when the handle completes. `done`
+  // follows it on the engine's stream; `device_output` is an engine-allocated GPU output.
+  device::EventPtr done;
+  device::BufferPtr device_output;
 };
 
 class Handle {

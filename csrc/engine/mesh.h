@@ -38,6 +38,7 @@ struct InitOptions {
   uint64_t generation = 0;       // counts init() calls, so stale peers are told apart
   std::vector<std::vector<int>> process_sets;  // created at init, ids 1..n
   std::string bundled_net_plugin;              // path of the HARP plugin shipped with lightcc
+  std::string nccl_library;                    // the nvidia-nccl wheel's libnccl.so.2, if installed
 };
 
 struct Topology {

@@ -97,6 +97,7 @@ void writeRequest(Writer& w, const Request& r) {
   w.ints(r.shape);
   w.ints(r.aux);
   w.str(r.error);
+  w.pod<int32_t>(r.device);
 }
 
 bool readRequest(Reader& rd, Request* r) {
@@ -104,7 +105,7 @@ bool readRequest(Reader& rd, Request* r) {
          rd.enumeration(&r->dtype, kNumDataTypes) && rd.enumeration(&r->reduce_op, 6) &&
          rd.pod(&r->root) && rd.pod(&r->process_set_id) && rd.pod(&r->prescale) &&
          rd.pod(&r->postscale) && rd.str(&r->name) && rd.ints(&r->shape) && rd.ints(&r->aux) &&
-         rd.str(&r->error);
+         rd.str(&r->error) && rd.pod(&r->device);
 }
 
 void writeResponse(Writer& w, const Response& r) {
@@ -123,6 +124,7 @@ void writeResponse(Writer& w, const Response& r) {
   w.str(r.error);
   w.pod<int32_t>(r.last_joined);
   w.ints(r.aux);
+  w.pod<uint8_t>(r.on_device ? 1 : 0);
 }
 
 bool readResponse(Reader& rd, Response* r) {
@@ -142,8 +144,13 @@ bool readResponse(Reader& rd, Response* r) {
   for (auto& s : r->shapes) {
     if (!rd.ints(&s)) return false;
   }
-  return rd.ints(&r->first_dims) && rd.str(&r->error) && rd.pod(&r->last_joined) &&
-         rd.ints(&r->aux);
+  uint8_t on_device = 0;
+  if (!(rd.ints(&r->first_dims) && rd.str(&r->error) && rd.pod(&r->last_joined) && rd.ints(&r->aux) &&
+        rd.pod(&on_device))) {
+    return false;
+  }
+  r->on_device = on_device != 0;
+  return true;
 }
 
 template <typename T, typename ReadFn>

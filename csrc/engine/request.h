@@ -43,15 +43,21 @@ struct Request {
   // Op-specific, may differ per rank: alltoall send splits; add_process_set member ranks;
   // remove_process_set: the id.
   std::vector<int64_t> aux;
+  // Where this rank's tensor lives: -1 host memory, else the CUDA device ordinal (each rank its
+  // own GPU, so only the kind — host or device — must agree across ranks).
+  int32_t device = -1;
   // Non-empty: this rank rejected the op locally (the text says why). Its peers may have
   // submitted theirs already, so the request still goes to the coordinator, which fails the
   // tensor on every rank instead of leaving them waiting for this one.
   std::string error;
 
+  bool onDevice() const { return device >= 0; }
+
   bool sameSignature(const Request& o) const {
     return op == o.op && dtype == o.dtype && reduce_op == o.reduce_op && root == o.root &&
            process_set_id == o.process_set_id && prescale == o.prescale &&
-           postscale == o.postscale && name == o.name && shape == o.shape && aux == o.aux;
+           postscale == o.postscale && name == o.name && shape == o.shape && aux == o.aux &&
+           onDevice() == o.onDevice();
   }
 };
 
@@ -72,6 +78,7 @@ struct Response {
   std::string error;  // non-empty: fail every named tensor with this message on every rank
   int32_t last_joined = -1;   // join: the last rank to join
   std::vector<int64_t> aux;   // add_process_set: [new id, ranks...]; remove: [id]
+  bool on_device = false;     // the tensors are GPU tensors (a device executor runs them)
 
   bool isError() const { return !error.empty(); }
 };

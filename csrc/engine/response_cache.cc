@@ -19,6 +19,7 @@ bool ResponseCache::matches(int bit, const Request& local) const {
   return a.op == local.op && a.dtype == local.dtype && a.reduce_op == local.reduce_op && a.root == local.root &&
          a.process_set_id == local.process_set_id && a.prescale == local.prescale &&
          a.postscale == local.postscale && a.name == local.name && a.shape == local.shape &&
+         a.onDevice() == local.onDevice() &&
          (a.op == OpType::kAlltoall || a.aux == local.aux);
 }
 

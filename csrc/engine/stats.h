@@ -23,6 +23,7 @@ struct EngineStats {
   std::atomic<uint64_t> fusion_held{0};            // order/cost: tensors held for their bucket now
   std::atomic<uint64_t> caller_cycles{0};          // cycles run by a caller waiting on a handle
   std::atomic<uint64_t> handoff_waits{0};          // waits that slept while another thread drove
+  std::atomic<uint64_t> device_batches{0};         // batches run by a device executor (GPU, or emulated)
 };
 
 }  // namespace lightcc

@@ -27,6 +27,8 @@ struct TensorEntry {
   const void* input = nullptr;
   void* output = nullptr;  // null when the engine allocates the output
   std::shared_ptr<Handle> handle;
+  // GPU tensors: recorded on the caller's stream at submission; the engine's stream waits for it.
+  device::EventPtr ready;
   std::chrono::steady_clock::time_point enqueued;
 };
 

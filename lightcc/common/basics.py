@@ -5,6 +5,7 @@ import atexit
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Union
 
+from lightcc.common import build_info as _build_info
 from lightcc.common import process_sets as _ps
 from lightcc.common.native import core
 from lightcc.common.process_sets import ProcessSet, global_process_set  # noqa: F401  (Horovod's basics has them)
@@ -63,6 +64,7 @@ def init(comm: Optional[Any] = None,
         "process_sets": [ps.ranks for ps in sets],
         "dynamic_process_sets": dynamic,
         "bundled_net_plugin": _plugin_path(),
+        "nccl_library": _build_info.nccl_library(),
     })
     _ps._reset()
     for i, ps in enumerate(sets, start=1):

@@ -39,9 +39,29 @@ def cuda_devices() -> tuple[int, str]:
     return int(count.value), "" if count.value else "the driver sees no GPU"
 
 
+def nccl_library() -> str:
+    """The libnccl.so.2 the engine loads first: LIGHTCC_NCCL_LIBRARY, else the nvidia-nccl wheel's
+    (the one CUDA builds of torch load), else '' (the dynamic loader's choice)."""
+    import importlib.util
+    import os
+
+    chosen = os.environ.get("LIGHTCC_NCCL_LIBRARY", "")
+    if chosen:
+        return chosen
+    try:
+        spec = importlib.util.find_spec("nvidia.nccl")
+    except (ImportError, ValueError):
+        spec = None
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(base) / "lib" / "libnccl.so.2"
+        if candidate.exists():
+            return str(candidate)
+    return ""
+
+
 def nccl_version() -> int:
     """NCCL's version code if libnccl can be loaded on this machine, else 0."""
-    for name in ("libnccl.so.2", "libnccl.so"):
+    for name in [n for n in (nccl_library(), "libnccl.so.2", "libnccl.so") if n]:
         try:
             lib = ctypes.CDLL(name)
         except OSError:
@@ -64,5 +84,7 @@ def summary() -> Dict[str, object]:
         "cuda_compiled": cuda_built(),
         "harp_plugin_path": harp_plugin_path(),
         "nccl_found": nccl_version() != 0,
+        "nccl_version": nccl_version(),
+        "nccl_library": nccl_library() or "libnccl.so.2 (dynamic loader)",
     })
     return info

@@ -83,11 +83,13 @@ class TensorArgs:
     postscale: float = 1.0
     process_set_id: int = 0
     aux: Sequence[int] = field(default_factory=tuple)
+    device: int = -1  # CUDA device ordinal of a GPU tensor; -1 for host memory
+    stream: int = 0   # the caller's current CUDA stream (GPU tensors)
 
     def as_tuple(self) -> tuple:
         # The core's binding converts (and rejects) the fields itself; no per-field Python pass.
         return (self.op, self.name, self.in_ptr, self.out_ptr, self.dtype, self.shape, self.reduce_op,
-                self.root, self.prescale, self.postscale, self.process_set_id, self.aux)
+                self.root, self.prescale, self.postscale, self.process_set_id, self.aux, self.device, self.stream)
 
 
 # (buffer or None, output shape, received splits, value) for each tensor of a handle.

@@ -1,4 +1,8 @@
-"""Collectives on NumPy arrays: sync, async (+poll/synchronize), in-place and grouped forms."""
+"""Collectives on NumPy arrays (host) and CuPy arrays (GPU): sync, async (+poll/synchronize), in-place and grouped forms.
+
+CuPy arrays go through the same engine with their device address and the current CuPy stream;
+results come back as CuPy arrays on the same GPU (lightcc.common.device_arrays).
+"""
 from __future__ import annotations
 
 import pickle
@@ -8,6 +12,7 @@ import numpy as np
 
 from lightcc.common import ops as _ops
 from lightcc.common.arrays import address
+from lightcc.common import device_arrays as _gpu
 from lightcc.common.basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built,
                                    gloo_enabled, init, is_homogeneous, is_initialized, local_rank,
                                    local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built,
@@ -39,8 +44,13 @@ __all__ = [
 
 
 def _check_array(a: Any, what: str, writeable: bool = False) -> np.ndarray:
+    if _gpu.is_cupy(a):
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{what}: the array is not contiguous; pass cupy.ascontiguousarray(a)")
+        numpy_code(a.dtype)
+        return a
     if not isinstance(a, np.ndarray):
-        raise ValueError(f"{what} expects a numpy.ndarray, got {type(a).__name__}")
+        raise ValueError(f"{what} expects a numpy.ndarray or cupy.ndarray, got {type(a).__name__}")
     if not a.flags.c_contiguous:
         raise ValueError(f"{what}: the array is not contiguous; pass np.ascontiguousarray(a)")
     if writeable and not a.flags.writeable:
@@ -49,13 +59,30 @@ def _check_array(a: Any, what: str, writeable: bool = False) -> np.ndarray:
     return a
 
 
-def _ptr(a: np.ndarray) -> int:
-    return address(a)
+def _ptr(a: Any) -> int:
+    return int(a.data.ptr) if _gpu.is_cupy(a) else address(a)
 
 
-def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> np.ndarray:
+def _place(a: Any) -> tuple:
+    """(device, stream) for the core: a CuPy array's GPU and current stream, (-1, 0) on the host."""
+    return _gpu.cupy_placement(a) if _gpu.is_cupy(a) else (-1, 0)
+
+
+def _args(a: Any, *fields: Any, **named: Any) -> _ops.TensorArgs:
+    device, stream = _place(a)
+    return _ops.TensorArgs(*fields, **named, device=device, stream=stream)
+
+
+def _empty_like(a: Any) -> Any:
+    return _gpu.cupy_empty_like(a) if _gpu.is_cupy(a) else np.empty_like(a)
+
+
+def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> Any:
     buf, shape, _, _ = result
-    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+    if _gpu.on_gpu(buf):
+        return _gpu.cupy_from(buf, dtype, shape)
+    count = int(np.prod(shape, dtype=np.int64))
+    return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
 
 
 # ---- allreduce -------------------------------------------------------------------------------
@@ -69,7 +96,7 @@ def _allreduce_args(arrays: Sequence[np.ndarray], outs: Sequence[np.ndarray], na
     args = []
     for i, (a, o) in enumerate(zip(arrays, outs)):
         n = base if len(arrays) == 1 else f"{base}.{i}"
-        args.append(_ops.TensorArgs(_ops.ALLREDUCE, n, _ptr(a), _ptr(o), numpy_code(a.dtype), a.shape, op,
+        args.append(_args(a, _ops.ALLREDUCE, n, _ptr(a), _ptr(o), numpy_code(a.dtype), a.shape, op,
                                     0, prescale, postscale, set_id))
     return args
 
@@ -80,7 +107,7 @@ def grouped_allreduce_async(tensors: Sequence[np.ndarray], average: Optional[boo
     """Start allreducing several arrays as one fused group; `synchronize` returns new arrays."""
     op = _ops.resolve_op(average, op)
     arrays = [_check_array(t, "allreduce") for t in tensors]
-    outs = [np.empty_like(a) for a in arrays]
+    outs = [_empty_like(a) for a in arrays]
     args = _allreduce_args(arrays, outs, name, op, prescale_factor, postscale_factor, process_set, "allreduce")
     return _ops.handles.submit(args, (arrays, outs), lambda _: outs)
 
@@ -135,7 +162,7 @@ def _allreduce_now(a: np.ndarray, out: np.ndarray, average: Optional[bool], name
     op = _ops.resolve_op(average, op)
     _ops.check_adasum(op, process_set)
     _ops.run_now((_ops.ALLREDUCE, _ops.tensor_name("allreduce", name), _ptr(a), _ptr(out), numpy_code(a.dtype),
-                  a.shape, op, 0, float(prescale), float(postscale), _id_of(process_set), ()))
+                  a.shape, op, 0, float(prescale), float(postscale), _id_of(process_set), (), *_place(a)))
     return out
 
 
@@ -144,7 +171,7 @@ def allreduce(tensor: np.ndarray, average: Optional[bool] = None, name: Optional
               postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Reduce `tensor` across the process set (default op Average) and return the result."""
     a = _check_array(tensor, "allreduce")
-    return _allreduce_now(a, np.empty_like(a), average, name, op, prescale_factor, postscale_factor, process_set)
+    return _allreduce_now(a, _empty_like(a), average, name, op, prescale_factor, postscale_factor, process_set)
 
 
 def allreduce_(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
@@ -183,7 +210,7 @@ def grouped_allgather_async(tensors: Sequence[np.ndarray], name: Optional[str] =
     arrays = [_check_array(t, "allgather") for t in tensors]
     set_id = _id_of(process_set)
     base = _ops.tensor_name("allgather", name)
-    args = [_ops.TensorArgs(_ops.ALLGATHER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
+    args = [_args(a, _ops.ALLGATHER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
                             numpy_code(a.dtype), a.shape, process_set_id=set_id) for i, a in enumerate(arrays)]
     dtypes = [a.dtype for a in arrays]
     return _ops.handles.submit(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)])
@@ -215,8 +242,8 @@ def grouped_allgather(tensors: Sequence[np.ndarray], name: Optional[str] = None,
 def _broadcast_async(tensor: np.ndarray, root_rank: int, name: Optional[str], process_set: ProcessSet,
                      inplace: bool) -> int:
     a = _check_array(tensor, "broadcast_" if inplace else "broadcast", writeable=inplace)
-    out = a if inplace else np.empty_like(a)
-    args = [_ops.TensorArgs(_ops.BROADCAST, _ops.tensor_name("broadcast", name), _ptr(a), _ptr(out),
+    out = a if inplace else _empty_like(a)
+    args = [_args(a, _ops.BROADCAST, _ops.tensor_name("broadcast", name), _ptr(a), _ptr(out),
                             numpy_code(a.dtype), a.shape, root=int(root_rank), process_set_id=_id_of(process_set))]
     return _single(_ops.handles.submit(args, (a, out), lambda _: [out]))
 
@@ -236,7 +263,7 @@ def broadcast_async_(tensor: np.ndarray, root_rank: int, name: Optional[str] = N
 def _broadcast_now(a: np.ndarray, out: np.ndarray, root_rank: int, name: Optional[str],
                    process_set: ProcessSet) -> np.ndarray:
     _ops.run_now((_ops.BROADCAST, _ops.tensor_name("broadcast", name), _ptr(a), _ptr(out), numpy_code(a.dtype),
-                  a.shape, _ops.Sum, int(root_rank), 1.0, 1.0, _id_of(process_set), ()))
+                  a.shape, _ops.Sum, int(root_rank), 1.0, 1.0, _id_of(process_set), (), *_place(a)))
     return out
 
 
@@ -244,7 +271,7 @@ def broadcast(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
               process_set: ProcessSet = global_process_set) -> np.ndarray:
     """Return root_rank's array on every rank."""
     a = _check_array(tensor, "broadcast")
-    return _broadcast_now(a, np.empty_like(a), root_rank, name, process_set)
+    return _broadcast_now(a, _empty_like(a), root_rank, name, process_set)
 
 
 def broadcast_(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
@@ -262,9 +289,9 @@ def alltoall_async(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, n
     a = _check_array(tensor, "alltoall")
     aux: Sequence[int] = ()
     if splits is not None:
-        flat = np.asarray(splits).reshape(-1)
+        flat = np.asarray(splits.get() if _gpu.is_cupy(splits) else splits).reshape(-1)
         aux = _ops.alltoall_splits(flat.tolist(), flat.dtype.kind)
-    args = [_ops.TensorArgs(_ops.ALLTOALL, _ops.tensor_name("alltoall", name), _ptr(a), 0, numpy_code(a.dtype),
+    args = [_args(a, _ops.ALLTOALL, _ops.tensor_name("alltoall", name), _ptr(a), 0, numpy_code(a.dtype),
                             a.shape, process_set_id=_id_of(process_set), aux=aux)]
     with_splits = splits is not None
 
@@ -296,7 +323,7 @@ def grouped_reducescatter_async(tensors: Sequence[np.ndarray], name: Optional[st
     arrays = [_check_array(t, "reducescatter") for t in tensors]
     set_id = _id_of(process_set)
     base = _ops.tensor_name("reducescatter", name)
-    args = [_ops.TensorArgs(_ops.REDUCESCATTER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
+    args = [_args(a, _ops.REDUCESCATTER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
                             numpy_code(a.dtype), a.shape, op, 0, prescale_factor, postscale_factor, set_id)
             for i, a in enumerate(arrays)]
     dtypes = [a.dtype for a in arrays]

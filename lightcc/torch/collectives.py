@@ -1,11 +1,12 @@
 """Asynchronous collectives on torch tensors, plus poll/synchronize over every kind of handle.
 
-CPU tensors go to the core by address (`data_ptr`): in-place results land in the caller's tensor,
-out-of-place allreduce/broadcast results in a tensor allocated here, and results whose size only
-the collective knows (allgather, alltoall, reducescatter) in an engine buffer wrapped as a tensor
-without a copy. Accelerator tensors go to `lightcc.torch.device_ops` (NCCL). Every call returns
-an int handle: positive ids belong to the core's handle manager, negative ids to handles this
-front completes itself (device work, sparse allreduce).
+CPU and CUDA tensors go to the core by address (`data_ptr`, with the device and the caller's
+current stream for CUDA ones: the engine's device executor runs those through NCCL, ordered
+after the caller's stream). In-place results land in the caller's tensor, out-of-place
+allreduce/broadcast results in a tensor allocated here, and results whose size only the
+collective knows (allgather, alltoall, reducescatter) in an engine buffer wrapped as a tensor
+without a copy, on the input's device. Every call returns an int handle: positive ids belong to
+the core's handle manager, negative ids to handles this front completes itself (sparse allreduce).
 """
 from __future__ import annotations
 
@@ -82,12 +83,6 @@ def _unwrap(handle: LocalHandle, single: bool) -> LocalHandle:
     return LocalHandle(handle.poll, lambda: handle.wait()[0])
 
 
-def _device_ops() -> Any:
-    from lightcc.torch import device_ops
-
-    return device_ops
-
-
 # ---- allreduce -------------------------------------------------------------------------------
 
 def grouped_allreduce_start(tensors: Sequence[torch.Tensor], op: int, name: Optional[str], prescale: float,
@@ -101,11 +96,8 @@ def grouped_allreduce_start(tensors: Sequence[torch.Tensor], op: int, name: Opti
     ins = [_t.check(t, what) for t in tensors]
     names = _names("allreduce", name, len(ins))
     outs = ins if inplace else [torch.empty_like(t, memory_format=torch.contiguous_format) for t in ins]
-    if ins and _t.same_device(ins, what):
-        if op == _ops.Adasum:
-            return _adasum_through_host(ins, outs, names, prescale, postscale, process_set, inplace, single)
-        return register_local(_unwrap(_device_ops().allreduce(ins, outs, names, op, prescale, postscale,
-                                                              process_set), single))
+    if ins and _t.same_device(ins, what) and op == _ops.Adasum:
+        return _adasum_through_host(ins, outs, names, prescale, postscale, process_set, inplace, single)
 
     def finish(_: List[_ops.CoreResult]) -> List[torch.Tensor]:
         if inplace:
@@ -119,8 +111,8 @@ def _core_allreduce(ins: Sequence[torch.Tensor], outs: Sequence[torch.Tensor], n
                     prescale: float, postscale: float, process_set: ProcessSet,
                     finish: Callable[[List[_ops.CoreResult]], Any]) -> int:
     set_id = _id_of(process_set)
-    args = [_ops.TensorArgs(_ops.ALLREDUCE, n, _t.ptr(a), _t.ptr(o), _t.dtype_code(a.dtype), a.shape, op, 0,
-                            prescale, postscale, set_id) for n, a, o in zip(names, ins, outs)]
+    args = [_t.args(a, _ops.ALLREDUCE, n, _t.ptr(a), _t.ptr(o), _t.dtype_code(a.dtype), a.shape, op, 0,
+                    prescale, postscale, set_id) for n, a, o in zip(names, ins, outs)]
     return _ops.handles.submit(args, (ins, outs), finish)
 
 
@@ -150,13 +142,13 @@ def grouped_allgather_start(tensors: Sequence[torch.Tensor], name: Optional[str]
         if t.dim() == 0:
             raise ValueError("allgather needs a tensor with at least one dimension (got a scalar)")
     names = _names("allgather", name, len(ins))
-    if ins and _t.same_device(ins, "allgather"):
-        return register_local(_unwrap(_device_ops().allgather(ins, names, process_set), single))
+    if ins:
+        _t.same_device(ins, "allgather")
     set_id = _id_of(process_set)
-    args = [_ops.TensorArgs(_ops.ALLGATHER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
-                            process_set_id=set_id) for n, a in zip(names, ins)]
-    dtypes = [a.dtype for a in ins]
-    return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, d) for r, d in zip(res, dtypes)], single))
+    args = [_t.args(a, _ops.ALLGATHER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
+                    process_set_id=set_id) for n, a in zip(names, ins)]
+    return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, a.dtype, a.device) for r, a in zip(res, ins)],
+                                                            single))
 
 
 # ---- broadcast -------------------------------------------------------------------------------
@@ -167,10 +159,8 @@ def broadcast_start(tensor: torch.Tensor, root_rank: int, name: Optional[str], p
     a = _t.check(tensor, "broadcast_" if inplace else "broadcast")
     out = a if inplace else torch.empty_like(a, memory_format=torch.contiguous_format)
     n = _ops.tensor_name("broadcast", name)
-    if _t.is_device(a):
-        return register_local(_device_ops().broadcast(a, out, n, int(root_rank), process_set))
-    args = [_ops.TensorArgs(_ops.BROADCAST, n, _t.ptr(a), _t.ptr(out), _t.dtype_code(a.dtype), a.shape,
-                            root=int(root_rank), process_set_id=_id_of(process_set))]
+    args = [_t.args(a, _ops.BROADCAST, n, _t.ptr(a), _t.ptr(out), _t.dtype_code(a.dtype), a.shape,
+                    root=int(root_rank), process_set_id=_id_of(process_set))]
 
     def finish(_: List[_ops.CoreResult]) -> torch.Tensor:
         if inplace:
@@ -196,13 +186,11 @@ def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], proce
         raise ValueError("alltoall needs a tensor with at least one dimension (got a scalar)")
     aux = split_list(splits) if splits is not None else []
     n = _ops.tensor_name("alltoall", name)
-    if _t.is_device(a):
-        return register_local(_device_ops().alltoall(a, aux, n, process_set))
-    args = [_ops.TensorArgs(_ops.ALLTOALL, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
-                            process_set_id=_id_of(process_set), aux=aux)]
+    args = [_t.args(a, _ops.ALLTOALL, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
+                    process_set_id=_id_of(process_set), aux=aux)]
 
     def finish(res: List[_ops.CoreResult]) -> tuple:
-        return _t.wrap(res[0], a.dtype), torch.tensor(list(res[0][2]), dtype=torch.int32)
+        return _t.wrap(res[0], a.dtype, a.device), torch.tensor(list(res[0][2]), dtype=torch.int32)
 
     return _ops.handles.submit(args, a, finish)
 
@@ -217,14 +205,13 @@ def grouped_reducescatter_start(tensors: Sequence[torch.Tensor], op: int, name: 
         if t.dim() == 0:
             raise ValueError("reducescatter needs a tensor with at least one dimension (got a scalar)")
     names = _names("reducescatter", name, len(ins))
-    if ins and _t.same_device(ins, "reducescatter"):
-        return register_local(_unwrap(_device_ops().reducescatter(ins, names, op, prescale, postscale,
-                                                                  process_set), single))
+    if ins:
+        _t.same_device(ins, "reducescatter")
     set_id = _id_of(process_set)
-    args = [_ops.TensorArgs(_ops.REDUCESCATTER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape, op, 0,
-                            prescale, postscale, set_id) for n, a in zip(names, ins)]
-    dtypes = [a.dtype for a in ins]
-    return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, d) for r, d in zip(res, dtypes)], single))
+    args = [_t.args(a, _ops.REDUCESCATTER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape, op, 0,
+                    prescale, postscale, set_id) for n, a in zip(names, ins)]
+    return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, a.dtype, a.device) for r, a in zip(res, ins)],
+                                                            single))
 
 
 __all__ = ["LocalHandle", "global_process_set", "poll", "register_local", "synchronize"]

@@ -67,23 +67,16 @@ handle_average_backwards_compatibility = get_average_backwards_compatibility_fun
 def shutdown() -> None:
     """Stop lightcc on this rank (pending operations fail); init() may be called again."""
     _common_basics.shutdown()
-    from lightcc.torch import device_ops
-
-    device_ops.reset()
 
 
 def cuda_built() -> bool:
-    """Whether CUDA tensors can be reduced here: torch has CUDA and NCCL (lightcc drives NCCL through torch)."""
-    from lightcc.torch import device_ops
-
-    return device_ops.cuda_built()
+    """Whether lightcc's CUDA kernels were compiled into this install (the same answer on every front)."""
+    return _common_basics.cuda_built()
 
 
 def nccl_built() -> int:
-    """The NCCL version code of torch's NCCL (major*10000 + minor*100 + patch), or 0 without one."""
-    from lightcc.torch import device_ops
-
-    return device_ops.nccl_built()
+    """NCCL's version code (major*10000 + minor*100 + patch) of the library the engine loads, or 0."""
+    return _common_basics.nccl_built()
 
 
 # ---- allreduce -------------------------------------------------------------------------------

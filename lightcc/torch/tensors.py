@@ -1,10 +1,11 @@
 """Torch tensors at the core's edge: dtype codes, argument checks, raw addresses, zero-copy wrapping."""
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Sequence, Tuple
 
 import torch
 
+from lightcc.common import device_arrays as _gpu
 from lightcc.common import dtypes as _dt
 from lightcc.common import ops as _ops
 
@@ -46,8 +47,25 @@ def check(tensor: Any, what: str) -> torch.Tensor:
 
 
 def is_device(tensor: torch.Tensor) -> bool:
-    """Whether the tensor lives on an accelerator (handled by lightcc.torch.device_ops)."""
+    """Whether the tensor lives on an accelerator (a GPU: the engine's device executor runs it)."""
     return tensor.device.type != "cpu"
+
+
+def placement(tensor: torch.Tensor) -> Tuple[int, int]:
+    """(CUDA device ordinal, the caller's current stream there) of a GPU tensor; (-1, 0) on the CPU."""
+    kind = tensor.device.type
+    if kind == "cpu":
+        return -1, 0
+    if kind != "cuda":
+        raise ValueError(f"lightcc runs collectives on cpu and cuda tensors, not {kind}")
+    index = tensor.device.index if tensor.device.index is not None else torch.cuda.current_device()
+    return int(index), int(torch.cuda.current_stream(index).cuda_stream)
+
+
+def args(tensor: torch.Tensor, *fields: Any, **named: Any) -> _ops.TensorArgs:
+    """TensorArgs for `tensor`, with its device and stream."""
+    device, stream = placement(tensor)
+    return _ops.TensorArgs(*fields, **named, device=device, stream=stream)
 
 
 def same_device(tensors: Sequence[torch.Tensor], what: str) -> bool:
@@ -63,9 +81,19 @@ def ptr(tensor: torch.Tensor) -> int:
     return int(tensor.data_ptr())
 
 
-def wrap(result: _ops.CoreResult, dtype: torch.dtype) -> torch.Tensor:
-    """A torch tensor over the engine-allocated output buffer (no copy; it keeps the buffer alive)."""
+def wrap(result: _ops.CoreResult, dtype: torch.dtype, device: Any = None) -> torch.Tensor:
+    """A torch tensor over the engine-allocated output buffer (no copy; it keeps the buffer alive).
+
+    GPU outputs come back on their GPU through ``__cuda_array_interface__``; `device` places an
+    empty result where the input was.
+    """
     buf, shape, _, _ = result
-    if buf is None or len(buf) == 0:
-        return torch.empty([int(d) for d in shape], dtype=dtype)
-    return torch.frombuffer(buf, dtype=dtype).view([int(d) for d in shape])
+    shape = [int(d) for d in shape]
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    n = _gpu.nbytes(shape, itemsize)
+    if buf is None or n == 0:
+        return torch.empty(shape, dtype=dtype, device=device)
+    if _gpu.on_gpu(buf):
+        raw = torch.as_tensor(_gpu.CudaBytes(buf, n), device=f"cuda:{int(buf.device)}")
+        return raw.view(dtype).view(shape)
+    return torch.frombuffer(buf, dtype=dtype, count=n // itemsize).view(shape)

@@ -1,0 +1,116 @@
+// Device and DeviceComm: the stream-ordered operations and collectives a device executor schedules with.
+//
+// DESIGN. The device executor (engine/device_executor.h) writes each schedule — fusion layout,
+// 2D phases, the top-k exchange, event ordering — once, against these two interfaces. Two
+// implementations exist: CUDA kernels + NCCL (cuda_device.h, nccl_comm.h), and the host
+// (host_device.h: CPU kernels + the engine's own shared-memory and link collectives), which CI
+// runs on CPU tensors so every schedule is exercised without a GPU.
+//
+// A Device is one accelerator as one executor sees it: the executor's own stream on it. Every
+// operation is enqueued on that stream and returns without waiting (the host implementation
+// simply runs it). Pointers are device memory unless a comment says host.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/status.h"
+
+namespace lightcc::device {
+
+// An ordering point on a stream. Completes when the work before its record has finished.
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Never blocks; a failed kernel before the record reports its error.
+  virtual Status query(bool* done) = 0;
+  // Blocks the calling thread (only where a CPU answer is needed).
+  virtual Status synchronize() = 0;
+  // Orders work later enqueued on `stream` (a foreign stream, e.g. the caller's) after this.
+  virtual Status orderStream(void* stream) = 0;
+};
+using EventPtr = std::shared_ptr<Event>;
+
+// Device memory that frees itself; owned by whoever holds the last pointer.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual void* data() const = 0;
+  virtual size_t size() const = 0;
+  virtual int device() const = 0;  // -1: host memory
+};
+using BufferPtr = std::shared_ptr<Buffer>;
+
+// One tensor of a fusion buffer: `bytes` at `ptr`, placed at `offset` bytes into the buffer.
+// pack reads ptr (null: zeros, a joined rank's contribution); unpack writes it (null: skipped).
+// Host struct.
+struct Segment {
+  void* ptr;
+  size_t offset;
+  size_t bytes;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string describe() const = 0;  // "cuda:0", "host"
+  virtual int ordinal() const = 0;           // -1 for the host
+
+  // Memory. `alloc` is for buffers kept across batches (fusion, scratch, residuals) and for
+  // outputs handed to the caller; never called per element.
+  virtual Status alloc(size_t bytes, BufferPtr* out) = 0;
+
+  // Ordering with other streams.
+  virtual Status waitFor(const EventPtr& event) = 0;  // my stream after `event`
+  virtual Status record(EventPtr* out) = 0;            // an event after my work so far
+
+  // Data movement and element-wise kernels (csrc/kernels semantics, bit for bit).
+  virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual Status zero(void* dst, size_t bytes) = 0;
+  virtual Status pack(void* buffer, const std::vector<Segment>& segments) = 0;
+  virtual Status unpack(const void* buffer, const std::vector<Segment>& segments) = 0;
+  virtual Status scale(void* dst, const void* src, size_t count, DataType dtype, double factor) = 0;
+  virtual Status divideIntegers(void* data, size_t count, DataType dtype, int64_t divisor) = 0;
+
+  // Top-k (kernels/topk.h semantics: exact k largest |v|, ties to the lowest index).
+  virtual size_t topkWorkspaceBytes(size_t count) = 0;
+  virtual Status selectTopk(const float* values, size_t count, size_t k, uint32_t* indices, float* selected,
+                            void* workspace, size_t workspace_bytes) = 0;
+  // dst = sum over ranks (in rank order) of each rank's k pairs; dst is zeroed first by the caller.
+  // `indices`/`values`: HOST arrays of device pointers.
+  virtual Status scatterAddRanks(float* dst, size_t count, const std::vector<const uint32_t*>& indices,
+                                 const std::vector<const float*>& values, size_t k) = 0;
+  virtual Status accumulateResidual(float* residual, const float* grad, size_t count, float scale) = 0;
+  virtual Status clearSelected(float* residual, const uint32_t* indices, size_t k) = 0;
+  virtual Status momentumCorrect(float* u, float* v, const float* grad, size_t count, float momentum) = 0;
+};
+
+// Collectives among the members of one communicator, enqueued on the Device's stream.
+// Reductions take an element-wise op (Sum, Min, Max, Product); scaling is the executor's.
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int size() const = 0;
+  virtual int rank() const = 0;  // my member index
+  virtual Status allreduce(void* buf, size_t count, DataType dtype, ReduceOp op) = 0;
+  // Member j receives the reduction of elements [j*count, (j+1)*count) of every member's `in`.
+  virtual Status reduceScatter(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) = 0;
+  // out = every member's `bytes` from `in`, in member order.
+  virtual Status allGather(const void* in, void* out, size_t bytes) = 0;
+  // As allGather with per-member sizes (HOST array of bytes).
+  virtual Status allGatherV(const void* in, void* out, const std::vector<size_t>& bytes) = 0;
+  virtual Status broadcast(void* buf, size_t bytes, int root) = 0;
+  // send[k]/recv[k]: bytes to / from member k; `in` and `out` hold them in member order.
+  virtual Status alltoallV(const void* in, const std::vector<size_t>& send, void* out,
+                           const std::vector<size_t>& recv) = 0;
+  // Stops every call in flight (a peer failed); the communicator is unusable afterwards.
+  virtual void abort() = 0;
+  // A failure NCCL noticed on its own (a broken peer) while calls were in flight.
+  virtual Status asyncError() = 0;
+};
+
+}  // namespace lightcc::device

@@ -1,0 +1,528 @@
+// DeviceExecutor: the device schedules (fused, 2D and top-k allreduce, the other collectives), and the routing.
+#include "engine/device_executor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "algorithms/collectives.h"
+#include "common/logging.h"
+#include "device/cuda_device.h"
+#include "device/host_device.h"
+#include "device/nccl.h"
+#include "engine/fusion.h"
+#include "kernels/topk.h"
+
+namespace lightcc {
+namespace {
+
+int64_t product(const std::vector<int64_t>& s, size_t from) {
+  int64_t n = 1;
+  for (size_t i = from; i < s.size(); ++i) n *= s[i];
+  return n;
+}
+
+int memberIndex(const SetComm& c, int rank) {
+  for (int i = 0; i < c.size(); ++i) {
+    if (c.ranks[i] == rank) return i;
+  }
+  return -1;
+}
+
+size_t roundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+// Scales and integer division after a Sum, as the host algorithms apply them.
+Status finishScaling(device::Device& dev, void* buf, size_t count, DataType dtype, const ReduceSpec& spec) {
+  if (spec.postscale != 1.0) LIGHTCC_RETURN_IF_ERROR(dev.scale(buf, buf, count, dtype, spec.postscale));
+  if (spec.int_divisor != 1) LIGHTCC_RETURN_IF_ERROR(dev.divideIntegers(buf, count, dtype, spec.int_divisor));
+  return Status::OK();
+}
+
+// Both sides of NCCL: only the variables the user left alone are set, before NCCL's first init.
+void pointNcclAtPlugin(const ExecEnv& env) {
+  static std::once_flag once;
+  std::call_once(once, [&env] {
+    if (!env.net_plugin.empty()) setenv("NCCL_NET_PLUGIN", env.net_plugin.c_str(), 0);
+    if (!env.job_secret.empty()) setenv("HARP_JOB_SECRET", env.job_secret.c_str(), 0);
+  });
+}
+
+}  // namespace
+
+DeviceTopkStore::Entry& DeviceTopkStore::entry(int32_t set, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& e = entries_[{set, name}];
+  if (!e) e = std::make_unique<Entry>();
+  return *e;
+}
+
+void DeviceTopkStore::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.clear();
+}
+
+DeviceExecutor::~DeviceExecutor() {
+  // Communicators before the device: destroying one waits for its stream's work.
+  comms_.clear();
+}
+
+void DeviceExecutor::abort() {
+  for (auto& [id, c] : comms_) {
+    for (auto* comm : {c.flat.get(), c.intra.get(), c.cross.get()}) {
+      if (comm != nullptr) comm->abort();
+    }
+  }
+}
+
+void DeviceExecutor::complete(Batch& b, size_t index, const Status& st, HandleResult result) {
+  TensorEntry& e = b.entries[index];
+  if (!e.handle) return;
+  std::shared_ptr<Handle> handle = std::move(e.handle);
+  e.handle.reset();
+  e.ready.reset();
+  env_.release_name(b.response->process_set_id, b.response->names[index]);
+  handle->complete(st, std::move(result));
+}
+
+void DeviceExecutor::fail(Batch& b, const Status& st) {
+  for (size_t i = 0; i < b.entries.size(); ++i) complete(b, i, st);
+}
+
+Status DeviceExecutor::finish(Batch& b, std::vector<HandleResult> results) {
+  device::EventPtr done;
+  LIGHTCC_RETURN_IF_ERROR(dev_->record(&done));
+  results.resize(b.entries.size());
+  for (size_t i = 0; i < b.entries.size(); ++i) {
+    results[i].done = done;
+    complete(b, i, Status::OK(), std::move(results[i]));
+  }
+  return Status::OK();
+}
+
+Status DeviceExecutor::grow(device::BufferPtr* buf, size_t bytes) {
+  if (*buf && (*buf)->size() >= bytes) return Status::OK();
+  // Grow by half again so a slowly growing fusion does not reallocate every step.
+  return dev_->alloc(std::max(bytes, *buf ? (*buf)->size() * 3 / 2 : bytes), buf);
+}
+
+Status DeviceExecutor::ready(const Batch& b) {
+  int ordinal = -1;
+  for (size_t i = 0; i < b.entries.size(); ++i) {
+    if (const TensorEntry* e = b.entry(i)) {
+      ordinal = e->request.device;
+      break;
+    }
+  }
+  if (!dev_) {
+    if (backend_ == Backend::kHost) {
+      dev_ = std::make_unique<device::HostDevice>();
+    } else {
+      if (ordinal < 0) ordinal = 0;  // a joined rank with nothing of its own: its first GPU
+      std::unique_ptr<device::CudaDevice> cuda;
+      LIGHTCC_RETURN_IF_ERROR(device::CudaDevice::create(ordinal, &cuda)
+                                  .withContext("rank " + std::to_string(env_.rank) + ", GPU " +
+                                               std::to_string(ordinal)));
+      dev_ = std::move(cuda);
+    }
+  } else if (backend_ == Backend::kCuda) {
+    if (ordinal >= 0 && ordinal != dev_->ordinal()) {
+      return Status::InvalidArgument("rank " + std::to_string(env_.rank) + " passed tensor '" +
+                                     b.response->names.front() + "' on cuda:" + std::to_string(ordinal) +
+                                     " but its earlier GPU tensors were on " + dev_->describe() +
+                                     "; lightcc drives one GPU per rank");
+    }
+    // The driving thread may be another one than last time: CUDA's current device is per thread.
+    LIGHTCC_RETURN_IF_ERROR(static_cast<device::CudaDevice&>(*dev_).activate());
+  }
+  for (size_t i = 0; i < b.entries.size(); ++i) {
+    if (const TensorEntry* e = b.entry(i); e != nullptr && e->ready) {
+      LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e->ready));
+    }
+  }
+  return Status::OK();
+}
+
+Status DeviceExecutor::makeCudaComms(int32_t set, SetComms* c) {
+  std::string why;
+  const device::NcclLibrary* nccl = device::NcclLibrary::get(env_.nccl_library, &why);
+  if (nccl == nullptr) return Status::PreconditionFailed("GPU tensors: " + why);
+  pointNcclAtPlugin(env_);
+  SetComm& hc = channel_.comms.at(set);
+  const std::string what = "process set " + std::to_string(set) + " (rank " + std::to_string(env_.rank) +
+                           ", channel " + std::to_string(channel_.index) + ")";
+  device::NcclUniqueId id{};
+  if (hc.me == 0) LIGHTCC_RETURN_IF_ERROR(nccl->uniqueId(&id));
+  // The id travels over the set's own communicator: its peers proved the job secret already.
+  device::HostComm bootstrap(hc);
+  LIGHTCC_RETURN_IF_ERROR(bootstrap.broadcast(&id, sizeof id, 0).withContext("sending the NCCL id of " + what));
+  void* stream = static_cast<device::CudaDevice&>(*dev_).stream();
+  std::unique_ptr<device::NcclComm> flat;
+  LIGHTCC_RETURN_IF_ERROR(device::NcclComm::create(nccl, id, hc.size(), hc.me, stream, what, &flat));
+  auto hier = channel_.hier.find(set);
+  if (hier != channel_.hier.end() && hier->second.cross.size() > 1) {
+    const int g = hier->second.intra.size();
+    const int pos = hc.me;
+    std::unique_ptr<device::NcclComm> intra, cross;
+    LIGHTCC_RETURN_IF_ERROR(flat->split(pos / g, pos % g, g, "the 2D group of " + what, &intra));
+    LIGHTCC_RETURN_IF_ERROR(flat->split(pos % g, pos / g, hier->second.cross.size(), "the 2D cross of " + what, &cross));
+    c->intra = std::move(intra);
+    c->cross = std::move(cross);
+  }
+  c->flat = std::move(flat);
+  return Status::OK();
+}
+
+Status DeviceExecutor::commsFor(int32_t set, SetComms** out) {
+  auto it = comms_.find(set);
+  if (it == comms_.end()) {
+    auto hc = channel_.comms.find(set);
+    if (hc == channel_.comms.end() || !hc->second.member()) {
+      return Status::Internal("rank " + std::to_string(env_.rank) + " has no communicator for process set " +
+                              std::to_string(set));
+    }
+    SetComms c;
+    if (backend_ == Backend::kHost) {
+      c.flat = std::make_unique<device::HostComm>(hc->second);
+      auto hier = channel_.hier.find(set);
+      if (hier != channel_.hier.end() && hier->second.cross.size() > 1) {
+        c.intra = std::make_unique<device::HostComm>(hier->second.intra);
+        c.cross = std::make_unique<device::HostComm>(hier->second.cross);
+      }
+    } else {
+      LIGHTCC_RETURN_IF_ERROR(makeCudaComms(set, &c));
+    }
+    it = comms_.emplace(set, std::move(c)).first;
+  }
+  *out = &it->second;
+  return Status::OK();
+}
+
+Status DeviceExecutor::run(Batch& b) {
+  const Response& r = *b.response;
+  if (env_.device_batches != nullptr) env_.device_batches->fetch_add(1, std::memory_order_relaxed);
+  LIGHTCC_RETURN_IF_ERROR(ready(b));
+  SetComms* c = nullptr;
+  LIGHTCC_RETURN_IF_ERROR(commsFor(r.process_set_id, &c));
+  const bool trace = env_.rank == 0 && env_.timeline->active();
+  if (trace) {
+    for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
+  }
+  Status st;
+  switch (r.op) {
+    case OpType::kAllreduce:
+      st = topkEligible(r, *env_.config, env_.topk_threshold_bytes) ? topk(b, *c) : allreduce(b, *c);
+      break;
+    case OpType::kAllgather: st = allgather(b, *c); break;
+    case OpType::kBroadcast: st = broadcast(b, *c); break;
+    case OpType::kAlltoall: st = alltoall(b, *c); break;
+    case OpType::kReducescatter: st = reducescatter(b, *c); break;
+    default: st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op) + " on " + dev_->describe());
+  }
+  if (trace) {
+    for (const auto& n : r.names) env_.timeline->end(n);
+  }
+  if (st.ok()) {
+    // NCCL may have noticed a broken peer by itself (HARP reset the link): say so now.
+    for (auto* comm : {c->flat.get(), c->intra.get(), c->cross.get()}) {
+      if (comm != nullptr && st.ok()) st = comm->asyncError();
+    }
+  }
+  return st;
+}
+
+Status DeviceExecutor::allreduce(Batch& b, SetComms& c) {
+  const Response& r = *b.response;
+  if (r.reduce_op == ReduceOp::kAdasum) {
+    return Status::InvalidArgument("Adasum of GPU tensors is not supported yet (tensor '" + r.names.front() +
+                                   "'); use op=Average or Sum, or pass CPU tensors");
+  }
+  const size_t esize = dtypeSize(r.dtype);
+  const bool two_level = c.intra != nullptr;
+  const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
+  // One tensor reduces in its output; several (or 2D's padding) go through the fusion buffer.
+  std::vector<device::Segment> in_segs, out_segs;
+  size_t total = 0;
+  for (size_t i = 0; i < r.names.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(tensorBytes(r, i));
+    const TensorEntry* e = b.entry(i);
+    if (e == nullptr && !b.joined) {
+      return Status::Internal("rank " + std::to_string(env_.rank) + " has no tensor '" + r.names[i] +
+                              "' for an agreed allreduce");
+    }
+    in_segs.push_back({e ? const_cast<void*>(e->input) : nullptr, total, bytes});
+    out_segs.push_back({e ? e->output : nullptr, total, bytes});
+    total += bytes;
+  }
+  const size_t count = total / esize;
+  const size_t g = two_level ? static_cast<size_t>(c.intra->size()) : 1;
+  const size_t padded = roundUp(std::max<size_t>(count, 1), g);
+  char* buf;
+  const bool direct = r.names.size() == 1 && !two_level && out_segs[0].ptr != nullptr;
+  if (direct) {
+    buf = static_cast<char*>(out_segs[0].ptr);
+    LIGHTCC_RETURN_IF_ERROR(dev_->copy(buf, in_segs[0].ptr, total));
+  } else {
+    LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, padded * esize));
+    buf = static_cast<char*>(fusion_->data());
+    LIGHTCC_RETURN_IF_ERROR(dev_->pack(buf, in_segs));
+    if (padded > count) LIGHTCC_RETURN_IF_ERROR(dev_->zero(buf + total, (padded - count) * esize));
+  }
+  if (spec.prescale != 1.0) LIGHTCC_RETURN_IF_ERROR(dev_->scale(buf, buf, count, r.dtype, spec.prescale));
+  const std::string what = "allreduce of '" + r.names.front() + "'";
+  if (two_level) {
+    // Reduce-scatter in the group, each shard allreduced across groups, allgather in the group.
+    const size_t shard = padded / g;
+    LIGHTCC_RETURN_IF_ERROR(grow(&shard_, shard * esize));
+    LIGHTCC_RETURN_IF_ERROR(c.intra->reduceScatter(buf, shard_->data(), shard, r.dtype, spec.op).withContext("2D " + what));
+    LIGHTCC_RETURN_IF_ERROR(c.cross->allreduce(shard_->data(), shard, r.dtype, spec.op).withContext("2D " + what));
+    LIGHTCC_RETURN_IF_ERROR(c.intra->allGather(shard_->data(), buf, shard * esize).withContext("2D " + what));
+  } else {
+    LIGHTCC_RETURN_IF_ERROR(c.flat->allreduce(buf, count, r.dtype, spec.op).withContext(what));
+  }
+  LIGHTCC_RETURN_IF_ERROR(finishScaling(*dev_, buf, count, r.dtype, spec));
+  if (!direct) LIGHTCC_RETURN_IF_ERROR(dev_->unpack(buf, out_segs));
+  return finish(b, {});
+}
+
+Status DeviceExecutor::sparseExchange(device::Comm& comm, DeviceTopkStore::Entry& e, const float* contrib,
+                                      float scale, float* out, size_t count, size_t offset, double density) {
+  const Config& config = *env_.config;
+  float* residual = static_cast<float*>(e.residual->data()) + offset;
+  if (config.topk_momentum > 0) {
+    float* u = static_cast<float*>(e.velocity->data()) + offset;
+    LIGHTCC_RETURN_IF_ERROR(dev_->momentumCorrect(u, residual, contrib, count, static_cast<float>(config.topk_momentum)));
+  } else {
+    LIGHTCC_RETURN_IF_ERROR(dev_->accumulateResidual(residual, contrib, count, scale));
+  }
+  const size_t k = count == 0 ? 0 : kernels::topkK(count, density);
+  const int p = comm.size();
+  LIGHTCC_RETURN_IF_ERROR(grow(&pairs_, std::max<size_t>(8 * k, 8)));
+  LIGHTCC_RETURN_IF_ERROR(grow(&gathered_, std::max<size_t>(8 * k * p, 8)));
+  auto* idx = static_cast<uint32_t*>(pairs_->data());
+  auto* val = reinterpret_cast<float*>(static_cast<char*>(pairs_->data()) + 4 * k);
+  if (k > 0) {
+    const size_t ws = dev_->topkWorkspaceBytes(count);
+    LIGHTCC_RETURN_IF_ERROR(grow(&workspace_, std::max<size_t>(ws, 16)));
+    LIGHTCC_RETURN_IF_ERROR(dev_->selectTopk(residual, count, k, idx, val, workspace_->data(), workspace_->size()));
+    LIGHTCC_RETURN_IF_ERROR(dev_->clearSelected(residual, idx, k));
+    if (config.topk_momentum > 0) {
+      LIGHTCC_RETURN_IF_ERROR(dev_->clearSelected(static_cast<float*>(e.velocity->data()) + offset, idx, k));
+    }
+  }
+  if (!config.topk_error_feedback) LIGHTCC_RETURN_IF_ERROR(dev_->zero(residual, count * sizeof(float)));
+  LIGHTCC_RETURN_IF_ERROR(comm.allGather(pairs_->data(), gathered_->data(), 8 * k));
+  std::vector<const uint32_t*> idx_of(p);
+  std::vector<const float*> val_of(p);
+  char* all = static_cast<char*>(gathered_->data());
+  for (int j = 0; j < p; ++j) {
+    idx_of[j] = reinterpret_cast<const uint32_t*>(all + 8 * k * j);
+    val_of[j] = reinterpret_cast<const float*>(all + 8 * k * j + 4 * k);
+  }
+  LIGHTCC_RETURN_IF_ERROR(dev_->zero(out, count * sizeof(float)));
+  return dev_->scatterAddRanks(out, count, idx_of, val_of, k);
+}
+
+Status DeviceExecutor::topk(Batch& b, SetComms& c) {
+  const Response& r = *b.response;
+  const Config& config = *env_.config;
+  const std::string& name = r.names.front();
+  const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / sizeof(float);
+  const TensorEntry* p = b.entry(0);
+  const bool two_level = c.intra != nullptr;
+  const size_t g = two_level ? static_cast<size_t>(c.intra->size()) : 1;
+  const size_t padded = roundUp(std::max<size_t>(count, 1), g);
+  const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
+  // The input, or zeros for a joined rank; the output, or scratch.
+  LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, padded * sizeof(float)));
+  float* work = static_cast<float*>(fusion_->data());
+  const float* in = work;
+  float* out = work;
+  if (p != nullptr) {
+    in = static_cast<const float*>(p->input);
+    out = static_cast<float*>(p->output);
+  } else {
+    LIGHTCC_RETURN_IF_ERROR(dev_->zero(work, padded * sizeof(float)));
+  }
+  DeviceTopkStore::Entry& e = env_.device_topk->entry(r.process_set_id, name);
+  std::lock_guard<std::mutex> lock(e.mu);
+  if (e.count != padded) {
+    LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.residual));
+    LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.residual->data(), padded * sizeof(float)));
+    if (config.topk_momentum > 0) {
+      LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.velocity));
+      LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.velocity->data(), padded * sizeof(float)));
+    }
+    e.count = padded;
+    e.steps = 0;
+    e.last.reset();
+  }
+  LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));
+  double density = config.topk_density;
+  const uint64_t warm = static_cast<uint64_t>(config.topk_warmup_steps);
+  const bool dense = e.steps < warm && !config.topk_warmup_decay;
+  if (e.steps < warm && config.topk_warmup_decay) {
+    const double start = std::max(0.25, density);
+    density = start * std::pow(density / start, static_cast<double>(e.steps) / warm);
+  }
+  ++e.steps;
+  const std::string what = "top-k allreduce of '" + name + "'";
+  if (dense) {
+    LIGHTCC_RETURN_IF_ERROR(allreduce(b, c));  // completes the handle itself
+    return dev_->record(&e.last);
+  }
+  if (!two_level) {
+    LIGHTCC_RETURN_IF_ERROR(sparseExchange(*c.flat, e, in, static_cast<float>(spec.prescale), out, count, 0, density)
+                                .withContext(what));
+    LIGHTCC_RETURN_IF_ERROR(finishScaling(*dev_, out, count, DataType::kFloat32, spec));
+  } else {
+    // Dense inside the group (reduce-scatter), sparse across groups on my shard, allgather back.
+    const size_t shard = padded / g;
+    if (in != work) LIGHTCC_RETURN_IF_ERROR(dev_->copy(work, in, count * sizeof(float)));
+    if (padded > count) LIGHTCC_RETURN_IF_ERROR(dev_->zero(work + count, (padded - count) * sizeof(float)));
+    if (spec.prescale != 1.0) LIGHTCC_RETURN_IF_ERROR(dev_->scale(work, work, count, DataType::kFloat32, spec.prescale));
+    LIGHTCC_RETURN_IF_ERROR(grow(&shard_, 2 * shard * sizeof(float)));
+    float* group_sum = static_cast<float*>(shard_->data());
+    float* reduced = group_sum + shard;
+    LIGHTCC_RETURN_IF_ERROR(c.intra->reduceScatter(work, group_sum, shard, DataType::kFloat32, ReduceOp::kSum)
+                                .withContext("2D " + what));
+    LIGHTCC_RETURN_IF_ERROR(sparseExchange(*c.cross, e, group_sum, 1.0f, reduced, shard,
+                                           shard * static_cast<size_t>(c.intra->rank()), density)
+                                .withContext("2D " + what));
+    LIGHTCC_RETURN_IF_ERROR(c.intra->allGather(reduced, work, shard * sizeof(float)).withContext("2D " + what));
+    LIGHTCC_RETURN_IF_ERROR(finishScaling(*dev_, work, count, DataType::kFloat32, spec));
+    if (out != work) LIGHTCC_RETURN_IF_ERROR(dev_->copy(out, work, count * sizeof(float)));
+  }
+  LIGHTCC_RETURN_IF_ERROR(dev_->record(&e.last));
+  return finish(b, {});
+}
+
+Status DeviceExecutor::allgather(Batch& b, SetComms& c) {
+  const Response& r = *b.response;
+  const auto& shape = r.shapes.front();
+  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(shape, 1));
+  const int p = c.flat->size();
+  std::vector<size_t> pieces(p);
+  int64_t rows = 0;
+  for (int j = 0; j < p; ++j) {
+    pieces[j] = static_cast<size_t>(r.first_dims[j]) * row_bytes;
+    rows += r.first_dims[j];
+  }
+  const TensorEntry* e = b.entry(0);
+  HandleResult result;
+  LIGHTCC_RETURN_IF_ERROR(dev_->alloc(static_cast<size_t>(rows) * row_bytes, &result.device_output));
+  result.output_shape = shape;
+  result.output_shape[0] = rows;
+  LIGHTCC_RETURN_IF_ERROR(c.flat->allGatherV(e ? e->input : nullptr, result.device_output->data(), pieces)
+                              .withContext("allgather of '" + r.names.front() + "'"));
+  std::vector<HandleResult> results;
+  results.push_back(std::move(result));
+  return finish(b, std::move(results));
+}
+
+Status DeviceExecutor::broadcast(Batch& b, SetComms& c) {
+  const Response& r = *b.response;
+  const size_t bytes = static_cast<size_t>(tensorBytes(r, 0));
+  const int root = memberIndex(channel_.comms.at(r.process_set_id), r.root);
+  const TensorEntry* e = b.entry(0);
+  void* out;
+  if (e != nullptr) {
+    out = e->output;
+    if (c.flat->rank() == root) LIGHTCC_RETURN_IF_ERROR(dev_->copy(out, e->input, bytes));
+  } else {
+    LIGHTCC_RETURN_IF_ERROR(grow(&zeros_, std::max<size_t>(bytes, 16)));  // joined: receive and drop
+    out = zeros_->data();
+  }
+  LIGHTCC_RETURN_IF_ERROR(c.flat->broadcast(out, bytes, root).withContext("broadcast of '" + r.names.front() + "'"));
+  return finish(b, {});
+}
+
+Status DeviceExecutor::alltoall(Batch& b, SetComms& c) {
+  const Response& r = *b.response;
+  const std::string what = "alltoall of '" + r.names.front() + "'";
+  const TensorEntry* e = b.entry(0);
+  if (e == nullptr) return Status::Internal(what + " has no local tensor");
+  const Request& req = e->request;
+  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(req.shape, 1));
+  // The splits are host numbers: exchanged over the set's host communicator.
+  SetComm& hc = channel_.comms.at(r.process_set_id);
+  SplitMatrix matrix;
+  Status st = hc.size() == 1 ? (matrix = {req.aux}, Status::OK())
+              : hc.all_local ? shmExchangeSplits(hc, req.aux, &matrix)
+                             : linkExchangeSplits(hc, req.aux, &matrix);
+  LIGHTCC_RETURN_IF_ERROR(st.withContext(what));
+  HandleResult result;
+  std::vector<size_t> send(hc.size()), recv(hc.size());
+  int64_t rows = 0;
+  for (int j = 0; j < hc.size(); ++j) {
+    result.received_splits.push_back(matrix[j][hc.me]);
+    rows += matrix[j][hc.me];
+    recv[j] = static_cast<size_t>(matrix[j][hc.me]) * row_bytes;
+    send[j] = static_cast<size_t>(req.aux[j]) * row_bytes;
+  }
+  LIGHTCC_RETURN_IF_ERROR(dev_->alloc(static_cast<size_t>(rows) * row_bytes, &result.device_output));
+  result.output_shape = req.shape;
+  result.output_shape[0] = rows;
+  LIGHTCC_RETURN_IF_ERROR(c.flat->alltoallV(e->input, send, result.device_output->data(), recv).withContext(what));
+  std::vector<HandleResult> results;
+  results.push_back(std::move(result));
+  return finish(b, std::move(results));
+}
+
+Status DeviceExecutor::reducescatter(Batch& b, SetComms& c) {
+  const Response& r = *b.response;
+  const std::string what = "reducescatter of '" + r.names.front() + "'";
+  const TensorEntry* e = b.entry(0);
+  if (e == nullptr) return Status::Internal(what + " has no local tensor");
+  const auto& shape = r.shapes.front();
+  const int p = c.flat->size();
+  const auto rows = reducescatterRows(shape[0], p);
+  const size_t esize = dtypeSize(r.dtype);
+  const size_t row_elems = static_cast<size_t>(product(shape, 1));
+  const size_t slot = static_cast<size_t>(rows[0]) * row_elems;  // the first members hold the most rows
+  const ReduceSpec spec = reduceSpecFor(r, p);
+  // Equal slots for NCCL: member j's rows at slot j, zero-padded.
+  LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, std::max<size_t>(slot * p * esize, 16)));
+  std::vector<device::Segment> segs;
+  size_t row = 0;
+  for (int j = 0; j < p; ++j) {
+    const size_t bytes = static_cast<size_t>(rows[j]) * row_elems * esize;
+    segs.push_back({const_cast<char*>(static_cast<const char*>(e->input)) + row * row_elems * esize, j * slot * esize,
+                    bytes});
+    if (bytes < slot * esize) segs.push_back({nullptr, j * slot * esize + bytes, slot * esize - bytes});
+    row += static_cast<size_t>(rows[j]);
+  }
+  char* buf = static_cast<char*>(fusion_->data());
+  LIGHTCC_RETURN_IF_ERROR(dev_->pack(buf, segs));
+  if (spec.prescale != 1.0) LIGHTCC_RETURN_IF_ERROR(dev_->scale(buf, buf, slot * p, r.dtype, spec.prescale));
+  HandleResult result;
+  const size_t mine = static_cast<size_t>(rows[c.flat->rank()]) * row_elems;
+  LIGHTCC_RETURN_IF_ERROR(dev_->alloc(std::max<size_t>(slot, 1) * esize, &result.device_output));
+  LIGHTCC_RETURN_IF_ERROR(c.flat->reduceScatter(buf, result.device_output->data(), slot, r.dtype, spec.op).withContext(what));
+  LIGHTCC_RETURN_IF_ERROR(finishScaling(*dev_, result.device_output->data(), mine, r.dtype, spec));
+  result.output_shape = shape;
+  result.output_shape[0] = rows[c.flat->rank()];
+  std::vector<HandleResult> results;
+  results.push_back(std::move(result));
+  return finish(b, std::move(results));
+}
+
+Executor& RoutingExecutor::pick(const Batch& b) {
+  const Response& r = *b.response;
+  if (r.on_device) {
+    if (!device_) device_ = std::make_unique<DeviceExecutor>(env_, channel_, DeviceExecutor::Backend::kCuda);
+    return *device_;
+  }
+  if (!env_.config->device_executor_on_host || r.reduce_op == ReduceOp::kAdasum) return host_;
+  if (!emulated_) emulated_ = std::make_unique<DeviceExecutor>(env_, channel_, DeviceExecutor::Backend::kHost);
+  return *emulated_;
+}
+
+Status RoutingExecutor::run(Batch& b) { return pick(b).run(b); }
+
+void RoutingExecutor::fail(Batch& b, const Status& st) { pick(b).fail(b, st); }
+
+void RoutingExecutor::abort() {
+  if (device_) device_->abort();
+}
+
+}  // namespace lightcc

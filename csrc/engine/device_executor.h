@@ -1,0 +1,113 @@
+// DeviceExecutor: runs agreed batches of GPU tensors — fusion, 2D, top-k, every collective — on its own stream.
+//
+// DESIGN. One per channel, beside the HostExecutor (RoutingExecutor picks per batch). It never
+// waits on the device: each batch's stream waits for the events recorded on the callers'
+// streams when they submitted, its kernels and collectives are enqueued on the executor's own
+// stream, and the handles complete with a `done` event that the front orders the caller's
+// stream after (or polls). The schedules are written once against device::Device and
+// device::Comm (device/device.h): CUDA kernels + NCCL on a GPU, or the host implementation,
+// which LIGHTCC_DEVICE_EXECUTOR=host selects for CPU tensors so CI runs every schedule.
+//
+// Communicators are made on first use per process set and channel: member 0 of the set draws
+// an NCCL unique id and broadcasts it over the set's own (authenticated) host communicator,
+// then every member joins. LIGHT_2D_ALLREDUCE splits it into the group (LIGHT_INTRA_SIZE
+// consecutive members) and the cross-group communicator of the members holding the same shard.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "device/device.h"
+#include "engine/executor.h"
+
+namespace lightcc {
+
+// Top-k error feedback for device tensors: one residual per (set, tensor) in device memory,
+// shared by every channel's executor, since a tensor may run on another stream next step.
+class DeviceTopkStore {
+ public:
+  struct Entry {
+    std::mutex mu;  // held while a step enqueues its work on the residual
+    device::BufferPtr residual;
+    device::BufferPtr velocity;
+    size_t count = 0;
+    uint64_t steps = 0;
+    device::EventPtr last;  // after the last step's work on the residual (its stream may differ)
+  };
+  Entry& entry(int32_t set, const std::string& name);
+  void clear();
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<int32_t, std::string>, std::unique_ptr<Entry>> entries_;
+};
+
+class DeviceExecutor : public Executor {
+ public:
+  enum class Backend { kCuda, kHost };
+  DeviceExecutor(const ExecEnv& env, Channel& channel, Backend backend)
+      : env_(env), channel_(channel), backend_(backend) {}
+  ~DeviceExecutor() override;
+
+  Status run(Batch& b) override;
+  void fail(Batch& b, const Status& st) override;
+  void abort() override;
+
+ private:
+  struct SetComms {
+    std::unique_ptr<device::Comm> flat;
+    std::unique_ptr<device::Comm> intra;  // LIGHT_2D_ALLREDUCE: my group
+    std::unique_ptr<device::Comm> cross;  // LIGHT_2D_ALLREDUCE: my shard's holders in every group
+  };
+  Status ready(const Batch& b);
+  Status commsFor(int32_t set, SetComms** out);
+  Status makeCudaComms(int32_t set, SetComms* c);
+  Status grow(device::BufferPtr* buf, size_t bytes);
+  void complete(Batch& b, size_t index, const Status& st, HandleResult result = {});
+  Status finish(Batch& b, std::vector<HandleResult> results);
+
+  Status allreduce(Batch& b, SetComms& c);
+  Status topk(Batch& b, SetComms& c);
+  // One sparse exchange over `comm`: out[0, count) = sum of every member's top-k of
+  // residual[offset, offset + count) after adding `contrib` (scaled).
+  Status sparseExchange(device::Comm& comm, DeviceTopkStore::Entry& e, const float* contrib, float scale,
+                        float* out, size_t count, size_t offset, double density);
+  Status allgather(Batch& b, SetComms& c);
+  Status broadcast(Batch& b, SetComms& c);
+  Status alltoall(Batch& b, SetComms& c);
+  Status reducescatter(Batch& b, SetComms& c);
+
+  const ExecEnv& env_;
+  Channel& channel_;
+  Backend backend_;
+  std::unique_ptr<device::Device> dev_;
+  std::map<int32_t, SetComms> comms_;
+  // Scratch on the device, grown on demand and reused batch after batch (stream order keeps
+  // one batch's use from overlapping the next's).
+  device::BufferPtr fusion_, shard_, pairs_, gathered_, workspace_, zeros_;
+};
+
+// The executor a channel runs: device batches (GPU tensors, or every batch the device schedules
+// cover under LIGHTCC_DEVICE_EXECUTOR=host) to a DeviceExecutor made on first use, the rest to
+// the HostExecutor.
+class RoutingExecutor : public Executor {
+ public:
+  RoutingExecutor(const ExecEnv& env, Channel& channel) : env_(env), channel_(channel), host_(env, channel) {}
+  Status run(Batch& b) override;
+  void fail(Batch& b, const Status& st) override;
+  void abort() override;
+  HostExecutor& host() { return host_; }
+
+ private:
+  Executor& pick(const Batch& b);
+  const ExecEnv& env_;
+  Channel& channel_;
+  HostExecutor host_;
+  std::unique_ptr<DeviceExecutor> device_;    // GPU tensors (CUDA + NCCL)
+  std::unique_ptr<DeviceExecutor> emulated_;  // LIGHTCC_DEVICE_EXECUTOR=host: CPU tensors
+};
+
+}  // namespace lightcc

@@ -1,0 +1,33 @@
+"""The device executor's schedules on CPU ranks (LIGHTCC_DEVICE_EXECUTOR=host): what a GPU runs, minus the GPU.
+
+Every collective, fused allreduce, 2D and top-k go through engine/device_executor.cc with the
+host implementation of the device interface (device/host_device.h), so CI covers the schedules
+the CUDA + NCCL path runs on a GPU (tests/gpu/ checks that path itself).
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.ranks import run_ranks
+
+DEVICE = {"LIGHTCC_DEVICE_EXECUTOR": "host"}
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_collectives(size):
+    for res in run_ranks("collectives_worker.py", size, timeout=240, env=DEVICE):
+        assert " 0 failed" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("size,intra", [(4, 2), (6, 3)])
+def test_2d_allreduce(size, intra):
+    env = dict(DEVICE, LIGHT_2D_ALLREDUCE="1", LIGHT_INTRA_SIZE=str(intra))
+    for res in run_ranks("collectives_worker.py", size, timeout=300, env=env):
+        assert " 0 failed" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("size,extra", [(2, {}), (3, {}), (4, {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": "2"})])
+def test_topk_matches_model(size, extra):
+    env = dict(DEVICE, LIGHT_TOPK_ALLREDUCE="1", LIGHT_TOPK_THRESHOLD="262144", LIGHT_TOPK_DENSITY="0.01", **extra)
+    for res in run_ranks("device_topk_worker.py", size, timeout=240, env=env):
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
