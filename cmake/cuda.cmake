@@ -4,6 +4,7 @@
 # be called from a function):
 #   include(cmake/cuda.cmake)
 #   lightcc_add_cuda_objects(<python-module-target> [INSTALL_DESTINATION <dir>])
+#   lightcc_add_cuda_kernels_test(<core-static-library>)     (with LIGHTCC_BUILD_TESTS)
 #
 # Without a CUDA compiler this prints one status line and does nothing: the Python module builds
 # and imports the same. With one, it adds the SHARED library `lightcc_cuda`, which links the
@@ -11,6 +12,11 @@
 # installed next to the module, and is built whenever the module is. The module does not link
 # it: it dlopens liblightcc_cuda.so and looks up lightccCudaKernelTableV1 (csrc/cuda/reduce_cuda.h),
 # so importing lightcc never needs libcudart or a driver.
+#
+# lightcc_add_cuda_kernels_test adds tests/gpu/kernels_test.cu, which holds every CUDA kernel to
+# its CPU twin bit for bit. It links the CPU kernels from the core's static library and the CUDA
+# ones from liblightcc_cuda.so itself (the shipped code, entered through its extern "C" tables),
+# and lands at build/gpu_tests/kernels_test in the source tree, where tests/gpu/run.sh runs it.
 #
 # GPU architectures: CMAKE_CUDA_ARCHITECTURES if the user set it, else the list below (machine
 # code for each, plus PTX for the newest so later GPUs JIT-compile).
@@ -53,7 +59,7 @@ function(lightcc_add_cuda_objects target)
   endif()
   set(c "${LIGHTCC_CUDA_CSRC_DIR}")
   add_library(lightcc_cuda SHARED "${c}/cuda/reduce.cu" "${c}/common/dtype.cc")
-  target_sources(lightcc_cuda PRIVATE "${c}/cuda/topk.cu")
+  target_sources(lightcc_cuda PRIVATE "${c}/cuda/topk.cu" "${c}/cuda/runtime.cu")
   target_include_directories(lightcc_cuda PRIVATE "${c}")
   set_target_properties(lightcc_cuda PROPERTIES
                         CUDA_STANDARD 17
@@ -72,4 +78,21 @@ function(lightcc_add_cuda_objects target)
   if(ARG_INSTALL_DESTINATION)
     install(TARGETS lightcc_cuda LIBRARY DESTINATION "${ARG_INSTALL_DESTINATION}")
   endif()
+endfunction()
+
+function(lightcc_add_cuda_kernels_test core)
+  if(NOT CMAKE_CUDA_COMPILER OR NOT TARGET lightcc_cuda)
+    return()
+  endif()
+  set(root "${LIGHTCC_CUDA_CSRC_DIR}/..")
+  add_executable(kernels_test "${root}/tests/gpu/kernels_test.cu")
+  target_link_libraries(kernels_test PRIVATE ${core} lightcc_cuda)
+  # Host-only code (device memory goes through liblightcc_cuda.so's runtime table), but nvcc
+  # compiles it, since the shared headers are __host__ __device__.
+  set_target_properties(kernels_test PROPERTIES
+                        CUDA_STANDARD 17
+                        CUDA_STANDARD_REQUIRED ON
+                        RUNTIME_OUTPUT_DIRECTORY "${CMAKE_SOURCE_DIR}/build/gpu_tests")
+  target_compile_options(kernels_test PRIVATE
+                         $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>)
 endfunction()

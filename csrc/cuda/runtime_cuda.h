@@ -20,7 +20,8 @@ struct CudaRuntimeTableV1 {
   Status (*deviceCount)(int* count);
   Status (*setDevice)(int device);
   Status (*getDevice)(int* device);
-  // The device ordinal a pointer lives on; -1 for host memory the runtime does not know.
+  // The device ordinal a pointer lives on (device or managed memory); -1 for host memory,
+  // pinned or not, and for pointers the runtime does not know.
   Status (*pointerDevice)(const void* ptr, int* device);
   // Memory on the current device (cudaMalloc / cudaFree; free(nullptr) is OK).
   Status (*malloc)(void** ptr, size_t bytes);
@@ -46,7 +47,8 @@ struct CudaRuntimeTableV1 {
   Status (*cast)(void* dst, DataType dst_type, const void* src, DataType src_type, size_t count,
                  void* stream);
   // Integer Average: dst[i] = src[i] / divisor truncating toward zero, as
-  // kernels::divideIntegers does; no-op for floating types or divisor 1.
+  // kernels::divideIntegers does; no-op for floating types or divisor 1; divisor 0 is
+  // kInvalidArgument.
   Status (*divideIntegers)(void* data, size_t count, DataType dtype, long long divisor,
                            void* stream);
 };
