@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds lightcc on the GPU machine and runs every GPU check in one call; prints one log.
 # Usage (repo root, on a machine with an NVIDIA GPU, torch+CUDA, nvidia-nccl, CuPy, nvcc):
-#   OUT=/some/dir tests/gpu/run.sh [phase ...]      phases: env build kernels net torch cupy bench
+#   OUT=/some/dir tests/gpu/run.sh [phase ...]      phases: env build kernels smoke net torch cupy bench
 set -uo pipefail
 OUT=${OUT:-/tmp/lightcc-gpu}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(env build kernels net torch cupy bench)
+[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net torch cupy bench)
 status=0
 step() {  # step NAME TIMEOUT CMD...: runs one check, logs its verdict
   local name=$1 limit=$2; shift 2
@@ -37,6 +37,9 @@ for phase in "${phases[@]}"; do
       else
         echo "=== kernels: no kernels_test built"
       fi
+      ;;
+    smoke)
+      step smoke 330 $PY -m tests.gpu.smoke.run
       ;;
     net)
       step nccl-net 420 $PY -m benchmarks.gpu.nccl_net --out "$OUT/net"
