@@ -45,7 +45,7 @@ for phase in "${phases[@]}"; do
       step nccl-net 420 $PY -m benchmarks.gpu.nccl_net --out "$OUT/net"
       ;;
     torch)
-      step torch-device 300 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k torch
+      step torch-device 420 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k torch
       ;;
     cupy)
       step cupy 300 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k cupy

@@ -1,0 +1,283 @@
+"""Synthetic training throughput at N ranks sharing one GPU: torch DDP (NCCL) vs lightcc dense vs lightcc top-k.
+
+    python -m benchmarks.gpu.synthetic --out DIR [--models resnet50,vgg16] [--batch-size 32] [--np 2]
+    python -m benchmarks.gpu.synthetic --out DIR --device cpu --models tiny --iters 2     # CPU smoke test
+
+Every (model, configuration) is a fresh set of rank processes under a hard timeout; each rank gets
+CUDA_VISIBLE_DEVICES=0 and its own NCCL_HOSTID, so NCCL treats the ranks as separate hosts. Each rank
+runs warm-up steps, then times every step (device synchronized at both ends) and reports the median;
+the table gives the sum over ranks of bs / median step time and each lightcc configuration's ratio to
+DDP. Configurations:
+
+    ddp           torch DistributedDataParallel, NCCL backend (gloo on --device cpu), NCCL_NET=--ddp-net
+    lightcc       lightcc.torch DistributedOptimizer, dense allreduce
+    lightcc-topk  the same with LIGHT_TOPK_ALLREDUCE=1, LIGHT_TOPK_DENSITY=--topk-density (default 1 %)
+
+The parent imports nothing but the standard library (no CUDA context of its own). Rank logs go to
+DIR/logs, results to DIR/synthetic.json (rewritten after every configuration, so a run cut short
+keeps what it measured). Exit status 1 when any configuration failed or was skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ("ddp", "lightcc", "lightcc-topk")
+DEFAULT_BATCH = {"resnet50": 32, "vgg16": 32}
+LAUNCHER_VARS = ("LIGHTCC_RANK", "LIGHTCC_SIZE", "LIGHTCC_LOCAL_", "LIGHTCC_RENDEZVOUS", "LIGHTCC_JOB_SECRET",
+                 "LIGHTCC_HOSTNAME", "OMPI_", "PMI_", "PMIX_", "HOROVOD_RANK", "HOROVOD_SIZE")
+
+
+# ---- one rank ---------------------------------------------------------------------------------
+
+def build_model(name: str):
+    """(model, input side): torchvision's model if torchvision has it, else lightcc.models; `tiny` for smoke tests."""
+    import torch
+
+    if name == "tiny":
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(16, 32, 3, stride=2), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 1000)), 32
+    side = 299 if name.startswith("inception") else 224
+    try:
+        import torchvision.models as tvm
+
+        if hasattr(tvm, name):
+            kwargs = {"aux_logits": False, "init_weights": False} if name.startswith("inception") else {}
+            return getattr(tvm, name)(weights=None, **kwargs), side
+    except ImportError:
+        pass
+    from lightcc import models
+
+    return models.get(name).build(), side
+
+
+def worker(args: argparse.Namespace) -> None:
+    import torch
+    import torch.nn.functional as F
+
+    rank, size = int(os.environ["SYNTH_RANK"]), int(os.environ["SYNTH_SIZE"])
+    cuda = args.device == "cuda"
+    if cuda:
+        torch.cuda.set_device(0)
+        dev = torch.device("cuda", 0)
+    else:
+        dev = torch.device("cpu")
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // size))
+    torch.manual_seed(0)
+    model, side = build_model(args.model)
+    model = model.to(dev)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if args.config == "ddp":
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+        dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{os.environ['SYNTH_PORT']}",
+                                rank=rank, world_size=size, **({"device_id": dev} if cuda else {}))
+        model = DistributedDataParallel(model, device_ids=[0] if cuda else None)
+
+        def close() -> None:
+            dist.barrier()  # no rank may take the store (rank 0's) away while another still tears down
+            dist.destroy_process_group()
+    else:
+        import lightcc.torch as hvd
+
+        hvd.init()
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+        close = hvd.shutdown
+    g = torch.Generator().manual_seed(rank)
+    data = torch.randn(args.batch_size, 3, side, side, generator=g).to(dev)
+    target = torch.randint(0, 1000, (args.batch_size,), generator=g).to(dev)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    def step() -> Any:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(data), target)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    for _ in range(args.warmup):
+        step()
+    sync()
+    times = []
+    for _ in range(args.iters):
+        t0 = time.perf_counter()
+        loss = step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    median = statistics.median(times)
+    result = {"rank": rank, "median_s": median, "img_s": args.batch_size / median, "times_s": times,
+              "final_loss": float(loss.detach()), "torch": torch.__version__,
+              "device_name": torch.cuda.get_device_name(0) if cuda else "cpu"}
+    print("RESULT " + json.dumps(result), flush=True)
+    close()
+
+
+# ---- the parent: one configuration at a time ---------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def config_env(config: str, args: argparse.Namespace) -> dict[str, str]:
+    """What distinguishes a configuration, beyond the per-rank variables."""
+    if config == "ddp":
+        return {"NCCL_NET": args.ddp_net, "NCCL_NET_PLUGIN": "none"} if args.ddp_net == "Socket" else \
+            ({"NCCL_NET": args.ddp_net} if args.ddp_net else {})
+    env = {"LIGHT_TOPK_ALLREDUCE": "1" if config == "lightcc-topk" else "0"}
+    if config == "lightcc-topk":
+        env["LIGHT_TOPK_DENSITY"] = str(args.topk_density)
+        if args.topk_threshold:
+            env["LIGHT_TOPK_THRESHOLD"] = str(args.topk_threshold)
+    return env
+
+
+def rank_env(r: int, size: int, port: int, secret: str, extra: dict[str, str], device: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_VARS)}
+    env.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    env.setdefault("HARP_IFNAME", "=lo")
+    env.setdefault("NCCL_DEBUG", "WARN")
+    env.setdefault("LIGHTCC_TIMEOUT", "60")
+    env.update({"SYNTH_RANK": str(r), "SYNTH_SIZE": str(size), "SYNTH_PORT": str(port),
+                "LIGHTCC_RANK": str(r), "LIGHTCC_SIZE": str(size), "LIGHTCC_RENDEZVOUS_ADDR": f"127.0.0.1:{port}",
+                "LIGHTCC_JOB_SECRET": secret, "LIGHTCC_HOSTNAME": "synthetic-host",
+                "NCCL_HOSTID": f"lightcc-synth-host{r}", "PYTHONUNBUFFERED": "1",
+                "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT)})
+    if device == "cuda":
+        env["CUDA_VISIBLE_DEVICES"] = os.environ.get("SYNTH_VISIBLE_DEVICES", "0")
+    env.update(extra)
+    return env
+
+
+def run_config(model: str, batch: int, config: str, args: argparse.Namespace, timeout: float) -> dict[str, Any]:
+    """Start args.np ranks of one configuration, wait at most `timeout` s, and collect their RESULT lines."""
+    extra = config_env(config, args)
+    port, secret = free_port(), secrets.token_hex(16)
+    logs = [args.out / "logs" / f"{model}_{config}_rank{r}.log" for r in range(args.np)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--config", config, "--model", model,
+           "--batch-size", str(batch), "--warmup", str(args.warmup), "--iters", str(args.iters), "--device", args.device]
+    procs = []
+    for r in range(args.np):
+        with open(logs[r], "w") as log:
+            procs.append(subprocess.Popen(cmd, env=rank_env(r, args.np, port, secret, extra, args.device), cwd=ROOT,
+                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+    t0 = time.monotonic()
+    failed_at = None
+    while any(p.poll() is None for p in procs) and time.monotonic() < t0 + timeout:
+        if failed_at is None and any(p.returncode not in (None, 0) for p in procs):
+            failed_at = time.monotonic()  # a rank failed: give the others a moment to report, then stop them
+        if failed_at is not None and time.monotonic() > failed_at + 10:
+            break
+        time.sleep(0.2)
+    hung = [r for r, p in enumerate(procs) if p.poll() is None]
+    for r in hung:
+        os.killpg(procs[r].pid, signal.SIGKILL)
+        procs[r].wait()
+    res: dict[str, Any] = {"model": model, "config": config, "batch_size": batch, "ranks": args.np, "env": extra,
+                           "returncodes": [p.returncode for p in procs], "seconds": round(time.monotonic() - t0, 1)}
+    ranks = []
+    for log in logs:
+        text = log.read_text(errors="replace")
+        ranks += [json.loads(line[7:]) for line in text.splitlines() if line.startswith("RESULT ")]
+    if hung or any(p.returncode != 0 for p in procs) or len(ranks) != args.np:
+        res["status"] = "failed" if failed_at is not None else \
+            f"hung past {timeout:.0f} s (ranks {hung})" if hung else "failed"
+        res["log_tail"] = {str(log.name): log.read_text(errors="replace")[-2500:] for log in logs}
+        return res
+    rates = [x["img_s"] for x in sorted(ranks, key=lambda x: x["rank"])]
+    res.update({"status": "ok", "img_s_total": sum(rates), "img_s_per_rank": rates,
+                "median_step_s": [x["median_s"] for x in ranks], "final_loss": ranks[0]["final_loss"],
+                "device_name": ranks[0]["device_name"], "torch": ranks[0]["torch"]})
+    return res
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    ddp = {r["model"]: r.get("img_s_total") for r in results if r["config"] == "ddp"}
+    lines = ["| model | config | batch/rank | ranks | img/s total (median) | vs DDP | status |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for r in results:
+        total: float | None = r.get("img_s_total")
+        base = ddp.get(r["model"])
+        ratio = f"{total / base:.2f}" if total and base else "-"
+        lines.append(f"| {r['model']} | {r['config']} | {r['batch_size']} | {r['ranks']} | "
+                     f"{f'{total:.1f}' if total else '-'} | {ratio} | {r['status']} |")
+    return "\n".join(lines)
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path("synthetic_results"), help="results and logs go here")
+    ap.add_argument("--models", "--model", default="resnet50,vgg16", help="comma-separated (tiny: smoke test)")
+    ap.add_argument("--batch-size", type=int, default=0, help="per rank; 0: 32 for resnet50 and vgg16")
+    ap.add_argument("--np", type=int, default=2, help="ranks, all on GPU 0")
+    ap.add_argument("--warmup", type=int, default=10, help="untimed steps first")
+    ap.add_argument("--iters", type=int, default=30, help="timed steps")
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated subset of {','.join(CONFIGS)}")
+    ap.add_argument("--topk-density", type=float, default=0.01, help="LIGHT_TOPK_DENSITY of lightcc-topk")
+    ap.add_argument("--topk-threshold", type=int, default=0, help="LIGHT_TOPK_THRESHOLD bytes (0: lightcc's default)")
+    ap.add_argument("--ddp-net", default="Socket", help="NCCL_NET for DDP ('' leaves NCCL to choose)")
+    ap.add_argument("--timeout", type=float, default=150, help="hard limit per configuration, seconds")
+    ap.add_argument("--budget", type=float, default=390, help="configurations not started within this many "
+                                                               "seconds of the first are skipped")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--config", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    args.model = args.models
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    if args.worker:
+        worker(args)
+        return 0
+    configs = [c for c in args.configs.split(",") if c]
+    unknown = set(configs) - set(CONFIGS)
+    if unknown:
+        raise SystemExit(f"unknown configs {sorted(unknown)}; choose from {', '.join(CONFIGS)}")
+    (args.out / "logs").mkdir(parents=True, exist_ok=True)
+    meta = {"np": args.np, "device": args.device, "warmup": args.warmup, "iters": args.iters,
+            "topk_density": args.topk_density, "ddp_net": args.ddp_net, "python": sys.version.split()[0]}
+    results: list[dict[str, Any]] = []
+    start = time.monotonic()
+    for model in [m for m in args.models.split(",") if m]:
+        batch = args.batch_size or DEFAULT_BATCH.get(model, 32)
+        for config in configs:
+            left = args.budget - (time.monotonic() - start)
+            if left < 20:
+                results.append({"model": model, "config": config, "batch_size": batch, "ranks": args.np,
+                                "status": f"skipped: {args.budget:.0f} s budget spent"})
+            else:
+                print(f"--- {model} {config}: {args.np} ranks, batch {batch}/rank ({time.strftime('%H:%M:%S')})",
+                      flush=True)
+                results.append(run_config(model, batch, config, args, min(args.timeout, left)))
+                r = results[-1]
+                print(f"    {r['status']}: {r.get('img_s_total', 0):.1f} img/s in {r['seconds']} s", flush=True)
+                for name, tail in r.get("log_tail", {}).items():
+                    print(f"    --- {name}\n{tail}", flush=True)
+            (args.out / "synthetic.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    print(table(results))
+    print(f"results: {args.out / 'synthetic.json'}")
+    return 0 if all(r["status"] == "ok" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
