@@ -67,6 +67,10 @@ function(lightcc_add_cuda_objects target)
                         CXX_STANDARD 17
                         CUDA_RUNTIME_LIBRARY Static
                         POSITION_INDEPENDENT_CODE ON)
+  if(LIGHTCC_STATIC_CXX_RUNTIME AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # Loaded into the same processes as _core: the same reason to carry its own C++ runtime.
+    target_link_options(lightcc_cuda PRIVATE -static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL)
+  endif()
   # Same bits as the CPU kernels: no multiply-add fusion (reduce_ops.h also spells its device
   # multiplies __fmul_rn, this covers the rest).
   target_compile_options(lightcc_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>)

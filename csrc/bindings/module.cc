@@ -14,6 +14,7 @@
 #include "common/interrupt.h"
 #include "common/logging.h"
 #include "device/cuda_device.h"
+#include "device/nccl.h"
 #include "engine/engine.h"
 #include "kernels/reduce.h"
 
@@ -424,6 +425,23 @@ PYBIND11_MODULE(_core, m) {
   m.def("start_timeline", [](const std::string& path, bool mark) { raise(engine().startTimeline(path, mark)); });
   m.def("stop_timeline", [] { raise(engine().stopTimeline()); });
   m.def("build_info", &buildInfo);
+  m.def("device_info", [](const std::string& nccl_hint) {
+    // What the GPU data plane would load, loaded now: the answer --check-build prints.
+    py::dict d;
+    std::string why;
+    const device::CudaLibrary* cuda = device::CudaLibrary::get(&why);
+    d["cuda_library"] = cuda ? cuda->path : "";
+    d["cuda_error"] = why;
+    int gpus = 0;
+    if (cuda && !cuda->rt->deviceCount(&gpus).ok()) gpus = 0;
+    d["cuda_runtime_devices"] = gpus;
+    why.clear();
+    const device::NcclLibrary* nccl = device::NcclLibrary::get(nccl_hint, &why);
+    d["nccl_library"] = nccl ? nccl->path() : "";
+    d["nccl_version"] = nccl ? nccl->version() : 0;
+    d["nccl_error"] = why;
+    return d;
+  }, py::arg("nccl_hint") = "", "Loads liblightcc_cuda.so and NCCL as GPU tensors would, and says what was found.");
   m.def("topk_residuals", [] {
     py::dict out;
     Engine& e = engine();

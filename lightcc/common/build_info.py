@@ -83,8 +83,10 @@ def summary() -> Dict[str, object]:
         "cuda_devices_note": why,
         "cuda_compiled": cuda_built(),
         "harp_plugin_path": harp_plugin_path(),
-        "nccl_found": nccl_version() != 0,
-        "nccl_version": nccl_version(),
-        "nccl_library": nccl_library() or "libnccl.so.2 (dynamic loader)",
     })
+    try:
+        info.update(core().device_info(nccl_library()))
+    except AttributeError:  # a core built before device_info existed
+        info.update({"nccl_version": nccl_version(), "nccl_library": nccl_library(), "cuda_error": ""})
+    info["nccl_found"] = int(info.get("nccl_version") or 0) != 0
     return info

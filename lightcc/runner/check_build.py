@@ -82,17 +82,31 @@ def report() -> str:
     lines += ["", "Available Tensor Operations:"]
     info = info or {}
     harp = str(info.get("harp_plugin_path") or "")
-    lines.append(_line(bool(info.get("nccl_found")), "NCCL"))
-    # The kernels ship as liblightcc_cuda.so, but the engine does not load it yet (GPU tensors go
-    # through the torch front's NCCL path), so they are listed as built, never as in use.
+    # Both are loaded here exactly as the engine loads them for the first GPU tensor.
+    nccl_version = int(info.get("nccl_version") or 0)
+    nccl = (f"NCCL {nccl_version // 10000}.{nccl_version // 100 % 100}.{nccl_version % 100} "
+            f"({info.get('nccl_library')})" if nccl_version else f"NCCL ({str(info.get('nccl_error') or 'not found').replace(chr(10), ' ')})")
+    lines.append(_line(nccl_version > 0, nccl))
     built = bool(info.get("cuda_compiled"))
-    lines.append(_line(False, "CUDA kernels (liblightcc_cuda.so built; not yet used by the engine)" if built
-                       else "CUDA kernels (not built: no nvcc at build time)"))
+    kernels_error = str(info.get("cuda_error") or "")
+    if built and not kernels_error:
+        kernels = "CUDA kernels (liblightcc_cuda.so: fusion, scaling, casts, top-k; loaded by the engine)"
+    elif built:
+        kernels = f"CUDA kernels ({kernels_error})"
+    else:
+        kernels = "CUDA kernels (not built: no nvcc at build time)"
+    lines.append(_line(built and not kernels_error, kernels))
     devices = int(info.get("cuda_devices") or 0)
     note = str(info.get("cuda_devices_note") or "")
     gpu = f"CUDA GPU ({devices} visible)" if devices else f"CUDA GPU ({note})" if note else "CUDA GPU"
     lines.append(_line(devices > 0, gpu))
-    lines.append(_line(bool(harp) and os.path.exists(harp), f"HARP net plugin ({harp})" if harp else "HARP net plugin"))
+    chosen = os.environ.get("NCCL_NET_PLUGIN") or os.environ.get("LIGHTCC_NET_PLUGIN")
+    if chosen:
+        lines.append(_line(True, f"NCCL net plugin: {chosen} (your choice; lightcc leaves it)"))
+    else:
+        lines.append(_line(bool(harp) and os.path.exists(harp),
+                           f"HARP net plugin ({harp}; NCCL loads it for lightcc's communicators)" if harp
+                           else "HARP net plugin"))
     simd = info.get("simd")
     lines.append(_line(bool(info), f"CPU ({simd})" if simd else "CPU"))
     return "\n".join(lines)

@@ -184,13 +184,17 @@ def test_harp_bench_runs_without_a_secret():
 
 def test_check_build_reports_the_gpu_truthfully():
     from lightcc.common import build_info
+    from lightcc.common.native import core
 
     devices, why = build_info.cuda_devices()
     out = subprocess.run([sys.executable, "-m", "lightcc.runner.launch", "--check-build"], env=env(),
                          check=False, capture_output=True, text=True, timeout=TIMEOUT).stdout
     kernels = next(ln for ln in out.splitlines() if "CUDA kernels" in ln)
-    # Built or not, the engine does not load liblightcc_cuda.so yet: never shown as in use.
-    assert kernels.strip().startswith("[ ]") and "not" in kernels, kernels
+    # Ticked only when the library the engine loads for GPU tensors really loads.
+    loads = build_info.cuda_built() and not core().device_info("")["cuda_error"]
+    assert kernels.strip().startswith("[X]" if loads else "[ ]"), kernels
+    nccl = next(ln for ln in out.splitlines() if "NCCL" in ln and "plugin" not in ln)
+    assert nccl.strip().startswith("[X]" if build_info.nccl_version() else "[ ]"), nccl
     line = next(ln for ln in out.splitlines() if "CUDA GPU" in ln)
     assert line.strip().startswith("[X]" if devices else "[ ]"), line
     if not devices:
