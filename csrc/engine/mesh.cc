@@ -76,9 +76,12 @@ Status meet(const InitOptions& o, const Config& config, rendezvous::StoreClient&
     agreed = compareFingerprints(fingerprint(config), parts[2], r);
   }
   // Every rank has read every rank's settings once all pass this barrier; only then may rank 0
-  // (whose store the others read) leave with an error, so each rank names the bad setting.
-  LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(store, "checked", o.size, timeout));
-  return agreed;
+  // (whose store the others read) leave with an error, so each rank names the bad setting. Rank
+  // 0 may close its store before a peer reads the barrier's reply: a rank that already found a
+  // disagreement reports that, not the reset.
+  Status passed = rendezvous::barrier(store, "checked", o.size, timeout);
+  if (!agreed.ok()) return agreed;
+  return passed;
 }
 
 // Hosts ordered by their first rank; local ranks ascending.

@@ -536,5 +536,5 @@ def test_check_build_prints_a_horovod_style_table():
     assert result.returncode == 0, result.stderr
     assert "Available Frameworks:" in result.stdout
     assert re.search(r"^    \[[X ]\] PyTorch$", result.stdout, re.MULTILINE)
-    assert re.search(r"^    \[[X ]\] NCCL$", result.stdout, re.MULTILINE)
+    assert re.search(r"^    \[[X ]\] NCCL\b", result.stdout, re.MULTILINE)
     assert re.search(r"^    \[X\] lightccrun", result.stdout, re.MULTILINE)
