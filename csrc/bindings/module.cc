@@ -177,11 +177,26 @@ TensorEntry makeEntry(const TensorArgs& t) {
   entry.input = reinterpret_cast<const void*>(in);
   entry.output = reinterpret_cast<void*>(out);
   entry.handle = std::make_shared<Handle>();
-  if (device >= 0 && op <= static_cast<int>(OpType::kReducescatter)) {
-    // The engine's stream will wait for what the caller's stream has queued up to now.
-    raise(device::recordOnStream(device, reinterpret_cast<void*>(stream), &entry.ready));
-  }
   return entry;
+}
+
+// GPU tensors: the engine's stream will wait for what the caller's stream has queued up to now.
+// One event per (device, stream) of a submission, however many tensors it holds.
+void markReady(std::vector<TensorEntry>& entries, const std::vector<TensorArgs>& args) {
+  device::EventPtr event;
+  int device = -1;
+  uintptr_t stream = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const int d = std::get<12>(args[i]);
+    const uintptr_t s = std::get<13>(args[i]);
+    if (d < 0 || std::get<0>(args[i]) > static_cast<int>(OpType::kReducescatter)) continue;
+    if (!event || d != device || s != stream) {
+      raise(device::recordOnStream(d, reinterpret_cast<void*>(s), &event));
+      device = d;
+      stream = s;
+    }
+    entries[i].ready = event;
+  }
 }
 
 // GPU results: the caller's stream runs after the engine's work on them (no host wait).
@@ -205,6 +220,7 @@ py::tuple runNow(const TensorArgs& t) {
   if (!e) throw py::value_error("lightcc has not been initialized; use hvd.init().");
   std::vector<TensorEntry> entries;
   entries.push_back(makeEntry(t));
+  markReady(entries, {t});
   std::shared_ptr<Handle> h = entries.back().handle;
   h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
   Status st;
@@ -233,6 +249,7 @@ int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object kee
     entries.push_back(makeEntry(t));
     sub.handles.push_back(entries.back().handle);
   }
+  markReady(entries, tensors);
   Status st;
   {
     py::gil_scoped_release release;

@@ -16,19 +16,6 @@
 namespace lightcc {
 namespace {
 
-int64_t product(const std::vector<int64_t>& s, size_t from) {
-  int64_t n = 1;
-  for (size_t i = from; i < s.size(); ++i) n *= s[i];
-  return n;
-}
-
-int memberIndex(const SetComm& c, int rank) {
-  for (int i = 0; i < c.size(); ++i) {
-    if (c.ranks[i] == rank) return i;
-  }
-  return -1;
-}
-
 size_t roundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 // Scales and integer division after a Sum, as the host algorithms apply them.
@@ -75,13 +62,7 @@ void DeviceExecutor::abort() {
 }
 
 void DeviceExecutor::complete(Batch& b, size_t index, const Status& st, HandleResult result) {
-  TensorEntry& e = b.entries[index];
-  if (!e.handle) return;
-  std::shared_ptr<Handle> handle = std::move(e.handle);
-  e.handle.reset();
-  e.ready.reset();
-  env_.release_name(b.response->process_set_id, b.response->names[index]);
-  handle->complete(st, std::move(result));
+  completeEntry(env_, b, index, st, std::move(result));
 }
 
 void DeviceExecutor::fail(Batch& b, const Status& st) {
@@ -134,9 +115,11 @@ Status DeviceExecutor::ready(const Batch& b) {
     // The driving thread may be another one than last time: CUDA's current device is per thread.
     LIGHTCC_RETURN_IF_ERROR(static_cast<device::CudaDevice&>(*dev_).activate());
   }
+  const device::Event* waited = nullptr;  // a submission's tensors share one event
   for (size_t i = 0; i < b.entries.size(); ++i) {
-    if (const TensorEntry* e = b.entry(i); e != nullptr && e->ready) {
+    if (const TensorEntry* e = b.entry(i); e != nullptr && e->ready && e->ready.get() != waited) {
       LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e->ready));
+      waited = e->ready.get();
     }
   }
   return Status::OK();
@@ -399,7 +382,7 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c) {
 Status DeviceExecutor::allgather(Batch& b, SetComms& c) {
   const Response& r = *b.response;
   const auto& shape = r.shapes.front();
-  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(shape, 1));
+  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(rowElements(shape));
   const int p = c.flat->size();
   std::vector<size_t> pieces(p);
   int64_t rows = 0;
@@ -442,7 +425,7 @@ Status DeviceExecutor::alltoall(Batch& b, SetComms& c) {
   const TensorEntry* e = b.entry(0);
   if (e == nullptr) return Status::Internal(what + " has no local tensor");
   const Request& req = e->request;
-  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(req.shape, 1));
+  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(rowElements(req.shape));
   // The splits are host numbers: exchanged over the set's host communicator.
   SetComm& hc = channel_.comms.at(r.process_set_id);
   SplitMatrix matrix;
@@ -477,7 +460,7 @@ Status DeviceExecutor::reducescatter(Batch& b, SetComms& c) {
   const int p = c.flat->size();
   const auto rows = reducescatterRows(shape[0], p);
   const size_t esize = dtypeSize(r.dtype);
-  const size_t row_elems = static_cast<size_t>(product(shape, 1));
+  const size_t row_elems = static_cast<size_t>(rowElements(shape));
   const size_t slot = static_cast<size_t>(rows[0]) * row_elems;  // the first members hold the most rows
   const ReduceSpec spec = reduceSpecFor(r, p);
   // Equal slots for NCCL: member j's rows at slot j, zero-padded.

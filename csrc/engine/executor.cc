@@ -12,15 +12,29 @@
 #include "kernels/reduce.h"
 
 namespace lightcc {
-namespace {
 
-int64_t product(const std::vector<int64_t>& s, size_t from) {
+int64_t rowElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
-  for (size_t i = from; i < s.size(); ++i) n *= s[i];
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
   return n;
 }
 
-}  // namespace
+int memberIndex(const SetComm& c, int rank) {
+  for (int i = 0; i < c.size(); ++i) {
+    if (c.ranks[i] == rank) return i;
+  }
+  return -1;
+}
+
+void completeEntry(const ExecEnv& env, Batch& b, size_t index, const Status& st, HandleResult result) {
+  TensorEntry& e = b.entries[index];
+  if (!e.handle) return;
+  std::shared_ptr<Handle> handle = std::move(e.handle);
+  e.handle.reset();
+  e.ready.reset();
+  env.release_name(b.response->process_set_id, b.response->names[index]);
+  handle->complete(st, std::move(result));
+}
 
 ReduceSpec reduceSpecFor(const Response& r, int members) {
   ReduceSpec spec{r.dtype, r.reduce_op, r.prescale, r.postscale};
@@ -41,15 +55,6 @@ ReduceSpec reduceSpecFor(const Response& r, int members) {
 }
 
 namespace {
-
-ReduceSpec reduceSpec(const Response& r, int members) { return reduceSpecFor(r, members); }
-
-int memberIndex(const SetComm& c, int rank) {
-  for (int i = 0; i < c.size(); ++i) {
-    if (c.ranks[i] == rank) return i;
-  }
-  return -1;
-}
 
 // One segment per tensor, reduced locally: a one-member set.
 void reduceAlone(const IoVec& io, const Response& r, const ReduceSpec& spec) {
@@ -82,13 +87,7 @@ HostExecutor::Algorithm HostExecutor::pickAlgorithm(const Response& r, const Set
 }
 
 void HostExecutor::complete(Batch& b, size_t index, const Status& st, HandleResult result) {
-  TensorEntry& e = b.entries[index];
-  if (!e.handle) return;
-  // Free the name before waking the caller, who may reuse it at once.
-  std::shared_ptr<Handle> handle = std::move(e.handle);
-  e.handle.reset();
-  env_.release_name(b.response->process_set_id, b.response->names[index]);
-  handle->complete(st, std::move(result));
+  completeEntry(env_, b, index, st, std::move(result));
 }
 
 void HostExecutor::fail(Batch& b, const Status& st) {
@@ -139,7 +138,7 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
     zeros.assign(count, 0.0f);  // a joined rank contributes nothing
     in = out = zeros.data();
   }
-  const ReduceSpec spec = reduceSpec(r, comm.size());
+  const ReduceSpec spec = reduceSpecFor(r, comm.size());
   HierComm* hier = algo == Algorithm::kTwoLevelTopk ? &channel_.hier.at(r.process_set_id) : nullptr;
   TopkStore::Entry& entry = env_.topk->entry(r.process_set_id, name);
   Status st;
@@ -199,7 +198,7 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
                               "' for an agreed allreduce");
     }
   }
-  const ReduceSpec spec = reduceSpec(r, comm.size());
+  const ReduceSpec spec = reduceSpecFor(r, comm.size());
   const std::string what = "allreduce of '" + r.names.front() + "'";
   switch (algo) {
     case Algorithm::kAdasum: {
@@ -231,7 +230,7 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
 Status HostExecutor::allgather(Batch& b, SetComm& comm, Algorithm algo) {
   const Response& r = *b.response;
   const auto& shape = r.shapes.front();
-  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(shape, 1));
+  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(rowElements(shape));
   std::vector<size_t> pieces(comm.size());
   int64_t rows = 0;
   for (int j = 0; j < comm.size(); ++j) {
@@ -292,7 +291,7 @@ Status HostExecutor::alltoall(Batch& b, SetComm& comm, Algorithm algo) {
   const TensorEntry* p = b.entry(0);
   if (p == nullptr) return Status::Internal(what + " has no local tensor");
   const Request& req = p->request;
-  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(product(req.shape, 1));
+  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(rowElements(req.shape));
   SplitMatrix matrix;
   Status st = algo == Algorithm::kSelf            ? (matrix = {req.aux}, Status::OK())
               : algo == Algorithm::kSharedMemory ? shmExchangeSplits(comm, req.aux, &matrix)
@@ -326,8 +325,8 @@ Status HostExecutor::reducescatter(Batch& b, SetComm& comm, Algorithm algo) {
   if (p == nullptr) return Status::Internal(what + " has no local tensor");
   const auto& shape = r.shapes.front();
   const auto rows = reducescatterRows(shape[0], comm.size());
-  const size_t row_elems = static_cast<size_t>(product(shape, 1));
-  const ReduceSpec spec = reduceSpec(r, comm.size());
+  const size_t row_elems = static_cast<size_t>(rowElements(shape));
+  const ReduceSpec spec = reduceSpecFor(r, comm.size());
   HandleResult result;
   result.output_shape = shape;
   result.output_shape[0] = rows[comm.me];

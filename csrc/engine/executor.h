@@ -62,6 +62,14 @@ class Executor {
 // reductions become max (or) / min (and).
 ReduceSpec reduceSpecFor(const Response& r, int members);
 
+// Elements per row: the product of the dims after the first (allgather, alltoall, reducescatter).
+int64_t rowElements(const std::vector<int64_t>& shape);
+// Position of global `rank` among the set's members, -1 if absent.
+int memberIndex(const SetComm& c, int rank);
+// Completes entry `index` of a batch: frees its name first (the caller may reuse it at once),
+// then the handle. Entries already completed are skipped.
+void completeEntry(const ExecEnv& env, Batch& b, size_t index, const Status& st, HandleResult result = {});
+
 class HostExecutor : public Executor {
  public:
   enum class Algorithm {
