@@ -463,10 +463,12 @@ PYBIND11_MODULE(_core, m) {
     py::dict out;
     Engine& e = engine();
     std::map<std::string, std::vector<float>> residuals;
+    Status st;
     {
       py::gil_scoped_release release;
-      residuals = e.topkResiduals();
+      st = e.topkResiduals(&residuals);
     }
+    raise(st);
     for (auto& [name, values] : residuals) {
       auto buf = std::make_shared<HostBuffer>(values.size() * sizeof(float));
       std::memcpy(buf->data(), values.data(), values.size() * sizeof(float));

@@ -12,8 +12,15 @@ class CudaMemory : public Buffer {
   void* data() const override { return p_; }
   size_t size() const override { return bytes_; }
   int device() const override { return ordinal_; }
+  Status download(void* host, size_t bytes) const override { return copyNow(host, p_, bytes); }
+  Status upload(const void* host, size_t bytes) override { return copyNow(p_, host, bytes); }
 
  private:
+  Status copyNow(void* dst, const void* src, size_t bytes) const {
+    LIGHTCC_RETURN_IF_ERROR(lib_->rt->setDevice(ordinal_));
+    LIGHTCC_RETURN_IF_ERROR(lib_->rt->memcpyAsync(dst, src, bytes, nullptr));
+    return lib_->rt->streamSynchronize(nullptr);
+  }
   const CudaLibrary* lib_;
   void* p_;
   size_t bytes_;

@@ -42,6 +42,10 @@ class Buffer {
   virtual void* data() const = 0;
   virtual size_t size() const = 0;
   virtual int device() const = 0;  // -1: host memory
+  // Blocking copies to and from host memory, for checkpoints (never on the data path); the
+  // caller orders them after the work that uses the buffer (Event::synchronize).
+  virtual Status download(void* host, size_t bytes) const = 0;
+  virtual Status upload(const void* host, size_t bytes) = 0;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 

@@ -20,6 +20,14 @@ class HostMemory : public Buffer {
   void* data() const override { return data_; }
   size_t size() const override { return bytes_; }
   int device() const override { return -1; }
+  Status download(void* host, size_t bytes) const override {
+    if (bytes > 0) std::memcpy(host, data_, bytes);
+    return Status::OK();
+  }
+  Status upload(const void* host, size_t bytes) override {
+    if (bytes > 0) std::memcpy(data_, host, bytes);
+    return Status::OK();
+  }
 
  private:
   void* data_;

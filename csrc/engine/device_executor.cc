@@ -1,6 +1,7 @@
 // DeviceExecutor: the device schedules (fused, 2D and top-k allreduce, the other collectives), and the routing.
 #include "engine/device_executor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +47,56 @@ DeviceTopkStore::Entry& DeviceTopkStore::entry(int32_t set, const std::string& n
 void DeviceTopkStore::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   entries_.clear();
+}
+
+namespace {
+std::string residualName(const std::pair<int32_t, std::string>& key) {
+  return key.first == 0 ? key.second : std::to_string(key.first) + ":" + key.second;
+}
+}  // namespace
+
+Status DeviceTopkStore::residuals(std::map<std::string, std::vector<float>>* out) {
+  std::vector<std::pair<std::string, Entry*>> entries;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, e] : entries_) entries.emplace_back(residualName(key), e.get());
+  }
+  for (auto& [name, e] : entries) {
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (!e->residual) continue;
+    if (e->last) LIGHTCC_RETURN_IF_ERROR(e->last->synchronize());
+    std::vector<float> values(e->elements);
+    LIGHTCC_RETURN_IF_ERROR(e->residual->download(values.data(), values.size() * sizeof(float))
+                                .withContext("reading the top-k residual of '" + name + "'"));
+    (*out)[name] = std::move(values);
+  }
+  return Status::OK();
+}
+
+Status DeviceTopkStore::setResidual(const std::string& name, const float* data, size_t count, uint64_t warmup_steps,
+                                    bool* found) {
+  *found = false;
+  Entry* e = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, entry] : entries_) {
+      if (residualName(key) == name) e = entry.get();
+    }
+  }
+  if (e == nullptr) return Status::OK();
+  std::lock_guard<std::mutex> lock(e->mu);
+  if (!e->residual) return Status::OK();
+  *found = true;
+  if (count != e->elements) {
+    return Status::InvalidArgument("top-k residual for '" + name + "' has " + std::to_string(e->elements) +
+                                   " elements, not " + std::to_string(count));
+  }
+  if (e->last) LIGHTCC_RETURN_IF_ERROR(e->last->synchronize());
+  std::vector<float> padded(e->count, 0.0f);
+  std::copy(data, data + count, padded.begin());
+  LIGHTCC_RETURN_IF_ERROR(e->residual->upload(padded.data(), padded.size() * sizeof(float)));
+  e->steps = std::max(e->steps, warmup_steps);
+  return Status::OK();
 }
 
 DeviceExecutor::~DeviceExecutor() {
@@ -330,13 +381,28 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c) {
   std::lock_guard<std::mutex> lock(e.mu);
   if (e.count != padded) {
     LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.residual));
-    LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.residual->data(), padded * sizeof(float)));
+    // A residual restored from a checkpoint before this tensor first ran waits in the host store.
+    bool restored = false;
+    TopkStore::Entry& saved = env_.topk->entry(r.process_set_id, name);
+    {
+      std::lock_guard<std::mutex> hold(saved.mu);
+      if (saved.state.residual.size() == count) {
+        std::vector<float> padded_copy(padded, 0.0f);
+        std::copy(saved.state.residual.begin(), saved.state.residual.end(), padded_copy.begin());
+        LIGHTCC_RETURN_IF_ERROR(e.residual->upload(padded_copy.data(), padded * sizeof(float)));
+        saved.state.residual.clear();
+        restored = true;
+      }
+    }
+    if (!restored) LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.residual->data(), padded * sizeof(float)));
     if (config.topk_momentum > 0) {
       LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.velocity));
       LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.velocity->data(), padded * sizeof(float)));
     }
     e.count = padded;
-    e.steps = 0;
+    e.elements = count;
+    // As on the host: a restored residual means training resumes past the warm-up.
+    e.steps = restored ? static_cast<uint64_t>(config.topk_warmup_steps) : 0;
     e.last.reset();
   }
   LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "device/device.h"
@@ -33,12 +34,18 @@ class DeviceTopkStore {
     std::mutex mu;  // held while a step enqueues its work on the residual
     device::BufferPtr residual;
     device::BufferPtr velocity;
-    size_t count = 0;
+    size_t count = 0;     // residual length (padded to the 2D group size)
+    size_t elements = 0;  // the tensor's own element count
     uint64_t steps = 0;
     device::EventPtr last;  // after the last step's work on the residual (its stream may differ)
   };
   Entry& entry(int32_t set, const std::string& name);
   void clear();
+  // For checkpoints, as TopkStore: residuals copied to the host by name ("<set>:<name>" outside
+  // the global set) once their last step has finished; set replaces one a GPU tensor already has
+  // (false: no such tensor yet, the host store keeps it until the tensor first runs).
+  Status residuals(std::map<std::string, std::vector<float>>* out);
+  Status setResidual(const std::string& name, const float* data, size_t count, uint64_t warmup_steps, bool* found);
 
  private:
   std::mutex mu_;

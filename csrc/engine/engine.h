@@ -72,9 +72,19 @@ class Engine : private Progress::Cycle {
   Status stopTimeline();
   // Top-k error-feedback residuals by tensor name ("<set id>:<name>" outside the global set),
   // for checkpointing; set replaces one (its size must match the tensor's element count).
-  std::map<std::string, std::vector<float>> topkResiduals() { return topk_.residuals(); }
+  // GPU tensors' residuals are copied from the device (after their last step finished).
+  Status topkResiduals(std::map<std::string, std::vector<float>>* out) {
+    *out = topk_.residuals();
+    for (auto it = out->begin(); it != out->end();) {  // taken over by a GPU tensor: moved to the device
+      it = it->second.empty() ? out->erase(it) : std::next(it);
+    }
+    return device_topk_.residuals(out);
+  }
   Status setTopkResidual(const std::string& name, const float* data, size_t count) {
-    return topk_.setResidual(name, data, count);
+    bool on_device = false;
+    LIGHTCC_RETURN_IF_ERROR(device_topk_.setResidual(name, data, count,
+                                                     static_cast<uint64_t>(config_.topk_warmup_steps), &on_device));
+    return on_device ? Status::OK() : topk_.setResidual(name, data, count);
   }
   // Fusion (fusion_hooks.cc). Fixed at init: safe to read from any thread afterwards.
   const CostModel& costModel() const { return cost_model_; }
