@@ -40,3 +40,18 @@ def test_topk_residuals_save_and_restore(size, extra):
     env = dict(DEVICE, LIGHT_TOPK_ALLREDUCE="1", LIGHT_TOPK_THRESHOLD="262144", LIGHT_TOPK_DENSITY="0.01", **extra)
     for res in run_ranks("topk_worker.py", size, timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("size,streams", [(2, "2"), (3, "3")])
+def test_streams(size, streams):
+    # LIGHT_NUM_STREAMS: one device executor (a CUDA stream and communicators on a GPU) per channel.
+    env = dict(DEVICE, HOROVOD_FUSION_THRESHOLD=str(1 << 20), LIGHT_NUM_STREAMS=streams)
+    for res in run_ranks("streams_worker.py", size, ["mixed"], timeout=240, env=env):
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("strategy", ["order", "cost"])
+def test_fusion_strategies(strategy):
+    env = dict(DEVICE, LIGHT_FUSION_STRATEGY=strategy)
+    for res in run_ranks("fusion_worker.py", 3, timeout=180, env=env):
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
