@@ -202,8 +202,13 @@ void markReady(std::vector<TensorEntry>& entries, const std::vector<TensorArgs>&
 // GPU results: the caller's stream runs after the engine's work on them (no host wait).
 void orderCallerStream(int device, uintptr_t stream, const std::vector<std::shared_ptr<Handle>>& handles) {
   if (device < 0) return;
+  const device::Event* ordered = nullptr;  // tensors of one fused batch share their event
   for (const auto& h : handles) {
-    if (h->result().done) raise(device::orderStream(device, reinterpret_cast<void*>(stream), h->result().done));
+    const device::EventPtr& done = h->result().done;
+    if (done && done.get() != ordered) {
+      raise(device::orderStream(device, reinterpret_cast<void*>(stream), done));
+      ordered = done.get();
+    }
   }
 }
 
