@@ -6,6 +6,9 @@ configuration is a fresh set of processes; the NCCL log of rank 0 is kept so the
 actually used can be checked, not assumed.
 
     python -m benchmarks.gpu.nccl_net --out DIR [--np 2] [--sizes-mib 1,4,16,64,256]
+    python -m benchmarks.gpu.nccl_net --out DIR --configs harp --variant harp-8flows=harp:HARP_NFLOWS=8
+
+A variant is a named configuration: a base one plus extra environment, for sweeping settings.
 """
 from __future__ import annotations
 
@@ -73,6 +76,22 @@ def worker(sizes: List[int], iters: int) -> None:
         print("RESULT " + json.dumps({"rows": rows, "correct": ok}), flush=True)
 
 
+def add_variant(spec: str) -> str:
+    """Registers `NAME=BASE:K=V,K=V` as a configuration and returns NAME."""
+    name, _, rest = spec.partition("=")
+    base, _, assigns = rest.partition(":")
+    if not name or base not in CONFIGS:
+        raise SystemExit(f"--variant {spec!r}: expected NAME=BASE:K=V,... with BASE one of {', '.join(CONFIGS)}")
+    env = dict(CONFIGS[base])
+    for kv in filter(None, assigns.split(",")):
+        k, sep, v = kv.partition("=")
+        if not sep:
+            raise SystemExit(f"--variant {spec!r}: {kv!r} is not K=V")
+        env[k] = v
+    CONFIGS[name] = env
+    return name
+
+
 def run_config(name: str, np_: int, sizes: List[int], iters: int, out: Path) -> Dict[str, object]:
     port = free_port()
     procs = []
@@ -122,6 +141,8 @@ def main() -> None:
     ap.add_argument("--sizes-mib", default="1,4,16,64,256")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=BASE:K=V,...",
+                    help="an extra configuration, run after --configs")
     ap.add_argument("--out", type=Path, default=Path("nccl_net_results"))
     args = ap.parse_args()
     if args.worker:
@@ -129,7 +150,8 @@ def main() -> None:
         return
     args.out.mkdir(parents=True, exist_ok=True)
     sizes = [int(float(m) * (1 << 20)) for m in args.sizes_mib.split(",")]
-    results = [run_config(c, args.np, sizes, args.iters, args.out) for c in args.configs.split(",")]
+    names = [c for c in args.configs.split(",") if c] + [add_variant(v) for v in args.variant]
+    results = [run_config(c, args.np, sizes, args.iters, args.out) for c in names]
     (args.out / "nccl_net.json").write_text(json.dumps(results, indent=1))
     print(f"{'MiB':>6} " + " ".join(f"{r['config']:>14}" for r in results) + "   (busbw GB/s, median)")
     for i, nbytes in enumerate(sizes):

@@ -211,6 +211,12 @@ const std::vector<FlagSpec>& specs() {
          c->device_executor_on_host = v == "host";
          return Status::OK();
        }},
+      {{"LIGHT_DEVICE_INFLIGHT", "int", "1",
+        "With LIGHT_FUSION_STRATEGY=size: GPU allreduces agreed while this many fused GPU batches "
+        "are still running wait, and go out fused as one when fewer are (every rank votes, so all "
+        "fuse alike); 0 launches each as soon as it is agreed. Fuses as much as the network is behind "
+        "the backward pass, with no bucket size to tune."},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 64, &c->device_inflight); }},
       {{"LIGHTCC_FORCE_RING", "bool", "0",
         "Use the link-based ring algorithms even between ranks of one host (tests, benchmarks)."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->force_ring); }},

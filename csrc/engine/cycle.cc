@@ -27,6 +27,8 @@ Status Engine::runCycle(bool* stop) {
   votes.force_shutdown = votes.asked_shutdown &&
                          std::chrono::duration<double>(cycle_start - shutdown_asked_at_).count() > kShutdownGraceSeconds;
   votes.want_flush = fusionWantsFlush();
+  votes.device_ready = deviceReady();
+  voted_device_ready_ = votes.device_ready;
   Negotiator::Plan& plan = plan_;
   LIGHTCC_RETURN_IF_ERROR(negotiator_->negotiate(votes, &plan));
   if (plan.stop) {
@@ -40,7 +42,7 @@ Status Engine::runCycle(bool* stop) {
   // An empty cycle (a peer woke us before we had the op) is not a burst: never delay after it.
   busy_ = queue_.hasWork() && !plan.responses.empty();
   const auto agreed = std::chrono::steady_clock::now();
-  const std::vector<ResponsePtr> batches = fusion_->schedule(plan.responses, plan.flush);
+  const std::vector<ResponsePtr> batches = fusion_->schedule(plan.responses, plan.flush, plan.device_ready);
   fusion_holding_ = fusion_->holding();
   stats_.fusion_held.store(fusion_->heldCount(), std::memory_order_relaxed);
   stats_.fusion_flushes.store(fusion_->flushes(), std::memory_order_relaxed);

@@ -11,6 +11,7 @@
 #include "device/cuda_device.h"
 #include "device/host_device.h"
 #include "device/nccl.h"
+#include "engine/device_pacing.h"
 #include "engine/fusion.h"
 #include "kernels/topk.h"
 
@@ -123,6 +124,7 @@ void DeviceExecutor::fail(Batch& b, const Status& st) {
 Status DeviceExecutor::finish(Batch& b, std::vector<HandleResult> results) {
   device::EventPtr done;
   LIGHTCC_RETURN_IF_ERROR(dev_->record(&done));
+  if (env_.device_inflight) env_.device_inflight->add(done);
   results.resize(b.entries.size());
   for (size_t i = 0; i < b.entries.size(); ++i) {
     results[i].done = done;

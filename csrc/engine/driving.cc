@@ -25,6 +25,8 @@ constexpr double kCallerIdleUs = 20e3;
 // How often peers' liveness is checked while waiting for work: often while something here waits
 // on them, rarely when idle (a dead peer then fails the next operation soon enough).
 constexpr double kLivenessPendingS = 0.25, kLivenessIdleS = 1.0;
+// How often the engine looks at the GPU while tensors wait for it to drain (device_pacing.h).
+constexpr double kPacingPollUs = 100;
 }  // namespace
 
 void Engine::requestAbort(const Status& why) {
@@ -54,7 +56,7 @@ bool Engine::workReady(bool background) {
   // would turn every later op into a hand-off, since the caller then finds the engine busy.
   if (background ? queue_.hasUndrivenWork() : queue_.hasWork()) return true;
   if (streams_ && streams_->failed()) return true;
-  if (fusionWantsFlush()) return true;
+  if (fusionWantsFlush() || pacingWantsCycle()) return true;
   return negotiator_->incoming();
 }
 
@@ -78,6 +80,8 @@ Status Engine::timers(bool* want_cycle) {
 
 double Engine::idleUs(bool background) {
   const bool holding = fusion_ && fusion_->holding();  // held bucket tensors: the flush timer
+  // Tensors held for a busy GPU: its stream idles from the moment it drains until we look.
+  if (fusion_ && fusion_->pacedCount() > 0) return kPacingPollUs;
   if (!background) return holding ? 1e3 : kCallerIdleUs;
   // With nothing pending the engine sleeps until woken (liveness still looks now and then); with
   // pending work it looks often; while some rank shuts down, every 100 ms so its grace can end.

@@ -76,6 +76,7 @@ Status Engine::startExecutors() {
   exec_env_.release_name = [this](int32_t set, const std::string& name) { queue_.finish(set, name); };
   exec_env_.device_topk = &device_topk_;
   exec_env_.device_batches = &stats_.device_batches;
+  exec_env_.device_inflight = &device_inflight_;
   exec_env_.net_plugin = config_.net_plugin.empty() ? options_.bundled_net_plugin : config_.net_plugin;
   exec_env_.nccl_library = config_.nccl_library.empty() ? options_.nccl_library : config_.nccl_library;
   exec_env_.job_secret = options_.secret;

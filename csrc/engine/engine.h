@@ -33,6 +33,7 @@
 #include "engine/coordinator.h"
 #include "engine/cost_model.h"
 #include "engine/device_executor.h"
+#include "engine/device_pacing.h"
 #include "engine/executor.h"
 #include "engine/fusion_scheduler.h"
 #include "engine/mesh.h"
@@ -127,6 +128,9 @@ class Engine : private Progress::Cycle {
   // fusion_hooks.cc
   Status setUpFusion();          // bootstrap: probe the cost model (cost), build the scheduler
   bool fusionWantsFlush() const;  // this rank asks every rank to run its held tensors now
+  bool deviceReady();             // fewer than LIGHT_DEVICE_INFLIGHT GPU batches running here
+  // GPU allreduces are held for a busy GPU and this rank's, busy at the last vote, is ready now.
+  bool pacingWantsCycle();
 
   // dispatch.cc: each agreed response on the driving thread; data batches go to an executor.
   Status execute(const ResponsePtr& r);
@@ -160,6 +164,8 @@ class Engine : private Progress::Cycle {
   TopkStore topk_;
   ExecEnv exec_env_;
   DeviceTopkStore device_topk_;
+  DeviceInflight device_inflight_;  // used by executors on stream threads too
+  bool voted_device_ready_ = true;  // this rank's device_ready vote in the last cycle
   std::unique_ptr<RoutingExecutor> executor_;  // runs batches on main_ (without streams)
   std::vector<Executor*> stream_executors_;    // owned by streams_; aborted on a peer failure
   std::unique_ptr<Negotiator> negotiator_;

@@ -24,6 +24,7 @@
 namespace lightcc {
 
 class DeviceTopkStore;
+class DeviceInflight;
 
 // What every executor shares: fixed at init, or safe to use from any thread.
 struct ExecEnv {
@@ -37,6 +38,7 @@ struct ExecEnv {
   // GPU data plane: residuals of device tensors, what NCCL loads, the job secret HARP checks.
   DeviceTopkStore* device_topk = nullptr;
   std::atomic<uint64_t>* device_batches = nullptr;  // EngineStats counter
+  DeviceInflight* device_inflight = nullptr;        // LIGHT_DEVICE_INFLIGHT: batches still on the GPU
   std::string net_plugin;    // NCCL_NET_PLUGIN for lightcc's communicators (HARP unless the user chose)
   std::string nccl_library;  // first libnccl tried
   std::string job_secret;

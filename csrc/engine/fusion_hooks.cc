@@ -13,6 +13,7 @@ Status Engine::setUpFusion() {
   o.threshold = config_.fusion_threshold_bytes;
   o.bucket = config_.fusion_threshold_bytes;
   o.first_bucket = std::min(config_.fusion_first_bucket_bytes, o.bucket);
+  o.pace_device = config_.device_inflight > 0;
   if (config_.fusion_strategy == FusionStrategy::kCost) {
     LIGHTCC_RETURN_IF_ERROR(probeCostModel(main_->comms.at(0), mesh_->hosts(), main_->hier.count(0) > 0, config_.topk_allreduce,
                                            config_.topk_density, &cost_model_)
@@ -39,6 +40,18 @@ bool Engine::fusionWantsFlush() const {
   // Polled while the engine waits for work, so it does not log; the flush itself is logged.
   return fusion_->anyHeld(
       [this](const FusionScheduler::Key& key) { return negotiator_->waitedOn(key.first, key.second); });
+}
+
+bool Engine::deviceReady() {
+  return config_.device_inflight <= 0 ||
+         device_inflight_.running() < static_cast<size_t>(config_.device_inflight);
+}
+
+bool Engine::pacingWantsCycle() {
+  // Edge-triggered: a rank whose GPU was ready at the last vote already said so; the rank that
+  // was busy asks for the next cycle when it is ready, so held tensors never wait on a cycle
+  // that nobody starts, and no rank spins cycles while a peer's GPU is still busy.
+  return fusion_ && fusion_->pacedCount() > 0 && !voted_device_ready_ && deviceReady();
 }
 
 void Engine::nudgeFusion() {

@@ -29,6 +29,37 @@ bool FusionScheduler::bucketable(const Response& r) const {
          !r.isError() && r.names.size() == 1 && !(alone_ && alone_(r));
 }
 
+bool FusionScheduler::paceable(const Response& r) const {
+  return options_.pace_device && options_.threshold > 0 && r.on_device && r.op == OpType::kAllreduce && !r.isError() && r.names.size() == 1 &&
+         !(alone_ && alone_(r));
+}
+
+std::vector<ResponsePtr> FusionScheduler::pace(const std::vector<ResponsePtr>& agreed, bool flush, bool device_ready) {
+  std::vector<ResponsePtr> now;
+  now.reserve(paced_.size() + agreed.size());
+  bool release = flush || device_ready;
+  for (const ResponsePtr& p : agreed) {
+    if (p->op == OpType::kAddProcessSet || p->op == OpType::kRemoveProcessSet) release = true;
+  }
+  if (release && !paced_.empty()) {
+    // Held ones were agreed first: they lead, and fuse with this cycle's.
+    if (flush && !device_ready) ++flushes_;
+    held_ -= paced_.size();
+    now.insert(now.end(), std::make_move_iterator(paced_.begin()), std::make_move_iterator(paced_.end()));
+    paced_.clear();
+  }
+  for (const ResponsePtr& p : agreed) {
+    if (!release && paceable(*p)) {
+      paced_.push_back(p);
+      ++held_;
+      last_arrival_ = std::chrono::steady_clock::now();
+    } else {
+      now.push_back(p);
+    }
+  }
+  return planFusion(now, options_.threshold, alone_, &memo_);
+}
+
 size_t FusionScheduler::assign(const Key& key, const Response& r) {
   const int64_t bytes = tensorBytes(r, 0);
   OpenBucket& open = open_[fusableClass(r)];
@@ -77,8 +108,10 @@ void FusionScheduler::release(Bucket& b, std::vector<ResponsePtr>* out) {
   }
 }
 
-std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr>& agreed, bool flush) {
+std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr>& agreed, bool flush,
+                                                   bool device_ready) {
   if (options_.strategy == FusionStrategy::kSize || options_.threshold <= 0) {
+    if (options_.pace_device || !paced_.empty()) return pace(agreed, flush, device_ready);
     return planFusion(agreed, options_.threshold, alone_, &memo_);
   }
   std::vector<ResponsePtr> now, released;
@@ -116,6 +149,9 @@ std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr
 }
 
 bool FusionScheduler::anyHeld(const std::function<bool(const Key&)>& pred) const {
+  for (const ResponsePtr& p : paced_) {
+    if (pred(Key{p->process_set_id, p->names.front()})) return true;
+  }
   for (const Bucket& b : buckets_) {
     for (const auto& [k, r] : b.arrived) {
       if (pred(k)) return true;

@@ -11,6 +11,9 @@
 //         an agreed tensor is held until every member of its bucket is agreed (held at once),
 //         then the bucket runs as one fused response.
 // cost  : order, with `bucket`/`first_bucket` taken from the alpha-beta model (engine/cost_model).
+// size, paced (LIGHT_DEVICE_INFLIGHT, engine/device_pacing.h): GPU allreduces agreed while the
+//         plan says some rank's GPU is still busy are held, and run fused with the next ones
+//         once every rank's is ready (or at a flush).
 // Flush: when asked (a caller blocks on a held tensor, nothing new for LIGHT_FUSION_FLUSH_MS,
 // join, shutdown) every held tensor runs now; so does the cycle of a process-set change. A member
 // missing at kEvictAfterMisses flushes of its bucket in a row leaves the plan (an unused
@@ -39,15 +42,18 @@ class FusionScheduler {
     int64_t threshold = 0;     // HOROVOD_FUSION_THRESHOLD: largest fused response (0 = no fusion)
     int64_t first_bucket = 0;  // order/cost: first bucket of each class
     int64_t bucket = 0;        // order/cost: later buckets
+    bool pace_device = false;  // size: hold GPU allreduces while the plan says a GPU is busy
   };
   // `alone(r)`: never fused nor held (tensors top-k compresses one by one).
   FusionScheduler(const Options& options, std::function<bool(const Response&)> alone);
 
   // This cycle's agreed responses in, what to execute now out (in order).
-  std::vector<ResponsePtr> schedule(const std::vector<ResponsePtr>& agreed, bool flush);
+  // `device_ready`: the plan's agreed vote that every rank may start another GPU batch.
+  std::vector<ResponsePtr> schedule(const std::vector<ResponsePtr>& agreed, bool flush, bool device_ready = true);
 
   bool holding() const { return held_ > 0; }
   size_t heldCount() const { return held_; }
+  size_t pacedCount() const { return paced_.size(); }  // of heldCount(): held for a busy GPU
   // True if `pred` holds for some held tensor (agreed everywhere, waiting for its bucket).
   bool anyHeld(const std::function<bool(const Key&)>& pred) const;
   // Seconds since a bucketed tensor was last agreed (the flush timer).
@@ -65,6 +71,8 @@ class FusionScheduler {
   };
   static constexpr int kEvictAfterMisses = 3;
   bool bucketable(const Response& r) const;
+  bool paceable(const Response& r) const;
+  std::vector<ResponsePtr> pace(const std::vector<ResponsePtr>& agreed, bool flush, bool device_ready);
   size_t assign(const Key& key, const Response& r);
   void flushBucket(Bucket& b, std::vector<ResponsePtr>* out);
   void release(Bucket& b, std::vector<ResponsePtr>* out);
@@ -80,6 +88,7 @@ class FusionScheduler {
   };
   std::map<std::string, OpenBucket> open_;  // by fusable class
   size_t held_ = 0;
+  std::vector<ResponsePtr> paced_;  // size strategy: GPU allreduces waiting for every GPU to be ready
   uint64_t flushes_ = 0;
   std::chrono::steady_clock::time_point last_arrival_ = std::chrono::steady_clock::now();
 };

@@ -19,7 +19,8 @@
 namespace lightcc {
 namespace {
 constexpr uint64_t kNothingToSend = 1, kNoShutdown = 2, kNotJoined = 4, kCoordinatorIdle = 8,
-                   kNothingPending = 16, kAllAsked = 32, kNoForce = 64, kNoFlush = 128;
+                   kNothingPending = 16, kAllAsked = 32, kNoForce = 64, kNoFlush = 128,
+                   kDeviceReady = 256;
 }
 
 Negotiator::Negotiator(const Config& config, const Topology& topo, Channel& main, TensorQueue& queue,
@@ -281,7 +282,8 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   bits[0] = (tensors_.anyToSend() ? 0 : kNothingToSend) | (votes.asked_shutdown ? 0 : kNoShutdown) |
             (joined_ ? 0 : kNotJoined) | (stall_responses_.empty() ? kCoordinatorIdle : 0) |
             (tensors_.anyPending() ? 0 : kNothingPending) | (votes.asked_shutdown ? kAllAsked : 0) |
-            (votes.force_shutdown ? 0 : kNoForce) | (votes.want_flush ? 0 : kNoFlush);
+            (votes.force_shutdown ? 0 : kNoForce) | (votes.want_flush ? 0 : kNoFlush) |
+            (votes.device_ready ? kDeviceReady : 0);
   updateAbsentMask();
   for (size_t w = 0; w < cap_words; ++w) bits[1 + w] |= absent_mask_[w];
   for (TensorId id : tensors_.pending()) {
@@ -314,6 +316,7 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   }
   plan->cached = plan->responses.size();
   plan->flush = !(status & kNoFlush) || any_joined || plan->shutdown_pending;
+  plan->device_ready = (status & kDeviceReady) != 0;
   plan->slow = !(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined;
   if (plan->slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&plan->responses));
   for (size_t i = plan->cached; i < plan->responses.size(); ++i) {

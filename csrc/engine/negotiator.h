@@ -42,6 +42,7 @@ class Negotiator {
     bool asked_shutdown = false;  // this rank asked to shut down
     bool force_shutdown = false;  // its shutdown grace has run out
     bool want_flush = false;      // run held (bucketed) tensors now
+    bool device_ready = true;     // few enough GPU batches still running here (LIGHT_DEVICE_INFLIGHT)
   };
   // The agreed outcome, identical on every rank. Reused every cycle (its capacity stays).
   struct Plan {
@@ -49,6 +50,7 @@ class Negotiator {
     size_t cached = 0;                   // how many came from the cache
     bool stop = false;                   // every rank stops now (shutdown)
     bool flush = false;                  // run held tensors now
+    bool device_ready = true;            // every rank may start another GPU batch
     bool slow = false;                   // the coordinator was needed
     bool shutdown_pending = false;       // some rank asked to shut down
   };

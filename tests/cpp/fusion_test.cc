@@ -39,10 +39,17 @@ std::vector<std::string> names(const std::vector<ResponsePtr>& plan) {
 }
 
 // The engine hands the scheduler shared responses; the tests build them by value.
-std::vector<ResponsePtr> schedule(FusionScheduler& s, const std::vector<Response>& agreed, bool flush) {
+std::vector<ResponsePtr> schedule(FusionScheduler& s, const std::vector<Response>& agreed, bool flush,
+                                  bool device_ready = true) {
   std::vector<ResponsePtr> ptrs;
   for (const Response& r : agreed) ptrs.push_back(std::make_shared<const Response>(r));
-  return s.schedule(ptrs, flush);
+  return s.schedule(ptrs, flush, device_ready);
+}
+
+Response gpu(const std::string& name, int64_t floats) {
+  Response r = tensor(name, floats);
+  r.on_device = true;
+  return r;
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -126,6 +133,56 @@ void testPassThroughAndDeterminism() {
   check(join(p) == "[a][rm]", "process-set change flushes held tensors first: " + join(p));
 }
 
+void testDevicePacing() {
+  FusionScheduler::Options o;
+  o.threshold = 1 << 20;
+  o.pace_device = true;
+  auto alone = [](const Response& r) { return r.names.front() == "topk"; };
+  FusionScheduler s(o, alone);
+  // Every GPU ready: runs as agreed, fused per cycle like plain size.
+  check(join(names(schedule(s, {gpu("a", 100), gpu("b", 100)}, false, true))) == "[a+b]", "pacing: ready runs now");
+  // A busy GPU somewhere: GPU allreduces wait; host tensors, top-k ones and broadcasts do not.
+  Response host = tensor("h", 100), bcast = gpu("bc", 10), err = gpu("e", 10);
+  bcast.op = OpType::kBroadcast;
+  err.error = "mismatch";
+  auto p = join(names(schedule(s, {gpu("c", 100), host, gpu("topk", 1000), bcast, err}, false, false)));
+  check(p == "[h][topk][bc][e]", "pacing: only fusable GPU allreduces wait: " + p);
+  check(schedule(s, {gpu("d", 100)}, false, false).empty(), "pacing: d waits too");
+  check(s.holding() && s.pacedCount() == 2 && s.heldCount() == 2, "pacing: c and d held");
+  check(s.anyHeld([](const FusionScheduler::Key& k) { return k.second == "d"; }), "pacing: held ones are visible");
+  // Ready again: the held lead and fuse with this cycle's.
+  p = join(names(schedule(s, {gpu("f", 100)}, false, true)));
+  check(p == "[c+d+f]", "pacing: held ones fuse with the next: " + p);
+  check(!s.holding(), "pacing: nothing held once ready");
+  // A flush (a caller waits) runs them on a busy GPU; so does a process-set change.
+  schedule(s, {gpu("g", 100)}, false, false);
+  check(join(names(schedule(s, {}, true, false))) == "[g]" && s.flushes() == 1, "pacing: a flush runs held ones");
+  Response remove;
+  remove.op = OpType::kRemoveProcessSet;
+  remove.names = {"rm"};
+  schedule(s, {gpu("i", 100)}, false, false);
+  p = join(names(schedule(s, {remove, gpu("j", 100)}, false, false)));
+  check(p == "[rm][i+j]" || p == "[i+j][rm]", "pacing: a process-set change releases: " + p);
+  check(!s.holding(), "pacing: nothing held after the change");
+  // Two ranks fed the same cycles plan the same.
+  FusionScheduler s1(o, alone), s2(o, alone);
+  const std::vector<std::pair<std::vector<Response>, bool>> cycles = {
+      {{gpu("a", 100)}, true}, {{gpu("b", 100), gpu("c", 100)}, false}, {{gpu("d", 100)}, false}, {{}, true}};
+  for (size_t i = 0; i < cycles.size(); ++i) {
+    auto p1 = names(schedule(s1, cycles[i].first, false, cycles[i].second));
+    auto p2 = names(schedule(s2, cycles[i].first, false, cycles[i].second));
+    check(p1 == p2, "pacing: identical plans from identical votes, cycle " + std::to_string(i));
+  }
+  // Off (LIGHT_DEVICE_INFLIGHT=0), or without fusion: a busy GPU holds nothing.
+  o.pace_device = false;
+  FusionScheduler off(o, nullptr);
+  check(names(schedule(off, {gpu("a", 100)}, false, false)).size() == 1, "pacing off: runs now");
+  o.pace_device = true;
+  o.threshold = 0;
+  FusionScheduler nofuse(o, nullptr);
+  check(names(schedule(nofuse, {gpu("a", 100)}, false, false)).size() == 1, "threshold 0: pacing holds nothing");
+}
+
 void testFusionOff() {
   auto o = orderOptions();
   o.threshold = 0;
@@ -166,6 +223,7 @@ int main() {
   testOrderBucketsAndHolding();
   testFlushAndEviction();
   testPassThroughAndDeterminism();
+  testDevicePacing();
   testFusionOff();
   testFitAndModel();
   return testing::summary();

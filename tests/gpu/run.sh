@@ -10,6 +10,23 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 phases=("$@")
 [ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net torch cupy bench)
 status=0
+# Ranks that share one GPU from separate processes are time-sliced by the driver: a collective
+# waits for its peer's kernel to get the GPU, about 5 ms a call whatever the network. Under MPS
+# their kernels run side by side, as on separate GPUs, so the network is what gets measured.
+# The daemon is this run's own (private pipe directory) and quits when the run ends.
+if [ "${LIGHTCC_GPU_MPS:-1}" = 1 ] && command -v nvidia-cuda-mps-control >/dev/null; then
+  export CUDA_MPS_PIPE_DIRECTORY=${TMPDIR:-/tmp}/lightcc-mps-pipe.$$ CUDA_MPS_LOG_DIRECTORY=${TMPDIR:-/tmp}/lightcc-mps-log.$$
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d; then
+    trap 'echo quit | nvidia-cuda-mps-control; rm -rf "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"' EXIT
+    echo "=== MPS: on (LIGHTCC_GPU_MPS=0 turns it off)"
+  else
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    echo "=== MPS: could not start; ranks are time-sliced"
+  fi
+else
+  echo "=== MPS: off; ranks sharing the GPU are time-sliced"
+fi
 step() {  # step NAME TIMEOUT CMD...: runs one check, logs its verdict
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
