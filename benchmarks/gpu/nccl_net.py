@@ -28,8 +28,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "lightcc" / "lib" / "libnccl-net-harp.so"
 
 # name -> extra environment. Socket "tuned": NCCL's own knobs for many TCP streams per peer.
+# "harp" is the plugin with its defaults, as a torch DDP job that only sets NCCL_NET_PLUGIN gets it.
 CONFIGS: Dict[str, Dict[str, str]] = {
     "harp": {"NCCL_NET": "HARP", "NCCL_NET_PLUGIN": str(PLUGIN)},
+    # What lightcc sets for its own communicators over HARP (device_executor.cc): four channels.
+    "harp-lightcc": {"NCCL_NET": "HARP", "NCCL_NET_PLUGIN": str(PLUGIN), "NCCL_MIN_NCHANNELS": "4"},
     "socket": {"NCCL_NET": "Socket", "NCCL_NET_PLUGIN": "none"},
     "socket-tuned": {"NCCL_NET": "Socket", "NCCL_NET_PLUGIN": "none",
                      "NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "4"},

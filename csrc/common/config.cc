@@ -211,7 +211,7 @@ const std::vector<FlagSpec>& specs() {
          c->device_executor_on_host = v == "host";
          return Status::OK();
        }},
-      {{"LIGHT_DEVICE_INFLIGHT", "int", "1",
+      {{"LIGHT_DEVICE_INFLIGHT", "int", "2",
         "With LIGHT_FUSION_STRATEGY=size: GPU allreduces agreed while this many fused GPU batches "
         "are still running wait, and go out fused as one when fewer are (every rank votes, so all "
         "fuse alike); 0 launches each as soon as it is agreed. Fuses as much as the network is behind "

@@ -40,7 +40,7 @@ struct Config {
   // GPU data plane (engine/device_executor.h).
   std::string nccl_library;                    // LIGHTCC_NCCL_LIBRARY ("" = the wheel's, then the loader's)
   bool device_executor_on_host = false;        // LIGHTCC_DEVICE_EXECUTOR=host (tests)
-  int64_t device_inflight = 1;                 // LIGHT_DEVICE_INFLIGHT (engine/device_pacing.h)
+  int64_t device_inflight = 2;                 // LIGHT_DEVICE_INFLIGHT (engine/device_pacing.h)
   // LightCC algorithms.
   bool hierarchical_allreduce = false;          // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL_ALLREDUCE)
   int64_t intra_size = 0;                       // LIGHT_INTRA_SIZE (0 = ranks per host)

@@ -120,8 +120,8 @@ const char* const kSettable[] = {"HARP_NINSTANCES", "HARP_CORES",       "HARP_NF
 
 const std::vector<ParamDoc>& harpParamDocs() {
   static const std::vector<ParamDoc> docs = {
-      {"HARP_NINSTANCES", "int", "min(cores,4)", "engine threads, each pinned to one core"},
-      {"HARP_CORES", "list", "first N allowed", "cores to pin the instances to, e.g. 2,3; off: no pinning"},
+      {"HARP_NINSTANCES", "int", "min(cores,8)", "engine threads, each pinned to one core"},
+      {"HARP_CORES", "list", "allowed, from local rank x N", "cores to pin the instances to, e.g. 2,3; off: no pinning"},
       {"HARP_NFLOWS", "int", "4", "TCP flows per connection, spread over instances"},
       {"HARP_CHUNK_BYTES", "bytes", "512K", "a message is cut into chunks of this size"},
       {"HARP_ZC_MIN_BYTES", "bytes", "64K", "chunks at least this big are sent zero-copy"},
@@ -201,7 +201,7 @@ std::string harpParseParams(Params* out) {
   if (const char* s = envOrNull("HARP_JOB_SECRET")) p.secret = s;
   if (p.ninstances == 0) {
     int cores = static_cast<int>(std::thread::hardware_concurrency());
-    p.ninstances = std::max(1, std::min(cores, 4));
+    p.ninstances = std::max(1, std::min(cores, 8));
   }
   *out = p;
   return "";

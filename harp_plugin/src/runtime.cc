@@ -3,6 +3,7 @@
 
 #include <sched.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "log.h"
@@ -22,6 +23,20 @@ std::vector<int> allowedCores() {
     }
   }
   return cores;
+}
+
+// The launcher's local rank, or 0: processes of one host pin their instances to different
+// cores instead of all to the first N (a launcher that binds ranks to cores makes it moot).
+int localRank() {
+  for (const char* name : {"LIGHTCC_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK", "MPI_LOCALRANKID"}) {
+    const char* v = std::getenv(name);
+    if (v && *v) {
+      char* end = nullptr;
+      long x = std::strtol(v, &end, 10);
+      if (end && *end == 0 && x >= 0 && x < 4096) return static_cast<int>(x);
+    }
+  }
+  return 0;
 }
 }  // namespace
 
@@ -60,8 +75,9 @@ harp_abi::ncclResult_t harpRuntimeInit(harp_abi::ncclDebugLogger_t logger) {
     HARP_INFO("init: zero-copy off: only virtual/local devices (set HARP_ZC=uring or msg to force)");
   }
   std::vector<int> cores = params.cores.empty() ? allowedCores() : params.cores;
+  const size_t first = params.cores.empty() ? static_cast<size_t>(localRank()) * params.ninstances : 0;
   for (int i = 0; i < params.ninstances; ++i) {
-    int core = (cores.empty() || !params.pin) ? -1 : cores[static_cast<size_t>(i) % cores.size()];
+    int core = (cores.empty() || !params.pin) ? -1 : cores[(first + static_cast<size_t>(i)) % cores.size()];
     rt->workers.push_back(std::make_unique<Worker>(i, core, params.zc_mode, params.busy_poll_us));
   }
   HARP_INFO("init: %zu device(s), first %s; %d instance(s), %d flow(s)/comm, chunk %zu B, "
