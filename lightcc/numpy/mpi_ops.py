@@ -1,10 +1,13 @@
-"""Collectives on NumPy arrays (host) and CuPy arrays (GPU): sync, async (+poll/synchronize), in-place and grouped forms.
+"""Collectives on NumPy arrays (host), CuPy arrays (GPU) and JAX arrays: sync, async (+poll/synchronize), in-place and grouped forms.
 
 CuPy arrays go through the same engine with their device address and the current CuPy stream;
-results come back as CuPy arrays on the same GPU (lightcc.common.device_arrays).
+results come back as CuPy arrays on the same GPU (lightcc.common.device_arrays). JAX arrays enter
+as the NumPy/CuPy views of their DLPack export and results go back as JAX arrays
+(lightcc.common.jax_arrays).
 """
 from __future__ import annotations
 
+import functools
 import pickle
 from typing import Any, List, Optional, Sequence
 
@@ -13,6 +16,7 @@ import numpy as np
 from lightcc.common import ops as _ops
 from lightcc.common.arrays import address
 from lightcc.common import device_arrays as _gpu
+from lightcc.common import jax_arrays as _jax
 from lightcc.common.basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built,
                                    gloo_enabled, init, is_homogeneous, is_initialized, local_rank,
                                    local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built,
@@ -49,8 +53,10 @@ def _check_array(a: Any, what: str, writeable: bool = False) -> np.ndarray:
             raise ValueError(f"{what}: the array is not contiguous; pass cupy.ascontiguousarray(a)")
         numpy_code(a.dtype)
         return a
+    if _jax.is_jax(a):
+        _jax.refuse_in_place(a, what)
     if not isinstance(a, np.ndarray):
-        raise ValueError(f"{what} expects a numpy.ndarray or cupy.ndarray, got {type(a).__name__}")
+        raise ValueError(f"{what} expects a numpy.ndarray, cupy.ndarray or jax.Array, got {type(a).__name__}")
     if not a.flags.c_contiguous:
         raise ValueError(f"{what}: the array is not contiguous; pass np.ascontiguousarray(a)")
     if writeable and not a.flags.writeable:
@@ -367,8 +373,11 @@ def synchronize(handle: int) -> Any:
     """Wait for `handle` and return its output (raises on failure)."""
     single = handle in _single_handles
     _single_handles.discard(handle)
+    jax_out = handle in _jax_handles
+    _jax_handles.discard(handle)
     out = _ops.handles.synchronize(handle)
-    return out[0] if single else out
+    out = out[0] if single else out
+    return _jax.to_jax(out) if jax_out else out
 
 
 def join() -> int:
@@ -404,3 +413,36 @@ def allgather_object(obj: Any, name: Optional[str] = None,
         out.append(pickle.loads(data[off:off + n].tobytes()))
         off += n
     return out
+
+
+# ---- JAX arrays: every out-of-place collective takes them and answers in kind ------------------
+
+# Handles of calls made with JAX arrays: synchronize() converts their results back.
+_jax_handles: set = set()
+
+
+def _jax_aware(fn: Any) -> Any:
+    is_async = fn.__name__.endswith("_async")
+
+    @functools.wraps(fn)
+    def call(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        first = _jax.first_array(tensors)
+        if first is None or not _jax.is_jax(first):
+            return fn(tensors, *args, **kwargs)
+        native = ([_jax.to_native(t) for t in tensors] if isinstance(tensors, (list, tuple))
+                  else _jax.to_native(tensors))
+        out = fn(native, *args, **kwargs)
+        if is_async:
+            _jax_handles.add(out)
+            return out
+        return _jax.to_jax(out)
+
+    return call
+
+
+for _name in ("allreduce", "allreduce_async", "grouped_allreduce", "grouped_allreduce_async", "allgather",
+              "allgather_async", "grouped_allgather", "grouped_allgather_async", "broadcast", "broadcast_async",
+              "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_reducescatter",
+              "grouped_reducescatter_async"):
+    globals()[_name] = _jax_aware(globals()[_name])
+del _name

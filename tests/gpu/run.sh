@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds lightcc on the GPU machine and runs every GPU check in one call; prints one log.
 # Usage (repo root, on a machine with an NVIDIA GPU, torch+CUDA, nvidia-nccl, CuPy, nvcc):
-#   OUT=/some/dir tests/gpu/run.sh [phase ...]      phases: env build kernels smoke net torch cupy bench
+#   OUT=/some/dir tests/gpu/run.sh [phase ...]      phases: env build kernels smoke net torch cupy jax bench
 set -uo pipefail
 OUT=${OUT:-/tmp/lightcc-gpu}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net torch cupy bench)
+[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net bench cupy jax torch)
 status=0
 # Ranks that share one GPU from separate processes are time-sliced by the driver: a collective
 # waits for its peer's kernel to get the GPU, about 5 ms a call whatever the network. Under MPS
@@ -66,6 +66,9 @@ for phase in "${phases[@]}"; do
       ;;
     cupy)
       step cupy 300 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k cupy
+      ;;
+    jax)
+      step jax 240 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k jax
       ;;
     bench)
       [ -f benchmarks/gpu/synthetic.py ] && step synthetic 420 $PY -m benchmarks.gpu.synthetic --out "$OUT/synthetic"
