@@ -53,6 +53,13 @@ DeviceTopkStore::Entry& DeviceTopkStore::entry(int32_t set, const std::string& n
   return *e;
 }
 
+void DeviceTopkStore::dropSet(int32_t set) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = it->first.first == set ? entries_.erase(it) : std::next(it);
+  }
+}
+
 void DeviceTopkStore::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   entries_.clear();
@@ -119,6 +126,12 @@ void DeviceExecutor::abort() {
       if (comm != nullptr) comm->abort();
     }
   }
+}
+
+void DeviceExecutor::dropSet(int32_t set) {
+  // Destroying a communicator waits for its work on the stream, so the set's last batches
+  // finish first; a later set that reuses the ranks gets communicators of its own.
+  comms_.erase(set);
 }
 
 void DeviceExecutor::complete(Batch& b, size_t index, const Status& st, HandleResult result) {
@@ -582,6 +595,11 @@ void RoutingExecutor::fail(Batch& b, const Status& st) { pick(b).fail(b, st); }
 
 void RoutingExecutor::abort() {
   if (device_) device_->abort();
+}
+
+void RoutingExecutor::dropSet(int32_t set) {
+  if (device_) device_->dropSet(set);
+  if (emulated_) emulated_->dropSet(set);
 }
 
 }  // namespace lightcc

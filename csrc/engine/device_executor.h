@@ -45,6 +45,7 @@ class DeviceTopkStore {
   // the global set) once their last step has finished; set replaces one a GPU tensor already has
   // (false: no such tensor yet, the host store keeps it until the tensor first runs).
   Status residuals(std::map<std::string, std::vector<float>>* out);
+  void dropSet(int32_t set);  // a removed process set's residuals
   Status setResidual(const std::string& name, const float* data, size_t count, uint64_t warmup_steps, bool* found);
 
  private:
@@ -62,6 +63,7 @@ class DeviceExecutor : public Executor {
   Status run(Batch& b) override;
   void fail(Batch& b, const Status& st) override;
   void abort() override;
+  void dropSet(int32_t set) override;
 
  private:
   struct SetComms {
@@ -106,6 +108,7 @@ class RoutingExecutor : public Executor {
   Status run(Batch& b) override;
   void fail(Batch& b, const Status& st) override;
   void abort() override;
+  void dropSet(int32_t set) override;
   HostExecutor& host() { return host_; }
 
  private:

@@ -40,6 +40,11 @@ Status Engine::applyProcessSetChange(const Response& r) {
       std::lock_guard<std::mutex> lock(sets_mu_);
       set_ranks_.erase(id);
     }
+    // Device communicators (built over the set's host ones) and residuals go first; streams
+    // are idle at a fence.
+    executor_->dropSet(id);
+    for (Executor* e : stream_executors_) e->dropSet(id);
+    device_topk_.dropSet(id);
     mesh_->eraseSet(id);
     negotiator_->dropSet(id);
     result.value = 1;

@@ -57,6 +57,9 @@ class Executor {
   // A peer failed: stop whatever this executor left running on a device (NCCL calls blocked
   // on the dead peer). Called once the engine has stopped using the executor.
   virtual void abort() {}
+  // Process set `set` was removed (a fence: none of its work is queued here): free what this
+  // executor made for it. Called on the driving thread while the executor is idle.
+  virtual void dropSet(int32_t /*set*/) {}
 };
 
 // How an allreduce-like response reduces over `members`: Average becomes Sum with the scaling

@@ -55,3 +55,11 @@ def test_fusion_strategies(strategy):
     env = dict(DEVICE, LIGHT_FUSION_STRATEGY=strategy)
     for res in run_ranks("fusion_worker.py", 3, timeout=180, env=env):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("streams", ["1", "2"])
+def test_process_sets_added_and_removed(streams):
+    # Removing a set frees its device communicators; a later set over the same ranks makes new ones.
+    env = dict(DEVICE, LIGHT_NUM_STREAMS=streams)
+    for res in run_ranks("features_worker.py", 3, ["dynamic"], timeout=120, env=env):
+        assert " 0 failed" in res.stdout, res.stdout
