@@ -42,7 +42,9 @@ std::string fingerprint(const Config& c) {
      << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback
      << ";LIGHT_NUM_STREAMS=" << c.num_streams
      << ";LIGHT_FUSION_STRATEGY=" << fusionStrategyName(c.fusion_strategy)
-     << ";LIGHT_FUSION_FIRST_BUCKET=" << c.fusion_first_bucket_bytes;
+     << ";LIGHT_FUSION_FIRST_BUCKET=" << c.fusion_first_bucket_bytes
+     << ";LIGHT_DEVICE_INFLIGHT=" << c.device_inflight
+     << ";LIGHTCC_DEVICE_EXECUTOR=" << (c.device_executor_on_host ? "host" : "auto");
   return os.str();
 }
 

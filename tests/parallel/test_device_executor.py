@@ -63,3 +63,15 @@ def test_process_sets_added_and_removed(streams):
     env = dict(DEVICE, LIGHT_NUM_STREAMS=streams)
     for res in run_ranks("features_worker.py", 3, ["dynamic"], timeout=120, env=env):
         assert " 0 failed" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("name,values", [("LIGHT_DEVICE_INFLIGHT", ("0", "2")),
+                                         ("LIGHTCC_DEVICE_EXECUTOR", ("host", "auto"))])
+def test_device_settings_must_match_across_ranks(name, values):
+    # Pacing decides the fused layout and the executor the wire protocol: ranks that differ
+    # would diverge, so init refuses on every rank and names the setting.
+    per_rank = {0: {name: values[0]}, 1: {name: values[1]}}
+    results = run_ranks("fusion_badflag_worker.py", 2, timeout=60, per_rank_env=per_rank)
+    assert all(res.stdout.startswith("ERR") for res in results), [r.stdout + r.stderr for r in results]
+    assert f"{name}={values[0]}" in results[0].stdout and f"{name}={values[1]}" in results[0].stdout, \
+        results[0].stdout
