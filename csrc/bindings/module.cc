@@ -527,6 +527,12 @@ PYBIND11_MODULE(_core, m) {
     d["streams"] = t.params.streams;
     d["two_d"] = t.params.two_d;
     d["topk_threshold_bytes"] = t.params.topk_threshold;
+    py::list history;
+    for (const auto& [cycle, p] : t.history) {
+      history.append(py::make_tuple(cycle, p.fusion_threshold, p.cycle_time_ms, fusionStrategyName(p.strategy),
+                                    p.streams, p.two_d, p.topk_threshold));
+    }
+    d["history"] = history;  // (cycle, threshold, cycle ms, strategy, streams, 2D, top-k threshold) per change
     return d;
   }, "Autotune (HOROVOD_AUTOTUNE): the parameters in force on this rank, their generation, the cycle that applied them (the same on every rank) and whether the search has frozen.");
   m.def("fusion_info", [] {

@@ -103,6 +103,7 @@ class Engine : private Progress::Cycle {
     uint64_t generation = 0;
     uint64_t applied_cycle = 0;
     bool frozen = false;
+    std::vector<std::pair<uint64_t, TuneParams>> history;  // (applied cycle, params) per generation
   };
   TuneState tuneState() const {
     std::lock_guard<std::mutex> lock(tune_mu_);

@@ -87,6 +87,7 @@ Status Engine::applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>*
   tune_state_.generation = generation;
   tune_state_.applied_cycle = negotiator_->cycle();
   tune_state_.frozen = frozen;
+  tune_state_.history.emplace_back(tune_state_.applied_cycle, p);
   LIGHTCC_LOG(kDebug) << "autotune: generation " << generation << " at cycle " << negotiator_->cycle() << ": "
                       << p.describe();
   return Status::OK();
