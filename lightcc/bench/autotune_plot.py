@@ -58,7 +58,7 @@ def plot_log(rows: list[dict[str, str]], out: str, title: str = "") -> None:
         top.annotate(f"frozen: {r['fusion_strategy']} {int(r['fusion_threshold_bytes']) / 2**20:g} MiB, "
                      f"2D {'on' if r['two_d'] == '1' else 'off'}, {r['streams']} stream(s), cycle {r['cycle_time_ms']} ms",
                      (int(r["step"]), float(r["score_bytes_per_s"]) / 1e6), textcoords="offset points",
-                     xytext=(6, -14), fontsize=8, color=STAGE_COLORS["frozen"])
+                     xytext=(-6, 10), ha="right", fontsize=8, color=STAGE_COLORS["frozen"])
     top.set_ylabel("score (MB reduced / s)")
     top.set_title(title or "lightcc autotune")
     top.legend(fontsize=8, loc="lower right")
