@@ -77,13 +77,17 @@ def plot_log(rows: list[dict[str, str]], out: str, title: str = "") -> None:
     plt.close(fig)
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="lightcc-bench autotune-plot", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log", help="CSV written by HOROVOD_AUTOTUNE_LOG (lightccrun --autotune-log-file)")
     ap.add_argument("--out", required=True, help="PNG to write")
     ap.add_argument("--title", default="")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    a = build_parser().parse_args(argv)
     try:
         plot_log(read_log(a.log), a.out, a.title)
     except (OSError, ValueError) as e:
