@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.cluster import hosts, models, plot, report, suite
+from benchmarks.cluster import autotune, hosts, models, plot, report, suite
 from benchmarks.cluster.configs import all_configs, by_keys
 
 DEFAULT_RATE = "1gbit"
@@ -89,6 +89,29 @@ def cmd_run(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_autotune(a: argparse.Namespace) -> int:
+    out = Path(a.out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cl: hosts.Cluster | None = hosts.load(a.prefix) if a.reuse else None
+    if a.reuse and cl is None:
+        print(f"no cluster with prefix {a.prefix!r} to reuse; run setup first", file=sys.stderr)
+        return 2
+    made = cl is None
+    try:
+        if made:
+            cl = hosts.setup(a.hosts, None if a.rate == "none" else a.rate, a.prefix)
+            print(f"set up {len(cl.names)} hosts, rate {cl.rate}, burst {cl.burst}", flush=True)
+        steps = {m: n for m, n in (kv.split("=") for kv in a.model_steps.split(",") if kv)}
+        for m in a.models.split(","):
+            autotune.run(cl, [m], a.per_host, int(steps.get(m, a.steps)), a.hand_steps,
+                         out.with_name(f"{out.stem}-{m}.json"), a.steps_per_sample, a.bayes, a.warmup_samples,
+                         log=lambda s: print(s, flush=True))
+    finally:
+        if made and not a.keep:
+            hosts.teardown(a.prefix)
+    return 0
+
+
 def _write_report(res: dict, out: Path) -> None:
     md = report.markdown(res)
     out.with_suffix(".md").write_text(md + "\n")
@@ -146,6 +169,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reuse", action="store_true", help="use the cluster made by setup instead of making one")
     p.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("autotune", help="defaults vs HOROVOD_AUTOTUNE vs hand-picked configurations, per model")
+    common(p)
+    p.add_argument("--out", required=True, help="results path stem: <stem>-<model>.json/.md/.csv are written")
+    p.add_argument("--hosts", type=int, default=2)
+    p.add_argument("--per-host", type=int, default=2, help="ranks per host (default %(default)s)")
+    p.add_argument("--rate", default=DEFAULT_RATE, help="tc rate per host egress, or none (default %(default)s)")
+    p.add_argument("--models", default="inception_v3,resnet101,vgg16")
+    p.add_argument("--steps", type=int, default=200, help="autotune run length in steps (default %(default)s)")
+    p.add_argument("--model-steps", default="", help="per-model run length, e.g. vgg16=60,resnet101=80")
+    p.add_argument("--hand-steps", type=int, default=3, help="timed steps per hand-picked run (default %(default)s)")
+    p.add_argument("--steps-per-sample", type=int, default=1)
+    p.add_argument("--bayes", type=int, default=4, help="HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES (default %(default)s)")
+    p.add_argument("--warmup-samples", type=int, default=1)
+    p.add_argument("--reuse", action="store_true", help="use the cluster made by setup instead of making one")
+    p.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
+    p.set_defaults(fn=cmd_autotune)
     p = sub.add_parser("report", help="rewrite .md and .png from a results JSON")
     p.add_argument("results")
     p.set_defaults(fn=cmd_report)
@@ -154,7 +193,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    if a.cmd in ("setup", "teardown", "status", "run") and hosts.available():
+    if a.cmd in ("setup", "teardown", "status", "run", "autotune") and hosts.available():
         print(hosts.available(), file=sys.stderr)
         return 2
     return a.fn(a)

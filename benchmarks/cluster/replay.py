@@ -106,6 +106,7 @@ def main() -> None:
                     "stats_rank0": stats,
                     "backward_ms": args.backward_ms,
                     "fusion": hvd.fusion_info() if hasattr(hvd, "fusion_info") else None,
+                    "autotune": dict(core().autotune_state()) if hasattr(core(), "autotune_state") else None,
                 }
             ),
             flush=True,

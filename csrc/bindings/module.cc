@@ -514,9 +514,30 @@ PYBIND11_MODULE(_core, m) {
     d["device_batches"] = s.device_batches.load();
     return d;
   }, "Engine counters: cycles (and how many a waiting caller ran), negotiation and execution time, cached vs coordinated tensors, waits handed off to another thread.");
+  m.def("autotune_state", [] {
+    const Engine::TuneState t = engine().tuneState();
+    py::dict d;
+    d["enabled"] = engine().config().autotune;
+    d["generation"] = t.generation;
+    d["applied_cycle"] = t.applied_cycle;
+    d["frozen"] = t.frozen;
+    d["fusion_threshold_bytes"] = t.params.fusion_threshold;
+    d["cycle_time_ms"] = t.params.cycle_time_ms;
+    d["fusion_strategy"] = fusionStrategyName(t.params.strategy);
+    d["streams"] = t.params.streams;
+    d["two_d"] = t.params.two_d;
+    d["topk_threshold_bytes"] = t.params.topk_threshold;
+    py::list history;
+    for (const auto& [cycle, p] : t.history) {
+      history.append(py::make_tuple(cycle, p.fusion_threshold, p.cycle_time_ms, fusionStrategyName(p.strategy),
+                                    p.streams, p.two_d, p.topk_threshold));
+    }
+    d["history"] = history;  // (cycle, threshold, cycle ms, strategy, streams, 2D, top-k threshold) per change
+    return d;
+  }, "Autotune (HOROVOD_AUTOTUNE): the parameters in force on this rank, their generation, the cycle that applied them (the same on every rank) and whether the search has frozen.");
   m.def("fusion_info", [] {
     const Engine& e = engine();
-    const FusionScheduler::Options& o = e.fusionOptions();
+    const FusionScheduler::Options o = e.fusionOptions();
     const CostModel& c = e.costModel();
     py::dict d;
     d["strategy"] = fusionStrategyName(o.strategy);

@@ -142,15 +142,32 @@ const std::vector<FlagSpec>& specs() {
       {{"LIGHTCC_LOG_LEVEL", "level", "", "Overrides HOROVOD_LOG_LEVEL when set."},
        [](auto& n, auto& v, Config* c) { return parseLogLevel(n, v, &c->log_level); }},
       {{"HOROVOD_AUTOTUNE", "bool", "0",
-        "Refused when on: lightcc has no autotuner yet; set HOROVOD_FUSION_THRESHOLD and "
-        "HOROVOD_CYCLE_TIME yourself."},
-       [](auto& n, auto& v, Config*) {
-         bool on = false;
-         LIGHTCC_RETURN_IF_ERROR(parseBool(n, v, &on));
-         if (on) return badValue(n, v, "0 (lightcc has no autotuner yet; set HOROVOD_FUSION_THRESHOLD "
-                                       "and HOROVOD_CYCLE_TIME yourself)");
+        "Online search over fusion threshold, cycle time, fusion strategy, streams, 2D on/off and (with "
+        "top-k on) the top-k threshold, scored by bytes reduced per second; every rank applies rank 0's "
+        "choice at the same cycle, then the best is frozen (docs/tuning.md)."},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->autotune); }},
+      {{"HOROVOD_AUTOTUNE_LOG", "path", "",
+        "With HOROVOD_AUTOTUNE: rank 0 writes one CSV row per sample (step, cycle, every parameter, "
+        "score) here; `lightcc-bench autotune-plot` draws it."},
+       [](auto&, auto& v, Config* c) {
+         c->autotune_log = v;
          return Status::OK();
        }},
+      {{"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "samples", "3",
+        "Samples measured and discarded before the search starts (the engine's own warm-up)."},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->autotune_warmup_samples); }},
+      {{"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "steps", "10",
+        "Training steps scored per candidate (after one discarded switch-over step); the score is "
+        "the median of their bytes-per-second."},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 1 << 20, &c->autotune_steps_per_sample); }},
+      {{"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "samples", "20",
+        "Samples of the Bayesian (Gaussian process, expected improvement) stage over the numeric "
+        "parameters, after the categorical ones are settled."},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 1000, &c->autotune_bayes_max_samples); }},
+      {{"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "alpha", "0.8",
+        "Noise added to the Gaussian process's kernel diagonal (scores normalised to mean 0, sd 1); "
+        "larger trusts single samples less."},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 1e-6, 100.0, &c->autotune_gp_noise); }},
       {{"HOROVOD_DYNAMIC_PROCESS_SETS", "bool", "0",
         "Allow add_process_set/remove_process_set after init."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->dynamic_process_sets); }},

@@ -56,6 +56,13 @@ struct Config {
   FusionStrategy fusion_strategy = FusionStrategy::kSize;  // LIGHT_FUSION_STRATEGY
   int64_t fusion_first_bucket_bytes = 1 << 20;  // LIGHT_FUSION_FIRST_BUCKET (order)
   double fusion_flush_ms = 5.0;                 // LIGHT_FUSION_FLUSH_MS
+  // Autotune (csrc/engine/autotuner.h).
+  bool autotune = false;                        // HOROVOD_AUTOTUNE
+  std::string autotune_log;                     // HOROVOD_AUTOTUNE_LOG (CSV on rank 0; "" = none)
+  int64_t autotune_warmup_samples = 3;          // HOROVOD_AUTOTUNE_WARMUP_SAMPLES
+  int64_t autotune_steps_per_sample = 10;       // HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE
+  int64_t autotune_bayes_max_samples = 20;      // HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES
+  double autotune_gp_noise = 0.8;               // HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE
 };
 
 // One row of the flag table, for documentation (`lightcc._core.flags()`, docs/flags.md).

@@ -16,6 +16,10 @@ struct Batch {
   // here (this rank joined, or it has completed); entry() says which.
   std::vector<TensorEntry> entries;
   bool joined = false;  // this rank had joined when the batch was agreed
+  // Settings in force in the cycle that agreed it (autotune may change them between cycles), so
+  // every rank runs it the same way whenever its executor gets to it.
+  bool two_d = true;            // take the 2D algorithms where the set has 2D communicators
+  int64_t topk_threshold = -1;  // top-k from this many bytes; -1 = ExecEnv's
 
   const TensorEntry* entry(size_t i) const { return entries[i].handle ? &entries[i] : nullptr; }
 };

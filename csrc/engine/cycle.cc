@@ -29,6 +29,7 @@ Status Engine::runCycle(bool* stop) {
   votes.want_flush = fusionWantsFlush();
   votes.device_ready = deviceReady();
   voted_device_ready_ = votes.device_ready;
+  if (config_.autotune) voteTune(&votes);
   Negotiator::Plan& plan = plan_;
   LIGHTCC_RETURN_IF_ERROR(negotiator_->negotiate(votes, &plan));
   if (plan.stop) {
@@ -42,7 +43,10 @@ Status Engine::runCycle(bool* stop) {
   // An empty cycle (a peer woke us before we had the op) is not a burst: never delay after it.
   busy_ = queue_.hasWork() && !plan.responses.empty();
   const auto agreed = std::chrono::steady_clock::now();
-  const std::vector<ResponsePtr> batches = fusion_->schedule(plan.responses, plan.flush, plan.device_ready);
+  std::vector<ResponsePtr> batches;
+  bool scheduled = false;
+  if (config_.autotune) LIGHTCC_RETURN_IF_ERROR(applyTune(plan, &batches, &scheduled));
+  if (!scheduled) batches = fusion_->schedule(plan.responses, plan.flush, plan.device_ready);
   fusion_holding_ = fusion_->holding();
   stats_.fusion_held.store(fusion_->heldCount(), std::memory_order_relaxed);
   stats_.fusion_flushes.store(fusion_->flushes(), std::memory_order_relaxed);
@@ -55,6 +59,7 @@ Status Engine::runCycle(bool* stop) {
   stats_.cached_responses.fetch_add(plan.cached, std::memory_order_relaxed);
   stats_.coordinated_responses.fetch_add(plan.responses.size() - plan.cached, std::memory_order_relaxed);
   stats_.fused_batches.fetch_add(batches.size(), std::memory_order_relaxed);
+  if (autotuner_) observeTune(plan, agreed);
   last_cycle_end_ = std::chrono::steady_clock::now();
   return negotiator_->finishCycle();
 }

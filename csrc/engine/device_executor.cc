@@ -267,7 +267,7 @@ Status DeviceExecutor::run(Batch& b) {
   Status st;
   switch (r.op) {
     case OpType::kAllreduce:
-      st = topkEligible(r, *env_.config, env_.topk_threshold_bytes) ? topk(b, *c) : allreduce(b, *c);
+      st = topkEligible(r, *env_.config, topkThresholdFor(b, env_)) ? topk(b, *c) : allreduce(b, *c);
       break;
     case OpType::kAllgather: st = allgather(b, *c); break;
     case OpType::kBroadcast: st = broadcast(b, *c); break;
@@ -294,7 +294,7 @@ Status DeviceExecutor::allreduce(Batch& b, SetComms& c) {
                                    "'); use op=Average or Sum, or pass CPU tensors");
   }
   const size_t esize = dtypeSize(r.dtype);
-  const bool two_level = c.intra != nullptr;
+  const bool two_level = c.intra != nullptr && b.two_d;
   const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
   // One tensor reduces in its output; several (or 2D's padding) go through the fusion buffer.
   std::vector<device::Segment> in_segs, out_segs;
@@ -385,7 +385,7 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c) {
   const std::string& name = r.names.front();
   const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / sizeof(float);
   const TensorEntry* p = b.entry(0);
-  const bool two_level = c.intra != nullptr;
+  const bool two_level = c.intra != nullptr && b.two_d;
   const size_t g = two_level ? static_cast<size_t>(c.intra->size()) : 1;
   const size_t padded = roundUp(std::max<size_t>(count, 1), g);
   const ReduceSpec spec = reduceSpecFor(r, c.flat->size());

@@ -79,8 +79,11 @@ Status Engine::execute(const ResponsePtr& shared) {
     return Status::OK();
   }
   Batch b = negotiator_->take(shared);
+  b.two_d = two_d_;
+  b.topk_threshold = topk_threshold_bytes_.load(std::memory_order_relaxed);
   if (streams_) {
-    streams_->submit(static_cast<int>(seq % static_cast<uint64_t>(streams_->size())), std::move(b));
+    // Autotune may use fewer streams than were built; it changes at a cycle boundary on every rank.
+    streams_->submit(static_cast<int>(seq % static_cast<uint64_t>(active_streams_)), std::move(b));
     return Status::OK();
   }
   Status st = executor_->run(b);

@@ -100,8 +100,8 @@ void Engine::wake() { host_->wakeSelf(); }
 
 Status Engine::run(bool background, bool* stop) {
   // HOROVOD_CYCLE_TIME: while work keeps arriving, let more of it gather before negotiating.
-  if (background && busy_ && config_.cycle_time_ms > 0 && !negotiator_->incoming()) {
-    auto due = last_cycle_end_ + std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 1e3));
+  if (background && busy_ && cycle_time_ms_ > 0 && !negotiator_->incoming()) {
+    auto due = last_cycle_end_ + std::chrono::microseconds(static_cast<int64_t>(cycle_time_ms_ * 1e3));
     double left_us = std::chrono::duration<double, std::micro>(due - std::chrono::steady_clock::now()).count();
     if (left_us > 0) {
       LIGHTCC_RETURN_IF_ERROR(host_->waitUntil(

@@ -64,6 +64,7 @@ Status Engine::bootstrap() {
   negotiator_ = std::make_unique<Negotiator>(config_, topo_, *main_, queue_, timeline_, stats_);
   LIGHTCC_RETURN_IF_ERROR(setUpFusion());  // may probe the links: before the cycle receives are posted
   LIGHTCC_RETURN_IF_ERROR(startExecutors());
+  LIGHTCC_RETURN_IF_ERROR(setUpAutotune());
   return negotiator_->start();
 }
 
@@ -72,7 +73,7 @@ Status Engine::startExecutors() {
   exec_env_.rank = topo_.rank;
   exec_env_.timeline = &timeline_;
   exec_env_.topk = &topk_;
-  exec_env_.topk_threshold_bytes = topk_threshold_bytes_;
+  exec_env_.topk_threshold_bytes = topk_threshold_bytes_.load();
   exec_env_.release_name = [this](int32_t set, const std::string& name) { queue_.finish(set, name); };
   exec_env_.device_topk = &device_topk_;
   exec_env_.device_batches = &stats_.device_batches;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "engine/autotuner.h"
 #include "engine/batch.h"
 #include "engine/coordinator.h"
 #include "engine/cost_model.h"
@@ -87,10 +88,27 @@ class Engine : private Progress::Cycle {
                                                      static_cast<uint64_t>(config_.topk_warmup_steps), &on_device));
     return on_device ? Status::OK() : topk_.setResidual(name, data, count);
   }
-  // Fusion (fusion_hooks.cc). Fixed at init: safe to read from any thread afterwards.
+  // Fusion (fusion_hooks.cc). The cost model is fixed at init; the options and the top-k
+  // threshold move only with autotune, and are safe to read from any thread.
   const CostModel& costModel() const { return cost_model_; }
-  const FusionScheduler::Options& fusionOptions() const { return fusion_options_; }
-  int64_t topkThresholdBytes() const { return topk_threshold_bytes_; }
+  FusionScheduler::Options fusionOptions() const {
+    std::lock_guard<std::mutex> lock(tune_mu_);
+    return fusion_options_;
+  }
+  int64_t topkThresholdBytes() const { return topk_threshold_bytes_.load(); }
+  // Autotune (tune_hooks.cc): the parameters in force on this rank, their generation and the
+  // cycle that applied it (the same on every rank), and whether the search has frozen.
+  struct TuneState {
+    TuneParams params;
+    uint64_t generation = 0;
+    uint64_t applied_cycle = 0;
+    bool frozen = false;
+    std::vector<std::pair<uint64_t, TuneParams>> history;  // (applied cycle, params) per generation
+  };
+  TuneState tuneState() const {
+    std::lock_guard<std::mutex> lock(tune_mu_);
+    return tune_state_;
+  }
   // A caller is about to block on a handle: wake the engine if it holds tensors for a bucket.
   void nudgeFusion();
 
@@ -124,6 +142,14 @@ class Engine : private Progress::Cycle {
 
   // cycle.cc
   Status runCycle(bool* stop);
+
+  // tune_hooks.cc: rank 0's autotuner votes; every rank applies the agreed generation.
+  Status setUpAutotune();
+  void voteTune(Negotiator::Votes* votes) const;
+  // A new generation in the plan: apply it before this cycle's fusion. When the fusion options
+  // change, the old scheduler runs everything it holds with this cycle's responses (`batches`).
+  Status applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>* batches, bool* scheduled);
+  void observeTune(const Negotiator::Plan& plan, std::chrono::steady_clock::time_point agreed);
 
   // fusion_hooks.cc
   Status setUpFusion();          // bootstrap: probe the cost model (cost), build the scheduler
@@ -172,9 +198,16 @@ class Engine : private Progress::Cycle {
   Negotiator::Plan plan_;  // this cycle's agreed plan (its capacity is reused)
   CostModel cost_model_;
   FusionScheduler::Options fusion_options_;
-  int64_t topk_threshold_bytes_ = 0;             // LIGHT_TOPK_THRESHOLD, or the cost model's
+  std::atomic<int64_t> topk_threshold_bytes_{0};  // LIGHT_TOPK_THRESHOLD, the cost model's, or autotune's
   std::unique_ptr<FusionScheduler> fusion_;
   std::atomic<bool> fusion_holding_{false};      // read by callers' nudgeFusion
+  // Autotune (tune_hooks.cc); the live settings below start from the config.
+  std::unique_ptr<Autotuner> autotuner_;  // rank 0 with HOROVOD_AUTOTUNE
+  mutable std::mutex tune_mu_;            // guards fusion_options_ and tune_state_ for readers
+  TuneState tune_state_;
+  double cycle_time_ms_ = 0.0;  // HOROVOD_CYCLE_TIME, or autotune's
+  int active_streams_ = 1;      // streams batches go to (of LIGHT_NUM_STREAMS)
+  bool two_d_ = false;          // batches take the 2D algorithms (LIGHT_2D_ALLREDUCE, or autotune's)
 
   std::chrono::steady_clock::time_point last_cycle_end_;
   std::chrono::steady_clock::time_point last_maintenance_;

@@ -74,11 +74,12 @@ bool topkEligible(const Response& r, const Config& config, int64_t threshold_byt
          tensorBytes(r, 0) >= threshold_bytes;
 }
 
-HostExecutor::Algorithm HostExecutor::pickAlgorithm(const Response& r, const SetComm& comm) const {
+HostExecutor::Algorithm HostExecutor::pickAlgorithm(const Batch& b, const SetComm& comm) const {
+  const Response& r = *b.response;
   if (r.op == OpType::kAllreduce && r.reduce_op == ReduceOp::kAdasum) return Algorithm::kAdasum;
-  const bool two_level = r.op == OpType::kAllreduce && channel_.hier.count(r.process_set_id) > 0;
+  const bool two_level = r.op == OpType::kAllreduce && b.two_d && channel_.hier.count(r.process_set_id) > 0;
   // Before the one-member case: the residuals (error feedback) behave the same at any size.
-  if (r.op == OpType::kAllreduce && topkEligible(r, *env_.config, env_.topk_threshold_bytes)) {
+  if (r.op == OpType::kAllreduce && topkEligible(r, *env_.config, topkThresholdFor(b, env_))) {
     return two_level ? Algorithm::kTwoLevelTopk : Algorithm::kTopk;
   }
   if (comm.size() == 1) return Algorithm::kSelf;
@@ -102,7 +103,7 @@ Status HostExecutor::run(Batch& b) {
                             std::to_string(r.process_set_id));
   }
   SetComm& comm = it->second;
-  const Algorithm algo = pickAlgorithm(r, comm);
+  const Algorithm algo = pickAlgorithm(b, comm);
   const bool trace = env_.rank == 0 && env_.timeline->active();
   if (trace) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
@@ -207,7 +208,7 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
       std::vector<size_t> counts;
       for (size_t i = 0; i < r.names.size(); ++i) counts.push_back(static_cast<size_t>(tensorBytes(r, i)) / dtypeSize(r.dtype));
       auto hier = channel_.hier.find(r.process_set_id);
-      LIGHTCC_RETURN_IF_ERROR(adasumExecute(comm, hier != channel_.hier.end() ? &hier->second : nullptr, io, counts,
+      LIGHTCC_RETURN_IF_ERROR(adasumExecute(comm, hier != channel_.hier.end() && b.two_d ? &hier->second : nullptr, io, counts,
                                             spec, channel_.fusion_buffer)
                                   .withContext("Adasum " + what));
       break;

@@ -46,6 +46,10 @@ struct ExecEnv {
 
 // Does this response take the top-k path (LIGHT_TOPK_ALLREDUCE, one float32 tensor, big enough)?
 bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes);
+// The top-k threshold a batch runs with: its own (autotune), else the environment's.
+inline int64_t topkThresholdFor(const Batch& b, const ExecEnv& env) {
+  return b.topk_threshold >= 0 ? b.topk_threshold : env.topk_threshold_bytes;
+}
 
 class Executor {
  public:
@@ -90,7 +94,7 @@ class HostExecutor : public Executor {
 
   Status run(Batch& b) override;
   void fail(Batch& b, const Status& st) override;
-  Algorithm pickAlgorithm(const Response& r, const SetComm& comm) const;
+  Algorithm pickAlgorithm(const Batch& b, const SetComm& comm) const;
 
  private:
   void complete(Batch& b, size_t index, const Status& st, HandleResult result = {});

@@ -15,20 +15,21 @@ Status Engine::setUpFusion() {
   o.first_bucket = std::min(config_.fusion_first_bucket_bytes, o.bucket);
   o.pace_device = config_.device_inflight > 0;
   if (config_.fusion_strategy == FusionStrategy::kCost) {
-    LIGHTCC_RETURN_IF_ERROR(probeCostModel(main_->comms.at(0), mesh_->hosts(), main_->hier.count(0) > 0, config_.topk_allreduce,
+    LIGHTCC_RETURN_IF_ERROR(probeCostModel(main_->comms.at(0), mesh_->hosts(),
+                                           config_.hierarchical_allreduce && main_->hier.count(0) > 0, config_.topk_allreduce,
                                            config_.topk_density, &cost_model_)
                                 .withContext("LIGHT_FUSION_STRATEGY=cost: probing the links"));
     o.bucket = cost_model_.bucketBytes(config_.fusion_threshold_bytes);
     o.first_bucket = cost_model_.firstBucketBytes(o.bucket);
-    if (config_.topk_allreduce) topk_threshold_bytes_ = cost_model_.topkThresholdBytes(config_.topk_density);
+    if (config_.topk_allreduce) topk_threshold_bytes_.store(cost_model_.topkThresholdBytes(config_.topk_density));
     LIGHTCC_LOG(kInfo) << "cost model: " << cost_model_.describe() << "; buckets " << o.first_bucket << " then "
                        << o.bucket << " bytes"
-                       << (config_.topk_allreduce ? "; top-k from " + std::to_string(topk_threshold_bytes_) + " bytes"
+                       << (config_.topk_allreduce ? "; top-k from " + std::to_string(topk_threshold_bytes_.load()) + " bytes"
                                                   : std::string());
   }
   fusion_options_ = o;
   fusion_ = std::make_unique<FusionScheduler>(
-      o, [this](const Response& r) { return topkEligible(r, config_, topk_threshold_bytes_); });
+      o, [this](const Response& r) { return topkEligible(r, config_, topk_threshold_bytes_.load()); });
   return Status::OK();
 }
 

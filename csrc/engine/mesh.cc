@@ -42,7 +42,7 @@ std::string fingerprint(const Config& c) {
      << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback
      << ";LIGHT_NUM_STREAMS=" << c.num_streams
      << ";LIGHT_FUSION_STRATEGY=" << fusionStrategyName(c.fusion_strategy)
-     << ";LIGHT_FUSION_FIRST_BUCKET=" << c.fusion_first_bucket_bytes
+     << ";LIGHT_FUSION_FIRST_BUCKET=" << c.fusion_first_bucket_bytes << ";HOROVOD_AUTOTUNE=" << c.autotune
      << ";LIGHT_DEVICE_INFLIGHT=" << c.device_inflight
      << ";LIGHTCC_DEVICE_EXECUTOR=" << (c.device_executor_on_host ? "host" : "auto");
   return os.str();
@@ -280,7 +280,8 @@ SetComm Mesh::makeSetComm(const Channel& ch, int32_t id, const std::vector<int>&
 }
 
 void Mesh::buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const {
-  if (!config_.hierarchical_allreduce) return;
+  // Autotune builds the 2D communicators too, so it can switch 2D on and off live.
+  if (!config_.hierarchical_allreduce && !config_.autotune) return;
   const int g = config_.intra_size > 0 ? static_cast<int>(config_.intra_size) : topo_.local_size;
   const int n = static_cast<int>(ranks.size());
   auto me = std::find(ranks.begin(), ranks.end(), topo_.rank);
@@ -290,7 +291,7 @@ void Mesh::buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks)
   for (int start = 0; start < n; start += g) {
     for (int i = start; i < start + g; ++i) {
       if (hosts_[ranks[i]] != hosts_[ranks[start]]) {
-        if (id == 0 && ch.index == 0) {
+        if (id == 0 && ch.index == 0 && config_.hierarchical_allreduce) {
           LIGHTCC_LOG(kWarning) << "LIGHT_2D_ALLREDUCE: ranks " << ranks[start] << ".." << ranks[start + g - 1]
                                 << " are not on one host (LIGHT_INTRA_SIZE=" << g << "); using the flat ring";
         }

@@ -8,6 +8,8 @@
 //                  and one plain AND: 32 = "I asked to shut down".
 //   words 1..W     ready bits: cache entry b is pending here (or this rank is not in its set).
 //   words W+1..2W  valid bits: cleared where this rank's request disagrees with entry b.
+//   words 2W+1..   with HOROVOD_AUTOTUNE only: kTuneWords tuning words, rank 0's (the others
+//                  send all ones), so every rank reads the autotuner's choice in the same cycle.
 // After the AND every rank knows the same facts, so every rank takes the same branch.
 #include "engine/negotiator.h"
 
@@ -31,7 +33,8 @@ Negotiator::Negotiator(const Config& config, const Topology& topo, Channel& main
       queue_(queue),
       timeline_(timeline),
       stats_(stats),
-      cache_(static_cast<size_t>(config.cache_capacity)) {
+      cache_(static_cast<size_t>(config.cache_capacity)),
+      tune_words_(config.autotune ? kTuneWords : 0) {
   if (topo_.rank == 0) {
     coordinator_ = std::make_unique<Coordinator>(topo_.size, [this](int32_t id) -> const std::vector<int>* {
       auto it = main_.comms.find(id);
@@ -43,7 +46,7 @@ Negotiator::Negotiator(const Config& config, const Topology& topo, Channel& main
 Status Negotiator::start() { return postReceives(); }
 
 Status Negotiator::postReceives() {
-  const size_t words = 1 + 2 * ((cache_.capacity() + 63) / 64);
+  const size_t words = 1 + 2 * ((cache_.capacity() + 63) / 64) + tune_words_;
   if (cycle_in_.size() != static_cast<size_t>(topo_.size)) {
     cycle_in_.assign(topo_.size, std::vector<uint64_t>(words, 0));  // reused every cycle
   }
@@ -278,7 +281,7 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   classifyNewEntries();
   const size_t W = (cache_.capacity() + 63) / 64;
   const size_t cap_words = (cache_.extent() + 63) / 64;  // bits at or above the extent are free everywhere
-  std::vector<uint64_t> bits(1 + 2 * W, 0);
+  std::vector<uint64_t> bits(1 + 2 * W + tune_words_, 0);
   bits[0] = (tensors_.anyToSend() ? 0 : kNothingToSend) | (votes.asked_shutdown ? 0 : kNoShutdown) |
             (joined_ ? 0 : kNotJoined) | (stall_responses_.empty() ? kCoordinatorIdle : 0) |
             (tensors_.anyPending() ? 0 : kNothingPending) | (votes.asked_shutdown ? kAllAsked : 0) |
@@ -293,8 +296,10 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   for (size_t w = 0; w < W; ++w) bits[1 + W + w] = ~uint64_t{0};
   for (int b : invalid_bits_) bits[1 + W + b / 64] &= ~(uint64_t{1} << (b % 64));
   invalid_bits_.clear();
+  for (size_t w = 0; w < tune_words_; ++w) bits[1 + 2 * W + w] = topo_.rank == 0 ? votes.tune[w] : ~uint64_t{0};
 
   LIGHTCC_RETURN_IF_ERROR(exchangeBits(&bits));
+  for (size_t w = 0; w < tune_words_; ++w) plan->tune[w] = bits[1 + 2 * W + w];
 
   const uint64_t status = bits[0];
   plan->responses.clear();

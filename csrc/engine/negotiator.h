@@ -15,6 +15,7 @@
 // previous cycle, so an idle engine notices a peer's cycle without a timer (incoming()).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "engine/autotuner.h"
 #include "engine/batch.h"
 #include "engine/channel.h"
 #include "engine/coordinator.h"
@@ -43,6 +45,8 @@ class Negotiator {
     bool force_shutdown = false;  // its shutdown grace has run out
     bool want_flush = false;      // run held (bucketed) tensors now
     bool device_ready = true;     // few enough GPU batches still running here (LIGHT_DEVICE_INFLIGHT)
+    // HOROVOD_AUTOTUNE: rank 0's tuning words (autotuner.h); every other rank votes all ones.
+    std::array<uint64_t, kTuneWords> tune{};
   };
   // The agreed outcome, identical on every rank. Reused every cycle (its capacity stays).
   struct Plan {
@@ -53,6 +57,7 @@ class Negotiator {
     bool device_ready = true;            // every rank may start another GPU batch
     bool slow = false;                   // the coordinator was needed
     bool shutdown_pending = false;       // some rank asked to shut down
+    std::array<uint64_t, kTuneWords> tune{};  // HOROVOD_AUTOTUNE: rank 0's tuning words
   };
 
   Negotiator(const Config& config, const Topology& topo, Channel& main, TensorQueue& queue, Timeline& timeline,
@@ -112,6 +117,7 @@ class Negotiator {
   std::vector<int> invalid_bits_;  // this rank's mismatches against the cache, this cycle
   bool joined_ = false;            // this rank called join() and waits for the others
   uint64_t cycle_ = 0;
+  const size_t tune_words_;  // kTuneWords with HOROVOD_AUTOTUNE, else 0
   std::vector<std::vector<uint64_t>> cycle_in_;  // posted receive buffers for peers' bits
   std::vector<LinkRequest*> cycle_req_;
   std::vector<bool> cycle_done_;

@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser for ``lightcc-bench``."""
     p = argparse.ArgumentParser(
         prog="lightcc-bench",
-        description="nccl-tests-style benchmarks of lightcc collectives, optionally beside gloo and MPI.",
+        description="nccl-tests-style benchmarks of lightcc collectives, optionally beside gloo and MPI. "
+        "`lightcc-bench autotune-plot LOG.csv --out PNG` draws an autotune log instead.",
     )
     p.add_argument(
         "command",
@@ -176,6 +177,11 @@ def run(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """``lightcc-bench`` entry point; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "autotune-plot":  # draws a HOROVOD_AUTOTUNE_LOG; measures nothing
+        from lightcc.bench.autotune_plot import main as autotune_plot
+
+        return autotune_plot(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.plot:

@@ -54,16 +54,6 @@ def _interfaces(value: str) -> dict[str, str]:
     }
 
 
-NO_AUTOTUNE = "lightcc has no autotuner yet; set --fusion-threshold-mb and --cycle-time-ms yourself (docs: Tuning)"
-
-
-def _refuse_autotune(flag: str) -> Callable[[Any], dict[str, str]]:
-    def refuse(value: Any) -> dict[str, str]:
-        raise ValueError(f"{flag} is not supported: {NO_AUTOTUNE}")
-
-    return refuse
-
-
 FLAGS: tuple[EnvFlag, ...] = (
     EnvFlag(
         ("--fusion-threshold-mb",),
@@ -105,15 +95,44 @@ FLAGS: tuple[EnvFlag, ...] = (
     EnvFlag(
         ("--autotune",),
         "HOROVOD_AUTOTUNE",
-        "refused: lightcc has no autotuner yet",
+        "search fusion threshold, cycle time, fusion strategy, streams, 2D and the top-k threshold online, "
+        "then freeze the best (docs: Tuning)",
         action="store_true",
-        to_env=_refuse_autotune("--autotune"),
+        to_env=_flag_bit,
     ),
     EnvFlag(
         ("--autotune-log-file",),
         "HOROVOD_AUTOTUNE_LOG",
-        "refused: lightcc has no autotuner yet",
-        to_env=_refuse_autotune("--autotune-log-file"),
+        "with --autotune: rank 0 writes one CSV row per sample here (lightcc-bench autotune-plot draws it)",
+    ),
+    EnvFlag(
+        ("--autotune-warmup-samples",),
+        "HOROVOD_AUTOTUNE_WARMUP_SAMPLES",
+        "samples discarded before the search starts (default 3)",
+        type=int,
+        minimum=0,
+    ),
+    EnvFlag(
+        ("--autotune-steps-per-sample",),
+        "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
+        "steps scored per candidate setting (default 10)",
+        type=int,
+        minimum=1,
+    ),
+    EnvFlag(
+        ("--autotune-bayes-opt-max-samples",),
+        "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+        "samples of the Bayesian stage (default 20)",
+        type=int,
+        minimum=1,
+    ),
+    EnvFlag(
+        ("--autotune-gaussian-process-noise",),
+        "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+        "noise of the Gaussian process over normalised scores (default 0.8)",
+        type=float,
+        minimum=1e-6,
+        to_env=lambda v: {"": f"{v:g}"},
     ),
     EnvFlag(
         ("--timeline-filename",), "HOROVOD_TIMELINE", "write a Chrome-trace timeline of every collective to this file"

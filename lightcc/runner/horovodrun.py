@@ -33,11 +33,6 @@ SAME, ENV, TRANSLATED, IN_EFFECT, REFUSED, ELASTIC = (
     "refused",
     "elastic",
 )
-NO_AUTOTUNE = (
-    "lightcc has no autotuner yet: set --fusion-threshold-mb and --cycle-time-ms yourself "
-    "(docs: Tuning) and drop the autotune flags"
-)
-
 
 @dataclass(frozen=True)
 class HorovodFlag:
@@ -112,12 +107,12 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag("--no-hierarchical-allreduce", False, ENV, "", "HOROVOD_HIERARCHICAL_ALLREDUCE", "0"),
     _flag("--hierarchical-allgather", False, SAME, "hierarchical allgather"),
     _flag("--no-hierarchical-allgather", False, ENV, "", "HOROVOD_HIERARCHICAL_ALLGATHER", "0"),
-    _flag("--autotune", False, REFUSED, NO_AUTOTUNE),
-    _flag("--autotune-log-file", True, REFUSED, NO_AUTOTUNE),
-    _flag("--autotune-warmup-samples", True, REFUSED, NO_AUTOTUNE),
-    _flag("--autotune-steps-per-sample", True, REFUSED, NO_AUTOTUNE),
-    _flag("--autotune-bayes-opt-max-samples", True, REFUSED, NO_AUTOTUNE),
-    _flag("--autotune-gaussian-process-noise", True, REFUSED, NO_AUTOTUNE),
+    _flag("--autotune", False, SAME, "online autotuning (HOROVOD_AUTOTUNE)"),
+    _flag("--autotune-log-file", True, SAME, "autotune CSV log"),
+    _flag("--autotune-warmup-samples", True, SAME, "autotune warm-up samples"),
+    _flag("--autotune-steps-per-sample", True, SAME, "autotune steps per sample"),
+    _flag("--autotune-bayes-opt-max-samples", True, SAME, "autotune Bayesian samples"),
+    _flag("--autotune-gaussian-process-noise", True, SAME, "autotune Gaussian-process noise"),
     _flag("--timeline-filename", True, SAME, "Chrome-trace timeline"),
     _flag("--timeline-mark-cycles", False, SAME, "mark cycles in the timeline"),
     _flag("--no-stall-check", False, SAME, "stall inspector off"),

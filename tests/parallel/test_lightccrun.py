@@ -465,10 +465,11 @@ def test_flag_to_env_mapping():
         "LIGHTCC_AS_HOROVOD": "1",
     }
     assert env_flags.env_from_args(build_parser().parse_args(["python"])) == {}
-    # No autotuner yet: the autotune flags are refused, not exported and ignored.
-    for refused in (["--autotune"], ["--autotune-log-file", "/tmp/at.csv"]):
-        with pytest.raises(ValueError, match="no autotuner"):
-            env_flags.env_from_args(build_parser().parse_args([*refused, "python"]))
+    # The autotune flags export Horovod's variables; out-of-range values name the flag.
+    args = build_parser().parse_args(["--autotune", "--autotune-log-file", "/tmp/at.csv", "python"])
+    assert env_flags.env_from_args(args) == {"HOROVOD_AUTOTUNE": "1", "HOROVOD_AUTOTUNE_LOG": "/tmp/at.csv"}
+    with pytest.raises(ValueError, match="--autotune-steps-per-sample"):
+        env_flags.env_from_args(build_parser().parse_args(["--autotune-steps-per-sample", "0", "python"]))
     # Horovod's spelling of the stall flag is the same option.
     args = build_parser().parse_args(["--stall-check-warning-time-seconds", "5", "python"])
     assert env_flags.env_from_args(args) == {"HOROVOD_STALL_CHECK_TIME_SECONDS": "5"}

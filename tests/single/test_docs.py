@@ -120,6 +120,10 @@ def _parses(command: str) -> str:
             env_flags.env_from_args(launch.build_parser().parse_args(args))
         elif tool == "horovodrun":
             horovodrun.translate(horovodrun.build_parser().parse_args(args))
+        elif tool == "lightcc-bench" and args[:1] == ["autotune-plot"]:
+            from lightcc.bench.autotune_plot import build_parser as plot_parser
+
+            plot_parser().parse_args(args[1:])
         elif tool == "lightcc-bench":
             from lightcc.bench.cli import build_parser
 

@@ -1,4 +1,4 @@
-"""horovodrun compatibility: every Horovod flag honoured or refused, --autotune refused in both
+"""horovodrun compatibility: every Horovod flag honoured or refused, --autotune passed through in both
 launchers, --network-interfaces steering HARP and the rendezvous, and mpirun without mpi4py."""
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_mpi_translation_of_tcp_and_identity():
     assert argv[argv.index("--mpi-args") + 1] == "-x FOO --mca plm_rsh_agent 'ssh -i /k' --mca pml ob1 --mca btl '^openib'"
 
 
-@pytest.mark.parametrize("flag", ["--autotune", "--autotune-log-file=x.csv", "--jsrun", "--config-file=c.yaml",
+@pytest.mark.parametrize("flag", ["--jsrun", "--config-file=c.yaml",
                                   "--binding-args=-bind-to core", "--log-hide-timestamp", "--ccl-bgt-affinity=0"])
 def test_refused_flags_exit_2_with_a_reason(flag):
     out = run(["-m", "lightcc.runner.horovodrun", flag, "-np", "1", "python", "-c", "print('RAN')"])
@@ -100,15 +100,38 @@ def test_every_elastic_flag_reaches_lightccrun_when_it_has_elastic():
     assert parsed.cooldown_range == [5.0, 50.0] and parsed.host_discovery_script == "d.sh"
 
 
-def test_lightccrun_refuses_autotune():
-    out = run(["-m", "lightcc.runner.launch", "--autotune", "-np", "1", "python", "-c", "print('RAN')"])
-    assert out.returncode == 2 and "autotuner" in out.stderr and "RAN" not in out.stdout, out.stderr
+def test_autotune_flags_pass_through_horovodrun():
+    args = parse("--autotune", "--autotune-log-file", "at.csv", "--autotune-warmup-samples", "1",
+                 "--autotune-steps-per-sample", "2", "--autotune-bayes-opt-max-samples", "5",
+                 "--autotune-gaussian-process-noise", "0.5", "-np", "2", "python", "t.py")
+    argv, _, _ = horovodrun.translate(args, known=lambda: set())
+    parsed = launch.build_parser().parse_args([*argv, "python", "t.py"])
+    assert env_flags.env_from_args(parsed) == {
+        "HOROVOD_AUTOTUNE": "1", "HOROVOD_AUTOTUNE_LOG": "at.csv", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
+        "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2", "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "5",
+        "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE": "0.5"}
 
 
-def test_autotune_variable_is_refused_at_init():
+def test_lightccrun_rejects_bad_autotune_values():
+    out = run(["-m", "lightcc.runner.launch", "--autotune", "--autotune-steps-per-sample", "0", "-np", "1",
+               "python", "-c", "print('RAN')"])
+    assert out.returncode != 0 and "--autotune-steps-per-sample" in out.stderr and "RAN" not in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize("name,value", [("HOROVOD_AUTOTUNE", "maybe"), ("HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "0"),
+                                        ("HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "-1"),
+                                        ("HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "many"),
+                                        ("HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0")])
+def test_bad_autotune_variable_fails_init_naming_it(name, value):
     code = "import lightcc as hvd\ntry:\n    hvd.init()\nexcept ValueError as e:\n    print('ERR', e)\n"
-    out = run(["-c", code], HOROVOD_AUTOTUNE="1")
-    assert out.stdout.startswith("ERR") and "HOROVOD_AUTOTUNE" in out.stdout and "autotuner" in out.stdout, out
+    out = run(["-c", code], **{"HOROVOD_AUTOTUNE": "1", name: value})
+    assert out.stdout.startswith("ERR") and name in out.stdout and value in out.stdout, out
+
+
+def test_autotune_log_that_cannot_be_written_fails_init():
+    code = "import lightcc as hvd\ntry:\n    hvd.init()\nexcept ValueError as e:\n    print('ERR', e)\n"
+    out = run(["-c", code], HOROVOD_AUTOTUNE="1", HOROVOD_AUTOTUNE_LOG="/nonexistent-dir/at.csv")
+    assert out.stdout.startswith("ERR") and "HOROVOD_AUTOTUNE_LOG" in out.stdout, out
 
 
 def test_network_interfaces_set_harp_ifname():

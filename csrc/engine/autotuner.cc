@@ -1,0 +1,361 @@
+// Autotuner: step detection and scoring, the staged search, the Gaussian process, the CSV log.
+#include "engine/autotuner.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "common/logging.h"
+#include "engine/fusion.h"
+
+namespace lightcc {
+namespace {
+
+// Numeric ranges of the Bayesian stage (unit cube <-> values).
+constexpr double kThresholdLog2Lo = 20, kThresholdLog2Hi = 28;  // 1 MiB .. 256 MiB
+constexpr double kCycleMsHi = 5.0;
+constexpr double kTopkLog2Lo = 16, kTopkLog2Hi = 26;            // 64 KiB .. 64 MiB
+constexpr int kEiCandidates = 512;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+bool isDataOp(OpType op) {
+  return op == OpType::kAllreduce || op == OpType::kAllgather || op == OpType::kBroadcast ||
+         op == OpType::kAlltoall || op == OpType::kReducescatter;
+}
+
+double rbf(const std::vector<double>& a, const std::vector<double>& b, double l) {
+  double d2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) d2 += (a[i] - b[i]) * (a[i] - b[i]);
+  return std::exp(-0.5 * d2 / (l * l));
+}
+
+// Lower-triangular Cholesky factor of a symmetric positive-definite matrix (row-major, in place).
+void cholesky(std::vector<double>* a, size_t n) {
+  std::vector<double>& m = *a;
+  for (size_t j = 0; j < n; ++j) {
+    double d = m[j * n + j];
+    for (size_t k = 0; k < j; ++k) d -= m[j * n + k] * m[j * n + k];
+    d = std::sqrt(std::max(d, 1e-12));
+    m[j * n + j] = d;
+    for (size_t i = j + 1; i < n; ++i) {
+      double s = m[i * n + j];
+      for (size_t k = 0; k < j; ++k) s -= m[i * n + k] * m[j * n + k];
+      m[i * n + j] = s / d;
+    }
+    for (size_t k = j + 1; k < n; ++k) m[j * n + k] = 0.0;
+  }
+}
+
+// Solves L y = b (forward) or L^T y = b (backward).
+std::vector<double> solveTri(const std::vector<double>& l, size_t n, std::vector<double> b, bool transpose) {
+  if (!transpose) {
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < i; ++k) b[i] -= l[i * n + k] * b[k];
+      b[i] /= l[i * n + i];
+    }
+  } else {
+    for (size_t i = n; i-- > 0;) {
+      for (size_t k = i + 1; k < n; ++k) b[i] -= l[k * n + i] * b[k];
+      b[i] /= l[i * n + i];
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+bool TuneParams::operator==(const TuneParams& o) const {
+  return fusion_threshold == o.fusion_threshold && cycle_time_ms == o.cycle_time_ms && strategy == o.strategy &&
+         streams == o.streams && two_d == o.two_d && topk_threshold == o.topk_threshold;
+}
+
+std::string TuneParams::describe() const {
+  std::ostringstream os;
+  os << "fusion " << fusionStrategyName(strategy) << " " << fusion_threshold << " B, cycle " << cycle_time_ms
+     << " ms, streams " << streams << ", 2D " << (two_d ? "on" : "off") << ", top-k threshold " << topk_threshold
+     << " B";
+  return os.str();
+}
+
+void encodeTune(uint64_t generation, const TuneParams& p, bool frozen, uint64_t* w) {
+  w[0] = generation;
+  w[1] = static_cast<uint64_t>(p.fusion_threshold);
+  w[2] = static_cast<uint64_t>(std::llround(p.cycle_time_ms * 1e6));  // nanoseconds
+  w[3] = static_cast<uint64_t>(p.strategy) | static_cast<uint64_t>(p.streams) << 8 | uint64_t{p.two_d} << 16 | uint64_t{frozen} << 24;
+  w[4] = static_cast<uint64_t>(p.topk_threshold);
+}
+
+uint64_t decodeTune(const uint64_t* w, TuneParams* p, bool* frozen) {
+  *frozen = ((w[3] >> 24) & 1) != 0;
+  p->fusion_threshold = static_cast<int64_t>(w[1]);
+  p->cycle_time_ms = static_cast<double>(w[2]) / 1e6;
+  p->strategy = static_cast<FusionStrategy>(w[3] & 0xff);
+  p->streams = static_cast<int>((w[3] >> 8) & 0xff);
+  p->two_d = ((w[3] >> 16) & 1) != 0;
+  p->topk_threshold = static_cast<int64_t>(w[4]);
+  return w[0];
+}
+
+size_t pickByExpectedImprovement(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+                                 const std::vector<std::vector<double>>& candidates, double noise,
+                                 double length_scale) {
+  const size_t n = x.size();
+  if (n == 0 || candidates.empty()) return 0;
+  // Normalise the scores: mean 0, sd 1 (the noise is relative to that).
+  double mean = 0, sd = 0;
+  for (double v : y) mean += v;
+  mean /= n;
+  for (double v : y) sd += (v - mean) * (v - mean);
+  sd = n > 1 ? std::sqrt(sd / n) : 0.0;
+  if (sd <= 0) sd = 1.0;
+  std::vector<double> yn(n);
+  for (size_t i = 0; i < n; ++i) yn[i] = (y[i] - mean) / sd;
+  std::vector<double> k(n * n);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) k[i * n + j] = rbf(x[i], x[j], length_scale) + (i == j ? noise : 0.0);
+  }
+  cholesky(&k, n);
+  const std::vector<double> alpha = solveTri(k, n, solveTri(k, n, yn, false), true);
+  const double best = *std::max_element(yn.begin(), yn.end());
+  constexpr double kXi = 0.01;
+  size_t pick = 0;
+  double pick_ei = -1;
+  std::vector<double> ks(n);
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    for (size_t i = 0; i < n; ++i) ks[i] = rbf(candidates[c], x[i], length_scale);
+    double mu = 0;
+    for (size_t i = 0; i < n; ++i) mu += ks[i] * alpha[i];
+    const std::vector<double> v = solveTri(k, n, ks, false);
+    double var = 1.0;
+    for (double e : v) var -= e * e;
+    const double s = std::sqrt(std::max(var, 1e-12));
+    const double z = (mu - best - kXi) / s;
+    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI);
+    const double ei = (mu - best - kXi) * cdf + s * pdf;
+    if (ei > pick_ei) {
+      pick_ei = ei;
+      pick = c;
+    }
+  }
+  return pick;
+}
+
+Autotuner::Autotuner(const Config& config, const TuneSpace& space, const TuneParams& initial)
+    : config_(config), space_(space), current_(initial), warmup_left_(config.autotune_warmup_samples) {
+  stage_ = warmup_left_ > 0 ? Stage::kWarmup : Stage::kBaseline;
+}
+
+Status Autotuner::create(const Config& config, const TuneSpace& space, const TuneParams& initial,
+                         std::unique_ptr<Autotuner>* out) {
+  std::unique_ptr<Autotuner> t(new Autotuner(config, space, initial));
+  if (!config.autotune_log.empty()) {
+    t->log_ = std::fopen(config.autotune_log.c_str(), "w");
+    if (t->log_ == nullptr) {
+      return Status::InvalidArgument("HOROVOD_AUTOTUNE_LOG='" + config.autotune_log +
+                                     "': cannot open for writing: " + std::strerror(errno));
+    }
+    std::fprintf(t->log_,
+                 "sample,stage,step,cycle,fusion_threshold_bytes,cycle_time_ms,fusion_strategy,streams,two_d,"
+                 "topk_threshold_bytes,score_bytes_per_s,median_step_ms,best_score_bytes_per_s\n");
+    std::fflush(t->log_);
+  }
+  *out = std::move(t);
+  return Status::OK();
+}
+
+Autotuner::~Autotuner() {
+  if (log_ != nullptr) std::fclose(log_);
+}
+
+bool Autotuner::observe(const std::vector<std::shared_ptr<const Response>>& agreed, uint64_t cycle,
+                        Clock::time_point now) {
+  const uint64_t before = generation_;
+  for (const auto& rp : agreed) {
+    const Response& r = *rp;
+    if (!isDataOp(r.op) || r.isError()) continue;
+    for (size_t i = 0; i < r.names.size(); ++i) {
+      std::string key = std::to_string(r.process_set_id) + ":" + r.names[i];
+      if (!started_) {
+        started_ = true;
+        step_start_ = now;
+      } else if (seen_.count(key) > 0) {  // seen in this step: a new step starts here
+        const double seconds = std::chrono::duration<double>(now - step_start_).count();
+        const double bytes = step_bytes_;
+        step_start_ = now;
+        step_bytes_ = 0;
+        seen_.clear();
+        if (stage_ != Stage::kFrozen) stepEnded(seconds, bytes, cycle);
+      }
+      seen_.insert(std::move(key));
+      step_bytes_ += static_cast<double>(tensorBytes(r, i));
+    }
+  }
+  return generation_ != before;
+}
+
+void Autotuner::stepEnded(double seconds, double bytes, uint64_t cycle) {
+  ++steps_;
+  if (skip_ > 0) {
+    --skip_;
+    return;
+  }
+  if (seconds <= 0) return;
+  step_scores_.push_back(bytes / seconds);
+  step_seconds_.push_back(seconds);
+  if (static_cast<int64_t>(step_scores_.size()) < config_.autotune_steps_per_sample) return;
+  const double score = median(step_scores_);
+  const double step_s = median(step_seconds_);
+  step_scores_.clear();
+  step_seconds_.clear();
+  sampleDone(score, step_s, cycle);
+}
+
+void Autotuner::sampleDone(double score, double median_step_s, uint64_t cycle) {
+  ++samples_;
+  if (stage_ == Stage::kWarmup) {
+    logRow("warmup", cycle, current_, score, median_step_s);
+    if (--warmup_left_ <= 0) stage_ = Stage::kBaseline;
+    return;
+  }
+  if (!have_best_ || score > best_.score) {
+    best_ = {current_, score};
+    have_best_ = true;
+  }
+  if (stage_ == Stage::kBayes) {
+    gp_x_.push_back(toUnit(current_));
+    gp_y_.push_back(score);
+  }
+  logRow(stage_ == Stage::kBaseline ? "baseline" : stage_ == Stage::kCategorical ? "categorical" : "bayes", cycle,
+         current_, score, median_step_s);
+  if (stage_ == Stage::kBaseline) stage_ = Stage::kCategorical;
+  if (stage_ == Stage::kCategorical) {
+    if (queue_.empty()) nextCategorical();  // may move on to the Bayesian stage (which proposes)
+    if (stage_ == Stage::kCategorical) {
+      propose(queue_.back());
+      queue_.pop_back();
+    }
+  } else {
+    nextBayes();
+  }
+  if (stage_ == Stage::kFrozen) freeze(cycle);
+}
+
+// Candidates for the next categorical parameter that has more than one value, from the best so
+// far; when none is left the Bayesian stage starts from the best, with its score as the first
+// observation.
+void Autotuner::nextCategorical() {
+  while (queue_.empty() && categorical_ < 3) {
+    const int which = categorical_++;
+    const TuneParams base = best_.params;
+    std::vector<TuneParams> cands;
+    if (which == 0 && space_.two_d) {
+      TuneParams p = base;
+      p.two_d = !base.two_d;
+      cands.push_back(p);
+    } else if (which == 1) {
+      for (FusionStrategy s : {FusionStrategy::kSize, FusionStrategy::kOrder, FusionStrategy::kCost}) {
+        if (s == base.strategy || (s == FusionStrategy::kCost && !space_.cost)) continue;
+        TuneParams p = base;
+        p.strategy = s;
+        cands.push_back(p);
+      }
+    } else if (which == 2) {
+      for (int k = 1; k <= space_.max_streams; ++k) {
+        if (k == base.streams) continue;
+        TuneParams p = base;
+        p.streams = k;
+        cands.push_back(p);
+      }
+    }
+    std::reverse(cands.begin(), cands.end());  // measured from the back
+    queue_ = std::move(cands);
+  }
+  if (!queue_.empty()) return;
+  stage_ = Stage::kBayes;
+  bayes_left_ = config_.autotune_bayes_max_samples - 1;  // the first is the categorical winner
+  gp_x_ = {toUnit(best_.params)};
+  gp_y_ = {best_.score};
+  nextBayes();
+}
+
+void Autotuner::nextBayes() {
+  if (bayes_left_ <= 0) {
+    stage_ = Stage::kFrozen;
+    return;
+  }
+  --bayes_left_;
+  const size_t dims = gp_x_.front().size();
+  std::vector<std::vector<double>> cands(kEiCandidates, std::vector<double>(dims));
+  for (auto& c : cands) {
+    for (auto& v : c) {
+      rng_ ^= rng_ << 13;
+      rng_ ^= rng_ >> 7;
+      rng_ ^= rng_ << 17;
+      v = static_cast<double>(rng_ >> 11) / static_cast<double>(uint64_t{1} << 53);
+    }
+  }
+  const size_t pick = pickByExpectedImprovement(gp_x_, gp_y_, cands, config_.autotune_gp_noise);
+  propose(fromUnit(cands[pick], best_.params));
+}
+
+void Autotuner::propose(const TuneParams& p) {
+  if (p != current_) {
+    current_ = p;
+    ++generation_;
+    skip_ = 1;  // the step that chose it ran partly under the old setting
+  }
+}
+
+void Autotuner::freeze(uint64_t cycle) {
+  current_ = best_.params;
+  ++generation_;  // every rank learns it froze
+  stage_ = Stage::kFrozen;
+  logRow("frozen", cycle, current_, best_.score, 0.0);
+  LIGHTCC_LOG(kInfo) << "autotune: froze " << current_.describe() << " after " << samples_ << " samples ("
+                     << best_.score / 1e6 << " MB/s reduced)";
+}
+
+void Autotuner::logRow(const char* stage, uint64_t cycle, const TuneParams& p, double score, double median_step_s) {
+  if (log_ == nullptr) return;
+  std::fprintf(log_, "%lld,%s,%llu,%llu,%lld,%.3f,%s,%d,%d,%lld,%.1f,%.3f,%.1f\n", static_cast<long long>(samples_),
+               stage, static_cast<unsigned long long>(steps_), static_cast<unsigned long long>(cycle),
+               static_cast<long long>(p.fusion_threshold), p.cycle_time_ms, fusionStrategyName(p.strategy), p.streams,
+               p.two_d ? 1 : 0, static_cast<long long>(p.topk_threshold), score, median_step_s * 1e3,
+               have_best_ ? best_.score : 0.0);
+  std::fflush(log_);
+}
+
+std::vector<double> Autotuner::toUnit(const TuneParams& p) const {
+  std::vector<double> x;
+  const double t = std::log2(static_cast<double>(std::max<int64_t>(p.fusion_threshold, 1)));
+  x.push_back(std::clamp((t - kThresholdLog2Lo) / (kThresholdLog2Hi - kThresholdLog2Lo), 0.0, 1.0));
+  x.push_back(std::clamp(p.cycle_time_ms / kCycleMsHi, 0.0, 1.0));
+  if (space_.topk) {
+    const double k = std::log2(static_cast<double>(std::max<int64_t>(p.topk_threshold, 1)));
+    x.push_back(std::clamp((k - kTopkLog2Lo) / (kTopkLog2Hi - kTopkLog2Lo), 0.0, 1.0));
+  }
+  return x;
+}
+
+TuneParams Autotuner::fromUnit(const std::vector<double>& x, const TuneParams& base) const {
+  TuneParams p = base;
+  // Quarter-octave thresholds, whole KiB; cycle time in 0.1 ms steps.
+  const double t = std::round(4 * (kThresholdLog2Lo + x[0] * (kThresholdLog2Hi - kThresholdLog2Lo))) / 4;
+  p.fusion_threshold = static_cast<int64_t>(std::llround(std::exp2(t) / 1024)) * 1024;
+  p.cycle_time_ms = std::round(x[1] * kCycleMsHi * 10) / 10;
+  if (space_.topk) {
+    const double k = std::round(4 * (kTopkLog2Lo + x[2] * (kTopkLog2Hi - kTopkLog2Lo))) / 4;
+    p.topk_threshold = static_cast<int64_t>(std::llround(std::exp2(k) / 1024)) * 1024;
+  }
+  return p;
+}
+
+}  // namespace lightcc
