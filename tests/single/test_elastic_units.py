@@ -75,6 +75,15 @@ def test_elastic_flags_and_checks():
             elastic_args.settings(_args(*bad), None)
 
 
+def test_advertised_address_follows_rendezvous_addr_then_network_interfaces():
+    assert elastic_args.advertise_host("10.1.2.3", "lo") == "10.1.2.3"
+    assert elastic_args.advertise_host("10.1.2.3:5000", None) == "10.1.2.3"
+    assert elastic_args.advertise_host("[fd00::1]:5000", None) == "fd00::1"
+    assert elastic_args.advertise_host(None, "lo") == "127.0.0.1"
+    with pytest.raises(ValueError, match="network-interfaces"):
+        elastic_args.advertise_host(None, "no-such-if0")
+
+
 def test_control_channel_round_trip_and_secret():
     listener = Listener(("127.0.0.1", 0), authkey=b"s3cret")
     got = []
