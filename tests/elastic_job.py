@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -13,6 +14,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = Path(__file__).resolve().parent / "parallel" / "workers"
+
+
+_DRIVER = ("import faulthandler, runpy, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+           "sys.argv[0] = 'lightccrun'; runpy.run_module('lightcc.runner.launch', run_name='__main__')")
 
 
 def job_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -29,8 +34,8 @@ class ElasticJob:
 
     def __init__(self, flags: Sequence[str], worker: str, args: Sequence[str], env: Optional[Dict[str, str]] = None,
                  prefix: Sequence[str] = ()) -> None:
-        argv = [*prefix, sys.executable, "-m", "lightcc.runner.launch", *flags, sys.executable, str(WORKERS / worker),
-                *args]
+        # The driver registers faulthandler on SIGUSR1 as the workers do, so a hang dumps every stack.
+        argv = [*prefix, sys.executable, "-c", _DRIVER, *flags, sys.executable, str(WORKERS / worker), *args]
         self.proc = subprocess.Popen(argv, env=job_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, start_new_session=True, cwd=str(ROOT))
         self.lines: List[Tuple[float, str]] = []
@@ -60,7 +65,12 @@ class ElasticJob:
                 seen = len(self.lines)
                 left = deadline - time.monotonic()
                 if left <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
-                    raise AssertionError(f"no line matching {pattern!r} within {timeout} s; output:\n"
+                    self._cv.release()
+                    try:
+                        where = self.dump_stacks() if left <= 0 else ""
+                    finally:
+                        self._cv.acquire()
+                    raise AssertionError(f"no line matching {pattern!r} within {timeout} s{where}; output:\n"
                                          + self.text()[-6000:])
                 self._cv.wait(min(left, 0.2))
 
@@ -78,11 +88,26 @@ class ElasticJob:
         try:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            where = self.dump_stacks()
             self.kill()
-            raise AssertionError(f"lightccrun still running after {timeout} s (a hang); output:\n"
+            raise AssertionError(f"lightccrun still running after {timeout} s (a hang{where}); output:\n"
                                  + self.text()[-6000:]) from None
         self._reader.join(5)
         return code
+
+    def dump_stacks(self) -> str:
+        """SIGUSR1 to lightccrun and every worker (each prints all its threads' stacks), then the whole
+        output to a file; returns ", stacks in PATH" for the failure message."""
+        pids = [self.proc.pid] + [int(m.group(2)) for m in self.matches(r"START (\S+) (\d+)")]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGUSR1)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(3)
+        path = Path(tempfile.gettempdir()) / f"elastic-hang-{os.getpid()}-{int(time.time())}.log"
+        path.write_text(self.text() + "\n")
+        return f", stacks in {path}"
 
     def kill(self) -> None:
         """Kills lightccrun's group and every worker it started (each in its own session)."""

@@ -89,6 +89,8 @@ struct CoreState {
   // while another thread calls shutdown().
   std::shared_ptr<Engine> engine;
   uint64_t generation = 0;
+  // abort_init(n) from any thread: the init() whose count is n gives up (see initInterrupted).
+  std::atomic<uint64_t> abandoned_generation{0};
   std::unordered_map<int64_t, Submission> submissions;
   int64_t next_handle = 1;
 };
@@ -116,6 +118,14 @@ Engine& engine() {
   return *e;
 }
 
+// The interrupt check of the thread in init(): Python's signal handlers, or abort_init() naming
+// this init's count. The rendezvous waits below give up with Cancelled within kInterruptPollMs.
+thread_local uint64_t t_init_generation = 0;
+bool initInterrupted() {
+  if (state().abandoned_generation.load(std::memory_order_acquire) == t_init_generation) return true;
+  return pythonSignalRaised();
+}
+
 void init(py::dict opts) {
   Config config;
   raise(parseConfig(&config));
@@ -134,12 +144,27 @@ void init(py::dict opts) {
     config.dynamic_process_sets = true;
   }
   if (state().engine) throw py::value_error("lightcc is already initialized; call shutdown() first");
+  if (opts.contains("generation")) {  // an elastic worker joining a job whose count is ahead of ours
+    const auto wanted = opts["generation"].cast<uint64_t>();
+    if (wanted <= state().generation) {
+      throw py::value_error("init generation " + std::to_string(wanted) + " is not above this process's " +
+                            std::to_string(state().generation) + " earlier init() calls");
+    }
+    state().generation = wanted - 1;
+  }
   o.generation = ++state().generation;
   std::unique_ptr<Engine> made;
   Status st;
   {
     py::gil_scoped_release release;
+    t_init_generation = o.generation;
+    ScopedInterruptCheck interrupt(&initInterrupted);
     st = Engine::create(o, config, &made);
+  }
+  raisePendingSignal();
+  if (st.code() == StatusCode::kCancelled) {
+    st = Status::Cancelled("rank " + std::to_string(o.rank) + ": init (generation " + std::to_string(o.generation) +
+                           ") was abandoned: " + st.message());
   }
   raise(st);
   state().engine = std::move(made);
@@ -405,6 +430,12 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("init", &init, "Start the engine (options dict from lightcc.common.basics).");
   m.def("shutdown", &shutdown);
+  m.def(
+      "abort_init",
+      [](uint64_t generation) { state().abandoned_generation.store(generation, std::memory_order_release); },
+      "Any thread: make the init() whose count is `generation` (now or later) fail fast with "
+      "LightCCInternalError instead of waiting out LIGHTCC_TIMEOUT for peers that will not come.");
+  m.def("init_generation", [] { return state().generation; }, "How many init() calls this process made.");
   m.def("is_initialized", [] { return static_cast<bool>(state().engine); });
   m.def("rank", [] { return engine().topology().rank; });
   m.def("size", [] { return engine().topology().size; });

@@ -45,27 +45,38 @@ def init(comm: Optional[Any] = None,
     from lightcc.common.elastic_worker import session
 
     elastic = session()  # started by lightccrun's elastic driver: it says where we sit
-    if elastic is not None:
-        info = elastic.launch_info()
-    elif comm is not None and not _is_mpi_comm(comm):
-        info = _subset_info(detect(None), comm)
-    else:
-        info = detect(comm)
-    for ps in sets:
-        if not ps.ranks or ps.ranks[0] < 0 or ps.ranks[-1] >= info.size:
-            raise ValueError(f"process set ranks {ps.ranks} must lie in [0, {info.size})")
-    c.init({
-        "rank": info.rank,
-        "size": info.size,
-        "hostname": info.hostname,
-        "rendezvous_host": info.rendezvous_host or "",
-        "rendezvous_port": int(info.rendezvous_port or 0),
-        "secret": info.secret or "",
-        "process_sets": [ps.ranks for ps in sets],
-        "dynamic_process_sets": dynamic,
-        "bundled_net_plugin": _plugin_path(),
-        "nccl_library": _build_info.nccl_library(),
-    })
+    while True:
+        if elastic is not None:
+            info = elastic.launch_info()
+        elif comm is not None and not _is_mpi_comm(comm):
+            info = _subset_info(detect(None), comm)
+        else:
+            info = detect(comm)
+        for ps in sets:
+            if not ps.ranks or ps.ranks[0] < 0 or ps.ranks[-1] >= info.size:
+                raise ValueError(f"process set ranks {ps.ranks} must lie in [0, {info.size})")
+        opts = {
+            "rank": info.rank,
+            "size": info.size,
+            "hostname": info.hostname,
+            "rendezvous_host": info.rendezvous_host or "",
+            "rendezvous_port": int(info.rendezvous_port or 0),
+            "secret": info.secret or "",
+            "process_sets": [ps.ranks for ps in sets],
+            "dynamic_process_sets": dynamic,
+            "bundled_net_plugin": _plugin_path(),
+            "nccl_library": _build_info.nccl_library(),
+        }
+        if elastic is None:
+            c.init(opts)
+            break
+        try:
+            c.init({**opts, **elastic.init_options()})
+            break
+        except c.LightCCInternalError as err:
+            if not elastic.generation_failed():
+                raise
+            elastic.report_failure(f"init failed: {err}")  # the generation failed while forming: join the next
     _ps._reset()
     for i, ps in enumerate(sets, start=1):
         _ps._register(ps, i)

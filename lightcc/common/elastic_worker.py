@@ -6,9 +6,8 @@ asks it for a ``LaunchInfo`` instead of reading rank variables: the session asks
 join the next generation and waits until the driver has formed one. The engine namespaces its
 rendezvous by an init count kept inside the native module (each ``init`` adds one), so every
 member of a generation must be at the same count: the driver picks one above every member's count
-and a member that is behind (a worker that joined late) catches up with one-process
-``init``/``shutdown`` pairs, which touch no network. Only the calling (training) thread uses the
-session.
+and ``init`` passes it to the native module (its ``generation`` option), which jumps to it. Only
+the calling (training) thread uses the session; the watchdog thread only reads its assignment.
 """
 from __future__ import annotations
 
@@ -26,10 +25,12 @@ class WorkerSession:
     """Which generation this worker is in and how many times it has started the engine.
 
     A watchdog thread asks the driver every WATCH_S seconds whether this worker's generation has
-    failed (a member exited or is waiting to rejoin). If it has for ABORT_AFTER_S and this worker
-    is still in it, the watchdog shuts the engine down, which fails whatever collective the
-    training thread is blocked in: a safety net for engine waits that never notice a dead peer.
-    `_lock` orders the watchdog's shutdown against the training thread moving to a new generation.
+    failed (a member exited or is waiting to rejoin). If so, an init() of that generation still
+    meeting its peers gives up at once (the native ``abort_init``; the peers it waits for will not
+    come). If the generation's engine runs and has not noticed for ABORT_AFTER_S, the watchdog
+    shuts it down, which fails whatever collective the training thread is blocked in: a safety net
+    for engine waits that never notice a dead peer. `_lock` orders that shutdown against the
+    training thread moving to a new generation.
     """
 
     WATCH_S = 0.5
@@ -50,11 +51,13 @@ class WorkerSession:
     def launch_info(self) -> LaunchInfo:
         """Join the next generation (blocking until the driver forms it) and say where we sit."""
         a = self.channel.join(after=self.generation, inits=self.inits)
-        self._catch_up(a.init_generation - 1)
+        if self.inits >= a.init_generation:
+            raise RuntimeError(f"elastic worker {self.channel.worker} has started the engine {self.inits} times, "
+                               f"not below generation init count {a.init_generation}")
         with self._lock:
             self.assignment = a
             self.aborted = False
-        self.inits = a.init_generation  # the init() about to run makes it so
+        self.inits = a.init_generation  # the init() about to run makes it so (see init_options)
         if self._watchdog is None:
             self._watchdog = threading.Thread(target=self._watch, name="lightcc-elastic-watchdog", daemon=True)
             self._watchdog.start()
@@ -66,20 +69,9 @@ class WorkerSession:
                           rendezvous_port=a.rendezvous_port, secret=os.environ.get(JOB_SECRET_VAR, ""),
                           launcher="lightccrun")
 
-    def _catch_up(self, target: int) -> None:
-        """Bring the engine's init count to `target` with one-process engines."""
-        if self.inits > target:
-            raise RuntimeError(f"elastic worker {self.channel.worker} has started the engine {self.inits} times, "
-                               f"past generation init count {target + 1}")
-        from lightcc.common.basics import _plugin_path
-        from lightcc.common.native import core
-
-        c = core()
-        while self.inits < target:
-            c.init({"rank": 0, "size": 1, "hostname": "elastic-catch-up", "rendezvous_host": "",
-                    "rendezvous_port": 0, "secret": "", "process_sets": [], "bundled_net_plugin": _plugin_path()})
-            c.shutdown()
-            self.inits += 1
+    def init_options(self) -> dict:
+        """Extra options of the native init() for the generation launch_info() joined."""
+        return {"generation": self.assignment.init_generation}
 
     def _watch(self) -> None:
         from lightcc.common.native import core
@@ -88,7 +80,8 @@ class WorkerSession:
         watched = 0
         while True:
             time.sleep(self.WATCH_S)
-            generation = self.generation
+            a = self.assignment
+            generation = a.generation if a is not None else 0
             try:
                 broken = self.channel.generation_failed(generation)
             except RuntimeError:
@@ -96,6 +89,8 @@ class WorkerSession:
             if not broken:
                 broken_since = None
                 continue
+            if a is not None:
+                core().abort_init(a.init_generation)  # only that generation's init; a no-op once it is done
             if broken_since is None or generation != watched:
                 broken_since, watched = time.monotonic(), generation
                 continue
@@ -108,6 +103,17 @@ class WorkerSession:
                     sys.stderr.write(f"lightcc: generation {generation} failed and this worker's engine has not "
                                      f"noticed in {self.ABORT_AFTER_S:g} s; shutting it down\n")
                     c.shutdown()
+
+    def generation_failed(self, wait_s: float = 2.0) -> bool:
+        """Whether the driver says this worker's generation failed, asking for up to `wait_s` seconds
+        (a peer's closed connection can reach us before the driver has reaped the peer)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            if self.channel.generation_failed(self.generation):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
 
     def poll_updates(self) -> bool:
         """Whether the driver saw the host set change since this generation formed."""

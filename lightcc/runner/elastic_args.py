@@ -102,9 +102,7 @@ def launch(args: argparse.Namespace, command: List[str], hosts: Optional[List[Ho
     base_env = dict(os.environ)
     flag_env = env_flags.env_from_args(args)
     everything_local = not args.host_discovery_script and all(h.name in names for h in hosts)
-    advertise = None
-    if not everything_local:
-        advertise = (args.rendezvous_addr or "").strip("[]").rsplit(":", 1)[0] or plan.socket.gethostname()
+    advertise = None if everything_local else advertise_host(args.rendezvous_addr, args.network_interfaces)
     driver = ElasticDriver(s, discovery, command, {**base_env, **flag_env}, plan.job_secret(base_env), names,
                            args.launch_template or DEFAULT_TEMPLATE, args.ssh_port or 22, advertise)
     log_sink.target = driver._log
@@ -122,3 +120,19 @@ class ElasticLog:
             self.target(message)
         else:
             print(f"lightccrun: {message}", flush=True)
+
+
+def advertise_host(rendezvous_addr: Optional[str], interfaces: Optional[str]) -> str:
+    """The address remote workers use to reach this machine (the driver, and rank 0's store when rank 0
+    runs here): --rendezvous-addr, else the first --network-interfaces address, else the host name."""
+    if rendezvous_addr:
+        host = rendezvous_addr.rsplit(":", 1)[0] if plan._has_port(rendezvous_addr) else rendezvous_addr
+        return host.strip("[]")
+    if interfaces:
+        from lightcc.common.netif import first_address
+
+        address = first_address(interfaces)
+        if address is None:
+            raise ValueError(f"--network-interfaces {interfaces!r}: no such interface with an IPv4 address here")
+        return address
+    return plan.socket.gethostname()

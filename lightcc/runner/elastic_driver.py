@@ -136,7 +136,8 @@ class ElasticDriver:
         self._listener = Listener((bind, 0), backlog=128, authkey=secret.encode())  # every worker polls
         port = self._listener.address[1]
         self._addr_local = format_addr("127.0.0.1", port)
-        self._addr_remote = format_addr(advertise_host or socket.gethostname(), port)
+        self._advertise = advertise_host or socket.gethostname()
+        self._addr_remote = format_addr(self._advertise, port)
 
     # ----------------------------------------------------------------- main loop
     def run(self) -> int:
@@ -263,7 +264,10 @@ class ElasticDriver:
         members = (survivors + newcomers)[: self.s.max_np]
         number = (self._gen.number if self._gen else 0) + 1
         head = members[0]
-        rendezvous = format_addr("127.0.0.1" if self._all_local(members) else head.host, self._store_port(head))
+        # Remote members reach a rank 0 on this machine where they reach the driver (its host name in the
+        # list may be "localhost").
+        store_host = "127.0.0.1" if self._all_local(members) else self._advertise if head.is_local else head.host
+        rendezvous = format_addr(store_host, self._store_port(head))
         init_generation = max(w.inits for w in members) + 1
         self._gen = Generation(number, [w.wid for w in members], rendezvous, init_generation, now)
         for w in members:

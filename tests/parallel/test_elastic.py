@@ -40,7 +40,7 @@ def _kill_and_recover(tmp_path: Path, trial: int) -> dict:
     report = tmp_path / f"faults{trial}.json"
     flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *NO_RETURN, "--fault-report", str(report)]
     with ElasticJob(flags, WORKER, ["2", "600", "10", "0.03", "4"]) as job:
-        t0, victim = _kill_mid_epoch(job, rank=2, size=3, batch=6 + trial)
+        t0, victim = _kill_mid_epoch(job, rank=2, size=3, batch=6 + trial % 12)  # epoch 0 has 20 batches
         t_report, _ = job.wait_for(r"lightccrun: FAULT process_exit: rank 2 \(host localhost, pid \d+, "
                                    r"generation 1\) was killed by SIGKILL", 20, after=t0)
         t_step, _ = job.wait_for(r"STEP w\d+ gen=2 rank=\d size=2 ", 30, after=t0)
@@ -180,3 +180,21 @@ def test_newcomers_dying_in_the_state_broadcast_flap_with_growing_cooldown(tmp_p
     finals = _finals(job)
     assert sorted(m.group(1) for m in finals) == ["w0", "w2", "w6"] and len({m.group(6) for m in finals}) == 1
     assert all(m.group(5) == "12" for m in finals)
+
+
+def test_member_dying_while_the_generation_forms_costs_no_timeout(tmp_path):
+    """w3 joins generation 3 and dies before its engine meets the others: the survivors' init gives up as
+    soon as the driver says the generation failed (not after LIGHTCC_TIMEOUT=60) and they train on."""
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "1", "2"]
+    with ElasticJob(flags, WORKER, ["3", "600", "10", "0.05", "4"],
+                    env={"ELASTIC_TEST_DIE_IN_INIT": "w3", "LIGHTCC_TIMEOUT": "60"}) as job:
+        t0, victim = _kill_mid_epoch(job, rank=1, size=3, batch=4)
+        job.wait_for(r"generation 3: 3 worker\(s\) \[.*w3@", 60, after=t0)
+        t_dead, _ = job.wait_for(r"FAULT process_exit: rank 2 \(host localhost, pid \d+, generation 3\) was killed", 30)
+        t_step, _ = job.wait_for(r"STEP w\d+ gen=4 rank=\d size=2 ", 45, after=t_dead)  # < LIGHTCC_TIMEOUT
+        assert job.finish(180) == 0, job.text()[-4000:]
+    finals = _finals(job)
+    assert victim not in {m.group(1) for m in finals} and "w3" not in {m.group(1) for m in finals}
+    assert len(finals) >= 2 and len({m.group(6) for m in finals}) == 1, job.text()[-3000:]
+    print(f"\nnewcomer died in init: its death -> first step of the next generation {t_step - t_dead:.3f} s "
+          f"(LIGHTCC_TIMEOUT=60)")

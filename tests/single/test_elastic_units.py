@@ -75,6 +75,15 @@ def test_elastic_flags_and_checks():
             elastic_args.settings(_args(*bad), None)
 
 
+def test_advertised_address_follows_rendezvous_addr_then_network_interfaces():
+    assert elastic_args.advertise_host("10.1.2.3", "lo") == "10.1.2.3"
+    assert elastic_args.advertise_host("10.1.2.3:5000", None) == "10.1.2.3"
+    assert elastic_args.advertise_host("[fd00::1]:5000", None) == "fd00::1"
+    assert elastic_args.advertise_host(None, "lo") == "127.0.0.1"
+    with pytest.raises(ValueError, match="network-interfaces"):
+        elastic_args.advertise_host(None, "no-such-if0")
+
+
 def test_control_channel_round_trip_and_secret():
     listener = Listener(("127.0.0.1", 0), authkey=b"s3cret")
     got = []
@@ -138,3 +147,22 @@ def test_horovod_elastic_names_under_the_alias(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(root)], check=False, env=env, capture_output=True,
                          text=True, timeout=180, cwd=tmp_path)
     assert "ELASTIC NAMES OK" in out.stdout, out.stdout + out.stderr
+
+
+def test_init_generation_option_jumps_the_count():
+    """An elastic newcomer starts its engine at the generation's count directly (no catch-up inits)."""
+    from lightcc.common.basics import _plugin_path
+    from lightcc.common.native import core
+
+    c = core()
+    opts = {"rank": 0, "size": 1, "hostname": "h", "rendezvous_host": "", "rendezvous_port": 0, "secret": "",
+            "process_sets": [], "bundled_net_plugin": _plugin_path()}
+    start = c.init_generation()
+    c.init({**opts, "generation": start + 5})
+    c.shutdown()
+    assert c.init_generation() == start + 5
+    with pytest.raises(ValueError, match="not above"):
+        c.init({**opts, "generation": start + 5})
+    c.init(opts)  # without the option: one more, as before
+    c.shutdown()
+    assert c.init_generation() == start + 6

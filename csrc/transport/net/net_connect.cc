@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "common/interrupt.h"
 #include "transport/net/net_link.h"
 
 namespace lightcc {
@@ -132,6 +133,9 @@ Status connectNetLinks(
       recv_by_rank[i.rank] = i.recv_comm;
     }
     usleep(50);  // setup path: yield the core to the plugin's threads and the peers
+    if (interruptRequested()) {
+      return Status::Cancelled("interrupted while connecting net links on " + plugin.deviceName());
+    }
     if (nowSeconds() > deadline) {
       std::string missing;
       for (Outbound& o : out) {

@@ -14,6 +14,8 @@
 #include <memory>
 #include <thread>
 
+#include "common/interrupt.h"
+
 namespace lightcc {
 namespace rendezvous {
 namespace {
@@ -28,6 +30,25 @@ bool isTransientConnectError(int err) {
          err == ENETUNREACH || err == ECONNABORTED || err == EAGAIN || err == EINTR;
 }
 
+// How long one poll(2) may sleep: the time left, but short enough for a waiting thread with an
+// interrupt check (common/interrupt.h) to run it every kInterruptPollMs.
+int pollSliceMs(const Deadline& deadline) {
+  const int left = deadline.remainingMs();
+  return interruptCheckInstalled() ? std::min(left, static_cast<int>(kInterruptPollMs)) : left;
+}
+
+// poll(2) on one fd until it is ready, the deadline passes (0) or the caller is interrupted
+// (ECANCELED as a negative errno); returns poll's result otherwise.
+int pollUntil(pollfd* pfd, const Deadline& deadline) {
+  for (;;) {
+    int ready = ::poll(pfd, 1, pollSliceMs(deadline));
+    if (ready < 0 && errno == EINTR) ready = 0;
+    if (ready != 0) return ready < 0 ? -errno : ready;
+    if (interruptRequested()) return -ECANCELED;
+    if (deadline.expired()) return 0;
+  }
+}
+
 // One non-blocking connect attempt to one resolved address, bounded by the deadline.
 // Returns the errno of the failure (0 on success) so the caller can decide whether to retry.
 int connectOnce(const addrinfo* ai, const Deadline& deadline, UniqueFd* out) {
@@ -39,11 +60,8 @@ int connectOnce(const addrinfo* ai, const Deadline& deadline, UniqueFd* out) {
   if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
     if (errno != EINPROGRESS) return errno;
     pollfd pfd{fd.get(), POLLOUT, 0};
-    int ready;
-    do {
-      ready = ::poll(&pfd, 1, deadline.remainingMs());
-    } while (ready < 0 && errno == EINTR);
-    if (ready < 0) return errno;
+    int ready = pollUntil(&pfd, deadline);
+    if (ready < 0) return -ready;
     if (ready == 0) return ETIMEDOUT;
     int err = 0;
     socklen_t len = sizeof(err);
@@ -136,6 +154,9 @@ Status connectWithRetry(const std::string& host, int port, const Deadline& deadl
       for (const addrinfo* ai = list.get(); ai != nullptr; ai = ai->ai_next) {
         last_error = connectOnce(ai, deadline, out);
         if (last_error == 0) return Status::OK();
+        if (last_error == ECANCELED) {
+          return Status::Cancelled("interrupted while connecting to the rendezvous server at " + where);
+        }
         last_what = "connect(" + formatAddress(ai->ai_addr, ai->ai_addrlen) + ")";
         if (!isTransientConnectError(last_error)) {
           return Status::SystemError(
@@ -150,9 +171,14 @@ Status connectWithRetry(const std::string& host, int port, const Deadline& deadl
       last_error = EAGAIN;
     }
     if (deadline.expired()) break;
-    auto now = Clock::now();
-    auto sleep_for = std::min<Clock::duration>(delay, deadline.at() - now);
-    std::this_thread::sleep_for(sleep_for);
+    const auto wake = std::min<Clock::time_point>(Clock::now() + delay, deadline.at());
+    while (Clock::now() < wake) {  // in slices, so an interrupt check runs while the server is away
+      std::this_thread::sleep_for(std::min<Clock::duration>(
+          wake - Clock::now(), std::chrono::milliseconds(static_cast<int>(kInterruptPollMs))));
+      if (interruptRequested()) {
+        return Status::Cancelled("interrupted while waiting for the rendezvous server at " + where);
+      }
+    }
     delay = std::min<std::chrono::milliseconds>(delay * 2, kMaxRetryDelay);
     if (deadline.expired()) break;
   }
@@ -180,9 +206,10 @@ Status sendAll(int fd, const void* data, size_t size, const Deadline& deadline,
                                               errno));
     }
     pollfd pfd{fd, POLLOUT, 0};
-    int ready = ::poll(&pfd, 1, deadline.remainingMs());
-    if (ready < 0 && errno != EINTR) {
-      return Status::SystemError(errnoMessage("poll for sending " + what + " to " + peer, errno));
+    int ready = pollUntil(&pfd, deadline);
+    if (ready == -ECANCELED) return Status::Cancelled("interrupted while sending " + what + " to " + peer);
+    if (ready < 0) {
+      return Status::SystemError(errnoMessage("poll for sending " + what + " to " + peer, -ready));
     }
     if (ready == 0) {
       return Status::Timeout(peer + ": timed out sending " + what + " (" + std::to_string(sent) +
@@ -212,9 +239,10 @@ Status recvAll(int fd, void* data, size_t size, const Deadline& deadline, const 
       return Status::PeerFailure(errnoMessage(peer + ": recv of " + what, errno));
     }
     pollfd pfd{fd, POLLIN, 0};
-    int ready = ::poll(&pfd, 1, deadline.remainingMs());
-    if (ready < 0 && errno != EINTR) {
-      return Status::SystemError(errnoMessage("poll for " + what + " from " + peer, errno));
+    int ready = pollUntil(&pfd, deadline);
+    if (ready == -ECANCELED) return Status::Cancelled("interrupted while waiting for " + what + " from " + peer);
+    if (ready < 0) {
+      return Status::SystemError(errnoMessage("poll for " + what + " from " + peer, -ready));
     }
     if (ready == 0) {
       return Status::Timeout(peer + ": timed out waiting for " + what + " (" +

@@ -55,6 +55,9 @@ std::string hostPort(const std::string& host, int port);
 
 Status setNonBlocking(int fd, const std::string& what);
 
+// The blocking helpers below give up with Status::Cancelled when the calling thread's interrupt
+// check fires (common/interrupt.h; init() installs one, so a void generation's rendezvous ends).
+
 // Connects to host:port, retrying while the server is not listening yet (ECONNREFUSED and other
 // transient errors) until the deadline. The socket is non-blocking with TCP_NODELAY set.
 Status connectWithRetry(const std::string& host, int port, const Deadline& deadline, UniqueFd* out);

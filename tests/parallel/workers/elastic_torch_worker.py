@@ -23,6 +23,9 @@ epochs, samples, batch, step_sleep, commit_every = (int(sys.argv[1]), int(sys.ar
 wid = os.environ.get("LIGHTCC_ELASTIC_WORKER", "?")
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that sees a hang dumps the stacks
 print(f"START {wid} {os.getpid()}", flush=True)
+if wid in os.environ.get("ELASTIC_TEST_DIE_IN_INIT", "").split(","):
+    # A worker that dies after it joined a generation, before its engine meets the others there.
+    session().init_options = lambda: os.kill(os.getpid(), signal.SIGKILL)
 hvd.init()
 
 torch.manual_seed(0)
