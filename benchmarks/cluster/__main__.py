@@ -9,8 +9,10 @@ python -m benchmarks.cluster teardown
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from benchmarks.cluster import autotune, hosts, models, plot, report, suite
 from benchmarks.cluster.configs import all_configs, by_keys
@@ -72,43 +74,44 @@ def cmd_run(a: argparse.Namespace) -> int:
     plan.backward_ms = a.backward_ms
     out = Path(a.out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
+    with _cluster(a) as cl:
+        if cl is None:
+            return 2
+        res = suite.run(cl, plan, out, log=lambda s: print(s, flush=True))
+    _write_report(res, out)
+    return 0
+
+
+@contextlib.contextmanager
+def _cluster(a: argparse.Namespace) -> Iterator[hosts.Cluster | None]:
+    """The cluster to measure on: --reuse's (None, after a message, if there is none), else a new one, torn down after unless --keep."""
     cl: hosts.Cluster | None = hosts.load(a.prefix) if a.reuse else None
     if a.reuse and cl is None:
         print(f"no cluster with prefix {a.prefix!r} to reuse; run setup first", file=sys.stderr)
-        return 2
+        yield None
+        return
     made = cl is None
     try:
         if made:
             cl = hosts.setup(a.hosts, None if a.rate == "none" else a.rate, a.prefix)
             print(f"set up {len(cl.names)} hosts, rate {cl.rate}, burst {cl.burst}", flush=True)
-        res = suite.run(cl, plan, out, log=lambda s: print(s, flush=True))
+        yield cl
     finally:
         if made and not a.keep:
             hosts.teardown(a.prefix)
-    _write_report(res, out)
-    return 0
 
 
 def cmd_autotune(a: argparse.Namespace) -> int:
     out = Path(a.out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    cl: hosts.Cluster | None = hosts.load(a.prefix) if a.reuse else None
-    if a.reuse and cl is None:
-        print(f"no cluster with prefix {a.prefix!r} to reuse; run setup first", file=sys.stderr)
-        return 2
-    made = cl is None
-    try:
-        if made:
-            cl = hosts.setup(a.hosts, None if a.rate == "none" else a.rate, a.prefix)
-            print(f"set up {len(cl.names)} hosts, rate {cl.rate}, burst {cl.burst}", flush=True)
+    with _cluster(a) as cl:
+        if cl is None:
+            return 2
         steps = {m: n for m, n in (kv.split("=") for kv in a.model_steps.split(",") if kv)}
         for m in a.models.split(","):
             autotune.run(cl, [m], a.per_host, int(steps.get(m, a.steps)), a.hand_steps,
                          out.with_name(f"{out.stem}-{m}.json"), a.steps_per_sample, a.bayes, a.warmup_samples,
                          log=lambda s: print(s, flush=True))
-    finally:
-        if made and not a.keep:
-            hosts.teardown(a.prefix)
     return 0
 
 
