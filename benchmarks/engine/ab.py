@@ -22,12 +22,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _bench(tree: Path, args: List[str], tmp: Path) -> dict:
+def _bench(tree: Path, args: list[str], tmp: Path) -> dict:
     """Runs `lightcc-bench ARGS --json` with TREE first on the path; returns the parsed report."""
     out = tmp / "bench.json"
     cmd = [sys.executable, "-m", "lightcc.bench", *args, "--json", str(out), "--no-progress", "--timeout", "600"]
@@ -35,22 +35,22 @@ def _bench(tree: Path, args: List[str], tmp: Path) -> dict:
     return json.loads(out.read_text())
 
 
-def _env(tree: Path) -> Dict[str, str]:
+def _env(tree: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(tree)
     return env
 
 
-def _lightcc_rows(doc: dict) -> List[dict]:
+def _lightcc_rows(doc: dict) -> list[dict]:
     return [r for r in doc["rows"] if r["library"] == "lightcc"]
 
 
-def busbw(tree: Path, tmp: Path) -> Dict[str, float]:
+def busbw(tree: Path, tmp: Path) -> dict[str, float]:
     rows = _lightcc_rows(_bench(tree, ["allreduce", "--np", "2", "--sizes", "1M,16M,64M", "--iters", "30"], tmp))
     return {f"allreduce busbw GB/s {r['size'] >> 20} MiB": r["busbw"] for r in rows}
 
 
-def latency(tree: Path, tmp: Path) -> Dict[str, float]:
+def latency(tree: Path, tmp: Path) -> dict[str, float]:
     out = {}
     for np_ in (2, 4):
         rows = _lightcc_rows(_bench(tree, ["latency", "--np", str(np_), "--iters", "500"], tmp))
@@ -58,14 +58,14 @@ def latency(tree: Path, tmp: Path) -> Dict[str, float]:
     return out
 
 
-def negotiation(tree: Path, tmp: Path) -> Dict[str, float]:
+def negotiation(tree: Path, tmp: Path) -> dict[str, float]:
     row = _lightcc_rows(_bench(tree, ["negotiation", "--np", "2", "--iters", "30"], tmp))[0]
     return {"negotiation step us (300 tensors, 2 ranks)": row["time_us"],
             "engine negotiate us per step": row["engine_negotiate_us"],
             "engine overhead us per step": row["engine_negotiate_us"] - row["engine_wait_us"]}
 
 
-def training(tree: Path, tmp: Path) -> Dict[str, float]:
+def training(tree: Path, tmp: Path) -> dict[str, float]:
     out = tmp / "train.json"
     cmd = [sys.executable, "-m", "lightcc.runner", "-np", "2", sys.executable,
            str(REPO / "examples/pytorch/pytorch_synthetic_benchmark.py"), "--model", "resnet50",
@@ -75,7 +75,7 @@ def training(tree: Path, tmp: Path) -> Dict[str, float]:
     return {"resnet50 img/s lightcc": light["total"], "resnet50 lightcc / DDP": light["total"] / ddp["total"]}
 
 
-MEASUREMENTS: Dict[str, Callable[[Path, Path], Dict[str, float]]] = {
+MEASUREMENTS: dict[str, Callable[[Path, Path], dict[str, float]]] = {
     "busbw": busbw, "latency": latency, "negotiation": negotiation, "training": training}
 
 
@@ -88,7 +88,7 @@ def main() -> None:
     p.add_argument("--out", required=True, type=Path, help="writes OUT.json (every sample) and OUT.md (medians)")
     args = p.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
-    samples: Dict[str, Dict[str, List[float]]] = {"before": {}, "after": {}}
+    samples: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for rnd in range(args.rounds):
             order = ["before", "after"] if rnd % 2 == 0 else ["after", "before"]

@@ -1,21 +1,34 @@
-"""Synthetic training throughput at N ranks sharing one GPU: torch DDP (NCCL) vs lightcc dense vs lightcc top-k.
+"""Synthetic training throughput at N ranks sharing one GPU: DDP and lightcc, each over NCCL's Socket network and over HARP.
 
-    python -m benchmarks.gpu.synthetic --out DIR [--models resnet50,vgg16] [--batch-size 32] [--np 2]
+    python -m benchmarks.gpu.synthetic --out DIR [--models resnet50,vgg16] [--batch-size 32] [--np 2] [--repeats 3]
     python -m benchmarks.gpu.synthetic --out DIR --device cpu --models tiny --iters 2     # CPU smoke test
 
-Every (model, configuration) is a fresh set of rank processes under a hard timeout; each rank gets
-CUDA_VISIBLE_DEVICES=0 and its own NCCL_HOSTID, so NCCL treats the ranks as separate hosts. Each rank
-runs warm-up steps, then times every step (device synchronized at both ends) and reports the median;
-the table gives the sum over ranks of bs / median step time and each lightcc configuration's ratio to
-DDP. Configurations:
+Every (model, configuration, repeat) is a fresh set of rank processes under a hard timeout; each rank
+gets CUDA_VISIBLE_DEVICES=0 and its own NCCL_HOSTID, so NCCL treats the ranks as separate hosts and
+every gradient byte crosses the network under test. Each rank runs warm-up steps, then times every
+step (device synchronized at both ends) and reports the median; a run's rate is the sum over ranks
+of bs / median step time. Repeats go round-robin over the configurations, so a drifting machine
+hits each alike; the table gives the median over repeats, its min-max, and the ratio to ddp-socket.
 
-    ddp           torch DistributedDataParallel, NCCL backend (gloo on --device cpu), NCCL_NET=--ddp-net
-    lightcc       lightcc.torch DistributedOptimizer, dense allreduce
-    lightcc-topk  the same with LIGHT_TOPK_ALLREDUCE=1, LIGHT_TOPK_DENSITY=--topk-density (default 1 %)
+The grid separates the engine from the transport. Every configuration gets the same NCCL settings
+(NCCL_MIN_NCHANNELS=--nccl-channels for all four, NCCL_SOCKET_IFNAME, NCCL_DEBUG) apart from the
+one under test:
 
+    ddp-socket      torch DistributedDataParallel, NCCL_NET=Socket (no plugin)
+    ddp-harp        the same DDP, NCCL loading HARP (NCCL_NET_PLUGIN=lightcc/lib/libnccl-net-harp.so)
+    lightcc-socket  lightcc.torch DistributedOptimizer, dense, its NCCL communicators on Socket
+    lightcc-harp    the same, on HARP (what lightcc picks by itself)
+    lightcc-harp-topk  lightcc-harp with LIGHT_TOPK_ALLREDUCE=1, LIGHT_TOPK_DENSITY=--topk-density
+    lightcc-harp-2d    lightcc-harp with LIGHT_2D_ALLREDUCE=1, LIGHT_INTRA_SIZE=--ranks-per-host
+
+The first four run by default. With --ranks-per-host K, ranks r and r' share an NCCL_HOSTID when
+r // K == r' // K: NCCL joins them inside the "host" and crosses the network between hosts, which
+is the layout 2D is for (`--np 4 --ranks-per-host 2 --configs lightcc-harp,lightcc-harp-2d`).
+
+lightcc-harp / ddp-harp is the engine's gain, ddp-harp / ddp-socket the transport's.
 The parent imports nothing but the standard library (no CUDA context of its own). Rank logs go to
-DIR/logs, results to DIR/synthetic.json (rewritten after every configuration, so a run cut short
-keeps what it measured). Exit status 1 when any configuration failed or was skipped.
+DIR/logs, results to DIR/synthetic.json (rewritten after every run, so a run cut short keeps what it
+measured). Exit status 1 when any run failed or was skipped.
 """
 from __future__ import annotations
 
@@ -33,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = ("ddp", "lightcc", "lightcc-topk")
+CONFIGS = ("ddp-socket", "ddp-harp", "lightcc-socket", "lightcc-harp", "lightcc-harp-topk", "lightcc-harp-2d")
+DEFAULT_CONFIGS = CONFIGS[:4]
+PLUGIN = ROOT / "lightcc" / "lib" / "libnccl-net-harp.so"
 DEFAULT_BATCH = {"resnet50": 32, "vgg16": 32}
 LAUNCHER_VARS = ("LIGHTCC_RANK", "LIGHTCC_SIZE", "LIGHTCC_LOCAL_", "LIGHTCC_RENDEZVOUS", "LIGHTCC_JOB_SECRET",
                  "LIGHTCC_HOSTNAME", "OMPI_", "PMI_", "PMIX_", "HOROVOD_RANK", "HOROVOD_SIZE")
@@ -79,7 +94,7 @@ def worker(args: argparse.Namespace) -> None:
     model, side = build_model(args.model)
     model = model.to(dev)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    if args.config == "ddp":
+    if args.config.startswith("ddp"):
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
 
@@ -136,19 +151,26 @@ def free_port() -> int:
 
 
 def config_env(config: str, args: argparse.Namespace) -> dict[str, str]:
-    """What distinguishes a configuration, beyond the per-rank variables."""
-    if config == "ddp":
-        return {"NCCL_NET": args.ddp_net, "NCCL_NET_PLUGIN": "none"} if args.ddp_net == "Socket" else \
-            ({"NCCL_NET": args.ddp_net} if args.ddp_net else {})
-    env = {"LIGHT_TOPK_ALLREDUCE": "1" if config == "lightcc-topk" else "0"}
-    if config == "lightcc-topk":
-        env["LIGHT_TOPK_DENSITY"] = str(args.topk_density)
-        if args.topk_threshold:
-            env["LIGHT_TOPK_THRESHOLD"] = str(args.topk_threshold)
+    """What distinguishes a configuration, beyond the per-rank variables: the network and the engine."""
+    env = {"NCCL_MIN_NCHANNELS": str(args.nccl_channels)} if args.nccl_channels else {}
+    if config.endswith("socket"):
+        env.update({"NCCL_NET": "Socket", "NCCL_NET_PLUGIN": "none"})
+    else:
+        env.update({"NCCL_NET": "HARP", "NCCL_NET_PLUGIN": str(PLUGIN)})
+    if config.endswith("2d"):
+        env.update({"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": str(args.ranks_per_host)})
+    if config.startswith("lightcc"):
+        topk = config.endswith("topk")
+        env["LIGHT_TOPK_ALLREDUCE"] = "1" if topk else "0"
+        if topk:
+            env["LIGHT_TOPK_DENSITY"] = str(args.topk_density)
+            if args.topk_threshold:
+                env["LIGHT_TOPK_THRESHOLD"] = str(args.topk_threshold)
     return env
 
 
-def rank_env(r: int, size: int, port: int, secret: str, extra: dict[str, str], device: str) -> dict[str, str]:
+def rank_env(r: int, size: int, port: int, secret: str, extra: dict[str, str], device: str,
+             ranks_per_host: int = 1) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_VARS)}
     env.setdefault("NCCL_SOCKET_IFNAME", "lo")
     env.setdefault("HARP_IFNAME", "=lo")
@@ -157,7 +179,8 @@ def rank_env(r: int, size: int, port: int, secret: str, extra: dict[str, str], d
     env.update({"SYNTH_RANK": str(r), "SYNTH_SIZE": str(size), "SYNTH_PORT": str(port),
                 "LIGHTCC_RANK": str(r), "LIGHTCC_SIZE": str(size), "LIGHTCC_RENDEZVOUS_ADDR": f"127.0.0.1:{port}",
                 "LIGHTCC_JOB_SECRET": secret, "LIGHTCC_HOSTNAME": "synthetic-host",
-                "NCCL_HOSTID": f"lightcc-synth-host{r}", "PYTHONUNBUFFERED": "1",
+                "NCCL_HOSTID": f"lightcc-synth-host{r // ranks_per_host}", "PYTHONUNBUFFERED": "1",
+                "HARP_JOB_SECRET": secret,
                 "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT)})
     if device == "cuda":
         env["CUDA_VISIBLE_DEVICES"] = os.environ.get("SYNTH_VISIBLE_DEVICES", "0")
@@ -165,17 +188,19 @@ def rank_env(r: int, size: int, port: int, secret: str, extra: dict[str, str], d
     return env
 
 
-def run_config(model: str, batch: int, config: str, args: argparse.Namespace, timeout: float) -> dict[str, Any]:
+def run_config(model: str, batch: int, config: str, args: argparse.Namespace, timeout: float,
+               repeat: int = 0) -> dict[str, Any]:
     """Start args.np ranks of one configuration, wait at most `timeout` s, and collect their RESULT lines."""
     extra = config_env(config, args)
     port, secret = free_port(), secrets.token_hex(16)
-    logs = [args.out / "logs" / f"{model}_{config}_rank{r}.log" for r in range(args.np)]
+    logs = [args.out / "logs" / f"{model}_{config}_r{repeat}_rank{r}.log" for r in range(args.np)]
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--config", config, "--model", model,
            "--batch-size", str(batch), "--warmup", str(args.warmup), "--iters", str(args.iters), "--device", args.device]
     procs = []
     for r in range(args.np):
         with open(logs[r], "w") as log:
-            procs.append(subprocess.Popen(cmd, env=rank_env(r, args.np, port, secret, extra, args.device), cwd=ROOT,
+            env = rank_env(r, args.np, port, secret, extra, args.device, args.ranks_per_host)
+            procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT,
                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
     t0 = time.monotonic()
     failed_at = None
@@ -189,7 +214,8 @@ def run_config(model: str, batch: int, config: str, args: argparse.Namespace, ti
     for r in hung:
         os.killpg(procs[r].pid, signal.SIGKILL)
         procs[r].wait()
-    res: dict[str, Any] = {"model": model, "config": config, "batch_size": batch, "ranks": args.np, "env": extra,
+    res: dict[str, Any] = {"model": model, "config": config, "repeat": repeat, "batch_size": batch,
+                           "ranks": args.np, "env": extra,
                            "returncodes": [p.returncode for p in procs], "seconds": round(time.monotonic() - t0, 1)}
     ranks = []
     for log in logs:
@@ -207,16 +233,35 @@ def run_config(model: str, batch: int, config: str, args: argparse.Namespace, ti
     return res
 
 
-def table(results: list[dict[str, Any]]) -> str:
-    ddp = {r["model"]: r.get("img_s_total") for r in results if r["config"] == "ddp"}
-    lines = ["| model | config | batch/rank | ranks | img/s total (median) | vs DDP | status |",
-             "|---|---|---:|---:|---:|---:|---|"]
+def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (model, configuration): median, min and max over its successful repeats."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for r in results:
-        total: float | None = r.get("img_s_total")
-        base = ddp.get(r["model"])
-        ratio = f"{total / base:.2f}" if total and base else "-"
-        lines.append(f"| {r['model']} | {r['config']} | {r['batch_size']} | {r['ranks']} | "
-                     f"{f'{total:.1f}' if total else '-'} | {ratio} | {r['status']} |")
+        row = rows.setdefault((r["model"], r["config"]), {"model": r["model"], "config": r["config"],
+                                                          "batch_size": r["batch_size"], "ranks": r["ranks"],
+                                                          "rates": [], "failed": 0})
+        if r["status"] == "ok":
+            row["rates"].append(r["img_s_total"])
+        else:
+            row["failed"] += 1
+    for row in rows.values():
+        rates = row["rates"]
+        row.update(median=statistics.median(rates) if rates else None, min=min(rates, default=None),
+                   max=max(rates, default=None))
+    return list(rows.values())
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    rows = summarize(results)
+    base = {r["model"]: r["median"] for r in rows if r["config"] == "ddp-socket"}
+    lines = ["| model | config | batch/rank | ranks | img/s total, median (min-max) | runs | vs ddp-socket |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        med, ref = r["median"], base.get(r["model"])
+        rate = f"{med:.1f} ({r['min']:.1f}-{r['max']:.1f})" if med else "-"
+        ratio = f"{med / ref:.2f}" if med and ref else "-"
+        runs = f"{len(r['rates'])}" + (f" ({r['failed']} failed)" if r["failed"] else "")
+        lines.append(f"| {r['model']} | {r['config']} | {r['batch_size']} | {r['ranks']} | {rate} | {runs} | {ratio} |")
     return "\n".join(lines)
 
 
@@ -230,18 +275,29 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=10, help="untimed steps first")
     ap.add_argument("--iters", type=int, default=30, help="timed steps")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    ap.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated subset of {','.join(CONFIGS)}")
+    ap.add_argument("--configs", default=",".join(DEFAULT_CONFIGS), help=f"comma-separated subset of {','.join(CONFIGS)}")
+    ap.add_argument("--ranks-per-host", type=int, default=1, help="ranks sharing one NCCL_HOSTID (2D's hosts)")
     ap.add_argument("--topk-density", type=float, default=0.01, help="LIGHT_TOPK_DENSITY of lightcc-topk")
     ap.add_argument("--topk-threshold", type=int, default=0, help="LIGHT_TOPK_THRESHOLD bytes (0: lightcc's default)")
-    ap.add_argument("--ddp-net", default="Socket", help="NCCL_NET for DDP ('' leaves NCCL to choose)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per configuration, round-robin over them")
+    ap.add_argument("--nccl-channels", type=int, default=4,
+                    help="NCCL_MIN_NCHANNELS for every configuration (0 leaves it unset everywhere)")
     ap.add_argument("--timeout", type=float, default=150, help="hard limit per configuration, seconds")
-    ap.add_argument("--budget", type=float, default=390, help="configurations not started within this many "
+    ap.add_argument("--budget", type=float, default=1200, help="configurations not started within this many "
                                                                "seconds of the first are skipped")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--config", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.model = args.models
     return args
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], check=False, cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def main() -> int:
@@ -255,25 +311,28 @@ def main() -> int:
         raise SystemExit(f"unknown configs {sorted(unknown)}; choose from {', '.join(CONFIGS)}")
     (args.out / "logs").mkdir(parents=True, exist_ok=True)
     meta = {"np": args.np, "device": args.device, "warmup": args.warmup, "iters": args.iters,
-            "topk_density": args.topk_density, "ddp_net": args.ddp_net, "python": sys.version.split()[0]}
+            "repeats": args.repeats, "topk_density": args.topk_density, "nccl_channels": args.nccl_channels,
+            "ranks_per_host": args.ranks_per_host, "python": sys.version.split()[0], "commit": _commit()}
     results: list[dict[str, Any]] = []
     start = time.monotonic()
     for model in [m for m in args.models.split(",") if m]:
         batch = args.batch_size or DEFAULT_BATCH.get(model, 32)
-        for config in configs:
-            left = args.budget - (time.monotonic() - start)
-            if left < 20:
-                results.append({"model": model, "config": config, "batch_size": batch, "ranks": args.np,
-                                "status": f"skipped: {args.budget:.0f} s budget spent"})
-            else:
-                print(f"--- {model} {config}: {args.np} ranks, batch {batch}/rank ({time.strftime('%H:%M:%S')})",
-                      flush=True)
-                results.append(run_config(model, batch, config, args, min(args.timeout, left)))
-                r = results[-1]
-                print(f"    {r['status']}: {r.get('img_s_total', 0):.1f} img/s in {r['seconds']} s", flush=True)
-                for name, tail in r.get("log_tail", {}).items():
-                    print(f"    --- {name}\n{tail}", flush=True)
-            (args.out / "synthetic.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+        for repeat in range(args.repeats):
+            for config in configs:
+                left = args.budget - (time.monotonic() - start)
+                if left < 20:
+                    results.append({"model": model, "config": config, "repeat": repeat, "batch_size": batch,
+                                    "ranks": args.np, "status": f"skipped: {args.budget:.0f} s budget spent"})
+                else:
+                    print(f"--- {model} {config} #{repeat}: {args.np} ranks, batch {batch}/rank "
+                          f"({time.strftime('%H:%M:%S')})", flush=True)
+                    results.append(run_config(model, batch, config, args, min(args.timeout, left), repeat))
+                    r = results[-1]
+                    print(f"    {r['status']}: {r.get('img_s_total', 0):.1f} img/s in {r['seconds']} s", flush=True)
+                    for name, tail in r.get("log_tail", {}).items():
+                        print(f"    --- {name}\n{tail}", flush=True)
+                (args.out / "synthetic.json").write_text(json.dumps(
+                    {"meta": meta, "summary": summarize(results), "results": results}, indent=1))
     print(table(results))
     print(f"results: {args.out / 'synthetic.json'}")
     return 0 if all(r["status"] == "ok" for r in results) else 1

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds lightcc on the GPU machine and runs every GPU check in one call; prints one log.
 # Usage (repo root, on a machine with an NVIDIA GPU, torch+CUDA, nvidia-nccl, CuPy, nvcc):
-#   OUT=/some/dir tests/gpu/run.sh [phase ...]      phases: env build kernels smoke net torch cupy jax bench
+#   OUT=/some/dir tests/gpu/run.sh [phase ...]
+#   phases: env build kernels smoke net torch cupy jax harp features bench-resnet50 bench-vgg16 bench-2d
+#   (bench = the three bench phases; each fits one 10-minute call of the device tool on its own)
 set -uo pipefail
 OUT=${OUT:-/tmp/lightcc-gpu}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net bench cupy jax torch)
+[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net cupy jax torch harp features bench)
 status=0
 # Ranks that share one GPU from separate processes are time-sliced by the driver: a collective
 # waits for its peer's kernel to get the GPU, about 5 ms a call whatever the network. Under MPS
@@ -70,8 +72,25 @@ for phase in "${phases[@]}"; do
     jax)
       step jax 240 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k jax
       ;;
-    bench)
-      [ -f benchmarks/gpu/synthetic.py ] && step synthetic 420 $PY -m benchmarks.gpu.synthetic --out "$OUT/synthetic"
+    harp)
+      step harp-nccl 180 $PY -m pytest -x -q -p no:cacheprovider tests/gpu/test_harp_nccl.py
+      ;;
+    features)  # streams, order/cost fusion, pacing off, autotune converging, elastic kill -9
+      step features 580 $PY -m pytest -q -p no:cacheprovider tests/gpu/test_features_gpu.py
+      ;;
+    bench|bench-resnet50|bench-vgg16|bench-2d)
+      # The four-way grid (DDP/lightcc x Socket/HARP), 3 repeats round-robin; 2D against flat at
+      # 4 ranks as 2 "hosts" x 2. Results: $OUT/synthetic-*/synthetic.json.
+      if [ "$phase" = bench ] || [ "$phase" = bench-resnet50 ]; then
+        step synthetic-resnet50 580 $PY -m benchmarks.gpu.synthetic --models resnet50 --budget 560 --out "$OUT/synthetic-resnet50"
+      fi
+      if [ "$phase" = bench ] || [ "$phase" = bench-vgg16 ]; then
+        step synthetic-vgg16 580 $PY -m benchmarks.gpu.synthetic --models vgg16 --budget 560 --out "$OUT/synthetic-vgg16"
+      fi
+      if [ "$phase" = bench ] || [ "$phase" = bench-2d ]; then
+        step synthetic-2d 580 $PY -m benchmarks.gpu.synthetic --models resnet50 --np 4 --ranks-per-host 2 \
+          --configs ddp-harp,lightcc-harp,lightcc-harp-2d --budget 560 --out "$OUT/synthetic-2d"
+      fi
       ;;
   esac
 done
