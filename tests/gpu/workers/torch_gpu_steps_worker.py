@@ -12,7 +12,7 @@ import hashlib
 import json
 import sys
 
-from gpu_helpers import setup_torch
+from gpu_helpers import setup_torch  # noqa: I001  (first: it puts the CPU workers on sys.path)
 from common import Checker
 
 import torch
