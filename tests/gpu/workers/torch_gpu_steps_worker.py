@@ -12,12 +12,11 @@ import hashlib
 import json
 import sys
 
-from gpu_helpers import setup_torch  # noqa: I001  (first: it puts the CPU workers on sys.path)
-from common import Checker
-
-import torch
-
 import lightcc._core as core
+import torch
+from common import Checker
+from gpu_helpers import setup_torch
+
 import lightcc.torch as hvd
 
 COUNTS = [1, 17, 1000, 4097, 30000, 65536, 150001, 300000]
