@@ -164,6 +164,12 @@ def format_rows(rows: Sequence[Row]) -> str:
     for r in rows:
         lines.append(f"| {r.file} | {r.ranks} | {r.model} | {r.config} | {r.measured_s * 1e3:,.0f} | "
                      f"{r.predicted_s * 1e3:,.0f} | {r.error * 100:+.1f} % | {'yes' if r.within else '**no**'} |")
+    lines += ["", "| file | rows | within 15 % | mean abs error | worst |", "|---|---:|---:|---:|---:|"]
+    for f in dict.fromkeys(r.file for r in rows):
+        mine = [r for r in rows if r.file == f]
+        worst = max(mine, key=lambda r: abs(r.error))
+        lines.append(f"| {f} | {len(mine)} | {sum(r.within for r in mine)} | "
+                     f"{sum(abs(r.error) for r in mine) / len(mine) * 100:.1f} % | {worst.error * 100:+.1f} % |")
     ok = sum(r.within for r in rows)
     mean = sum(abs(r.error) for r in rows) / max(1, len(rows))
     lines.append("")
