@@ -10,7 +10,7 @@ states each one): V100 per-GPU compute, fp32 gradients, ready in reverse layer o
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 from lightcc.bench.simulate import report

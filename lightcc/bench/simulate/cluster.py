@@ -68,7 +68,7 @@ class Cluster:
         """Seconds per byte of a ring edge between hosts with ``concurrent`` rings sharing each NIC."""
         return 1.0 / gbit_to_bytes_per_s(self.connection_gbit(concurrent))
 
-    def with_gpus(self, gpus: int) -> "Cluster":
+    def with_gpus(self, gpus: int) -> Cluster:
         """The same cluster sized to ``gpus`` GPUs: full hosts, or one partly used host below a host's size."""
         if gpus < 1:
             raise ValueError(f"gpus must be >= 1, got {gpus}")

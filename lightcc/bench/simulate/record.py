@@ -19,8 +19,13 @@ def record_step(model, loss_fn, device: str = "cpu", warmup: int = 1) -> Workloa
 
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     stamps: dict[str, float] = {}
-    handles = [p.register_post_accumulate_grad_hook(lambda _p, n=n: stamps.setdefault(n, time.perf_counter()))
-               for n, p in params]
+
+    def stamper(name: str):
+        def hook(_param) -> None:  # must return None
+            stamps.setdefault(name, time.perf_counter())
+        return hook
+
+    handles = [p.register_post_accumulate_grad_hook(stamper(n)) for n, p in params]
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     try:
         for _ in range(warmup + 1):

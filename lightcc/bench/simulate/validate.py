@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Sequence
 
 from lightcc.bench.simulate.cluster import Cluster
 from lightcc.bench.simulate.settings import EMULATED_ENGINE, MIB, Engine, Settings
@@ -44,7 +44,7 @@ class Row:
         return abs(self.error) <= TOLERANCE
 
 
-def _rate_gbit(rate: Optional[str]) -> Optional[float]:
+def _rate_gbit(rate: str | None) -> float | None:
     """'1gbit' -> 1.0, '500mbit' -> 0.5, None (unshaped) -> None."""
     if not rate or rate == "none":
         return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Sequence
 
 PROFILE_FORMAT = "lightcc-simulate-profile/1"
 
@@ -39,7 +39,7 @@ class Tensor:
 
     name: str
     bytes: int
-    ready_s: Optional[float] = None
+    ready_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Workload:
         """One GPU's step without communication."""
         return self.forward_s + self.backward_s + self.optimizer_s
 
-    def with_compute(self, compute_s: float, batch: Optional[int] = None) -> "Workload":
+    def with_compute(self, compute_s: float, batch: int | None = None) -> Workload:
         """The same gradients with forward + backward (+ optimizer) rescaled to ``compute_s`` seconds."""
         if compute_s < 0:
             raise ValueError(f"compute time must be >= 0, got {compute_s}")
