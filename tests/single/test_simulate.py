@@ -262,3 +262,12 @@ def test_bad_input_is_a_clear_error():
     out = subprocess.run([sys.executable, "-m", "lightcc.bench", "simulate", "--configs", "flat,nope"], env=env(),
                          capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 1 and "unknown configurations ['nope']" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_autotune_files_validate_with_borrowed_links():
+    files = sorted((ROOT / "benchmarks" / "cluster" / "results" / "autotune").glob("autotune-*.json"))
+    with pytest.raises(ValueError, match="no probe"):
+        validate.validate_files(files[:1])
+    rows = validate.validate_files(files, probe_from=CLUSTER_JSON)
+    assert {r.config for r in rows} == {"flat", "2d", "2d_order", "autotuned"}
+    assert all(r.within for r in rows), validate.format_rows(rows)

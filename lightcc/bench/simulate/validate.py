@@ -103,11 +103,42 @@ def validate_doc(doc: dict, name: str, engine: Engine) -> list[Row]:
     return rows
 
 
-def validate_files(paths: Sequence[str | Path], engine: Engine = EMULATED_ENGINE) -> list[Row]:
+def from_autotune(doc: dict, probe_doc: dict) -> dict:
+    """An autotune results file (benchmarks/cluster autotune) in the run files' shape.
+
+    It has no probe of its own: the links come from ``probe_doc`` (a run on the same cluster set-up).
+    Its rows: the hand-picked configurations, and the tuned steps under the frozen setting.
+    """
+    rows = []
+    for m in doc["models"]:
+        rows.extend(m["hand"])
+        frozen = m.get("summary", {}).get("frozen_params")
+        if frozen and m["summary"].get("tuned_median_s"):
+            env = {"HOROVOD_FUSION_THRESHOLD": frozen["fusion_threshold_bytes"],
+                   "LIGHT_FUSION_STRATEGY": frozen["fusion_strategy"], "LIGHT_NUM_STREAMS": frozen["streams"],
+                   "LIGHT_2D_ALLREDUCE": "1" if frozen["two_d"] == "1" else "0"}
+            rows.append({"model": m["model"], "config": "autotuned", "env": env,
+                         "median_s": m["summary"]["tuned_median_s"]})
+    return {"hosts": probe_doc["hosts"], "per_host": probe_doc["per_host"], "rate": doc.get("rate"),
+            "backward_ms": 0.0, "probe": probe_doc["probe"], "models": {}, "rows": rows}
+
+
+def load(path: str | Path, probe_from: str | Path | None = None) -> dict:
+    """A results document; autotune files borrow the links of ``probe_from``."""
+    doc = json.loads(Path(path).read_text())
+    if "probe" not in doc and doc.get("models") and "hand" in doc["models"][0]:
+        if probe_from is None:
+            raise ValueError(f"{path}: an autotune file has no probe; name a run file of the same cluster")
+        doc = from_autotune(doc, json.loads(Path(probe_from).read_text()))
+    return doc
+
+
+def validate_files(paths: Sequence[str | Path], engine: Engine = EMULATED_ENGINE,
+                   probe_from: str | Path | None = None) -> list[Row]:
     """Rows of every results file, in order."""
     out: list[Row] = []
     for p in paths:
-        out.extend(validate_doc(json.loads(Path(p).read_text()), Path(p).name, engine))
+        out.extend(validate_doc(load(p, probe_from), Path(p).name, engine))
     return out
 
 
