@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from lightcc.bench.simulate import report
 from lightcc.bench.simulate.cluster import PRESETS, Cluster, preset
-from lightcc.bench.simulate.settings import FUSION, LINKS, NEGOTIATION, Engine, Settings
+from lightcc.bench.simulate.settings import EMULATED_ENGINE, FUSION, LINKS, NEGOTIATION, Engine, Settings
 from lightcc.bench.simulate.workload import COMPUTE, Workload, load_profile, named
 from lightcc.bench.sizes import parse_size
 
@@ -17,6 +17,10 @@ CLUSTER_FLAGS = {
     "gpus_per_host": int, "nic_gbit": float, "nic_latency_us": float, "nic_efficiency": float,
     "intra_gbit": float, "intra_latency_us": float, "flows": int, "flow_gbit": float, "rank_gbit": float,
 }
+
+# Engine constants a flag may override: flag -> (Engine field, unit to seconds).
+ENGINE_FLAGS = {"call_us": ("call_s", 1e-6), "neg_per_peer_us": ("neg_per_peer_s", 1e-6),
+                "connect_ms": ("connect_s", 1e-3), "select_ns_per_byte": ("select_s_per_byte", 1e-9)}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,13 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--streams", type=int, default=1, help="LIGHT_NUM_STREAMS (default 1)")
     s.add_argument("--negotiation", default="linear", choices=NEGOTIATION, help="today's O(p) or issue 22's log p")
     s.add_argument("--links", default="mesh", choices=LINKS, help="today's full mesh or links on demand")
-    e = p.add_argument_group("engine constants (docs/simulator.md)")
-    e.add_argument("--call-us", type=float, default=Engine.call_s * 1e6, help="fixed cost per collective")
-    e.add_argument("--neg-per-peer-us", type=float, default=Engine.neg_per_peer_s * 1e6,
-                   help="negotiation CPU per peer message")
-    e.add_argument("--connect-ms", type=float, default=Engine.connect_s * 1e3, help="set-up per remote peer")
-    e.add_argument("--select-ns-per-byte", type=float, default=Engine.select_s_per_byte * 1e9,
-                   help="top-k selection + residual update per byte")
+    e = p.add_argument_group("engine constants (docs/simulator.md; default: the GPU values, or the fitted "
+                             "emulated-cluster values with --cluster emulated)")
+    e.add_argument("--call-us", type=float, help=f"fixed cost per collective ({Engine.call_s * 1e6:g})")
+    e.add_argument("--neg-per-peer-us", type=float,
+                   help=f"negotiation CPU per peer message ({Engine.neg_per_peer_s * 1e6:g})")
+    e.add_argument("--connect-ms", type=float, help=f"set-up per remote peer ({Engine.connect_s * 1e3:g})")
+    e.add_argument("--select-ns-per-byte", type=float,
+                   help=f"top-k selection + residual update per byte ({Engine.select_s_per_byte * 1e9:g})")
     o = p.add_argument_group("output")
     o.add_argument("--json", metavar="PATH", help="write inputs and rows as JSON")
     o.add_argument("--plot", metavar="PATH", help="draw efficiency and img/s against GPUs as a PNG")
@@ -83,8 +88,11 @@ def make_settings(args: argparse.Namespace) -> Settings:
 
 
 def make_engine(args: argparse.Namespace) -> Engine:
-    return Engine(call_s=args.call_us * 1e-6, neg_per_peer_s=args.neg_per_peer_us * 1e-6,
-                  connect_s=args.connect_ms * 1e-3, select_s_per_byte=args.select_ns_per_byte * 1e-9)
+    """The preset's engine constants (emulated: the fitted ones) with the flags given applied."""
+    base = EMULATED_ENGINE if args.cluster == "emulated" else Engine()
+    over = {field: getattr(args, flag) * scale for flag, (field, scale) in ENGINE_FLAGS.items()
+            if getattr(args, flag) is not None}
+    return replace(base, **over)
 
 
 def run(args: argparse.Namespace) -> dict:
