@@ -24,7 +24,8 @@ RESULTS = ROOT / "benchmarks" / "cluster" / "results"
 DEFAULT_FIT = [str(RESULTS / "cluster.json")]
 DEFAULT_FILES = DEFAULT_FIT + sorted(glob.glob(str(RESULTS / "fusion" / "gbit_*.json"))) + sorted(
     glob.glob(str(RESULTS / "fusion" / "fast_*.json"))) + [str(RESULTS / "unshaped-topk.json")] + sorted(
-    glob.glob(str(RESULTS / "autotune" / "autotune-*.json")))
+    glob.glob(str(RESULTS / "autotune" / "autotune-*.json"))) + sorted(
+    glob.glob(str(ROOT / "benchmarks" / "streams" / "results" / "cluster*.json")))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -138,8 +138,17 @@ def validate_files(paths: Sequence[str | Path], engine: Engine = EMULATED_ENGINE
     """Rows of every results file, in order."""
     out: list[Row] = []
     for p in paths:
-        out.extend(validate_doc(load(p, probe_from), Path(p).name, engine))
+        out.extend(validate_doc(load(p, probe_from), _short(Path(p)), engine))
     return out
+
+
+def _short(path: Path) -> str:
+    """A file's name for tables: below `benchmarks/` when it is there (two suites both have cluster.json)."""
+    parts = path.resolve().parts
+    if "benchmarks" in parts:
+        rest = parts[len(parts) - parts[::-1].index("benchmarks"):]
+        return "/".join(p for p in rest if p != "results")
+    return path.name
 
 
 def topk_features(doc: dict, model: str, config: str, env: dict) -> tuple[float, int, int]:
