@@ -137,7 +137,7 @@ class _Streams:
         return start, end
 
 
-def _dense_groups(order: list[int], sizes: list[int], s: Settings, caps: tuple[int, int]) -> dict[int, int]:
+def _dense_groups(order: list[int], sizes: list[int], caps: tuple[int, int]) -> dict[int, int]:
     """For `order`/`cost` fusion: tensor index -> bucket id, fixed in ready order."""
     owner: dict[int, int] = {}
     for bid, members in enumerate(pack([sizes[i] for i in order], caps[0], caps[1])):
@@ -154,7 +154,7 @@ def simulate_step(w: Workload, c: Cluster, s: Settings, e: Engine) -> StepResult
     sparse = [s.topk and b >= s.topk_threshold for b in sizes]
     dense_idx = [i for i in range(len(sizes)) if not sparse[i]]
     caps = bucket_caps(c, s, e)
-    owner = _dense_groups(dense_idx, sizes, s, caps) if s.fusion != "size" else {}
+    owner = _dense_groups(dense_idx, sizes, caps) if s.fusion != "size" else {}
     left: dict[int, int] = {}
     for bid in owner.values():
         left[bid] = left.get(bid, 0) + 1
