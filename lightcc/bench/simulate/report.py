@@ -15,14 +15,16 @@ from lightcc.bench.simulate.workload import Workload
 
 DEFAULT_GPUS = (8, 16, 32, 64, 128, 256, 512, 1024)
 # Named configurations: lightcc's choices on top of the base settings, and a Horovod-style baseline:
-# flat ring, size fusion, a 1 ms cycle, and (CLUSTER_OVERRIDES) NCCL's socket transport default on a
-# cloud NIC - one socket per peer, so one flow and that flow's cap.
+# flat ring, size fusion, a 1 ms cycle, negotiation by one MPI allreduce (log p), NCCL connecting only
+# its ring neighbours, and (CLUSTER_OVERRIDES) NCCL's socket transport default on a cloud NIC - one
+# socket per peer, so one flow and that flow's cap.
 CONFIGS: dict[str, dict] = {
     "flat": {"algorithm": "flat", "topk": False},
     "2d": {"algorithm": "2d", "topk": False},
     "topk": {"algorithm": "flat", "topk": True},
     "2d_topk": {"algorithm": "2d", "topk": True},
-    "horovod": {"algorithm": "flat", "topk": False, "fusion": "size", "cycle_s": 0.001, "streams": 1},
+    "horovod": {"algorithm": "flat", "topk": False, "fusion": "size", "cycle_s": 0.001, "streams": 1,
+                "negotiation": "log", "links": "on-demand"},
 }
 CLUSTER_OVERRIDES: dict[str, dict] = {"horovod": {"flows": 1}}
 
