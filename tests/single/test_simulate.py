@@ -271,3 +271,17 @@ def test_autotune_files_validate_with_borrowed_links():
     rows = validate.validate_files(files, probe_from=CLUSTER_JSON)
     assert {r.config for r in rows} == {"flat", "2d", "2d_order", "autotuned"}
     assert all(r.within for r in rows), validate.format_rows(rows)
+
+
+def test_log_negotiation_and_links_on_demand_change_only_the_control_plane():
+    w, e = named("resnet101"), Engine()
+    c = preset("vpc25").with_gpus(1024)
+    today = report.predict(w, c, Settings(algorithm="2d"), e)
+    issue22 = report.predict(w, c, Settings(algorithm="2d", negotiation="log", links="on-demand"), e)
+    per_cycle = costs.negotiation_cycle(1024, 128, "linear", e.neg_base_s, e.neg_per_peer_s, c.alpha_net, c.alpha_local)
+    assert today["negotiation_s"] == pytest.approx(today["cycles"] * per_cycle)
+    assert issue22["negotiation_s"] < today["negotiation_s"] / 5
+    # ~2 ms a cycle less shifts when cycles fall, not the bandwidth-bound step (size fusion re-clocks)
+    assert issue22["step_s"] == pytest.approx(today["step_s"], rel=0.02)
+    assert (today["fds_per_rank"], issue22["fds_per_rank"]) == (8 + 1016 * 4 * 2, 8 + (127 + 7) * 4 * 2)
+    assert issue22["init_s"] < today["init_s"] / 5
