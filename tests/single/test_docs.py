@@ -33,6 +33,8 @@ RUN = {
     "lightcc-bench allreduce --np 2 --compare gloo,mpi --json {tmp}/ar.json --plot {tmp}/ar.png --sizes 4K,64K "
     "--iters 5 --warmup 1 --no-progress",
     "lightcc-bench latency --np 2": "lightcc-bench latency --np 2 --iters 50 --warmup 5 --no-progress",
+    "lightcc-bench simulate --model resnet101 --cluster vpc25 --json sim.json --plot sim.png":
+    "lightcc-bench simulate --model resnet101 --cluster vpc25 --json {tmp}/sim.json --plot {tmp}/sim.png",
 }
 MODULES = {  # console script -> `python -m` form (this tree, not the installed scripts)
     "lightccrun": "lightcc.runner.launch",
@@ -124,6 +126,10 @@ def _parses(command: str) -> str:
             from lightcc.bench.autotune_plot import build_parser as plot_parser
 
             plot_parser().parse_args(args[1:])
+        elif tool == "lightcc-bench" and args[:1] == ["simulate"]:
+            from lightcc.bench.simulate.cli import build_parser as simulate_parser
+
+            simulate_parser().parse_args(args[1:])
         elif tool == "lightcc-bench":
             from lightcc.bench.cli import build_parser
 

@@ -1,0 +1,1 @@
+"""Simulator validation and prediction tables (lightcc-bench simulate): scripts and their results."""

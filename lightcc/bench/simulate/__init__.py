@@ -1,0 +1,24 @@
+"""lightcc-bench simulate: predicts step time, img/s and scaling efficiency of data-parallel training.
+
+DESIGN. An analytical, event-driven model in the spirit of ASTRA-sim / SimAI (workload x system x
+network), small enough to read in one sitting. One module per job, all pure functions or frozen
+dataclasses (no processes, no sockets):
+
+* ``workload``  - the model: gradient tensors (bytes, layer order), per-GPU batch, forward/backward
+                  time, and when each gradient becomes ready during backward (named models or a
+                  profile JSON recorded from one real step, see ``record``).
+* ``cluster``   - hosts x GPUs per host, intra-host and NIC bandwidth/latency, flows per connection,
+                  per-flow and per-rank transport caps; presets for the clusters the docs compare.
+* ``settings``  - lightcc's settings (flat / 2D, top-k, fusion strategy and threshold, cycle time,
+                  streams, negotiation and link modes) and the engine constants (per-collective
+                  cost, negotiation cost per cycle vs p, connection cost, top-k selection cost).
+* ``costs``     - the alpha-beta cost of each collective and of negotiation / connection set-up.
+* ``timeline``  - one step: gradients become ready, negotiation cycles agree on them, fusion groups
+                  them, each batch runs on a stream while backward goes on; returns the step time.
+* ``report``    - sweeps 8..1,024 GPUs into rows, formats the text table, JSON and PNG.
+* ``validate``  - predictions against the emulated cluster's measured result files.
+* ``cli``       - ``lightcc-bench simulate`` argument parsing and glue.
+
+Everything is in seconds and bytes; bandwidths given in Gbit/s (1e9 bit/s) are converted once, in
+``cluster``.
+"""

@@ -1,0 +1,287 @@
+"""lightcc-bench simulate: each cost function against hand-computed values, the step timeline, monotonicity,
+the validation against the committed emulated-cluster results, profiles, and the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lightcc.bench.simulate import costs, report, timeline, validate
+from lightcc.bench.simulate.cluster import preset
+from lightcc.bench.simulate.settings import EMULATED_ENGINE, Engine, Settings
+from lightcc.bench.simulate.workload import Tensor, Workload, load_profile, named, save_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER_JSON = ROOT / "benchmarks" / "cluster" / "results" / "cluster.json"
+MIB = 1 << 20
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+# ---- cost functions, by hand -------------------------------------------------------------------------
+
+def test_ring_allreduce_by_hand():
+    # 2(p-1) alpha + 2(p-1)/p m beta = 6e-5 + 1.5e-3
+    assert costs.ring_allreduce(1e6, 4, 1e-5, 1e-9) == pytest.approx(1.56e-3)
+    assert costs.ring_allreduce_wire(1e6, 4, 1e-9) == pytest.approx(1.5e-3)
+    assert costs.ring_allreduce(1e6, 1, 1e-5, 1e-9) == 0.0
+
+
+def test_two_level_by_hand():
+    # in-host 2*3/4*8e6*1e-10 + 2 windows * (2*3*1e-6 + 2*1*1e-5); cross 2*1/2 * (8e6/4) * 4e-9
+    inner, wire = costs.two_level_parts(8e6, 2, 4, 2, 1e-6, 1e-10, 1e-5, 4e-9)
+    assert inner == pytest.approx(1.2e-3 + 5.2e-5)
+    assert wire == pytest.approx(8e-3)
+
+
+def test_sparse_allgather_and_pairs_by_hand():
+    assert costs.topk_pairs(4e6, 0.01) == 10000
+    assert costs.topk_pairs(1, 0.01) == 1
+    # (p-1) alpha + (p-1) k 8 beta
+    assert costs.sparse_allgather(1000, 5, 1e-5, 1e-9) == pytest.approx(4e-5 + 3.2e-5)
+    assert costs.topk_compute(1e6, 3000, 2e-9, 1e-9) == pytest.approx(2e-3 + 3e-6)
+
+
+def test_negotiation_linear_and_log_by_hand():
+    us = 1e-6
+    lin = costs.negotiation_cycle(16, 2, "linear", 10 * us, 2 * us, 30 * us, 5 * us)
+    assert lin == pytest.approx((10 + 15 * 2 + 30) * us)
+    log = costs.negotiation_cycle(16, 2, "log", 10 * us, 2 * us, 30 * us, 5 * us)
+    assert log == pytest.approx((10 + 2 * 3 * (5 + 2) + 1 * (30 + 2)) * us)
+    big_lin = costs.negotiation_cycle(1024, 128, "linear", 10 * us, 2 * us, 30 * us, 5 * us)
+    big_log = costs.negotiation_cycle(1024, 128, "log", 10 * us, 2 * us, 30 * us, 5 * us)
+    assert big_lin == pytest.approx((10 + 1023 * 2 + 30) * us)
+    assert big_log == pytest.approx((10 + 42 + 7 * 32) * us)
+    with pytest.raises(ValueError, match="linear"):
+        costs.negotiation_cycle(4, 2, "tree", 0, 0, 0, 0)
+
+
+def test_sockets_match_the_issue_table():
+    # issue 22 measured 24 descriptors per rank at 2x2 and 488 at 16x4 (full mesh, 4 flows)
+    e = Engine()
+    assert costs.sockets_per_rank(costs.remote_peers(4, 2, "mesh", "flat"), 4, e.base_fds, e.fds_per_flow) == 24
+    assert costs.sockets_per_rank(costs.remote_peers(64, 16, "mesh", "flat"), 4, e.base_fds, e.fds_per_flow) == 488
+    assert costs.remote_peers(64, 16, "on-demand", "flat") == 2 + 4
+    assert costs.remote_peers(64, 16, "on-demand", "2d") == 15 + 4
+    assert costs.remote_peers(8, 1, "mesh", "flat") == 0
+    assert costs.init_seconds(10, 0.05, 0.02) == pytest.approx(0.25)
+
+
+def test_cluster_bandwidth_and_sizes():
+    c = preset("vpc25")
+    assert c.connection_gbit(1) == pytest.approx(25 * 0.92)
+    assert c.connection_gbit(8) == pytest.approx(25 * 0.92 / 8)
+    assert replace(c, flows=1).connection_gbit(1) == pytest.approx(10)  # one flow's cap
+    assert c.ring_beta(1) == pytest.approx(8 / (23e9))
+    assert c.with_gpus(16).hosts == 2 and c.with_gpus(4).gpus_per_host == 4 and c.with_gpus(4).hosts == 1
+    with pytest.raises(ValueError, match="whole number"):
+        c.with_gpus(12)
+    with pytest.raises(ValueError, match="nic_gbit"):
+        replace(c, nic_gbit=0)
+
+
+def test_settings_reject_bad_values():
+    with pytest.raises(ValueError, match="algorithm"):
+        Settings(algorithm="tree")
+    with pytest.raises(ValueError, match="density"):
+        Settings(density=0)
+
+
+def test_pack_buckets():
+    assert timeline.pack([1, 1, 1], 2, 2) == [[0, 1], [2]]
+    assert timeline.pack([5, 1, 1], 2, 2) == [[0], [1, 2]]  # too big goes alone
+    assert timeline.pack([1, 1, 1, 1], 1, 3) == [[0], [1, 2, 3]]  # a small first bucket
+
+
+# ---- the step timeline --------------------------------------------------------------------------------
+
+def _one(nbytes: int, backward: float = 0.0) -> Workload:
+    return Workload("one", (Tensor("t", nbytes),), 1, 0.0, backward)
+
+
+def test_one_tensor_step_by_hand():
+    c = preset("emulated")
+    e = replace(EMULATED_ENGINE, call_s=1e-3)
+    step = timeline.simulate_step(_one(64 * MIB), c, Settings(), e)
+    # one negotiation cycle (its engine costs are 0 here, its one network latency is not), then the ring
+    want = c.alpha_net + 1e-3 + 2 * 3 * c.alpha_net + 2 * 3 / 4 * 64 * MIB * c.ring_beta(1)
+    assert step.step_s == pytest.approx(want)
+    assert step.cycles == 1 and len(step.batches) == 1
+
+
+def test_backward_hides_communication():
+    c = preset("emulated")
+    slow = timeline.simulate_step(_one(4096, backward=2.0), c, Settings(), EMULATED_ENGINE)
+    # the only gradient is ready at the end of backward, then its small allreduce runs
+    assert 2.0 < slow.step_s < 2.01
+    w = Workload("two", (Tensor("a", 4096), Tensor("b", 4096)), 1, 0.0, 2.0)
+    # b (last layer) is ready half-way: its allreduce is hidden, only a's is exposed
+    assert timeline.simulate_step(w, c, Settings(), EMULATED_ENGINE).exposed_comm_s < 0.01
+
+
+def test_streams_overlap_fixed_costs_but_share_the_nic():
+    st = timeline._Streams(2)
+    assert st.run(0.0, 1.0, 1.0) == (0.0, 2.0)
+    # second stream: its fixed part overlaps, its wire part waits for the NIC
+    assert st.run(0.0, 1.0, 1.0) == (0.0, 3.0)
+
+
+def test_order_fusion_holds_until_bucket_complete_or_flush():
+    c = preset("emulated")
+    tensors = tuple(Tensor(f"t{i}", MIB) for i in range(4))
+    w = Workload("w", tensors, 1, 0.0, 0.0)
+    s = Settings(fusion="order", first_bucket=MIB, fusion_bytes=3 * MIB)
+    step = timeline.simulate_step(w, c, s, EMULATED_ENGINE)
+    assert [b.bytes for b, _, _ in step.batches] == [MIB, 3 * MIB]
+
+
+# ---- monotonicity -------------------------------------------------------------------------------------
+
+def _steps_over_bandwidth(w: Workload, s: Settings, gpus: int) -> list[float]:
+    out = []
+    for gbit in (10, 25, 50, 100, 200, 400):
+        c = replace(preset("vpc25"), nic_gbit=gbit, flow_gbit=gbit).with_gpus(gpus)
+        out.append(timeline.simulate_step(w, c, s, Engine()).step_s)
+    return out
+
+
+@pytest.mark.parametrize("model", ["resnet101", "vgg16", "transformer_xl"])
+@pytest.mark.parametrize("config", ["flat", "2d", "topk", "2d_topk"])
+def test_more_bandwidth_is_never_slower(model, config):
+    s = report.config_settings([config], Settings())[config]
+    for gpus in (16, 64, 256, 1024):
+        for kind in ("dense", "topk"):
+            per_batch = []
+            for gbit in (10, 25, 50, 100, 200, 400):
+                c = replace(preset("vpc25"), nic_gbit=gbit, flow_gbit=gbit).with_gpus(gpus)
+                per_batch.append(sum(timeline.batch_cost(timeline.Batch(kind, 64 * MIB), c, s, Engine())))
+            assert per_batch == sorted(per_batch, reverse=True), (gpus, kind)
+        at_once = replace(named(model), forward_s=0.0, backward_s=0.0)  # every gradient ready at once
+        steps = _steps_over_bandwidth(at_once, s, gpus)
+        assert steps == sorted(steps, reverse=True), gpus
+        # Fixed buckets (order fusion) keep the batches the same on every link, so overlap cannot undo it.
+        steps = _steps_over_bandwidth(named(model), replace(s, fusion="order", fusion_bytes=25 * MIB), gpus)
+        assert all(b <= a + 1e-12 for a, b in zip(steps, steps[1:])), gpus
+
+
+def test_size_fusion_can_issue_one_more_collective_on_a_faster_link():
+    # Self-clocked `size` fusion: a faster link frees the engine sooner, so a later cycle catches a
+    # small trailing group as an extra, latency-bound collective (docs/simulator.md, "Anomalies").
+    s = Settings()
+    w = named("resnet101")
+    slow = timeline.simulate_step(w, replace(preset("vpc25"), nic_gbit=100, flow_gbit=100).with_gpus(1024), s, Engine())
+    fast = timeline.simulate_step(w, replace(preset("vpc25"), nic_gbit=200, flow_gbit=200).with_gpus(1024), s, Engine())
+    assert len(fast.batches) == len(slow.batches) + 1 and fast.step_s > slow.step_s
+
+
+@pytest.mark.parametrize("model", ["inception_v3", "vgg16", "transformer_xl"])
+@pytest.mark.parametrize("algorithm", ["flat", "2d"])
+def test_topk_at_density_one_is_never_cheaper_than_dense(model, algorithm):
+    w = named(model)
+    for cluster in ("vpc25", "emulated"):
+        for gpus in (16, 64, 512) if cluster == "vpc25" else (4,):
+            c = preset(cluster).with_gpus(gpus) if cluster == "vpc25" else preset(cluster)
+            dense = timeline.simulate_step(w, c, Settings(algorithm=algorithm), Engine()).step_s
+            topk = timeline.simulate_step(w, c, Settings(algorithm=algorithm, topk=True, density=1.0), Engine()).step_s
+            assert topk >= dense, (cluster, gpus)
+
+
+# ---- validation against the committed measurements -----------------------------------------------------
+
+def test_validation_on_the_emulated_cluster():
+    rows = validate.validate_files([CLUSTER_JSON])
+    assert len(rows) == 16
+    assert sum(r.within for r in rows) >= 15, validate.format_rows(rows)
+    # dense rows need no fitted constant at all
+    assert all(r.within for r in rows if "topk" not in r.config)
+
+
+def test_stated_constants_are_the_fit():
+    engine, used = validate.fit_topk([CLUSTER_JSON])
+    assert len(used) == 8
+    for field in ("select_s_per_byte", "topk_call_s", "topk_window_s"):
+        assert getattr(engine, field) == pytest.approx(getattr(EMULATED_ENGINE, field), rel=0.02), field
+
+
+# ---- profiles and recording ---------------------------------------------------------------------------
+
+def test_profile_round_trip(tmp_path):
+    w = Workload("m", (Tensor("a", 400, 0.3), Tensor("b", 800, 0.1)), 4, 0.1, 0.3, 0.01)
+    save_profile(w, tmp_path / "p.json", "cpu")
+    back = load_profile(tmp_path / "p.json")
+    assert [(t.name, t.bytes, t.ready_s) for t in back.tensors] == [("a", 400, 0.3), ("b", 800, 0.1)]
+    assert [t.name for _, t in back.ready_order()] == ["b", "a"]
+    assert back.compute_s == pytest.approx(0.41)
+    (tmp_path / "bad.json").write_text(json.dumps({"format": "x"}))
+    with pytest.raises(ValueError, match="not a simulator profile"):
+        load_profile(tmp_path / "bad.json")
+
+
+def test_record_step_times_every_gradient():
+    torch = pytest.importorskip("torch")
+    from lightcc.bench.simulate.record import record_step
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
+    x = torch.randn(32, 64)
+    w = record_step(model, lambda: model(x).square().mean())
+    assert [t.name for t in w.tensors] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert w.backward_s > 0 and w.forward_s > 0
+    ready = {t.name: t.ready_s for t in w.tensors}
+    assert 0 <= ready["2.weight"] <= ready["0.weight"] <= w.backward_s  # the last layer's gradient first
+
+
+# ---- the command line ---------------------------------------------------------------------------------
+
+def test_help():
+    out = subprocess.run([sys.executable, "-m", "lightcc.bench", "simulate", "--help"], env=env(),
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0 and "usage: lightcc-bench simulate" in out.stdout, out.stderr
+
+
+def test_example_writes_table_json_and_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    cmd = [sys.executable, "-m", "lightcc.bench", "simulate", "--model", "resnet101", "--cluster", "vpc25",
+           "--json", str(tmp_path / "sim.json"), "--plot", str(tmp_path / "sim.png")]
+    out = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "sim.json").read_text())
+    assert {r["gpus"] for r in doc["rows"]} == set(report.DEFAULT_GPUS)
+    assert len(doc["rows"]) == 8 * 4 and " 1024 " in out.stdout
+    assert (tmp_path / "sim.png").stat().st_size > 10_000
+
+
+def test_bad_input_is_a_clear_error():
+    out = subprocess.run([sys.executable, "-m", "lightcc.bench", "simulate", "--configs", "flat,nope"], env=env(),
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 1 and "unknown configurations ['nope']" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_autotune_files_validate_with_borrowed_links():
+    files = sorted((ROOT / "benchmarks" / "cluster" / "results" / "autotune").glob("autotune-*.json"))
+    with pytest.raises(ValueError, match="no probe"):
+        validate.validate_files(files[:1])
+    rows = validate.validate_files(files, probe_from=CLUSTER_JSON)
+    assert {r.config for r in rows} == {"flat", "2d", "2d_order", "autotuned"}
+    assert all(r.within for r in rows), validate.format_rows(rows)
+
+
+def test_log_negotiation_and_links_on_demand_change_only_the_control_plane():
+    w, e = named("resnet101"), Engine()
+    c = preset("vpc25").with_gpus(1024)
+    today = report.predict(w, c, Settings(algorithm="2d"), e)
+    issue22 = report.predict(w, c, Settings(algorithm="2d", negotiation="log", links="on-demand"), e)
+    per_cycle = costs.negotiation_cycle(1024, 128, "linear", e.neg_base_s, e.neg_per_peer_s, c.alpha_net, c.alpha_local)
+    assert today["negotiation_s"] == pytest.approx(today["cycles"] * per_cycle)
+    assert issue22["negotiation_s"] < today["negotiation_s"] / 5
+    # ~2 ms a cycle less shifts when cycles fall, not the bandwidth-bound step (size fusion re-clocks)
+    assert issue22["step_s"] == pytest.approx(today["step_s"], rel=0.02)
+    assert (today["fds_per_rank"], issue22["fds_per_rank"]) == (8 + 1016 * 4 * 2, 8 + (127 + 7) * 4 * 2)
+    assert issue22["init_s"] < today["init_s"] / 5
