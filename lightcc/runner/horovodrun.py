@@ -4,10 +4,13 @@ Every flag of Horovod's ``horovodrun`` is in :data:`FLAGS` with what happens to 
 
 * ``same``: lightccrun takes the flag as it is;
 * ``env``: exported as the variable lightcc reads (``HOROVOD_*``/``LIGHT*``/``MPI4PY_*``);
+* ``env, with a note``: exported likewise, and a note on stderr says how lightcc reads it;
 * ``translated``: rewritten into lightccrun's options (for example ``-i`` into the ssh template);
 * ``in effect``: what the flag asks for is already how lightcc works; a note says so on stderr;
 * ``refused``: lightcc cannot do it; horovodrun exits with 2 and a message saying why and what to
   use instead. Nothing is accepted and dropped in silence.
+
+A switch and its ``--no-`` twin given together are refused (Horovod's parser refuses them too).
 
 Elastic flags (``--min-np``, ``--max-np``, ``--host-discovery-script``, ...) go to lightccrun's
 elastic options (each is checked against lightccrun's parser, and refused if it lacks one). ``lightccrun --install-horovodrun`` puts a
@@ -25,9 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-SAME, ENV, TRANSLATED, IN_EFFECT, REFUSED, ELASTIC = (
+from lightcc.runner.env_flags import HIERARCHICAL_ALLGATHER_REFUSED
+
+SAME, ENV, NOTED, TRANSLATED, IN_EFFECT, REFUSED, ELASTIC = (
     "same",
     "env",
+    "env, with a note",
     "translated",
     "in effect",
     "refused",
@@ -105,9 +111,32 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag("--cache-capacity", True, SAME, "response cache entries"),
     _flag("--hierarchical-allreduce", False, SAME, "2D (hierarchical) allreduce"),
     _flag("--no-hierarchical-allreduce", False, ENV, "", "HOROVOD_HIERARCHICAL_ALLREDUCE", "0"),
-    _flag("--hierarchical-allgather", False, SAME, "hierarchical allgather"),
-    _flag("--no-hierarchical-allgather", False, ENV, "", "HOROVOD_HIERARCHICAL_ALLGATHER", "0"),
+    _flag("--hierarchical-allgather", False, REFUSED, HIERARCHICAL_ALLGATHER_REFUSED),
+    _flag(
+        "--no-hierarchical-allgather",
+        False,
+        IN_EFFECT,
+        "lightcc has no hierarchical allgather, so it is always off",
+    ),
+    _flag(
+        "--torus-allreduce",
+        False,
+        NOTED,
+        "lightcc's 2D allreduce is Horovod's torus schedule (reduce-scatter within the host, allreduce "
+        "across hosts, allgather within the host)",
+        "LIGHT_2D_ALLREDUCE",
+        "1",
+    ),
+    _flag(
+        "--no-torus-allreduce",
+        False,
+        NOTED,
+        "the 2D allreduce still runs if HOROVOD_HIERARCHICAL_ALLREDUCE=1 asks for it",
+        "LIGHT_2D_ALLREDUCE",
+        "0",
+    ),
     _flag("--autotune", False, SAME, "online autotuning (HOROVOD_AUTOTUNE)"),
+    _flag("--no-autotune", False, ENV, "", "HOROVOD_AUTOTUNE", "0"),
     _flag("--autotune-log-file", True, SAME, "autotune CSV log"),
     _flag("--autotune-warmup-samples", True, SAME, "autotune warm-up samples"),
     _flag("--autotune-steps-per-sample", True, SAME, "autotune steps per sample"),
@@ -115,11 +144,15 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag("--autotune-gaussian-process-noise", True, SAME, "autotune Gaussian-process noise"),
     _flag("--timeline-filename", True, SAME, "Chrome-trace timeline"),
     _flag("--timeline-mark-cycles", False, SAME, "mark cycles in the timeline"),
+    _flag("--no-timeline-mark-cycles", False, ENV, "", "HOROVOD_TIMELINE_MARK_CYCLES", "0"),
     _flag("--no-stall-check", False, SAME, "stall inspector off"),
+    _flag("--stall-check", False, ENV, "", "HOROVOD_STALL_CHECK_DISABLE", "0"),
     _flag("--stall-check-warning-time-seconds", True, SAME, "stall warning time"),
     _flag("--stall-check-shutdown-time-seconds", True, SAME, "stall shutdown time"),
     _flag("--log-level", True, SAME, "log level"),
-    _flag("--log-with-timestamp", False, IN_EFFECT, "lightcc's log lines always carry the time"),
+    _flag(
+        "--log-with-timestamp --no-log-hide-timestamp", False, IN_EFFECT, "lightcc's log lines always carry the time"
+    ),
     _flag(
         "--log-without-timestamp --log-hide-timestamp",
         False,
@@ -127,7 +160,7 @@ FLAGS: tuple[HorovodFlag, ...] = (
         "lightcc's log lines always carry the time; it cannot hide it",
     ),
     _flag(
-        "--prefix-output-with-timestamp",
+        "-prefix-timestamp --prefix-output-with-timestamp",
         False,
         REFUSED,
         "lightccrun prefixes output with the rank only; pipe through `ts` for times",
@@ -139,6 +172,14 @@ FLAGS: tuple[HorovodFlag, ...] = (
         "mpi4py initialises MPI without threads (lightcc only uses MPI at start-up)",
         "MPI4PY_RC_THREADS",
         "0",
+    ),
+    _flag(
+        "--no-mpi-threads-disable",
+        False,
+        ENV,
+        "mpi4py initialises MPI with threads (its default)",
+        "MPI4PY_RC_THREADS",
+        "1",
     ),
     _flag(
         "--binding-args",
@@ -157,6 +198,30 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag("--reset-limit", True, ELASTIC, "elastic: most resets"),
     _flag("--blacklist-cooldown-range", True, ELASTIC, "elastic: cool-down of a failing host (LOW HIGH)", nargs=2),
 )
+
+
+_HOW = {
+    SAME: "honoured (same flag)",
+    ENV: "honoured (variable)",
+    NOTED: "honoured (variable, note printed)",
+    TRANSLATED: "honoured (translated)",
+    IN_EFFECT: "already in effect (note printed)",
+    REFUSED: "**refused** (exit 2)",
+    ELASTIC: "honoured (lightccrun's elastic flag)",
+}
+
+
+def migration_table() -> str:
+    """The markdown table of docs/migrating.md: every flag and what happens to it (a test keeps them equal)."""
+    rows = ["| horovodrun flag | lightcc | how |", "|---|---|---|"]
+    for flag in FLAGS:
+        how = flag.note
+        if flag.handling in (ENV, NOTED):
+            exported = f"exports `{flag.env}`" + (f"={flag.value}" if flag.value else "")
+            how = f"{exported}; {flag.note}" if flag.note else exported
+        names = " / ".join(f"`{n}`" for n in flag.names)
+        rows.append(f"| {names} | {_HOW[flag.handling]} | {how} |")
+    return "\n".join(rows) + "\n"
 
 
 class Refused(Exception):
@@ -201,6 +266,7 @@ def translate(
     env: dict[str, str] = {}
     notes: list[str] = []
     options = None
+    _refuse_contradicting_switches(args)
     for flag in FLAGS:
         value = getattr(args, flag.dest, None)
         if value is None:
@@ -216,15 +282,24 @@ def translate(
             argv += [name, *(value if isinstance(value, list) else [value])]
         elif flag.handling == SAME:
             argv += [_lightccrun_name(flag)] + ([value] if flag.takes_value else [])
-        elif flag.handling == ENV:
+        elif flag.handling in (ENV, NOTED):
             text = flag.value or str(value)
             if env.get(flag.env, text) != text:
                 raise Refused(f"{shown}={text} contradicts another flag that sets {flag.env}={env[flag.env]}")
             env[flag.env] = text
+            if flag.handling == NOTED:
+                notes.append(f"{shown}: exports {flag.env}={text}; {flag.note}")
         elif flag.handling == IN_EFFECT:
             notes.append(f"{shown}: {flag.note}")
     _translate_special(args, argv, notes)
     return argv, env, notes
+
+
+def _refuse_contradicting_switches(args: argparse.Namespace) -> None:
+    given = {n for f in FLAGS if not f.takes_value and getattr(args, f.dest, None) for n in f.names}
+    for name in sorted(given):
+        if name.startswith("--no-") and "--" + name[len("--no-"):] in given:
+            raise Refused(f"{name} and --{name[len('--no-'):]} contradict each other: give one")
 
 
 def _lightccrun_name(flag: HorovodFlag) -> str:
