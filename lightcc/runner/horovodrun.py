@@ -40,6 +40,7 @@ SAME, ENV, NOTED, TRANSLATED, IN_EFFECT, REFUSED, ELASTIC = (
     "elastic",
 )
 
+
 @dataclass(frozen=True)
 class HorovodFlag:
     """One horovodrun flag: its names, whether it takes a value, and how lightcc handles it."""
@@ -298,8 +299,8 @@ def translate(
 def _refuse_contradicting_switches(args: argparse.Namespace) -> None:
     given = {n for f in FLAGS if not f.takes_value and getattr(args, f.dest, None) for n in f.names}
     for name in sorted(given):
-        if name.startswith("--no-") and "--" + name[len("--no-"):] in given:
-            raise Refused(f"{name} and --{name[len('--no-'):]} contradict each other: give one")
+        if name.startswith("--no-") and "--" + name[len("--no-") :] in given:
+            raise Refused(f"{name} and --{name[len('--no-') :]} contradict each other: give one")
 
 
 def _lightccrun_name(flag: HorovodFlag) -> str:
