@@ -3,7 +3,9 @@
 Horovod-compatible flags map onto Horovod's variable names, which lightcc's engine reads (the
 launcher exports a variable only when its flag is given). ``add_flags`` builds the argparse options
 from the table and ``env_from_args`` turns parsed arguments back into variables, so a flag and its
-variable are written down exactly once.
+variable are written down exactly once. A flag lightcc cannot honour (``--hierarchical-allgather``)
+still parses, and ``env_from_args`` refuses it with the reason instead of exporting a variable that
+nothing reads (tests/single/test_flags_readers.py checks every exported variable has a reader).
 """
 
 from __future__ import annotations
