@@ -60,8 +60,6 @@ FOR_SCRIPTS: dict[str, str] = {
 IGNORED: dict[str, str] = {
     "HOROVOD_HIERARCHICAL_ALLGATHER": "lightcc has no hierarchical allgather (shared memory on one host, one ring "
     "across hosts)",
-    "HOROVOD_TORUS_ALLREDUCE": "set LIGHT_2D_ALLREDUCE=1 (or horovodrun --torus-allreduce): lightcc's 2D "
-    "allreduce is the torus schedule",
     "HOROVOD_NUM_NCCL_STREAMS": "set LIGHT_NUM_STREAMS (horovodrun --num-nccl-streams does)",
     "HOROVOD_GLOO_TIMEOUT_SECONDS": "lightcc has one timeout, LIGHTCC_TIMEOUT",
     "HOROVOD_START_TIMEOUT": "lightcc has one timeout, LIGHTCC_TIMEOUT",

@@ -125,15 +125,15 @@ FLAGS: tuple[HorovodFlag, ...] = (
         NOTED,
         "lightcc's 2D allreduce is Horovod's torus schedule (reduce-scatter within the host, allreduce "
         "across hosts, allgather within the host)",
-        "LIGHT_2D_ALLREDUCE",
+        "HOROVOD_TORUS_ALLREDUCE",
         "1",
     ),
     _flag(
         "--no-torus-allreduce",
         False,
         NOTED,
-        "the 2D allreduce still runs if HOROVOD_HIERARCHICAL_ALLREDUCE=1 asks for it",
-        "LIGHT_2D_ALLREDUCE",
+        "the 2D allreduce still runs if LIGHT_2D_ALLREDUCE=1 or HOROVOD_HIERARCHICAL_ALLREDUCE=1 asks for it",
+        "HOROVOD_TORUS_ALLREDUCE",
         "0",
     ),
     _flag("--autotune", False, SAME, "online autotuning (HOROVOD_AUTOTUNE)"),

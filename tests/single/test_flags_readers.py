@@ -213,7 +213,7 @@ def test_unread_lists_only_unknown_names():
         "HOROVOD_FUSION_THRESHOLD": "1",
         "LIGHTCC_RANK": "0",
         "HOROVOD_ELASTIC": "1",
-        "HOROVOD_TORUS_ALLREDUCE": "1",
+        "HOROVOD_CONTROLLER": "gloo",
         "HOROVOD_WITH_PYTORCH": "1",
         "LIGHT_TOPK_DENSTY": "0.1",
         "HOROVOD_FOO": "1",
@@ -229,7 +229,7 @@ def test_init_warns_once_naming_unknown_variables():
         HOROVOD_FOO_BAR="1",
         LIGHT_TOPK_DENSTY="0.1",
         LIGHTCC_TIMEOUT="30",
-        HOROVOD_TORUS_ALLREDUCE="1",
+        HOROVOD_CONTROLLER="gloo",
         HOROVOD_WITH_PYTORCH="1",
     )
     out = subprocess.run(
@@ -239,8 +239,17 @@ def test_init_warns_once_naming_unknown_variables():
     lines = [ln for ln in out.stderr.splitlines() if "nothing in lightcc reads" in ln]
     assert len(lines) == 1, out.stderr
     assert "HOROVOD_FOO_BAR, LIGHT_TOPK_DENSTY" in lines[0] and "rank 0" in lines[0]
-    for quiet in ("LIGHTCC_TIMEOUT", "HOROVOD_TORUS_ALLREDUCE", "HOROVOD_WITH_PYTORCH"):
+    for quiet in ("LIGHTCC_TIMEOUT", "HOROVOD_CONTROLLER", "HOROVOD_WITH_PYTORCH"):
         assert quiet not in lines[0]
+
+
+def test_horovods_2d_variables_turn_on_the_2d_allreduce():
+    code = "import lightcc as hvd\nfrom lightcc.common.native import core\nhvd.init()\nprint('2D', core().autotune_state()['two_d'])\n"
+    for env, on in ([{}, False], [{"HOROVOD_TORUS_ALLREDUCE": "1"}, True], [{"HOROVOD_HIERARCHICAL_ALLREDUCE": "1"}, True],
+                    [{"HOROVOD_TORUS_ALLREDUCE": "0"}, False]):
+        out = subprocess.run([sys.executable, "-c", code], env=_clean_env(**env), check=False, capture_output=True,
+                             text=True, timeout=TIMEOUT)
+        assert f"2D {on}" in out.stdout, (env, out.stdout + out.stderr)
 
 
 def test_init_is_silent_without_unknown_variables():

@@ -118,13 +118,13 @@ def test_hierarchical_allgather_is_refused_by_both_launchers():
 
 
 def test_formerly_unrecognized_flags_run_a_job():
-    code = ("import os\nprint('ENV', *(os.environ.get(k) for k in ('LIGHT_2D_ALLREDUCE', 'HOROVOD_AUTOTUNE', "
+    code = ("import os\nprint('ENV', *(os.environ.get(k) for k in ('HOROVOD_TORUS_ALLREDUCE', 'HOROVOD_AUTOTUNE', "
             "'HOROVOD_TIMELINE_MARK_CYCLES', 'HOROVOD_STALL_CHECK_DISABLE', 'MPI4PY_RC_THREADS')))\n")
     out = run(["-m", "lightcc.runner.horovodrun", "--torus-allreduce", "--no-autotune", "--no-timeline-mark-cycles",
                "--stall-check", "--no-log-hide-timestamp", "--no-mpi-threads-disable", "-np", "1", sys.executable, "-c", code])
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ENV 1 0 0 0 1" in out.stdout, out.stdout
-    assert "note: --torus-allreduce: exports LIGHT_2D_ALLREDUCE=1" in out.stderr, out.stderr
+    assert "note: --torus-allreduce: exports HOROVOD_TORUS_ALLREDUCE=1" in out.stderr, out.stderr
     out = run(["-m", "lightcc.runner.horovodrun", "-prefix-timestamp", "-np", "1", "python", "-c", "print('RAN')"])
     assert out.returncode == 2 and "not supported" in out.stderr and "unrecognized" not in out.stderr, out.stderr
 
