@@ -64,7 +64,7 @@ IGNORED: dict[str, str] = {
     "HOROVOD_GLOO_TIMEOUT_SECONDS": "lightcc has one timeout, LIGHTCC_TIMEOUT",
     "HOROVOD_START_TIMEOUT": "lightcc has one timeout, LIGHTCC_TIMEOUT",
     "HOROVOD_ELASTIC_TIMEOUT": "give lightccrun --elastic-timeout",
-    "HOROVOD_CONTROLLER": "lightcc has one controller of its own (no MPI or Gloo controller to choose)",
+    "HOROVOD_CONTROLLER": "lightcc negotiates through its own coordinator (no MPI or Gloo controller to choose)",
     "HOROVOD_CPU_OPERATIONS": "lightcc runs its own CPU collectives (no MPI, Gloo or oneCCL to choose)",
     "HOROVOD_MPI_THREADS_DISABLE": "lightcc uses MPI only at start-up, through mpi4py (MPI4PY_RC_THREADS)",
     "HOROVOD_LOG_HIDE_TIME": "lightcc's log lines always carry the time",

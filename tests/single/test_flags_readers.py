@@ -151,8 +151,8 @@ def test_every_variable_lightcc_names_is_known():
 
 def test_ignored_and_script_variables_are_documented_and_really_unread():
     flags_page = (ROOT / "docs" / "flags.md").read_text()
-    for name in [*env_names.IGNORED, *env_names.FOR_SCRIPTS]:
-        assert f"`{name}`" in flags_page, f"{name} missing from docs/flags.md"
+    for name, note in [*env_names.IGNORED.items(), *env_names.FOR_SCRIPTS.items()]:
+        assert f"| `{name}` | {note} |" in flags_page, f"{name}'s row in docs/flags.md differs from env_names"
     assert set(env_names.IGNORED) & repo_readers() == set(), "an ignored variable is read after all"
 
 
@@ -245,10 +245,20 @@ def test_init_warns_once_naming_unknown_variables():
 
 def test_horovods_2d_variables_turn_on_the_2d_allreduce():
     code = "import lightcc as hvd\nfrom lightcc.common.native import core\nhvd.init()\nprint('2D', core().autotune_state()['two_d'])\n"
-    for env, on in ([{}, False], [{"HOROVOD_TORUS_ALLREDUCE": "1"}, True], [{"HOROVOD_HIERARCHICAL_ALLREDUCE": "1"}, True],
-                    [{"HOROVOD_TORUS_ALLREDUCE": "0"}, False]):
-        out = subprocess.run([sys.executable, "-c", code], env=_clean_env(**env), check=False, capture_output=True,
-                             text=True, timeout=TIMEOUT)
+    for env, on in (
+        [{}, False],
+        [{"HOROVOD_TORUS_ALLREDUCE": "1"}, True],
+        [{"HOROVOD_HIERARCHICAL_ALLREDUCE": "1"}, True],
+        [{"HOROVOD_TORUS_ALLREDUCE": "0"}, False],
+    ):
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env=_clean_env(**env),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
         assert f"2D {on}" in out.stdout, (env, out.stdout + out.stderr)
 
 
