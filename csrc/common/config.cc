@@ -249,6 +249,14 @@ const std::vector<FlagSpec>& specs() {
          c->hierarchical_allreduce = c->hierarchical_allreduce || on;
          return Status::OK();
        }},
+      {{"HOROVOD_TORUS_ALLREDUCE", "bool", "0",
+        "Horovod's torus allreduce: the same schedule as LIGHT_2D_ALLREDUCE, which it turns on."},
+       [](auto& n, auto& v, Config* c) {
+         bool on = false;
+         LIGHTCC_RETURN_IF_ERROR(parseBool(n, v, &on));
+         c->hierarchical_allreduce = c->hierarchical_allreduce || on;
+         return Status::OK();
+       }},
       {{"LIGHT_INTRA_SIZE", "ranks", "0",
         "Ranks per 2D group (consecutive ranks of one host); 0 = the ranks per host."},
        [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->intra_size); }},

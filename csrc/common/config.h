@@ -42,7 +42,7 @@ struct Config {
   bool device_executor_on_host = false;        // LIGHTCC_DEVICE_EXECUTOR=host (tests)
   int64_t device_inflight = 2;                 // LIGHT_DEVICE_INFLIGHT (engine/device_pacing.h)
   // LightCC algorithms.
-  bool hierarchical_allreduce = false;          // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL_ALLREDUCE)
+  bool hierarchical_allreduce = false;          // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL/TORUS_ALLREDUCE)
   int64_t intra_size = 0;                       // LIGHT_INTRA_SIZE (0 = ranks per host)
   bool topk_allreduce = false;                  // LIGHT_TOPK_ALLREDUCE
   int64_t topk_threshold_bytes = 2097152;       // LIGHT_TOPK_THRESHOLD

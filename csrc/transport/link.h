@@ -1,6 +1,6 @@
 // Link: an ordered, reliable, bidirectional byte channel to one peer rank, NCCL-net shaped.
 //
-// DESIGN. Algorithms and the controller talk to peers only through Links. Two kinds exist:
+// DESIGN. Algorithms and the negotiator talk to peers only through Links. Two kinds exist:
 // shm::ShmLink (a pair of lock-free SPSC rings in shared memory, for peers on this host) and
 // net::NetLink (a send comm + a recv comm of a NCCL net plugin, i.e. HARP, for other hosts).
 // A Link is owned and used by exactly one thread (the engine's background thread); it needs no

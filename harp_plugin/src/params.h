@@ -22,7 +22,7 @@ struct ProfileNic {
 };
 
 struct Params {
-  int ninstances = 0;              // HARP_NINSTANCES: engine threads (default min(cores, 4))
+  int ninstances = 0;              // HARP_NINSTANCES: engine threads (default min(cores, 8))
   std::vector<int> cores;          // HARP_CORES: comma list of cores to pin instances to
   bool pin = true;                 // HARP_CORES=off: leave the instances unpinned
   int nflows = 4;                  // HARP_NFLOWS: TCP flows per comm (1..64)

@@ -80,6 +80,9 @@ def init(comm: Optional[Any] = None,
     _ps._reset()
     for i, ps in enumerate(sets, start=1):
         _ps._register(ps, i)
+    from lightcc.common.env_names import warn_unread
+
+    warn_unread(c.rank(), (f["name"] for f in c.flags()))
 
 
 def _is_mpi_comm(comm: Any) -> bool:

@@ -3,7 +3,9 @@
 Horovod-compatible flags map onto Horovod's variable names, which lightcc's engine reads (the
 launcher exports a variable only when its flag is given). ``add_flags`` builds the argparse options
 from the table and ``env_from_args`` turns parsed arguments back into variables, so a flag and its
-variable are written down exactly once.
+variable are written down exactly once. A flag lightcc cannot honour (``--hierarchical-allgather``)
+still parses, and ``env_from_args`` refuses it with the reason instead of exporting a variable that
+nothing reads (tests/single/test_flags_readers.py checks every exported variable has a reader).
 """
 
 from __future__ import annotations
@@ -14,6 +16,14 @@ from typing import Any, Callable, Sequence
 
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL")
 BYTES_PER_MB = 1024 * 1024
+
+
+# Horovod's --hierarchical-allgather has nothing to switch in lightcc; accepting it would be a lie.
+HIERARCHICAL_ALLGATHER_REFUSED = (
+    "lightcc has no hierarchical allgather: allgather runs in shared memory when every rank is on one host and "
+    "as one ring over all ranks otherwise, so the flag would change nothing; drop it "
+    "(--hierarchical-allreduce is lightcc's 2D allreduce)"
+)
 
 
 def _flag_bit(value: Any) -> dict[str, str]:
@@ -36,6 +46,7 @@ class EnvFlag:
     to_env: Callable[[Any], dict[str, str]] = lambda v: {"": str(v)}
     choices: Sequence[str] | None = None
     minimum: float | None = None
+    refused: str = ""  # why lightcc cannot honour the flag; given, it fails with this reason
 
     @property
     def dest(self) -> str:
@@ -66,7 +77,8 @@ FLAGS: tuple[EnvFlag, ...] = (
     EnvFlag(
         ("--cycle-time-ms",),
         "HOROVOD_CYCLE_TIME",
-        "how long the background thread gathers requests before a cycle (default 1 ms)",
+        "delay before the next negotiation cycle while work keeps arriving (default 0: negotiate as "
+        "soon as work arrives; Horovod's default is 1 ms)",
         type=float,
         minimum=0,
         to_env=lambda v: {"": f"{v:g}"},
@@ -87,10 +99,10 @@ FLAGS: tuple[EnvFlag, ...] = (
     ),
     EnvFlag(
         ("--hierarchical-allgather",),
-        "HOROVOD_HIERARCHICAL_ALLGATHER",
-        "gather within each host first, then across hosts",
+        "",
+        "refused",
         action="store_true",
-        to_env=_flag_bit,
+        refused=HIERARCHICAL_ALLGATHER_REFUSED,
     ),
     EnvFlag(
         ("--autotune",),
@@ -193,7 +205,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     """Adds every flag of :data:`FLAGS` to ``parser`` (in a "tuning" group)."""
     group = parser.add_argument_group("tuning (exported as environment variables)")
     for flag in FLAGS:
-        kwargs: dict[str, Any] = {"dest": flag.dest, "help": f"{flag.help} [{flag.env}]"}
+        shown = f"refused: {flag.refused}" if flag.refused else f"{flag.help} [{flag.env}]"
+        kwargs: dict[str, Any] = {"dest": flag.dest, "help": shown}
         if flag.action:
             kwargs["action"] = flag.action
             kwargs["default"] = None
@@ -208,13 +221,15 @@ def env_from_args(args: argparse.Namespace) -> dict[str, str]:
     """The variables the given flags export; flags left unset export nothing.
 
     Raises:
-        ValueError: a value is out of range; the message names the flag.
+        ValueError: a value is out of range, or a refused flag was given; the message names the flag.
     """
     env: dict[str, str] = {}
     for flag in FLAGS:
         value = getattr(args, flag.dest, None)
         if value is None or value is False:
             continue
+        if flag.refused:
+            raise ValueError(f"{flag.flags[0]} is not supported: {flag.refused}")
         if flag.minimum is not None and value < flag.minimum:
             raise ValueError(f"{flag.flags[0]}={value} must be >= {flag.minimum:g}")
         for key, text in flag.to_env(value).items():

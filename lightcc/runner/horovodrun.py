@@ -4,10 +4,13 @@ Every flag of Horovod's ``horovodrun`` is in :data:`FLAGS` with what happens to 
 
 * ``same``: lightccrun takes the flag as it is;
 * ``env``: exported as the variable lightcc reads (``HOROVOD_*``/``LIGHT*``/``MPI4PY_*``);
+* ``env, with a note``: exported likewise, and a note on stderr says how lightcc reads it;
 * ``translated``: rewritten into lightccrun's options (for example ``-i`` into the ssh template);
 * ``in effect``: what the flag asks for is already how lightcc works; a note says so on stderr;
 * ``refused``: lightcc cannot do it; horovodrun exits with 2 and a message saying why and what to
   use instead. Nothing is accepted and dropped in silence.
+
+A switch and its ``--no-`` twin given together are refused (Horovod's parser refuses them too).
 
 Elastic flags (``--min-np``, ``--max-np``, ``--host-discovery-script``, ...) go to lightccrun's
 elastic options (each is checked against lightccrun's parser, and refused if it lacks one). ``lightccrun --install-horovodrun`` puts a
@@ -25,14 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-SAME, ENV, TRANSLATED, IN_EFFECT, REFUSED, ELASTIC = (
+from lightcc.runner.env_flags import HIERARCHICAL_ALLGATHER_REFUSED
+
+SAME, ENV, NOTED, TRANSLATED, IN_EFFECT, REFUSED, ELASTIC = (
     "same",
     "env",
+    "env, with a note",
     "translated",
     "in effect",
     "refused",
     "elastic",
 )
+
 
 @dataclass(frozen=True)
 class HorovodFlag:
@@ -76,15 +83,15 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag(
         "--start-timeout",
         True,
-        ENV,
-        "lightcc has one timeout for start-up and peers (LIGHTCC_TIMEOUT, seconds)",
+        NOTED,
+        "lightcc has one timeout for start-up and peers (seconds)",
         "LIGHTCC_TIMEOUT",
     ),
     _flag(
         "--gloo-timeout-seconds",
         True,
-        ENV,
-        "lightcc has one timeout for start-up and peers (LIGHTCC_TIMEOUT, seconds)",
+        NOTED,
+        "lightcc has one timeout for start-up and peers (seconds)",
         "LIGHTCC_TIMEOUT",
     ),
     _flag(
@@ -105,9 +112,32 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag("--cache-capacity", True, SAME, "response cache entries"),
     _flag("--hierarchical-allreduce", False, SAME, "2D (hierarchical) allreduce"),
     _flag("--no-hierarchical-allreduce", False, ENV, "", "HOROVOD_HIERARCHICAL_ALLREDUCE", "0"),
-    _flag("--hierarchical-allgather", False, SAME, "hierarchical allgather"),
-    _flag("--no-hierarchical-allgather", False, ENV, "", "HOROVOD_HIERARCHICAL_ALLGATHER", "0"),
+    _flag("--hierarchical-allgather", False, REFUSED, HIERARCHICAL_ALLGATHER_REFUSED),
+    _flag(
+        "--no-hierarchical-allgather",
+        False,
+        IN_EFFECT,
+        "lightcc has no hierarchical allgather, so it is always off",
+    ),
+    _flag(
+        "--torus-allreduce",
+        False,
+        NOTED,
+        "lightcc's 2D allreduce is Horovod's torus schedule (reduce-scatter within the host, allreduce "
+        "across hosts, allgather within the host)",
+        "HOROVOD_TORUS_ALLREDUCE",
+        "1",
+    ),
+    _flag(
+        "--no-torus-allreduce",
+        False,
+        NOTED,
+        "the 2D allreduce still runs if LIGHT_2D_ALLREDUCE=1 or HOROVOD_HIERARCHICAL_ALLREDUCE=1 asks for it",
+        "HOROVOD_TORUS_ALLREDUCE",
+        "0",
+    ),
     _flag("--autotune", False, SAME, "online autotuning (HOROVOD_AUTOTUNE)"),
+    _flag("--no-autotune", False, ENV, "", "HOROVOD_AUTOTUNE", "0"),
     _flag("--autotune-log-file", True, SAME, "autotune CSV log"),
     _flag("--autotune-warmup-samples", True, SAME, "autotune warm-up samples"),
     _flag("--autotune-steps-per-sample", True, SAME, "autotune steps per sample"),
@@ -115,11 +145,15 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag("--autotune-gaussian-process-noise", True, SAME, "autotune Gaussian-process noise"),
     _flag("--timeline-filename", True, SAME, "Chrome-trace timeline"),
     _flag("--timeline-mark-cycles", False, SAME, "mark cycles in the timeline"),
+    _flag("--no-timeline-mark-cycles", False, ENV, "", "HOROVOD_TIMELINE_MARK_CYCLES", "0"),
     _flag("--no-stall-check", False, SAME, "stall inspector off"),
+    _flag("--stall-check", False, ENV, "", "HOROVOD_STALL_CHECK_DISABLE", "0"),
     _flag("--stall-check-warning-time-seconds", True, SAME, "stall warning time"),
     _flag("--stall-check-shutdown-time-seconds", True, SAME, "stall shutdown time"),
     _flag("--log-level", True, SAME, "log level"),
-    _flag("--log-with-timestamp", False, IN_EFFECT, "lightcc's log lines always carry the time"),
+    _flag(
+        "--log-with-timestamp --no-log-hide-timestamp", False, IN_EFFECT, "lightcc's log lines always carry the time"
+    ),
     _flag(
         "--log-without-timestamp --log-hide-timestamp",
         False,
@@ -127,7 +161,7 @@ FLAGS: tuple[HorovodFlag, ...] = (
         "lightcc's log lines always carry the time; it cannot hide it",
     ),
     _flag(
-        "--prefix-output-with-timestamp",
+        "-prefix-timestamp --prefix-output-with-timestamp",
         False,
         REFUSED,
         "lightccrun prefixes output with the rank only; pipe through `ts` for times",
@@ -141,13 +175,27 @@ FLAGS: tuple[HorovodFlag, ...] = (
         "0",
     ),
     _flag(
+        "--no-mpi-threads-disable",
+        False,
+        ENV,
+        "mpi4py initialises MPI with threads (its default)",
+        "MPI4PY_RC_THREADS",
+        "1",
+    ),
+    _flag(
         "--binding-args",
         True,
         REFUSED,
         "binding is lightcc's own: set LIGHTCC_BIND=core, or pass mpirun binding options in --mpi-args",
     ),
-    _flag("--num-nccl-streams", True, ENV, "collective streams (LIGHT_NUM_STREAMS)", "LIGHT_NUM_STREAMS"),
-    _flag("--thread-affinity", True, ENV, "engine thread cores (HOROVOD_THREAD_AFFINITY)", "HOROVOD_THREAD_AFFINITY"),
+    _flag(
+        "--num-nccl-streams",
+        True,
+        NOTED,
+        "fused batches in flight at once, each on its own stream, links and worker (1..8)",
+        "LIGHT_NUM_STREAMS",
+    ),
+    _flag("--thread-affinity", True, ENV, "engine thread cores, one per local rank", "HOROVOD_THREAD_AFFINITY"),
     _flag("--ccl-bgt-affinity", True, REFUSED, "oneCCL is not used by lightcc"),
     _flag("--min-np --min-num-proc", True, ELASTIC, "elastic: fewest processes"),
     _flag("--max-np --max-num-proc", True, ELASTIC, "elastic: most processes"),
@@ -157,6 +205,30 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag("--reset-limit", True, ELASTIC, "elastic: most resets"),
     _flag("--blacklist-cooldown-range", True, ELASTIC, "elastic: cool-down of a failing host (LOW HIGH)", nargs=2),
 )
+
+
+_HOW = {
+    SAME: "honoured (same flag)",
+    ENV: "honoured (variable)",
+    NOTED: "honoured (variable, note printed)",
+    TRANSLATED: "honoured (translated)",
+    IN_EFFECT: "already in effect (note printed)",
+    REFUSED: "**refused** (exit 2)",
+    ELASTIC: "honoured (lightccrun's elastic flag)",
+}
+
+
+def migration_table() -> str:
+    """The markdown table of docs/migrating.md: every flag and what happens to it (a test keeps them equal)."""
+    rows = ["| horovodrun flag | lightcc | how |", "|---|---|---|"]
+    for flag in FLAGS:
+        how = flag.note
+        if flag.handling in (ENV, NOTED):
+            exported = f"exports `{flag.env}`" + (f"={flag.value}" if flag.value else "")
+            how = f"{exported}; {flag.note}" if flag.note else exported
+        names = " / ".join(f"`{n}`" for n in flag.names)
+        rows.append(f"| {names} | {_HOW[flag.handling]} | {how} |")
+    return "\n".join(rows) + "\n"
 
 
 class Refused(Exception):
@@ -201,6 +273,7 @@ def translate(
     env: dict[str, str] = {}
     notes: list[str] = []
     options = None
+    _refuse_contradicting_switches(args)
     for flag in FLAGS:
         value = getattr(args, flag.dest, None)
         if value is None:
@@ -216,15 +289,24 @@ def translate(
             argv += [name, *(value if isinstance(value, list) else [value])]
         elif flag.handling == SAME:
             argv += [_lightccrun_name(flag)] + ([value] if flag.takes_value else [])
-        elif flag.handling == ENV:
+        elif flag.handling in (ENV, NOTED):
             text = flag.value or str(value)
             if env.get(flag.env, text) != text:
                 raise Refused(f"{shown}={text} contradicts another flag that sets {flag.env}={env[flag.env]}")
             env[flag.env] = text
+            if flag.handling == NOTED:
+                notes.append(f"{shown}: exports {flag.env}={text}; {flag.note}")
         elif flag.handling == IN_EFFECT:
             notes.append(f"{shown}: {flag.note}")
     _translate_special(args, argv, notes)
     return argv, env, notes
+
+
+def _refuse_contradicting_switches(args: argparse.Namespace) -> None:
+    given = {n for f in FLAGS if not f.takes_value and getattr(args, f.dest, None) for n in f.names}
+    for name in sorted(given):
+        if name.startswith("--no-") and "--" + name[len("--no-") :] in given:
+            raise Refused(f"{name} and --{name[len('--no-') :]} contradict each other: give one")
 
 
 def _lightccrun_name(flag: HorovodFlag) -> str:

@@ -99,6 +99,31 @@ def test_migration_table_covers_every_horovodrun_flag():
             assert f"`{name}`" in page, name
 
 
+TOP_DIRS = ("csrc", "lightcc", "tests", "examples", "benchmarks", "harp_plugin", "deploy", "docs", "cmake", ".ci")
+
+
+def _expand(path: str) -> list[str]:
+    """``a/{b,c}.py`` -> ``a/b.py``, ``a/c.py``."""
+    m = re.search(r"\{([^{}]*)\}", path)
+    if not m:
+        return [path]
+    return [p for alt in m.group(1).split(",") for p in _expand(path[: m.start()] + alt + path[m.end():])]
+
+
+def test_cited_repository_paths_exist():
+    """Every repository path a page cites (a file, a folder, a glob, or a stem like csrc/engine/executor) exists."""
+    gone = []
+    for page in PAGES:
+        text = page.read_text()
+        for cited in re.findall(r"(?<![\w/.:-])((?:%s)/[\w./{},*<>-]*[\w*}/])" % "|".join(map(re.escape, TOP_DIRS)), text):
+            for path in _expand(cited):
+                if "<" in path:
+                    continue  # a placeholder: benchmarks/<suite>/README.md
+                if not (list(ROOT.glob(path)) or list(ROOT.glob(path.rstrip("/") + "*"))):
+                    gone.append(f"{page.name}: {path}")
+    assert gone == []
+
+
 def test_results_page_shows_every_plot():
     page = (ROOT / "docs" / "results.md").read_text()
     for plot in ROOT.glob("benchmarks/*/results/*.png"):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,15 @@ def test_every_flag_is_documented():
     doc = (ROOT / "docs" / "flags.md").read_text()
     for flag in core().flags():
         assert f"`{flag['name']}`" in doc, f"{flag['name']} missing from docs/flags.md"
+
+
+def test_flag_rows_give_the_tables_unit_and_default():
+    """docs/flags.md's unit and default columns are the core's, so a changed default cannot drift."""
+    doc = (ROOT / "docs" / "flags.md").read_text()
+    rows = {m[0]: (m[1].replace("\\|", "|"), m[2]) for m in
+            re.findall(r"^\| `([A-Z0-9_]+)` \| ((?:[^|\\]|\\\|)*) \| ([^|]*) \|", doc, re.M)}
+    for flag in core().flags():
+        assert rows.get(flag["name"]) == (flag["type"], flag["default"] or "—"), flag["name"]
 
 
 @pytest.mark.parametrize("name,value", [

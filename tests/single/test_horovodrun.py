@@ -18,8 +18,33 @@ from lightcc.runner.hosts import HostSlots, assign_slots
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120
 
-# horovodrun's flags as Horovod 0.28 defines them (horovod/runner/launch.py), long names.
-HOROVOD_FLAGS = ["--version", "--num-proc", "--check-build", "--hosts", "--hostfile", "--ssh-port", "--ssh-identity-file", "--gloo", "--mpi", "--jsrun", "--mpi-args", "--output-filename", "--verbose", "--disable-cache", "--start-timeout", "--gloo-timeout-seconds", "--network-interfaces", "--network-interface", "--tcp", "--config-file", "--fusion-threshold-mb", "--cycle-time-ms", "--cache-capacity", "--hierarchical-allreduce", "--no-hierarchical-allreduce", "--hierarchical-allgather", "--no-hierarchical-allgather", "--autotune", "--autotune-log-file", "--autotune-warmup-samples", "--autotune-steps-per-sample", "--autotune-bayes-opt-max-samples", "--autotune-gaussian-process-noise", "--timeline-filename", "--timeline-mark-cycles", "--no-stall-check", "--stall-check-warning-time-seconds", "--stall-check-shutdown-time-seconds", "--log-level", "--log-with-timestamp", "--log-without-timestamp", "--log-hide-timestamp", "--prefix-output-with-timestamp", "--mpi-threads-disable", "--binding-args", "--num-nccl-streams", "--thread-affinity", "--ccl-bgt-affinity", "--min-np", "--min-num-proc", "--max-np", "--max-num-proc", "--slots-per-host", "--slots", "--host-discovery-script", "--elastic-timeout", "--reset-limit", "--blacklist-cooldown-range"]
+# Every option string of Horovod 0.28.1's horovodrun (horovod/runner/launch.py at v0.28.1, short names
+# included), with a sample value for those that take one (None: a switch).
+HOROVOD_0281_FLAGS: dict[str, list[str] | None] = {
+    "-v": None, "--version": None, "-np": ["2"], "--num-proc": ["2"], "-cb": None, "--check-build": None,
+    "--disable-cache": None, "--start-timeout": ["30"], "--network-interfaces": ["lo"], "--network-interface": ["lo"],
+    "--output-filename": ["out"], "--verbose": None, "--config-file": ["c.yaml"], "-p": ["22"], "--ssh-port": ["22"],
+    "-i": ["/keys/id"], "--ssh-identity-file": ["/keys/id"], "--fusion-threshold-mb": ["32"],
+    "--cycle-time-ms": ["1.5"], "--cache-capacity": ["100"], "--hierarchical-allreduce": None,
+    "--no-hierarchical-allreduce": None, "--hierarchical-allgather": None, "--no-hierarchical-allgather": None,
+    "--torus-allreduce": None, "--no-torus-allreduce": None, "--autotune": None, "--no-autotune": None,
+    "--autotune-log-file": ["at.csv"], "--autotune-warmup-samples": ["1"], "--autotune-steps-per-sample": ["2"],
+    "--autotune-bayes-opt-max-samples": ["5"], "--autotune-gaussian-process-noise": ["0.5"],
+    "--min-np": ["1"], "--min-num-proc": ["1"], "--max-np": ["2"], "--max-num-proc": ["2"],
+    "--slots-per-host": ["1"], "--elastic-timeout": ["60"], "--reset-limit": ["3"],
+    "--blacklist-cooldown-range": ["5", "50"], "--timeline-filename": ["t.json"], "--timeline-mark-cycles": None,
+    "--no-timeline-mark-cycles": None, "--no-stall-check": None, "--stall-check": None,
+    "--stall-check-warning-time-seconds": ["30"], "--stall-check-shutdown-time-seconds": ["60"],
+    "--mpi-threads-disable": None, "--no-mpi-threads-disable": None, "--mpi-args": ["-x FOO"], "--tcp": None,
+    "--binding-args": ["-bind-to core"], "--num-nccl-streams": ["2"], "--thread-affinity": ["0"],
+    "--gloo-timeout-seconds": ["30"], "--log-level": ["INFO"], "--log-with-timestamp": None,
+    "--log-without-timestamp": None, "-prefix-timestamp": None, "--prefix-output-with-timestamp": None,
+    "--log-hide-timestamp": None, "--no-log-hide-timestamp": None, "-H": ["localhost:2"], "--hosts": ["localhost:2"],
+    "-hostfile": ["hosts.txt"], "--hostfile": ["hosts.txt"], "--host-discovery-script": ["d.sh"], "--gloo": None,
+    "--mpi": None, "--jsrun": None,
+}
+# Long names the earlier list checked (it also named lightcc's own extras --slots and --ccl-bgt-affinity).
+HOROVOD_FLAGS = [n for n in HOROVOD_0281_FLAGS if n.startswith("--")] + ["--slots", "--ccl-bgt-affinity"]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -42,10 +67,71 @@ def parse(*argv: str):
 def test_every_horovod_flag_has_a_handling():
     names = {n for f in horovodrun.FLAGS for n in f.names}
     assert set(HOROVOD_FLAGS) <= names, set(HOROVOD_FLAGS) - names
-    valid = {horovodrun.SAME, horovodrun.ENV, horovodrun.TRANSLATED, horovodrun.IN_EFFECT, horovodrun.REFUSED,
-             horovodrun.ELASTIC}
+    valid = {horovodrun.SAME, horovodrun.ENV, horovodrun.NOTED, horovodrun.TRANSLATED, horovodrun.IN_EFFECT,
+             horovodrun.REFUSED, horovodrun.ELASTIC}
     assert all(f.handling in valid for f in horovodrun.FLAGS)
-    assert all(f.note for f in horovodrun.FLAGS if f.handling in (horovodrun.REFUSED, horovodrun.IN_EFFECT))
+    assert all(f.note for f in horovodrun.FLAGS if f.handling in (horovodrun.REFUSED, horovodrun.IN_EFFECT, horovodrun.NOTED))
+
+
+def _flag_of(name: str) -> horovodrun.HorovodFlag:
+    return next(f for f in horovodrun.FLAGS if name in f.names)
+
+
+@pytest.mark.parametrize("name", sorted(HOROVOD_0281_FLAGS))
+def test_every_horovod_0281_flag_parses_and_is_honoured_or_refused(name):
+    """Table-driven over Horovod's own flag list: never "unrecognized"; each does what its row says."""
+    values = HOROVOD_0281_FLAGS[name]
+    flag = _flag_of(name)
+    assert flag.takes_value == (values is not None) and len(values or [None]) == flag.nargs, name
+    args = parse(name, *(values or []), "python", "t.py")  # argparse exits 2 on an unknown flag
+    assert args.command == ["python", "t.py"]
+    if flag.handling == horovodrun.REFUSED:
+        with pytest.raises(horovodrun.Refused, match="not supported: ") as err:
+            horovodrun.translate(args)
+        assert flag.note and flag.note in str(err.value)
+        return
+    argv, env, notes = horovodrun.translate(args)
+    if flag.handling in (horovodrun.ENV, horovodrun.NOTED):
+        assert env[flag.env] == (flag.value or values[0]), env
+    if flag.handling in (horovodrun.IN_EFFECT, horovodrun.NOTED):
+        assert any(flag.note in n for n in notes), notes
+    if flag.handling in (horovodrun.SAME, horovodrun.ELASTIC):
+        assert argv, name
+    # What horovodrun hands lightccrun, lightccrun parses and exports without complaint.
+    parsed = launch.build_parser().parse_args([*argv, "python", "t.py"])
+    env_flags.env_from_args(parsed)
+
+
+@pytest.mark.parametrize("pair", [("--torus-allreduce", "--no-torus-allreduce"), ("--stall-check", "--no-stall-check"),
+                                  ("--autotune", "--no-autotune"), ("--log-hide-timestamp", "--no-log-hide-timestamp")])
+def test_a_switch_and_its_no_twin_contradict(pair):
+    with pytest.raises(horovodrun.Refused, match="contradict"):
+        horovodrun.translate(parse(*pair, "python", "t.py"), known=lambda: set())
+
+
+def test_hierarchical_allgather_is_refused_by_both_launchers():
+    out = run(["-m", "lightcc.runner.horovodrun", "--hierarchical-allgather", "-np", "1", "python", "-c", "print('RAN')"])
+    assert out.returncode == 2 and "no hierarchical allgather" in out.stderr and "RAN" not in out.stdout, out.stderr
+    out = run(["-m", "lightcc.runner.launch", "--hierarchical-allgather", "-np", "1", "python", "-c", "print('RAN')"])
+    assert out.returncode == 2 and "no hierarchical allgather" in out.stderr and "RAN" not in out.stdout, out.stderr
+    assert "HOROVOD_HIERARCHICAL_ALLGATHER" not in {f.env for f in env_flags.FLAGS}
+
+
+def test_formerly_unrecognized_flags_run_a_job():
+    code = ("import os\nprint('ENV', *(os.environ.get(k) for k in ('HOROVOD_TORUS_ALLREDUCE', 'HOROVOD_AUTOTUNE', "
+            "'HOROVOD_TIMELINE_MARK_CYCLES', 'HOROVOD_STALL_CHECK_DISABLE', 'MPI4PY_RC_THREADS')))\n")
+    out = run(["-m", "lightcc.runner.horovodrun", "--torus-allreduce", "--no-autotune", "--no-timeline-mark-cycles",
+               "--stall-check", "--no-log-hide-timestamp", "--no-mpi-threads-disable", "-np", "1", sys.executable, "-c", code])
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ENV 1 0 0 0 1" in out.stdout, out.stdout
+    assert "note: --torus-allreduce: exports HOROVOD_TORUS_ALLREDUCE=1" in out.stderr, out.stderr
+    out = run(["-m", "lightcc.runner.horovodrun", "-prefix-timestamp", "-np", "1", "python", "-c", "print('RAN')"])
+    assert out.returncode == 2 and "not supported" in out.stderr and "unrecognized" not in out.stderr, out.stderr
+
+
+def test_migration_page_is_the_generated_table():
+    page = (ROOT / "docs" / "migrating.md").read_text()
+    assert horovodrun.migration_table() in page, "regenerate: python -c 'from lightcc.runner import horovodrun; print(horovodrun.migration_table())'"
 
 
 def test_same_flags_are_lightccrun_options():
