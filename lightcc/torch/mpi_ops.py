@@ -178,21 +178,7 @@ def sparse_allreduce_async(tensor: torch.Tensor, name: str, op: int,
         raise ValueError("sparse_allreduce_async supports Average and Sum only")
     if tensor.layout != torch.sparse_coo:
         raise ValueError("sparse_allreduce_async expects a sparse COO tensor")
-    indices = tensor._indices().t().contiguous()
-    values = tensor._values().contiguous()
-    base = name or None
-    h_values = C.grouped_allgather_start([values], f"{base}.values" if base else None, process_set, single=True)
-    h_indices = C.grouped_allgather_start([indices], f"{base}.indices" if base else None, process_set, single=True)
-    shape = tensor.shape
-
-    def wait() -> torch.Tensor:
-        all_values = synchronize(h_values)
-        all_indices = synchronize(h_indices)
-        if op == Average:
-            all_values = all_values / process_set.size()
-        return torch.sparse_coo_tensor(all_indices.t(), all_values, shape, check_invariants=False)
-
-    return SparseHandle(C.register_local(C.LocalHandle(lambda: poll(h_values) and poll(h_indices), wait)))
+    return SparseHandle(C.sparse_allreduce_start(tensor, name or None, op, process_set))
 
 
 # ---- allgather -------------------------------------------------------------------------------
