@@ -44,6 +44,14 @@ def check_adasum(op: int, process_set: Any) -> None:
                                   f"(this job has {n} ranks).")
 
 
+def check_reducescatter_op(op: int) -> None:
+    """Horovod refuses reducescatter with Adasum when it is queued, with a RuntimeError; so do we
+    (NotImplementedError is one), on every rank alike, before anything is queued."""
+    if op == Adasum:
+        raise NotImplementedError("reducescatter does not support Adasum; use Average or Sum (or Min, Max, "
+                                  "Product)")
+
+
 _counter = itertools.count()
 
 

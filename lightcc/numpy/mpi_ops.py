@@ -329,6 +329,7 @@ def alltoall(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, name: O
 def _reducescatter_start(tensors: Sequence[np.ndarray], name: Optional[str], op: int, process_set: ProcessSet,
                          prescale_factor: float, postscale_factor: float, single: bool) -> int:
     op = _ops.resolve_op(None, op)
+    _ops.check_reducescatter_op(op)
     arrays = [_check_array(t, "reducescatter") for t in tensors]
     set_id = _id_of(process_set)
     base = _ops.tensor_name("reducescatter", name)

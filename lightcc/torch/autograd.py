@@ -1,12 +1,13 @@
 """Differentiable collectives: autograd Functions with Horovod's gradient rules.
 
-Gradients are those of the sum of every rank's loss, as Horovod defines them:
+Gradients follow Horovod's definitions (its own test_torch.py checks them), not one formula:
 allreduce -> allreduce of the gradient with the same op and scale factors;
 allgather -> averaged allreduce of the gradient, then this rank's rows;
 broadcast -> averaged allreduce of the gradient on the root, zeros elsewhere;
 alltoall -> alltoall of the gradient with the received splits sent back;
-reducescatter -> allgather of the gradient (divided by the set size for Average), times the scale
-factors (defined for Sum and Average only).
+reducescatter -> allgather of the gradient, times the set size for Sum, times the scale factors:
+the set size times the derivative of the summed loss, for Sum and Average alike (defined for those
+two only; Horovod's reducescatter takes no other op).
 """
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ class Alltoall(torch.autograd.Function):
 
 
 class GroupedReducescatter(torch.autograd.Function):
-    """reducescatter of a list; backward gathers the gradients (scaled as the forward was)."""
+    """reducescatter of a list; backward gathers the gradients (Horovod's scaling, see the module doc)."""
 
     @staticmethod
     def forward(ctx: Any, name: Optional[str], op: int, prescale: float, postscale: float,
@@ -125,8 +126,8 @@ class GroupedReducescatter(torch.autograd.Function):
             raise RuntimeError("the gradient of reducescatter is defined for Sum and Average only")
         gathered = C.synchronize(C.grouped_allgather_start(_dense(grads), _grad_name(name),
                                                            process_set))
-        if op == _ops.Average:
-            scale /= process_set.size()
+        if op == _ops.Sum:
+            scale *= process_set.size()
         if scale != 1.0:
             gathered = [g * scale for g in gathered]
         return (None, None, None, None, None, *gathered)

@@ -186,6 +186,7 @@ def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], proce
 def grouped_reducescatter_start(tensors: Sequence[torch.Tensor], op: int, name: Optional[str], prescale: float,
                                 postscale: float, process_set: ProcessSet, single: bool = False) -> int:
     """Start reduce-scattering a list; each rank gets its rows (the first dim % size ranks get one more)."""
+    _ops.check_reducescatter_op(op)
     ins = [_t.check(t, "reducescatter") for t in tensors]
     for t in ins:
         if t.dim() == 0:
