@@ -44,6 +44,16 @@ from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module
 )
 from lightcc.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from lightcc.torch import autograd as _ag
+from lightcc.torch.autograd import (  # noqa: F401  (Horovod's mpi_ops defines its autograd Functions here)
+    HorovodAllgather,
+    HorovodAllreduce,
+    HorovodAlltoall,
+    HorovodBroadcast,
+    HorovodGroupedAllgather,
+    HorovodGroupedAllreduce,
+    HorovodGroupedReducescatter,
+    HorovodReducescatter,
+)
 from lightcc.torch import collectives as C
 from lightcc.torch.collectives import poll, synchronize
 from lightcc.torch.compression import Compression, Compressor
