@@ -148,5 +148,6 @@ def test_one_registry_no_front_side_tables():
            "JAX_PLATFORMS": "cpu"}
     for k in [k for k in env if k.startswith(("LIGHTCC_RANK", "LIGHTCC_SIZE", "OMPI_", "PMI_"))]:
         del env[k]
-    proc = subprocess.run([sys.executable, "-c", ONE_REGISTRY], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", ONE_REGISTRY], check=False, env=env, capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0 and "one registry ok" in proc.stdout, proc.stdout + proc.stderr

@@ -112,7 +112,8 @@ def test_single_process_front():
 def test_elastic_state_handlers_and_registry():
     """Horovod's torch.elastic.state: StateHandler subclasses chosen by the registry, set_value on assignment."""
     import lightcc.torch as hvd
-    from lightcc.torch.elastic import sampler as sampler_mod, state as state_mod
+    from lightcc.torch.elastic import sampler as sampler_mod
+    from lightcc.torch.elastic import state as state_mod
 
     class Counter:
         def __init__(self) -> None:
@@ -153,9 +154,9 @@ def test_elastic_state_handlers_and_registry():
         other = torch.nn.Linear(2, 2)  # assigning a new object hands it to its handler, saved as it is now
         state.model = other
         assert state._handlers["model"].value is other
+        saved = other.weight.detach().clone()
         with torch.no_grad():
             other.weight.add_(1.0)
-        saved = other.weight.detach().clone() - 1.0
         state.restore()
         assert torch.equal(other.weight, saved)
         state.sync()

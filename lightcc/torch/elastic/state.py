@@ -16,8 +16,7 @@ import torch
 from lightcc.common.basics import rank
 from lightcc.common.elastic import ObjectState
 from lightcc.torch.elastic.sampler import ElasticSampler
-from lightcc.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
-                                     broadcast_parameters)
+from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 
 
 class StateHandler:
