@@ -44,6 +44,14 @@ def check_adasum(op: int, process_set: Any) -> None:
                                   f"(this job has {n} ranks).")
 
 
+def check_reducescatter_op(op: int) -> None:
+    """Horovod refuses reducescatter with Adasum when it is queued, with a RuntimeError; so do we
+    (NotImplementedError is one), on every rank alike, before anything is queued."""
+    if op == Adasum:
+        raise NotImplementedError("reducescatter does not support Adasum; use Average or Sum (or Min, Max, "
+                                  "Product)")
+
+
 _counter = itertools.count()
 
 
@@ -116,14 +124,35 @@ def wake_now() -> bool:
     return not getattr(_local, "defer_wake", False)
 
 
+@contextlib.contextmanager
+def answering_with(convert: Callable[[Any], Any]) -> Iterator[None]:
+    """Work this thread submits inside finishes with `convert(value)`: the conversion joins the
+    submission's finish step in the core, so a front that answers in another framework's arrays
+    (JAX) keeps no table of which handles need converting."""
+    outer = getattr(_local, "convert", None)
+    _local.convert = convert if outer is None else (lambda value: outer(convert(value)))
+    try:
+        yield
+    finally:
+        _local.convert = outer
+
+
+def _finishing(finish: Callable[[List[CoreResult]], Any]) -> Callable[[List[CoreResult]], Any]:
+    convert = getattr(_local, "convert", None)
+    if convert is None:
+        return finish
+    return lambda results: convert(finish(results))
+
+
 class HandleManager:
-    """The fronts' view of the core's handle registry (one registry: lightcc._core keeps each
-    handle's tensors, the objects to keep alive and the step that makes its result)."""
+    """The fronts' view of the core's handle registry, the only one: lightcc._core keeps each
+    handle's tensors, the objects to keep alive and the step that makes its result. A front keeps
+    nothing per handle; whatever synchronize must return is built by the finish step."""
 
     def submit(self, args: Sequence[TensorArgs], keepalive: Any,
                finish: Callable[[List[CoreResult]], Any]) -> int:
         """Queue one tensor or a group; `finish(results)` becomes synchronize's value."""
-        return core().submit([a.as_tuple() for a in args], wake_now(), keepalive, finish)
+        return core().submit([a.as_tuple() for a in args], wake_now(), keepalive, _finishing(finish))
 
     def poll(self, handle: int) -> bool:
         """True once every tensor of the handle has completed (never blocks)."""

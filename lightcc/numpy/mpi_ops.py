@@ -107,42 +107,42 @@ def _allreduce_args(arrays: Sequence[np.ndarray], outs: Sequence[np.ndarray], na
     return args
 
 
+def _pick(values: List[Any], single: bool) -> Any:
+    """A single-tensor call's value is its one result, a group's the list."""
+    return values[0] if single else values
+
+
+def _allreduce_start(tensors: Sequence[np.ndarray], average: Optional[bool], name: Optional[str], op: Optional[int],
+                     prescale: float, postscale: float, process_set: ProcessSet, inplace: bool, single: bool) -> int:
+    op = _ops.resolve_op(average, op)
+    arrays = [_check_array(t, "allreduce_" if inplace else "allreduce", writeable=inplace) for t in tensors]
+    outs = arrays if inplace else [_empty_like(a) for a in arrays]
+    args = _allreduce_args(arrays, outs, name, op, prescale, postscale, process_set, "allreduce")
+    return _ops.handles.submit(args, (arrays, outs), lambda _: _pick(outs, single))
+
+
 def grouped_allreduce_async(tensors: Sequence[np.ndarray], average: Optional[bool] = None, name: Optional[str] = None,
                             op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                             process_set: ProcessSet = global_process_set) -> int:
     """Start allreducing several arrays as one fused group; `synchronize` returns new arrays."""
-    op = _ops.resolve_op(average, op)
-    arrays = [_check_array(t, "allreduce") for t in tensors]
-    outs = [_empty_like(a) for a in arrays]
-    args = _allreduce_args(arrays, outs, name, op, prescale_factor, postscale_factor, process_set, "allreduce")
-    return _ops.handles.submit(args, (arrays, outs), lambda _: outs)
+    return _allreduce_start(tensors, average, name, op, prescale_factor, postscale_factor, process_set,
+                            inplace=False, single=False)
 
 
 def grouped_allreduce_async_(tensors: Sequence[np.ndarray], average: Optional[bool] = None, name: Optional[str] = None,
                              op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                              process_set: ProcessSet = global_process_set) -> int:
     """In-place form of grouped_allreduce_async."""
-    op = _ops.resolve_op(average, op)
-    arrays = [_check_array(t, "allreduce_", writeable=True) for t in tensors]
-    args = _allreduce_args(arrays, arrays, name, op, prescale_factor, postscale_factor, process_set, "allreduce")
-    return _ops.handles.submit(args, arrays, lambda _: arrays)
+    return _allreduce_start(tensors, average, name, op, prescale_factor, postscale_factor, process_set,
+                            inplace=True, single=False)
 
 
 def allreduce_async(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
                     op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                     process_set: ProcessSet = global_process_set) -> int:
     """Start an allreduce into a new array; `synchronize(handle)` returns it."""
-    return _single(grouped_allreduce_async([tensor], average, name, op, prescale_factor, postscale_factor,
-                                           process_set))
-
-
-# Handles of single-tensor calls: synchronize() unwraps their one-element result list.
-_single_handles: set = set()
-
-
-def _single(handle: int) -> int:
-    _single_handles.add(handle)
-    return handle
+    return _allreduce_start([tensor], average, name, op, prescale_factor, postscale_factor, process_set,
+                            inplace=False, single=True)
 
 
 def allreduce_async_(tensor: np.ndarray, average: Optional[bool] = None, name: Optional[str] = None,
@@ -159,8 +159,8 @@ def allreduce_async_(tensor: np.ndarray, average: Optional[bool] = None, name: O
         if handle >= 0:
             return handle
         name = full[len("allreduce."):]  # named now: an unnamed tensor takes one number, not two
-    return _single(grouped_allreduce_async_([tensor], None, name, op, prescale_factor, postscale_factor,
-                                            process_set))
+    return _allreduce_start([tensor], None, name, op, prescale_factor, postscale_factor, process_set,
+                            inplace=True, single=True)
 
 
 def _allreduce_now(a: np.ndarray, out: np.ndarray, average: Optional[bool], name: Optional[str],
@@ -210,22 +210,27 @@ def grouped_allreduce_(tensors: Sequence[np.ndarray], average: Optional[bool] = 
 
 # ---- allgather -------------------------------------------------------------------------------
 
-def grouped_allgather_async(tensors: Sequence[np.ndarray], name: Optional[str] = None,
-                            process_set: ProcessSet = global_process_set) -> int:
-    """Start gathering several arrays (first dimensions may differ per rank)."""
+def _allgather_start(tensors: Sequence[np.ndarray], name: Optional[str], process_set: ProcessSet,
+                     single: bool) -> int:
     arrays = [_check_array(t, "allgather") for t in tensors]
     set_id = _id_of(process_set)
     base = _ops.tensor_name("allgather", name)
     args = [_args(a, _ops.ALLGATHER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
                             numpy_code(a.dtype), a.shape, process_set_id=set_id) for i, a in enumerate(arrays)]
     dtypes = [a.dtype for a in arrays]
-    return _ops.handles.submit(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)])
+    return _ops.handles.submit(args, arrays, lambda res: _pick([_wrap(r, d) for r, d in zip(res, dtypes)], single))
+
+
+def grouped_allgather_async(tensors: Sequence[np.ndarray], name: Optional[str] = None,
+                            process_set: ProcessSet = global_process_set) -> int:
+    """Start gathering several arrays (first dimensions may differ per rank)."""
+    return _allgather_start(tensors, name, process_set, single=False)
 
 
 def allgather_async(tensor: np.ndarray, name: Optional[str] = None,
                     process_set: ProcessSet = global_process_set) -> int:
     """Start an allgather; `synchronize` returns the concatenation along the first dimension."""
-    return _single(grouped_allgather_async([tensor], name, process_set))
+    return _allgather_start([tensor], name, process_set, single=True)
 
 
 def allgather(tensor: np.ndarray, name: Optional[str] = None, process_set: ProcessSet = global_process_set) -> np.ndarray:
@@ -251,7 +256,7 @@ def _broadcast_async(tensor: np.ndarray, root_rank: int, name: Optional[str], pr
     out = a if inplace else _empty_like(a)
     args = [_args(a, _ops.BROADCAST, _ops.tensor_name("broadcast", name), _ptr(a), _ptr(out),
                             numpy_code(a.dtype), a.shape, root=int(root_rank), process_set_id=_id_of(process_set))]
-    return _single(_ops.handles.submit(args, (a, out), lambda _: [out]))
+    return _ops.handles.submit(args, (a, out), lambda _: out)
 
 
 def broadcast_async(tensor: np.ndarray, root_rank: int, name: Optional[str] = None,
@@ -303,9 +308,9 @@ def alltoall_async(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, n
 
     def finish(res: List[_ops.CoreResult]) -> list:
         out = _wrap(res[0], a.dtype)
-        return [(out, np.asarray(res[0][2], dtype=np.int32)) if with_splits else out]
+        return (out, np.asarray(res[0][2], dtype=np.int32)) if with_splits else out
 
-    return _single(_ops.handles.submit(args, a, finish))
+    return _ops.handles.submit(args, a, finish)
 
 
 def alltoall(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, name: Optional[str] = None,
@@ -321,11 +326,10 @@ def alltoall(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, name: O
 
 # ---- reducescatter ---------------------------------------------------------------------------
 
-def grouped_reducescatter_async(tensors: Sequence[np.ndarray], name: Optional[str] = None, op: int = Average,
-                                process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
-                                postscale_factor: float = 1.0) -> int:
-    """Start reduce-scattering several arrays."""
+def _reducescatter_start(tensors: Sequence[np.ndarray], name: Optional[str], op: int, process_set: ProcessSet,
+                         prescale_factor: float, postscale_factor: float, single: bool) -> int:
     op = _ops.resolve_op(None, op)
+    _ops.check_reducescatter_op(op)
     arrays = [_check_array(t, "reducescatter") for t in tensors]
     set_id = _id_of(process_set)
     base = _ops.tensor_name("reducescatter", name)
@@ -333,14 +337,21 @@ def grouped_reducescatter_async(tensors: Sequence[np.ndarray], name: Optional[st
                             numpy_code(a.dtype), a.shape, op, 0, prescale_factor, postscale_factor, set_id)
             for i, a in enumerate(arrays)]
     dtypes = [a.dtype for a in arrays]
-    return _ops.handles.submit(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)])
+    return _ops.handles.submit(args, arrays, lambda res: _pick([_wrap(r, d) for r, d in zip(res, dtypes)], single))
+
+
+def grouped_reducescatter_async(tensors: Sequence[np.ndarray], name: Optional[str] = None, op: int = Average,
+                                process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
+                                postscale_factor: float = 1.0) -> int:
+    """Start reduce-scattering several arrays."""
+    return _reducescatter_start(tensors, name, op, process_set, prescale_factor, postscale_factor, single=False)
 
 
 def reducescatter_async(tensor: np.ndarray, name: Optional[str] = None, op: int = Average,
                         process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
                         postscale_factor: float = 1.0) -> int:
     """Start a reducescatter; this rank receives its share of the first dimension."""
-    return _single(grouped_reducescatter_async([tensor], name, op, process_set, prescale_factor, postscale_factor))
+    return _reducescatter_start([tensor], name, op, process_set, prescale_factor, postscale_factor, single=True)
 
 
 def reducescatter(tensor: np.ndarray, name: Optional[str] = None, compression: Any = None, op: int = Average,
@@ -371,13 +382,7 @@ def poll(handle: int) -> bool:
 
 def synchronize(handle: int) -> Any:
     """Wait for `handle` and return its output (raises on failure)."""
-    single = handle in _single_handles
-    _single_handles.discard(handle)
-    jax_out = handle in _jax_handles
-    _jax_handles.discard(handle)
-    out = _ops.handles.synchronize(handle)
-    out = out[0] if single else out
-    return _jax.to_jax(out) if jax_out else out
+    return _ops.handles.synchronize(handle)
 
 
 def join() -> int:
@@ -417,10 +422,6 @@ def allgather_object(obj: Any, name: Optional[str] = None,
 
 # ---- JAX arrays: every out-of-place collective takes them and answers in kind ------------------
 
-# Handles of calls made with JAX arrays: synchronize() converts their results back.
-_jax_handles: set = set()
-
-
 def _jax_aware(fn: Any) -> Any:
     is_async = fn.__name__.endswith("_async")
 
@@ -431,11 +432,10 @@ def _jax_aware(fn: Any) -> Any:
             return fn(tensors, *args, **kwargs)
         native = ([_jax.to_native(t) for t in tensors] if isinstance(tensors, (list, tuple))
                   else _jax.to_native(tensors))
-        out = fn(native, *args, **kwargs)
-        if is_async:
-            _jax_handles.add(out)
-            return out
-        return _jax.to_jax(out)
+        if is_async:  # the handle's finish step answers in JAX arrays
+            with _ops.answering_with(_jax.to_jax):
+                return fn(native, *args, **kwargs)
+        return _jax.to_jax(fn(native, *args, **kwargs))
 
     return call
 

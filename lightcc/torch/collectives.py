@@ -5,14 +5,13 @@ current stream for CUDA ones: the engine's device executor runs those through NC
 after the caller's stream). In-place results land in the caller's tensor, out-of-place
 allreduce/broadcast results in a tensor allocated here, and results whose size only the
 collective knows (allgather, alltoall, reducescatter) in an engine buffer wrapped as a tensor
-without a copy, on the input's device. Every call returns an int handle: positive ids belong to
-the core's handle manager, negative ids to handles this front completes itself (sparse allreduce).
+without a copy, on the input's device. Every call returns an int handle of the core's one
+registry; what `synchronize` returns is built by the submission's finish step, so this front
+keeps nothing per handle (a sparse allreduce is one submission of two allgathers).
 """
 from __future__ import annotations
 
-import itertools
-import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import torch
 
@@ -21,42 +20,13 @@ from lightcc.common.process_sets import ProcessSet, _id_of, global_process_set
 from lightcc.torch import tensors as _t
 
 
-class LocalHandle:
-    """Work this front tracks itself: `poll` never blocks, `wait` blocks once and returns the output."""
-
-    def __init__(self, poll: Callable[[], bool], wait: Callable[[], Any]) -> None:
-        self.poll = poll
-        self.wait = wait
-
-
-_local_lock = threading.Lock()
-_local: Dict[int, LocalHandle] = {}
-_local_ids = itertools.count(-1, -1)
-
-
-def register_local(handle: LocalHandle) -> int:
-    """Give a LocalHandle an int id that poll/synchronize accept."""
-    with _local_lock:
-        hid = next(_local_ids)
-        _local[hid] = handle
-    return hid
-
-
 def poll(handle: int) -> bool:
     """True when the operation behind `handle` has finished (never blocks)."""
-    with _local_lock:
-        local = _local.get(handle)
-    if local is not None:
-        return bool(local.poll())
     return _ops.handles.poll(handle)
 
 
 def synchronize(handle: int) -> Any:
     """Wait for `handle` and return its output; raises the operation's error on failure."""
-    with _local_lock:
-        local = _local.pop(handle, None)
-    if local is not None:
-        return local.wait()
     return _ops.handles.synchronize(handle)
 
 
@@ -75,12 +45,6 @@ def _names(prefix: str, name: Optional[str], count: int) -> List[str]:
 
 def _pick(outs: List[torch.Tensor], single: bool) -> Any:
     return outs[0] if single else outs
-
-
-def _unwrap(handle: LocalHandle, single: bool) -> LocalHandle:
-    if not single:
-        return handle
-    return LocalHandle(handle.poll, lambda: handle.wait()[0])
 
 
 # ---- allreduce -------------------------------------------------------------------------------
@@ -151,6 +115,28 @@ def grouped_allgather_start(tensors: Sequence[torch.Tensor], name: Optional[str]
                                                             single))
 
 
+def sparse_allreduce_start(tensor: torch.Tensor, name: Optional[str], op: int, process_set: ProcessSet) -> int:
+    """Start reducing a sparse COO tensor as one submission gathering every rank's values and indices;
+    `synchronize` returns the uncoalesced sum (Average divides the values by the set size)."""
+    indices = tensor._indices().t().contiguous()
+    values = tensor._values().contiguous()
+    _t.same_device([values, indices], "sparse_allreduce")
+    base = _ops.tensor_name("allgather", name)
+    set_id = _id_of(process_set)
+    args = [_t.args(a, _ops.ALLGATHER, f"{base}.{part}", _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
+                    process_set_id=set_id) for part, a in (("values", values), ("indices", indices))]
+    shape, size = tensor.shape, process_set.size()
+
+    def finish(res: List[_ops.CoreResult]) -> torch.Tensor:
+        all_values = _t.wrap(res[0], values.dtype, values.device)
+        all_indices = _t.wrap(res[1], indices.dtype, indices.device)
+        if op == _ops.Average:
+            all_values = all_values / size
+        return torch.sparse_coo_tensor(all_indices.t(), all_values, shape, check_invariants=False)
+
+    return _ops.handles.submit(args, (values, indices), finish)
+
+
 # ---- broadcast -------------------------------------------------------------------------------
 
 def broadcast_start(tensor: torch.Tensor, root_rank: int, name: Optional[str], process_set: ProcessSet,
@@ -200,6 +186,7 @@ def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], proce
 def grouped_reducescatter_start(tensors: Sequence[torch.Tensor], op: int, name: Optional[str], prescale: float,
                                 postscale: float, process_set: ProcessSet, single: bool = False) -> int:
     """Start reduce-scattering a list; each rank gets its rows (the first dim % size ranks get one more)."""
+    _ops.check_reducescatter_op(op)
     ins = [_t.check(t, "reducescatter") for t in tensors]
     for t in ins:
         if t.dim() == 0:
@@ -214,4 +201,4 @@ def grouped_reducescatter_start(tensors: Sequence[torch.Tensor], op: int, name: 
                                                             single))
 
 
-__all__ = ["LocalHandle", "global_process_set", "poll", "register_local", "synchronize"]
+__all__ = ["global_process_set", "poll", "synchronize"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pickle
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 import torch
 
@@ -47,19 +47,36 @@ def _base_step(optimizer: torch.optim.Optimizer) -> Any:
     return getattr(optimizer, "_lightcc_base_step", optimizer.step)
 
 
-def _materialise_state(optimizer: torch.optim.Optimizer) -> None:
-    """Give a fresh optimizer its state tensors by one step on zero gradients, leaving params as they were."""
+def _sparse_params(optimizer: torch.optim.Optimizer, model: Optional[torch.nn.Module]) -> Set[int]:
+    """Ids of the parameters whose gradients are sparse: all of SparseAdam's, a sparse Embedding's."""
+    if isinstance(optimizer, torch.optim.SparseAdam):
+        return {id(p) for g in optimizer.param_groups for p in g["params"]}
+    if model is None:
+        return set()
+    return {id(p) for m in model.modules() if isinstance(m, torch.nn.Embedding) and m.sparse
+            for p in m.parameters()}
+
+
+def _materialise_state(optimizer: torch.optim.Optimizer, model: Optional[torch.nn.Module]) -> None:
+    """Give a fresh optimizer its state tensors by one step on zero gradients, leaving params as they were.
+
+    As in Horovod, a parameter that requires a gradient and had none keeps the zero gradient (code
+    written for Horovod reads `p.grad` right after); a gradient it had is put back.
+    """
     params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
+    sparse = _sparse_params(optimizer, model)
     saved = [(p.detach().clone(), p.grad) for p in params]
     for p in params:
-        p.grad = torch.zeros_like(p)
+        zero = torch.zeros_like(p)
+        p.grad = zero.to_sparse() if id(p) in sparse else zero
     try:
         _base_step(optimizer)()
     finally:
         with torch.no_grad():
             for p, (data, grad) in zip(params, saved):
                 p.copy_(data)
-                p.grad = grad
+                if grad is not None:
+                    p.grad = grad
 
 
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int,
@@ -67,13 +84,14 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int,
     """Make every rank's optimizer state (hyper-parameters and per-parameter state) root_rank's.
 
     A fresh optimizer first gets its state by one step on zero gradients (parameters are left
-    unchanged). Tensors are broadcast in place; hyper-parameters and non-tensor state travel as
-    one pickled object. With `model`, state tensors are named after its parameter names.
+    unchanged; those that had no gradient keep the zero one, as in Horovod). Tensors are broadcast
+    in place; hyper-parameters and non-tensor state travel as one pickled object. With `model`,
+    state tensors are named after its parameter names and a sparse Embedding's gradients are sparse.
     """
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state (its state is nested and holds None)")
     if len(optimizer.state) == 0:
-        _materialise_state(optimizer)
+        _materialise_state(optimizer, model)
     names = {id(p): n for n, p in model.named_parameters()} if model is not None else {}
     params = [p for g in optimizer.param_groups for p in g["params"]]
     options = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]

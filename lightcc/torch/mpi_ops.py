@@ -44,6 +44,16 @@ from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module
 )
 from lightcc.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from lightcc.torch import autograd as _ag
+from lightcc.torch.autograd import (  # noqa: F401  (Horovod's mpi_ops defines its autograd Functions here)
+    HorovodAllgather,
+    HorovodAllreduce,
+    HorovodAlltoall,
+    HorovodBroadcast,
+    HorovodGroupedAllgather,
+    HorovodGroupedAllreduce,
+    HorovodGroupedReducescatter,
+    HorovodReducescatter,
+)
 from lightcc.torch import collectives as C
 from lightcc.torch.collectives import poll, synchronize
 from lightcc.torch.compression import Compression, Compressor
@@ -178,21 +188,7 @@ def sparse_allreduce_async(tensor: torch.Tensor, name: str, op: int,
         raise ValueError("sparse_allreduce_async supports Average and Sum only")
     if tensor.layout != torch.sparse_coo:
         raise ValueError("sparse_allreduce_async expects a sparse COO tensor")
-    indices = tensor._indices().t().contiguous()
-    values = tensor._values().contiguous()
-    base = name or None
-    h_values = C.grouped_allgather_start([values], f"{base}.values" if base else None, process_set, single=True)
-    h_indices = C.grouped_allgather_start([indices], f"{base}.indices" if base else None, process_set, single=True)
-    shape = tensor.shape
-
-    def wait() -> torch.Tensor:
-        all_values = synchronize(h_values)
-        all_indices = synchronize(h_indices)
-        if op == Average:
-            all_values = all_values / process_set.size()
-        return torch.sparse_coo_tensor(all_indices.t(), all_values, shape, check_invariants=False)
-
-    return SparseHandle(C.register_local(C.LocalHandle(lambda: poll(h_values) and poll(h_indices), wait)))
+    return SparseHandle(C.sparse_allreduce_start(tensor, name or None, op, process_set))
 
 
 # ---- allgather -------------------------------------------------------------------------------

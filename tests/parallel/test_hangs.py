@@ -20,9 +20,18 @@ def test_bad_input_on_one_rank_ends_everywhere(case, size):
 @pytest.mark.parametrize("size", [2, 3])
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
 def test_signal_ends_a_blocked_collective(how, size):
-    """SIGINT raises KeyboardInterrupt (a SIGTERM handler runs) within 1 s; peers raise naming the rank."""
-    procs = spawn_ranks("hangs_worker.py", size, ["interrupted"],
-                        env={"HANGS_SIGTERM": "1" if how == "SIGTERM" else "0"})
+    """SIGINT raises KeyboardInterrupt (a SIGTERM handler runs) within 1 s; peers raise naming the rank.
+
+    The ranks start with SIGINT ignored, as they do when the suite runs as a background job
+    (`pytest ... &`): the worker installs the handler it tests, so the outcome does not depend on
+    how the suite was started.
+    """
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the ranks spawned now
+    try:
+        procs = spawn_ranks("hangs_worker.py", size, ["interrupted"],
+                            env={"HANGS_SIGTERM": "1" if how == "SIGTERM" else "0"})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         line = procs[0].stdout.readline()
         assert line.startswith("ready"), line

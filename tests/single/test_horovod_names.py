@@ -46,6 +46,11 @@ def test_exceptions_name_real_horovod_names() -> None:
 def test_list_covers_the_fronts() -> None:
     for module in ("horovod", "horovod.torch", "horovod.tensorflow", "horovod.tensorflow.keras", "horovod.keras",
                    "horovod.common.basics", "horovod.common.exceptions", "horovod.common.process_sets",
-                   "horovod.common.util", "horovod.runner"):
+                   "horovod.common.util", "horovod.runner", "horovod.torch.elastic.sampler",
+                   "horovod.torch.elastic.state"):
         assert MODULES.get(module), module
     assert len(MODULES["horovod.torch"]) >= 60 and "Adasum" in MODULES["horovod.torch"]
+    assert "StateHandler" in MODULES["horovod.torch.elastic.state"]
+    assert "HorovodAllreduce" in MODULES["horovod.torch.mpi_ops"]
+    assert not any(n.startswith("Horovod") and n != "HorovodInternalError"
+                   for n in DATA["excluded"].get("horovod.torch.mpi_ops", {})), "the autograd Functions exist now"

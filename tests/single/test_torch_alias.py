@@ -69,3 +69,25 @@ def test_internal_paths_import(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(ROOT)], check=False, env=env, capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
     assert "PATHS OK" in proc.stdout, proc.stderr
+
+
+def test_torch_modules_horovod_ships_resolve(tmp_path):
+    """Every torch module of Horovod 0.28.1 that lightcc implements imports under the alias as lightcc's own."""
+    code = PROBE + (
+        "import importlib, lightcc.torch.elastic.sampler, lightcc.torch.elastic.state\n"
+        "from horovod.torch.elastic.sampler import ElasticSampler\n"
+        "from horovod.torch.elastic.state import StateHandler, TorchState, get_handler_registry, set_handler_registry\n"
+        "from horovod.torch.mpi_ops import HorovodAllreduce, HorovodGroupedReducescatter\n"
+        "import horovod.torch.elastic.state as st\n"
+        "assert st is lightcc.torch.elastic.state and ElasticSampler is hvd.elastic.ElasticSampler\n"
+        "assert TorchState is hvd.elastic.TorchState and issubclass(st.ModelStateHandler, StateHandler)\n"
+        "for name in ('horovod.torch', 'horovod.torch.mpi_ops', 'horovod.torch.compression', 'horovod.torch.elastic',\n"
+        "             'horovod.torch.elastic.sampler', 'horovod.torch.elastic.state'):\n"
+        "    assert importlib.import_module(name) is importlib.import_module('lightcc' + name[len('horovod'):]), name\n"
+        "print('TORCH MODULES OK')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["LIGHTCC_AS_HOROVOD"] = "1"
+    proc = subprocess.run([sys.executable, "-c", code, str(ROOT)], check=False, env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert "TORCH MODULES OK" in proc.stdout, proc.stderr

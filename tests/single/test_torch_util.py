@@ -107,3 +107,108 @@ def test_single_process_front():
         assert train(state) == 7
     finally:
         hvd.shutdown()
+
+
+def test_elastic_state_handlers_and_registry():
+    """Horovod's torch.elastic.state: StateHandler subclasses chosen by the registry, set_value on assignment."""
+    import lightcc.torch as hvd
+    from lightcc.torch.elastic import sampler as sampler_mod
+    from lightcc.torch.elastic import state as state_mod
+
+    class Counter:
+        def __init__(self) -> None:
+            self.n = 0
+
+    class CounterHandler(state_mod.StateHandler):
+        def __init__(self, value: Counter) -> None:
+            super().__init__(value)
+            self.save()
+
+        def save(self) -> None:
+            self._saved = self.value.n
+
+        def restore(self) -> None:
+            self.value.n = self._saved
+
+        def sync(self) -> None:
+            self.value.n = hvd.broadcast_object(self.value.n, root_rank=0, name="counter")
+
+    hvd.init()
+    registry = state_mod.get_handler_registry()
+    try:
+        assert sampler_mod.ElasticSampler is hvd.elastic.ElasticSampler is state_mod.ElasticSampler
+        assert state_mod.TorchState is hvd.elastic.TorchState
+        assert [h for _, h in registry] == [state_mod.ModelStateHandler, state_mod.OptimizerStateHandler,
+                                            state_mod.SamplerStateHandler]
+        state_mod.set_handler_registry(registry + [(Counter, CounterHandler)])
+        counter, model = Counter(), torch.nn.Linear(2, 2)
+        state = hvd.elastic.TorchState(model, torch.optim.SGD(model.parameters(), lr=0.1), counter=counter, epoch=0)
+        assert state.counter is counter and isinstance(state._handlers["counter"], CounterHandler)
+        assert isinstance(state._handlers["optimizer"], state_mod.OptimizerStateHandler)
+        assert state._handlers["optimizer"].model is model
+        counter.n = 3
+        state.commit()
+        counter.n = 9
+        state.restore()
+        assert counter.n == 3
+        other = torch.nn.Linear(2, 2)  # assigning a new object hands it to its handler, saved as it is now
+        state.model = other
+        assert state._handlers["model"].value is other
+        saved = other.weight.detach().clone()
+        with torch.no_grad():
+            other.weight.add_(1.0)
+        state.restore()
+        assert torch.equal(other.weight, saved)
+        state.sync()
+        assert counter.n == 3
+        with pytest.raises(NotImplementedError):
+            state_mod.StateHandler(1).save()
+        # Horovod's own sampler state form (processed_num) loads: the first samples of the epoch's order are done.
+        sampler = sampler_mod.ElasticSampler(list(range(10)), shuffle=True, seed=2)
+        order = list(sampler)
+        sampler.load_state_dict({"epoch": 0, "processed_num": 4})
+        assert sampler.processed_num == 4 and list(sampler) == order[4:] and len(sampler) == 6
+        assert sampler.num_replicas == 1 and sampler.rank == 0 and sampler.total_size == 6
+    finally:
+        state_mod.set_handler_registry(registry)
+        hvd.shutdown()
+
+
+def test_horovod_autograd_functions():
+    """horovod.torch.mpi_ops' Function classes, called with Horovod's argument order, give its gradients."""
+    import lightcc.torch as hvd
+    from lightcc.torch import mpi_ops as M
+
+    hvd.init()
+    try:
+        ps = hvd.global_process_set
+        x = torch.ones(4, 2, requires_grad=True)
+        y = M.HorovodAllreduce.apply(x, None, "ha.ar", hvd.Sum, 2.0, 1.0, ps)
+        y.sum().backward()
+        assert torch.equal(y, 2 * x) and torch.equal(x.grad, torch.full((4, 2), 2.0))
+        a, b = torch.ones(2, requires_grad=True), torch.ones(3, requires_grad=True)
+        ga, gb = M.HorovodGroupedAllreduce.apply(True, "ha.gar", None, 1.0, 1.0, ps, a, b)
+        (ga.sum() + 2 * gb.sum()).backward()
+        assert torch.equal(a.grad, torch.ones(2)) and torch.equal(b.grad, torch.full((3,), 2.0))
+        x = torch.ones(3, requires_grad=True)
+        M.HorovodAllgather.apply(x, "ha.ag", ps).sum().backward()
+        assert torch.equal(x.grad, torch.ones(3))
+        (g,) = M.HorovodGroupedAllgather.apply("ha.gag", ps, x)
+        assert torch.equal(g, x)
+        x = torch.ones(3, requires_grad=True)
+        M.HorovodBroadcast.apply(x, 0, "ha.bc", ps).sum().backward()
+        assert torch.equal(x.grad, torch.ones(3))
+        x = torch.arange(4.0, requires_grad=True)
+        out = M.HorovodAlltoall.apply(x, None, "ha.a2a", ps)
+        assert isinstance(out, torch.Tensor) and torch.equal(out, x)
+        out.sum().backward()
+        assert torch.equal(x.grad, torch.ones(4))
+        out, received = M.HorovodAlltoall.apply(x, [4], "ha.a2a.splits", ps)
+        assert received.tolist() == [4]
+        x = torch.ones(4, requires_grad=True)
+        M.HorovodReducescatter.apply(x, "ha.rs", hvd.Sum, ps, 1.0, 3.0).sum().backward()
+        assert torch.equal(x.grad, torch.full((4,), 3.0))
+        (r,) = M.HorovodGroupedReducescatter.apply("ha.grs", hvd.Average, ps, 1.0, 1.0, x)
+        assert torch.equal(r, x)
+    finally:
+        hvd.shutdown()

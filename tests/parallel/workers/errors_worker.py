@@ -39,6 +39,9 @@ def main() -> None:
     else:
         expect(c, ValueError, lambda: hvd.allreduce(np.ones(3, np.int32), op=hvd.Adasum, name="ada.int"),
                "adasum int32", "floating-point")
+    # Horovod refuses reducescatter with Adasum with a RuntimeError when it is queued: NotImplementedError is one.
+    expect(c, NotImplementedError, lambda: hvd.reducescatter(np.ones(2 * n), op=hvd.Adasum), "reducescatter adasum",
+           "does not support Adasum")
     expect(c, ValueError, lambda: hvd.allreduce(np.ones(3), average=True, op=hvd.Sum), "average and op")
     expect(c, ValueError, lambda: hvd.broadcast(np.ones(3), root_rank=n), "root out of range", "root")
     expect(c, ValueError, lambda: hvd.alltoall(np.ones(5), splits=[5] + [1] * (n - 1)), "bad splits", "splits")

@@ -47,6 +47,10 @@ def local_error(c: Checker) -> None:
 def interrupted(c: Checker) -> None:
     """Rank 0 blocks in an allreduce nobody else submits; the test sends it SIGINT (or SIGTERM)."""
     r = hvd.rank()
+    # The handler under test, whatever this process inherited: a suite started as a background
+    # job (`pytest ... &` from a non-interactive shell) hands its ranks SIGINT ignored, and Python
+    # then installs no KeyboardInterrupt handler of its own.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     hvd.allreduce(np.ones(3), name="warm")
     if os.environ.get("HANGS_SIGTERM") == "1" and r == 0:
         def on_term(signum, frame):

@@ -136,12 +136,45 @@ def gradients(c, r, n) -> None:
     out, _ = hvd.alltoall(x, splits=splits, name="g.a2a")
     (out * w).sum().backward()
     c.check(x.grad.tolist() == [float(j + 1) for j in range(n) for _ in range(j + 1)], f"grad of alltoall {x.grad}")
-    for opname, scale in (("sum", 1.0), ("average", 1.0 / n)):
+    # Horovod's reducescatter gradient: allgather of the gradient, times the set size for Sum.
+    for opname, scale in (("sum", float(n)), ("average", 1.0)):
         x = torch.ones(2 * n + 1, requires_grad=True)
         (hvd.reducescatter(x, op=OPS[opname], name=f"g.rs.{opname}") * w).sum().backward()
         rows = [2 + (1 if j < 1 else 0) for j in range(n)]
         want = torch.tensor([(j + 1) * scale for j in range(n) for _ in range(rows[j])])
         c.check(close(x.grad, want), f"grad of {opname} reducescatter {x.grad}")
+
+
+def horovod_regressions(c, r, n) -> None:
+    """What Horovod 0.28.1's own test_torch.py found wrong here once."""
+    # test_horovod_(grouped_)reducescatter_grad(_average): the gradient is Horovod's, not the summed loss's.
+    for opname, want in (("sum", float(n)), ("average", 1.0)):
+        x = torch.rand(4 * n, 3, requires_grad=True)
+        hvd.reducescatter(x, op=OPS[opname], name=f"hr.rs.{opname}").backward(torch.ones(4, 3))
+        c.check(close(x.grad, torch.full((4 * n, 3), want)), f"Horovod's {opname} reducescatter gradient {x.grad}")
+        a, b = torch.rand(4 * n, requires_grad=True), torch.rand(2 * n, 2, requires_grad=True)
+        ga, gb = hvd.grouped_reducescatter([a, b], op=OPS[opname], prescale_factor=0.5, name=f"hr.grs.{opname}")
+        torch.autograd.backward([ga, gb], [torch.ones(4), torch.ones(2, 2)])
+        c.check(close(a.grad, torch.full((4 * n,), 0.5 * want)) and close(b.grad, torch.full((2 * n, 2), 0.5 * want)),
+                f"Horovod's grouped {opname} reducescatter gradient {a.grad} {b.grad}")
+    # test_horovod_reducescatter_adasum: refused on every rank with a RuntimeError, nothing queued.
+    for call in (lambda: hvd.reducescatter(torch.ones(2 * n), op=hvd.Adasum),
+                 lambda: hvd.grouped_reducescatter_async([torch.ones(2 * n)], op=hvd.Adasum)):
+        expect(c, RuntimeError, call, "reducescatter with Adasum", "does not support Adasum")
+    # test_broadcast_state_no_grad: a fresh optimizer over a parameter without gradients (an int
+    # one) broadcasts; a parameter that had no gradient keeps the zero one, as in Horovod.
+    model = torch.nn.Module()
+    model.a = torch.nn.Parameter(torch.tensor([1, 3], dtype=torch.int32), requires_grad=False)
+    model.b = torch.nn.Parameter(torch.rand(4))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.001, weight_decay=1e-6, momentum=0.9,
+                                                   nesterov=True), named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    c.check(model.a.grad is None and model.b.grad is not None and torch.equal(model.b.grad, torch.zeros(4)),
+            f"broadcast_optimizer_state without gradients: {model.a.grad} {model.b.grad}")
+    # A fresh optimizer whose gradients must be sparse (SparseAdam) gets its state too.
+    emb = torch.nn.Embedding(5, 2, sparse=True)
+    hvd.broadcast_optimizer_state(torch.optim.SparseAdam(emb.parameters(), lr=0.01 * (r + 1)), root_rank=0, model=emb)
 
 
 def process_sets(c, r, n, mine, other) -> None:
@@ -242,6 +275,7 @@ def main() -> None:
     allreduce_forms(c, r, n)
     gather_scatter(c, r, n)
     gradients(c, r, n)
+    horovod_regressions(c, r, n)
     process_sets(c, r, n, evens if r % 2 == 0 else odds, odds if r % 2 == 0 else evens)
     helpers(c, r, n)
     join_and_barrier(c, r, n)
