@@ -14,8 +14,8 @@ import sys
 
 import lightcc._core as core
 import torch
-from common import Checker
-from gpu_helpers import setup_torch
+from gpu_helpers import setup_torch  # first of the workers' modules: it puts tests/parallel/workers on sys.path
+from torch_helpers import checker
 
 import lightcc.torch as hvd
 
@@ -33,7 +33,7 @@ def main() -> None:
     dev = setup_torch()
     hvd.init()
     r, p = hvd.rank(), hvd.size()
-    check = Checker(r)
+    check = checker()
     grads = [(f"grad{k:02d}", COUNTS[(5 * k) % len(COUNTS)], torch.float16 if k % 4 == 3 else torch.float32)
              for k in range(24)]
     for step in range(steps):
