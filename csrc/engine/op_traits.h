@@ -41,34 +41,37 @@ struct OpTraits {
   // GPU tensors: the engine's stream waits on an event recorded on the caller's stream, else the
   // op would read a tensor whose producing kernels have not run yet.
   bool caller_stream_event;
+  // May run while some member has joined (hvd.join): it contributes zeros to an allreduce and
+  // nothing to a barrier, but has no rows to gather, scatter or exchange and cannot be a root.
+  bool runs_with_joined;
 };
 
 constexpr uint32_t kReducescatterOps = kEveryReduceOp & ~reduceBit(ReduceOp::kAdasum);
 
 // Indexed by OpType; the static_assert below keeps row i describing op i.
 inline constexpr std::array<OpTraits, kNumOpTypes> kOpTraits = {{
-    // op, name, label, data, fuse, root, splits, aux=, dim, shapes, reduce ops, event
+    // op, name, label, data, fuse, root, splits, aux=, dim, shapes, reduce ops, event, joined
     {OpType::kAllreduce, "ALLREDUCE", "allreduce", true, true, false, false, false, false, ShapeRule::kAll,
-     kEveryReduceOp, true},
+     kEveryReduceOp, true, true},
     {OpType::kAllgather, "ALLGATHER", "allgather", true, false, false, false, false, true, ShapeRule::kTrailing,
-     kNoReduceOps, true},
+     kNoReduceOps, true, false},
     {OpType::kBroadcast, "BROADCAST", "broadcast", true, false, true, false, false, false, ShapeRule::kAll,
-     kNoReduceOps, true},
+     kNoReduceOps, true, false},
     {OpType::kAlltoall, "ALLTOALL", "alltoall", true, false, false, true, false, true, ShapeRule::kTrailing,
-     kNoReduceOps, true},
+     kNoReduceOps, true, false},
     {OpType::kReducescatter, "REDUCESCATTER", "reducescatter", true, false, false, false, false, true,
-     ShapeRule::kAll, kReducescatterOps, true},
+     ShapeRule::kAll, kReducescatterOps, true, false},
     {OpType::kBarrier, "BARRIER", "barrier", false, false, false, false, false, false, ShapeRule::kNone,
-     kNoReduceOps, false},
+     kNoReduceOps, false, true},
     {OpType::kJoin, "JOIN", "join", false, false, false, false, false, false, ShapeRule::kNone, kNoReduceOps,
-     false},
+     false, false},
     {OpType::kAddProcessSet, "ADD_PROCESS_SET", "add_process_set", false, false, false, false, true, false,
-     ShapeRule::kNone, kNoReduceOps, false},
+     ShapeRule::kNone, kNoReduceOps, false, false},
     {OpType::kRemoveProcessSet, "REMOVE_PROCESS_SET", "remove_process_set", false, false, false, false, true,
-     false, ShapeRule::kNone, kNoReduceOps, false},
+     false, ShapeRule::kNone, kNoReduceOps, false, false},
 #ifdef LIGHTCC_TEST_EXTRA_OP
     {OpType::kTestGather, "TEST_GATHER", "test_gather", true, false, true, false, false, true,
-     ShapeRule::kTrailing, kNoReduceOps, true},
+     ShapeRule::kTrailing, kNoReduceOps, true, false},
 #endif
 }};
 
@@ -92,5 +95,6 @@ constexpr bool takesSplits(OpType op) { return opTraits(op).takes_splits; }
 constexpr bool takesReduceOp(OpType op) { return opTraits(op).reduce_ops != kNoReduceOps; }
 constexpr bool supportsReduceOp(OpType op, ReduceOp r) { return (opTraits(op).reduce_ops & reduceBit(r)) != 0; }
 constexpr bool needsCallerStreamEvent(OpType op) { return opTraits(op).caller_stream_event; }
+constexpr bool runsWithJoined(OpType op) { return opTraits(op).runs_with_joined; }
 
 }  // namespace lightcc
