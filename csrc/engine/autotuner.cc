@@ -9,6 +9,7 @@
 
 #include "common/logging.h"
 #include "engine/fusion.h"
+#include "engine/op_traits.h"
 
 namespace lightcc {
 namespace {
@@ -23,11 +24,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
-
-bool isDataOp(OpType op) {
-  return op == OpType::kAllreduce || op == OpType::kAllgather || op == OpType::kBroadcast ||
-         op == OpType::kAlltoall || op == OpType::kReducescatter;
 }
 
 double rbf(const std::vector<double>& a, const std::vector<double>& b, double l) {
@@ -180,7 +176,7 @@ bool Autotuner::observe(const std::vector<std::shared_ptr<const Response>>& agre
   const uint64_t before = generation_;
   for (const auto& rp : agreed) {
     const Response& r = *rp;
-    if (!isDataOp(r.op) || r.isError()) continue;
+    if (!movesData(r.op) || r.isError()) continue;
     for (size_t i = 0; i < r.names.size(); ++i) {
       std::string key = std::to_string(r.process_set_id) + ":" + r.names[i];
       if (!started_) {

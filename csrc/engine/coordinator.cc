@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/logging.h"
+#include "engine/op_traits.h"
 
 namespace lightcc {
 namespace {
@@ -17,14 +18,10 @@ std::string shapeText(const std::vector<int64_t>& s) {
   return os.str();
 }
 
-std::string lower(const char* s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool needsEqualShapes(OpType op) {
-  return op == OpType::kAllreduce || op == OpType::kBroadcast || op == OpType::kReducescatter;
+// All dimensions but the first agree (allgather, alltoall: each rank brings its own rows).
+bool sameTrailing(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  return a.size() == b.size() && std::equal(a.begin() + std::min<size_t>(1, a.size()), a.end(),
+                                            b.begin() + std::min<size_t>(1, b.size()));
 }
 
 // Why `q` disagrees with the first member's request `first` for the same tensor, or "".
@@ -33,7 +30,7 @@ std::string disagreement(const std::string& name, const std::string& what, const
   const std::string b = "rank " + std::to_string(q.rank);
   if (q.op != first.op) {
     return "Mismatched operations for tensor '" + name + "': " + a + " called " +
-           lower(opTypeName(first.op)) + " but " + b + " called " + lower(opTypeName(q.op));
+           opTraits(first.op).label + " but " + b + " called " + opTraits(q.op).label;
   }
   if (q.onDevice() != first.onDevice()) {
     auto where = [](const Request& r) { return r.onDevice() ? "a GPU tensor" : "a CPU tensor"; };
@@ -43,8 +40,8 @@ std::string disagreement(const std::string& name, const std::string& what, const
     return "Mismatched data types in " + what + ": " + a + " has " + dtypeName(first.dtype) +
            " but " + b + " has " + dtypeName(q.dtype);
   }
-  if ((first.op == OpType::kAllreduce || first.op == OpType::kReducescatter) &&
-      q.reduce_op != first.reduce_op) {
+  const OpTraits& op = opTraits(first.op);
+  if (takesReduceOp(first.op) && q.reduce_op != first.reduce_op) {
     return "Mismatched reduction ops in " + what + ": " + a + " uses " +
            reduceOpName(first.reduce_op) + " but " + b + " uses " + reduceOpName(q.reduce_op);
   }
@@ -53,23 +50,19 @@ std::string disagreement(const std::string& name, const std::string& what, const
            std::to_string(first.prescale) + ", " + std::to_string(first.postscale) + ") vs " +
            b + " (" + std::to_string(q.prescale) + ", " + std::to_string(q.postscale) + ")";
   }
-  if (first.op == OpType::kBroadcast && q.root != first.root) {
+  if (op.has_root && q.root != first.root) {
     return "Mismatched root ranks in " + what + ": " + a + " names root " +
            std::to_string(first.root) + " but " + b + " names root " + std::to_string(q.root);
   }
-  if (needsEqualShapes(first.op) && q.shape != first.shape) {
+  if (op.shapes == ShapeRule::kAll && q.shape != first.shape) {
     return "Mismatched shapes in " + what + ": " + a + " has " + shapeText(first.shape) +
            " but " + b + " has " + shapeText(q.shape);
   }
-  if ((first.op == OpType::kAllgather || first.op == OpType::kAlltoall) &&
-      (q.shape.size() != first.shape.size() ||
-       !std::equal(q.shape.begin() + std::min<size_t>(1, q.shape.size()), q.shape.end(),
-                   first.shape.begin() + std::min<size_t>(1, first.shape.size())))) {
+  if (op.shapes == ShapeRule::kTrailing && !sameTrailing(q.shape, first.shape)) {
     return "Mismatched shapes in " + what + " (all dimensions but the first must agree): " +
            a + " has " + shapeText(first.shape) + " but " + b + " has " + shapeText(q.shape);
   }
-  if ((first.op == OpType::kAddProcessSet || first.op == OpType::kRemoveProcessSet) &&
-      q.aux != first.aux) {
+  if (op.agrees_aux && q.aux != first.aux) {
     return "Mismatched process-set arguments: " + a + " passed " + shapeText(first.aux) +
            " but " + b + " passed " + shapeText(q.aux);
   }
@@ -125,7 +118,7 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
   r.postscale = first->postscale;
   r.on_device = first->onDevice();
   r.shapes = {first->shape};
-  const std::string what = lower(opTypeName(first->op)) + " of tensor '" + key.second + "'";
+  const std::string what = std::string(opTraits(first->op).label) + " of tensor '" + key.second + "'";
   auto fail = [&](const std::string& msg) {
     r.error = msg;
     return r;
@@ -140,7 +133,7 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
     int joined_rank = (*members)[m];
     // As Horovod: a joined rank contributes zeros to an allreduce, but it has no rows to
     // gather, scatter or exchange and cannot take part in a broadcast.
-    if (first->op != OpType::kAllreduce && first->op != OpType::kBarrier) {
+    if (!runsWithJoined(first->op)) {
       return fail(what + " cannot run while rank " + std::to_string(joined_rank) +
                   " has joined (only allreduce and barrier can)");
     }
@@ -148,7 +141,7 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
   if (first->op == OpType::kAllgather) {
     for (const auto& q : p.by_member) r.first_dims.push_back(q && !q->shape.empty() ? q->shape[0] : 0);
   }
-  if (first->op == OpType::kAddProcessSet || first->op == OpType::kRemoveProcessSet) r.aux = first->aux;
+  if (opTraits(first->op).agrees_aux) r.aux = first->aux;
   return r;
 }
 

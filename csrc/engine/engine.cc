@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "algorithms/adasum.h"
 #include "common/logging.h"
 #include "engine/cpu_binding.h"
+#include "engine/validate.h"
 
 namespace lightcc {
 
@@ -132,60 +132,12 @@ Status Engine::checkMembership(const Request& r) const {
 }
 
 Status Engine::validate(const TensorEntry& e) const {
-  const Request& r = e.request;
-  LIGHTCC_RETURN_IF_ERROR(checkMembership(r));
+  LIGHTCC_RETURN_IF_ERROR(checkMembership(e.request));
   // Sets are only ever added or erased, never changed under their id, so the members read here
   // stay what they were; holding the lock keeps the entry itself alive while we look.
   std::lock_guard<std::mutex> lock(sets_mu_);
-  const std::vector<int>& ranks = set_ranks_.at(r.process_set_id);
-  // Built only for an error message: validation runs for every tensor of every step.
-  auto what = [&r] { return "tensor '" + r.name + "'"; };
-  for (int64_t d : r.shape) {
-    if (d < 0) return Status::InvalidArgument(what() + " has a negative dimension");
-  }
-  if (r.reduce_op == ReduceOp::kAdasum && r.op == OpType::kReducescatter) {
-    return Status::InvalidArgument(what() + ": reducescatter does not support Adasum; use Average or Sum");
-  }
-  if (r.reduce_op == ReduceOp::kAdasum && r.op == OpType::kAllreduce) {
-    const std::string why = adasumUnsupported(static_cast<int>(ranks.size()), r.dtype);
-    if (!why.empty()) return Status::InvalidArgument("rank " + std::to_string(topo_.rank) + ", " + what() + ": " + why);
-  }
-  if ((r.op == OpType::kAllgather || r.op == OpType::kAlltoall) && r.shape.empty()) {
-    return Status::InvalidArgument(what() + ": " + std::string(opTypeName(r.op)) +
-                                   " needs a tensor with at least one dimension");
-  }
-  if (r.op == OpType::kReducescatter && r.shape.empty()) {
-    return Status::InvalidArgument(what() + ": reducescatter needs a tensor with at least one dimension");
-  }
-  if (r.op == OpType::kBroadcast && std::find(ranks.begin(), ranks.end(), r.root) == ranks.end()) {
-    return Status::InvalidArgument(what() + ": root rank " + std::to_string(r.root) +
-                                   " is not in process set " + std::to_string(r.process_set_id));
-  }
-  if (r.op == OpType::kAlltoall && !r.aux.empty()) {
-    if (r.aux.size() != ranks.size()) {
-      return Status::InvalidArgument(what() + ": alltoall splits has " + std::to_string(r.aux.size()) +
-                                     " entries, expected one per rank (" + std::to_string(ranks.size()) + ")");
-    }
-    int64_t sum = 0;
-    for (int64_t s : r.aux) {
-      if (s < 0) return Status::InvalidArgument(what() + ": alltoall splits must be non-negative");
-      sum += s;
-    }
-    if (sum != r.shape[0]) {
-      return Status::InvalidArgument(what() + ": alltoall splits sum to " + std::to_string(sum) +
-                                     " but the first dimension is " + std::to_string(r.shape[0]));
-    }
-  }
-  if (r.op == OpType::kAlltoall && r.aux.empty() && r.shape[0] % static_cast<int64_t>(ranks.size()) != 0) {
-    return Status::InvalidArgument(what() + ": without splits, alltoall needs the first dimension (" +
-                                   std::to_string(r.shape[0]) + ") divisible by the process set size (" +
-                                   std::to_string(ranks.size()) + ")");
-  }
-  if (r.op == OpType::kAddProcessSet && !config_.dynamic_process_sets) {
-    return Status::InvalidArgument(
-        "add_process_set after init needs HOROVOD_DYNAMIC_PROCESS_SETS=1 (set it on every rank)");
-  }
-  return Status::OK();
+  return validateRequest(e.request, {topo_.rank, &set_ranks_.at(e.request.process_set_id),
+                                     config_.dynamic_process_sets});
 }
 
 Status Engine::enqueue(std::vector<TensorEntry> entries, bool wake) {

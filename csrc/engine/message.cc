@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "engine/op_traits.h"
+
 namespace lightcc {
 namespace {
 
@@ -203,18 +205,7 @@ Status parseResponses(const std::string& bytes, int peer, std::vector<Response>*
 }
 
 const char* opTypeName(OpType op) {
-  switch (op) {
-    case OpType::kAllreduce: return "ALLREDUCE";
-    case OpType::kAllgather: return "ALLGATHER";
-    case OpType::kBroadcast: return "BROADCAST";
-    case OpType::kAlltoall: return "ALLTOALL";
-    case OpType::kReducescatter: return "REDUCESCATTER";
-    case OpType::kBarrier: return "BARRIER";
-    case OpType::kJoin: return "JOIN";
-    case OpType::kAddProcessSet: return "ADD_PROCESS_SET";
-    case OpType::kRemoveProcessSet: return "REMOVE_PROCESS_SET";
-  }
-  return "UNKNOWN";
+  return isOpCode(static_cast<int>(op)) ? opTraits(op).name : "UNKNOWN";
 }
 
 }  // namespace lightcc

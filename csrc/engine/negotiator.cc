@@ -275,43 +275,43 @@ bool Negotiator::dropInvalid(const std::vector<uint64_t>& bits, size_t W, size_t
   return any_invalid;
 }
 
-Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
-  LIGHTCC_RETURN_IF_ERROR(link_error_);
-  ++cycle_;
-  classifyNewEntries();
-  const size_t W = (cache_.capacity() + 63) / 64;
-  const size_t cap_words = (cache_.extent() + 63) / 64;  // bits at or above the extent are free everywhere
-  std::vector<uint64_t> bits(1 + 2 * W + tune_words_, 0);
-  bits[0] = (tensors_.anyToSend() ? 0 : kNothingToSend) | (votes.asked_shutdown ? 0 : kNoShutdown) |
-            (joined_ ? 0 : kNotJoined) | (stall_responses_.empty() ? kCoordinatorIdle : 0) |
-            (tensors_.anyPending() ? 0 : kNothingPending) | (votes.asked_shutdown ? kAllAsked : 0) |
-            (votes.force_shutdown ? 0 : kNoForce) | (votes.want_flush ? 0 : kNoFlush) |
-            (votes.device_ready ? kDeviceReady : 0);
+// Word 0 of this rank's vector (the layout above): most bits inverted, so the AND acts as OR.
+uint64_t Negotiator::statusWord(const Votes& votes) const {
+  uint64_t s = 0;
+  if (!tensors_.anyToSend()) s |= kNothingToSend;
+  s |= votes.asked_shutdown ? kAllAsked : kNoShutdown;
+  if (!joined_) s |= kNotJoined;
+  if (stall_responses_.empty()) s |= kCoordinatorIdle;
+  if (!tensors_.anyPending()) s |= kNothingPending;
+  if (!votes.force_shutdown) s |= kNoForce;
+  if (!votes.want_flush) s |= kNoFlush;
+  if (votes.device_ready) s |= kDeviceReady;
+  return s;
+}
+
+// This rank's whole vector: status, ready bits of its cached pending tensors (and of entries of
+// sets it is not in), valid bits with its disagreements cleared, rank 0's tuning words.
+void Negotiator::fillBits(const Votes& votes, const BitLayout& l, std::vector<uint64_t>* bits) {
+  bits->assign(1 + 2 * l.words + tune_words_, 0);
+  uint64_t* ready = bits->data() + 1;
+  uint64_t* valid = ready + l.words;
+  (*bits)[0] = statusWord(votes);
   updateAbsentMask();
-  for (size_t w = 0; w < cap_words; ++w) bits[1 + w] |= absent_mask_[w];
+  for (size_t w = 0; w < l.used_words; ++w) ready[w] |= absent_mask_[w];
   for (TensorId id : tensors_.pending()) {
     const TensorTable::Slot& p = tensors_.at(id);
-    if (p.state == TensorTable::State::kCached) bits[1 + p.bit / 64] |= uint64_t{1} << (p.bit % 64);
+    if (p.state == TensorTable::State::kCached) ready[p.bit / 64] |= uint64_t{1} << (p.bit % 64);
   }
-  for (size_t w = 0; w < W; ++w) bits[1 + W + w] = ~uint64_t{0};
-  for (int b : invalid_bits_) bits[1 + W + b / 64] &= ~(uint64_t{1} << (b % 64));
+  for (size_t w = 0; w < l.words; ++w) valid[w] = ~uint64_t{0};
+  for (int b : invalid_bits_) valid[b / 64] &= ~(uint64_t{1} << (b % 64));
   invalid_bits_.clear();
-  for (size_t w = 0; w < tune_words_; ++w) bits[1 + 2 * W + w] = topo_.rank == 0 ? votes.tune[w] : ~uint64_t{0};
+  uint64_t* tune = valid + l.words;
+  for (size_t w = 0; w < tune_words_; ++w) tune[w] = topo_.rank == 0 ? votes.tune[w] : ~uint64_t{0};
+}
 
-  LIGHTCC_RETURN_IF_ERROR(exchangeBits(&bits));
-  for (size_t w = 0; w < tune_words_; ++w) plan->tune[w] = bits[1 + 2 * W + w];
-
-  const uint64_t status = bits[0];
-  plan->responses.clear();
-  agreed_ids_.clear();
-  // Stop together once every rank has asked (the normal end of a job: ranks finish at different
-  // times and may still run ops of their own process sets), or once an asker's grace runs out.
-  plan->stop = !(status & kNoForce) || (status & kAllAsked);
-  if (plan->stop) return Status::OK();
-  plan->shutdown_pending = !(status & kNoShutdown);
-  const bool any_joined = !(status & kNotJoined);
-  const bool any_invalid = dropInvalid(bits, W, cap_words, any_joined);
-  for (size_t w = 0; w < cap_words; ++w) {
+// The fast path: every entry all ranks have ready, in bit order.
+void Negotiator::takeReady(const std::vector<uint64_t>& bits, const BitLayout& l, Plan* plan) {
+  for (size_t w = 0; w < l.used_words; ++w) {
     for (uint64_t ready = bits[1 + w] & cache_.occupiedWord(w); ready != 0; ready &= ready - 1) {
       const int b = static_cast<int>(w * 64) + __builtin_ctzll(ready);
       plan->responses.push_back(cache_.shared(b));
@@ -320,10 +320,10 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
     }
   }
   plan->cached = plan->responses.size();
-  plan->flush = !(status & kNoFlush) || any_joined || plan->shutdown_pending;
-  plan->device_ready = (status & kDeviceReady) != 0;
-  plan->slow = !(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined;
-  if (plan->slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&plan->responses));
+}
+
+// The coordinator's responses: every rank caches them in list order, so caches stay identical.
+void Negotiator::admitCoordinated(Plan* plan, bool any_joined) {
   for (size_t i = plan->cached; i < plan->responses.size(); ++i) {
     const Response& r = *plan->responses[i];
     // Coordinated responses name one tensor each. One this rank never submitted (a set it is
@@ -336,15 +336,48 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
     const TensorTable::Slot& p = tensors_.at(id);
     cache_.put(id, p.pending ? &p.entry.request : nullptr, plan->responses[i], cycle_);
   }
+}
+
+// Agreed entries may be held for their bucket: they must not announce themselves again.
+void Negotiator::markAgreed(const Plan& plan) {
   const bool trace = topo_.rank == 0 && timeline_.active();
-  // Agreed entries may be held for their bucket: they must not announce themselves again.
   for (size_t i = 0; i < agreed_ids_.size(); ++i) {
     const TensorId id = agreed_ids_[i];
     if (id < 0 || !tensors_.at(id).pending) continue;
-    if (trace) timeline_.end(plan->responses[i]->names.front());
+    if (trace) timeline_.end(plan.responses[i]->names.front());
     tensors_.setState(id, TensorTable::State::kSubmitted);
   }
   take_hint_ = 0;
+}
+
+Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
+  LIGHTCC_RETURN_IF_ERROR(link_error_);
+  ++cycle_;
+  classifyNewEntries();
+  // Bits at or above the cache's extent are free everywhere, so only used_words are scanned.
+  const BitLayout l{(cache_.capacity() + 63) / 64, (cache_.extent() + 63) / 64};
+  std::vector<uint64_t> bits;
+  fillBits(votes, l, &bits);
+  LIGHTCC_RETURN_IF_ERROR(exchangeBits(&bits));
+  for (size_t w = 0; w < tune_words_; ++w) plan->tune[w] = bits[1 + 2 * l.words + w];
+
+  const uint64_t status = bits[0];
+  plan->responses.clear();
+  agreed_ids_.clear();
+  // Stop together once every rank has asked (the normal end of a job: ranks finish at different
+  // times and may still run ops of their own process sets), or once an asker's grace runs out.
+  plan->stop = !(status & kNoForce) || (status & kAllAsked);
+  if (plan->stop) return Status::OK();
+  plan->shutdown_pending = !(status & kNoShutdown);
+  const bool any_joined = !(status & kNotJoined);
+  const bool any_invalid = dropInvalid(bits, l.words, l.used_words, any_joined);
+  takeReady(bits, l, plan);
+  plan->flush = !(status & kNoFlush) || any_joined || plan->shutdown_pending;
+  plan->device_ready = (status & kDeviceReady) != 0;
+  plan->slow = !(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined;
+  if (plan->slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&plan->responses));
+  admitCoordinated(plan, any_joined);
+  markAgreed(*plan);
   return Status::OK();
 }
 

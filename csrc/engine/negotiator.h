@@ -97,6 +97,17 @@ class Negotiator {
   void classifyNewEntries();
   void updateAbsentMask();
   bool dropInvalid(const std::vector<uint64_t>& bits, size_t W, size_t cap_words, bool all);
+  // The vector's size: `words` per bit section (the cache's capacity), `used_words` of them
+  // holding occupied entries (the cache's extent).
+  struct BitLayout {
+    size_t words;
+    size_t used_words;
+  };
+  uint64_t statusWord(const Votes& votes) const;
+  void fillBits(const Votes& votes, const BitLayout& l, std::vector<uint64_t>* bits);
+  void takeReady(const std::vector<uint64_t>& bits, const BitLayout& l, Plan* plan);
+  void admitCoordinated(Plan* plan, bool any_joined);
+  void markAgreed(const Plan& plan);
 
   const Config& config_;
   const Topology topo_;

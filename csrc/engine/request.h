@@ -21,8 +21,17 @@ enum class OpType : uint8_t {
   kJoin = 6,
   kAddProcessSet = 7,
   kRemoveProcessSet = 8,
+#ifdef LIGHTCC_TEST_EXTRA_OP
+  // tests/cpp/extra_op_test.cc only: a data op numbered past the others, as the next one will be.
+  kTestGather = 9,
+#endif
 };
+#ifdef LIGHTCC_TEST_EXTRA_OP
+constexpr int kNumOpTypes = 10;
+#else
 constexpr int kNumOpTypes = 9;
+#endif
+// What each op is and needs: engine/op_traits.h (adding an op: docs/design.md's checklist).
 
 const char* opTypeName(OpType op);  // "ALLREDUCE", ...
 

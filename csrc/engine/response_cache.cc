@@ -3,24 +3,23 @@
 
 #include <algorithm>
 
+#include "engine/op_traits.h"
+
 namespace lightcc {
 
-bool isCacheable(OpType op) {
-  return op == OpType::kAllreduce || op == OpType::kBroadcast || op == OpType::kAllgather ||
-         op == OpType::kAlltoall || op == OpType::kReducescatter;
-}
+bool isCacheable(OpType op) { return movesData(op); }
 
 bool ResponseCache::matches(int bit, const Request& local) const {
   const Slot& s = *slots_[bit];
   if (!s.has_local) return false;
   const Request& a = s.request;
-  // Runs for every cached tensor every step, so it compares in place (no copies). Alltoall
-  // splits may change every step without renegotiation: they travel with the data.
+  // Runs for every cached tensor every step, so it compares in place (no copies). Splits
+  // (alltoall's) may change every step without renegotiation: they travel with the data.
   return a.op == local.op && a.dtype == local.dtype && a.reduce_op == local.reduce_op && a.root == local.root &&
          a.process_set_id == local.process_set_id && a.prescale == local.prescale &&
          a.postscale == local.postscale && a.name == local.name && a.shape == local.shape &&
          a.onDevice() == local.onDevice() &&
-         (a.op == OpType::kAlltoall || a.aux == local.aux);
+         (takesSplits(a.op) || a.aux == local.aux);
 }
 
 void ResponseCache::put(int32_t id, const Request* local, ResponsePtr response, uint64_t cycle) {

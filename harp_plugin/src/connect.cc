@@ -46,77 +46,91 @@ struct Connector {
   }
 };
 
+// Each stage's step returns the failure reason, or "" having either moved f to the next stage
+// (progressOut runs that one at once) or left it where it was (its socket is not ready).
+void enter(OutFlow& f, OutStage next) {
+  f.stage = next;
+  f.io = 0;
+}
+
+std::string stepConnecting(OutFlow& f) {
+  pollfd p{f.fd, POLLOUT, 0};
+  if (poll(&p, 1, 0) <= 0) return "";
+  int soerr = 0;
+  socklen_t len = sizeof(soerr);
+  getsockopt(f.fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+  if (soerr != 0) return std::string("connect: ") + strerror(soerr);
+  enter(f, OutStage::kReadHello);
+  return "";
+}
+
+// The listener's hello read and checked: our hello (with its MAC when authenticated) is ready.
+std::string stepReadHello(Connector& c, OutFlow& f, int index, const Params& params) {
+  int err = 0;
+  IoStep s = harpReadSome(f.fd, f.shello, kServerHelloBytes, &f.io, &err);
+  if (s == IoStep::kAgain) return "";
+  if (s == IoStep::kClosed) return "the listener closed the flow before its hello";
+  if (s == IoStep::kError) return std::string("recv(server hello): ") + strerror(err);
+  ServerHello sh;
+  Refusal r = harpDecodeServerHello(f.shello, kServerHelloBytes, &sh);
+  if (r != Refusal::kNone) return std::string("server hello: ") + harpRefusalName(r);
+  if (sh.listen_id != c.listen_id) return "the address is served by another listener (listen id mismatch)";
+  bool server_auth = (sh.flags & kFlagAuth) != 0;
+  if (server_auth != !params.secret.empty()) {
+    return server_auth ? "the listener requires a job secret but HARP_JOB_SECRET is unset"
+                       : "the listener runs without a job secret; refusing an unauthenticated peer";
+  }
+  ClientHello ch;
+  ch.flags = params.secret.empty() ? 0 : kFlagAuth;
+  ch.comm_id = c.comm_id;
+  ch.flow_idx = static_cast<uint16_t>(index);
+  ch.nflows = static_cast<uint16_t>(c.flows.size());
+  ch.chunk_bytes = c.chunk_bytes;
+  if (!harpRandomBytes(ch.nonce, kNonceBytes)) return "getrandom failed";
+  harpEncodeClientHello(ch, f.shello, params.secret, f.chello);
+  enter(f, OutStage::kWriteHello);
+  return "";
+}
+
+std::string stepWriteHello(OutFlow& f) {
+  int err = 0;
+  IoStep s = harpWriteSome(f.fd, f.chello, kClientHelloBytes, &f.io, &err);
+  if (s == IoStep::kAgain) return "";
+  if (s != IoStep::kDone) return std::string("send(client hello): ") + strerror(err);
+  enter(f, OutStage::kReadVerdict);
+  return "";
+}
+
+std::string stepReadVerdict(OutFlow& f, const Params& params) {
+  int err = 0;
+  IoStep s = harpReadSome(f.fd, f.verdict, kVerdictBytes, &f.io, &err);
+  if (s == IoStep::kAgain) return "";
+  if (s == IoStep::kClosed) return "the listener closed the flow without a verdict";
+  if (s == IoStep::kError) return std::string("recv(verdict): ") + strerror(err);
+  Verdict v;
+  Refusal r = harpDecodeVerdict(f.verdict, kVerdictBytes, &v);
+  if (r != Refusal::kNone) return std::string("verdict: ") + harpRefusalName(r);
+  if (!v.accepted) return std::string("refused by the listener: ") + harpRefusalName(v.reason);
+  if (!params.secret.empty() && !harpVerifyVerdictMac(f.chello, f.verdict, params.secret)) {
+    return "the listener failed to prove the job secret (verdict HMAC mismatch)";
+  }
+  f.stage = OutStage::kReady;
+  return "";
+}
+
 // Returns "" while progressing or done (f.stage == kReady), else the failure reason.
 std::string progressOut(Connector& c, OutFlow& f, int index, const Params& params) {
-  int err = 0;
   for (;;) {
+    const OutStage before = f.stage;
+    std::string why;
     switch (f.stage) {
-      case OutStage::kConnecting: {
-        pollfd p{f.fd, POLLOUT, 0};
-        if (poll(&p, 1, 0) <= 0) return "";
-        int soerr = 0;
-        socklen_t len = sizeof(soerr);
-        getsockopt(f.fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
-        if (soerr != 0) return std::string("connect: ") + strerror(soerr);
-        f.stage = OutStage::kReadHello;
-        f.io = 0;
-        break;
-      }
-      case OutStage::kReadHello: {
-        IoStep s = harpReadSome(f.fd, f.shello, kServerHelloBytes, &f.io, &err);
-        if (s == IoStep::kAgain) return "";
-        if (s == IoStep::kClosed) return "the listener closed the flow before its hello";
-        if (s == IoStep::kError) return std::string("recv(server hello): ") + strerror(err);
-        ServerHello sh;
-        Refusal r = harpDecodeServerHello(f.shello, kServerHelloBytes, &sh);
-        if (r != Refusal::kNone) return std::string("server hello: ") + harpRefusalName(r);
-        if (sh.listen_id != c.listen_id) {
-          return "the address is served by another listener (listen id mismatch)";
-        }
-        bool server_auth = (sh.flags & kFlagAuth) != 0;
-        if (server_auth != !params.secret.empty()) {
-          return server_auth ? "the listener requires a job secret but HARP_JOB_SECRET is unset"
-                             : "the listener runs without a job secret; refusing an "
-                               "unauthenticated peer";
-        }
-        ClientHello ch;
-        ch.flags = params.secret.empty() ? 0 : kFlagAuth;
-        ch.comm_id = c.comm_id;
-        ch.flow_idx = static_cast<uint16_t>(index);
-        ch.nflows = static_cast<uint16_t>(c.flows.size());
-        ch.chunk_bytes = c.chunk_bytes;
-        if (!harpRandomBytes(ch.nonce, kNonceBytes)) return "getrandom failed";
-        harpEncodeClientHello(ch, f.shello, params.secret, f.chello);
-        f.stage = OutStage::kWriteHello;
-        f.io = 0;
-        break;
-      }
-      case OutStage::kWriteHello: {
-        IoStep s = harpWriteSome(f.fd, f.chello, kClientHelloBytes, &f.io, &err);
-        if (s == IoStep::kAgain) return "";
-        if (s != IoStep::kDone) return std::string("send(client hello): ") + strerror(err);
-        f.stage = OutStage::kReadVerdict;
-        f.io = 0;
-        break;
-      }
-      case OutStage::kReadVerdict: {
-        IoStep s = harpReadSome(f.fd, f.verdict, kVerdictBytes, &f.io, &err);
-        if (s == IoStep::kAgain) return "";
-        if (s == IoStep::kClosed) return "the listener closed the flow without a verdict";
-        if (s == IoStep::kError) return std::string("recv(verdict): ") + strerror(err);
-        Verdict v;
-        Refusal r = harpDecodeVerdict(f.verdict, kVerdictBytes, &v);
-        if (r != Refusal::kNone) return std::string("verdict: ") + harpRefusalName(r);
-        if (!v.accepted) return std::string("refused by the listener: ") + harpRefusalName(v.reason);
-        if (!params.secret.empty() && !harpVerifyVerdictMac(f.chello, f.verdict, params.secret)) {
-          return "the listener failed to prove the job secret (verdict HMAC mismatch)";
-        }
-        f.stage = OutStage::kReady;
-        return "";
-      }
-      case OutStage::kReady:
-        return "";
+      case OutStage::kConnecting: why = stepConnecting(f); break;
+      case OutStage::kReadHello: why = stepReadHello(c, f, index, params); break;
+      case OutStage::kWriteHello: why = stepWriteHello(f); break;
+      case OutStage::kReadVerdict: why = stepReadVerdict(f, params); break;
+      case OutStage::kReady: return "";
     }
+    if (!why.empty() || f.stage == before) return why;
   }
 }
 

@@ -52,69 +52,117 @@ std::string bad(const char* name, const std::string& value, const char* expected
   return std::string(name) + "='" + value + "' is invalid: expected " + expected;
 }
 
-// Applies one setting by variable name; shared by environment and profile parsing.
-std::string applySetting(const std::string& name, const std::string& value, Params* p) {
+// One setting's parser: writes the value into Params, or returns why it is invalid.
+using Setter = std::string (*)(const char* name, const std::string& value, Params* p);
+
+template <int Params::*Field, long long Lo, long long Hi>
+std::string setInt(const char* name, const std::string& value, Params* p) {
   long long x = 0;
-  if (name == "HARP_NINSTANCES") {
-    if (!parseInt(value, 1, 64, &x)) return bad("HARP_NINSTANCES", value, "an integer 1..64");
-    p->ninstances = static_cast<int>(x);
-  } else if (name == "HARP_CORES") {
-    p->cores.clear();
-    p->pin = value != "off";
-    if (!p->pin) return "";
-    std::stringstream ss(value);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      if (!parseInt(trim(item), 0, 4095, &x)) return bad("HARP_CORES", value, "a list like 0,2, or off");
-      p->cores.push_back(static_cast<int>(x));
-    }
-  } else if (name == "HARP_NFLOWS") {
-    if (!parseInt(value, 1, 64, &x)) return bad("HARP_NFLOWS", value, "an integer 1..64");
-    p->nflows = static_cast<int>(x);
-  } else if (name == "HARP_CHUNK_BYTES") {
-    if (!parseBytes(value, 4096, 64LL << 20, &x))
-      return bad("HARP_CHUNK_BYTES", value, "4096..64M bytes");
-    p->chunk_bytes = static_cast<size_t>(x);
-  } else if (name == "HARP_ZC_MIN_BYTES") {
-    if (!parseBytes(value, 0, 1LL << 40, &x)) return bad("HARP_ZC_MIN_BYTES", value, "bytes");
-    p->zc_min_bytes = static_cast<size_t>(x);
-  } else if (name == "HARP_ZC") {
-    if (value == "auto") p->zc_mode = ZeroCopyMode::kAuto;
-    else if (value == "uring") p->zc_mode = ZeroCopyMode::kUring;
-    else if (value == "msg") p->zc_mode = ZeroCopyMode::kMsg;
-    else if (value == "off" || value == "0") p->zc_mode = ZeroCopyMode::kOff;
-    else return bad("HARP_ZC", value, "auto, uring, msg or off");
-  } else if (name == "HARP_HUGEPAGES") {
-    if (value != "0" && value != "1") return bad("HARP_HUGEPAGES", value, "0 or 1");
-    p->hugepages = value == "1";
-  } else if (name == "HARP_IFNAME") {
-    p->ifname = value;
-  } else if (name == "HARP_ALLOW_NO_SECRET") {
-    if (value != "0" && value != "1") return bad("HARP_ALLOW_NO_SECRET", value, "0 or 1");
-    p->allow_no_secret = value == "1";
-  } else if (name == "HARP_LOG_LEVEL") {
-    if (!parseInt(value, 0, 5, &x)) return bad("HARP_LOG_LEVEL", value, "0..5");
-    p->log_level = static_cast<int>(x);
-  } else if (name == "HARP_HANDSHAKE_TIMEOUT") {
-    char* end = nullptr;
-    double d = strtod(value.c_str(), &end);
-    if (end == nullptr || *end != '\0' || !(d > 0 && d < 86400))
-      return bad("HARP_HANDSHAKE_TIMEOUT", value, "seconds in (0, 86400)");
-    p->handshake_timeout_s = d;
-  } else if (name == "HARP_BUSY_POLL_US") {
-    if (!parseInt(value, 0, 1000000, &x)) return bad("HARP_BUSY_POLL_US", value, "microseconds 0..1000000");
-    p->busy_poll_us = static_cast<int>(x);
-  } else {
-    return "unknown setting '" + name + "'";
+  if (!parseInt(value, Lo, Hi, &x)) {
+    return bad(name, value, ("an integer " + std::to_string(Lo) + ".." + std::to_string(Hi)).c_str());
+  }
+  p->*Field = static_cast<int>(x);
+  return "";
+}
+
+template <bool Params::*Field>
+std::string setFlag(const char* name, const std::string& value, Params* p) {
+  if (value != "0" && value != "1") return bad(name, value, "0 or 1");
+  p->*Field = value == "1";
+  return "";
+}
+
+std::string setCores(const char* name, const std::string& value, Params* p) {
+  p->cores.clear();
+  p->pin = value != "off";
+  if (!p->pin) return "";
+  std::stringstream ss(value);
+  std::string item;
+  long long x = 0;
+  while (std::getline(ss, item, ',')) {
+    if (!parseInt(trim(item), 0, 4095, &x)) return bad(name, value, "a list like 0,2, or off");
+    p->cores.push_back(static_cast<int>(x));
   }
   return "";
 }
 
+std::string setChunkBytes(const char* name, const std::string& value, Params* p) {
+  long long x = 0;
+  if (!parseBytes(value, 4096, 64LL << 20, &x)) return bad(name, value, "4096..64M bytes");
+  p->chunk_bytes = static_cast<size_t>(x);
+  return "";
+}
+
+std::string setZcMinBytes(const char* name, const std::string& value, Params* p) {
+  long long x = 0;
+  if (!parseBytes(value, 0, 1LL << 40, &x)) return bad(name, value, "bytes");
+  p->zc_min_bytes = static_cast<size_t>(x);
+  return "";
+}
+
+std::string setZeroCopy(const char* name, const std::string& value, Params* p) {
+  if (value == "auto") p->zc_mode = ZeroCopyMode::kAuto;
+  else if (value == "uring") p->zc_mode = ZeroCopyMode::kUring;
+  else if (value == "msg") p->zc_mode = ZeroCopyMode::kMsg;
+  else if (value == "off" || value == "0") p->zc_mode = ZeroCopyMode::kOff;
+  else return bad(name, value, "auto, uring, msg or off");
+  return "";
+}
+
+std::string setIfname(const char*, const std::string& value, Params* p) {
+  p->ifname = value;
+  return "";
+}
+
+std::string setHandshakeTimeout(const char* name, const std::string& value, Params* p) {
+  char* end = nullptr;
+  double d = strtod(value.c_str(), &end);
+  if (end == nullptr || *end != '\0' || !(d > 0 && d < 86400)) return bad(name, value, "seconds in (0, 86400)");
+  p->handshake_timeout_s = d;
+  return "";
+}
+
+std::string setBusyPoll(const char* name, const std::string& value, Params* p) {
+  long long x = 0;
+  if (!parseInt(value, 0, 1000000, &x)) return bad(name, value, "microseconds 0..1000000");
+  p->busy_poll_us = static_cast<int>(x);
+  return "";
+}
+
+std::string setLogLevel(const char* name, const std::string& value, Params* p) {
+  long long x = 0;
+  if (!parseInt(value, 0, 5, &x)) return bad(name, value, "0..5");
+  p->log_level = static_cast<int>(x);
+  return "";
+}
+
 // Variables settable from both the environment and the profile (secrets are env-only).
-const char* const kSettable[] = {"HARP_NINSTANCES", "HARP_CORES",       "HARP_NFLOWS",
-                                 "HARP_CHUNK_BYTES", "HARP_ZC_MIN_BYTES", "HARP_ZC",
-                                 "HARP_HUGEPAGES",  "HARP_IFNAME",      "HARP_ALLOW_NO_SECRET",
-                                 "HARP_LOG_LEVEL",  "HARP_HANDSHAKE_TIMEOUT", "HARP_BUSY_POLL_US"};
+struct Setting {
+  const char* name;
+  Setter apply;
+};
+const Setting kSettings[] = {
+    {"HARP_NINSTANCES", &setInt<&Params::ninstances, 1, 64>},
+    {"HARP_CORES", &setCores},
+    {"HARP_NFLOWS", &setInt<&Params::nflows, 1, 64>},
+    {"HARP_CHUNK_BYTES", &setChunkBytes},
+    {"HARP_ZC_MIN_BYTES", &setZcMinBytes},
+    {"HARP_ZC", &setZeroCopy},
+    {"HARP_HUGEPAGES", &setFlag<&Params::hugepages>},
+    {"HARP_IFNAME", &setIfname},
+    {"HARP_ALLOW_NO_SECRET", &setFlag<&Params::allow_no_secret>},
+    {"HARP_LOG_LEVEL", &setLogLevel},
+    {"HARP_HANDSHAKE_TIMEOUT", &setHandshakeTimeout},
+    {"HARP_BUSY_POLL_US", &setBusyPoll},
+};
+
+// Applies one setting by variable name; shared by environment and profile parsing.
+std::string applySetting(const std::string& name, const std::string& value, Params* p) {
+  for (const Setting& s : kSettings) {
+    if (name == s.name) return s.apply(s.name, value, p);
+  }
+  return "unknown setting '" + name + "'";
+}
 
 }  // namespace
 
@@ -182,12 +230,12 @@ std::string harpParseProfile(const std::string& text, Params* out,
 std::string harpParseParams(Params* out) {
   Params p;
   std::vector<std::string> env_set;
-  for (const char* name : kSettable) {
-    const char* v = envOrNull(name);
+  for (const Setting& s : kSettings) {
+    const char* v = envOrNull(s.name);
     if (v == nullptr) continue;
-    std::string err = applySetting(name, v, &p);
+    std::string err = s.apply(s.name, v, &p);
     if (!err.empty()) return err;
-    env_set.push_back(name);
+    env_set.push_back(s.name);
   }
   if (const char* path = envOrNull("HARP_CONFIG")) {
     p.config_path = path;

@@ -148,39 +148,41 @@ bool ensureJobSecret() {
   return true;
 }
 
-}  // namespace harp_bench
+// --idle: "yield" (0) or microseconds 1..100000; false for anything else.
+bool parseIdle(const std::string& v, int* out) {
+  char* end = nullptr;
+  long us = strtol(v.c_str(), &end, 10);
+  if (v == "yield") {
+    *out = 0;
+    return true;
+  }
+  if (v.empty() || *end != '\0' || us <= 0 || us > 100000) return false;
+  *out = static_cast<int>(us);
+  return true;
+}
 
-using namespace harp_bench;
-
-int main(int argc, char** argv) {
-  Config cfg;
-  std::string modes = "harp,socket1,tcp", sizes = "64K,1M,4M,16M";
+// Fills cfg, modes and sizes from the command line; returns -1 to go on, else the exit code.
+int parseArgs(int argc, char** argv, Config* cfg, std::string* modes, std::string* sizes) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--lib") cfg.lib = next();
-    else if (a == "--modes") modes = next();
-    else if (a == "--streams") cfg.streams = atoi(next().c_str());
-    else if (a == "--sizes") sizes = next();
-    else if (a == "--mb-per-size") cfg.bytes_per_size = static_cast<size_t>(atof(next().c_str()) * (1 << 20));
-    else if (a == "--window") cfg.window = atoi(next().c_str());
+    if (a == "--lib") cfg->lib = next();
+    else if (a == "--modes") *modes = next();
+    else if (a == "--streams") cfg->streams = atoi(next().c_str());
+    else if (a == "--sizes") *sizes = next();
+    else if (a == "--mb-per-size") cfg->bytes_per_size = static_cast<size_t>(atof(next().c_str()) * (1 << 20));
+    else if (a == "--window") cfg->window = atoi(next().c_str());
     else if (a == "--idle") {
       std::string v = next();
-      char* end = nullptr;
-      long us = strtol(v.c_str(), &end, 10);
-      if (v == "yield") {
-        cfg.idle_sleep_us = 0;
-      } else if (!v.empty() && *end == '\0' && us > 0 && us <= 100000) {
-        cfg.idle_sleep_us = static_cast<int>(us);
-      } else {
+      if (!parseIdle(v, &cfg->idle_sleep_us)) {
         fprintf(stderr, "harp-bench: --idle '%s': expected yield or microseconds 1..100000\n", v.c_str());
         return 2;
       }
     }
-    else if (a == "--latency") cfg.latency = true;
-    else if (a == "--ns-recv") cfg.ns_recv = next();
-    else if (a == "--ns-send") cfg.ns_send = next();
-    else if (a == "--ifname") cfg.ifname = next();
+    else if (a == "--latency") cfg->latency = true;
+    else if (a == "--ns-recv") cfg->ns_recv = next();
+    else if (a == "--ns-send") cfg->ns_send = next();
+    else if (a == "--ifname") cfg->ifname = next();
     else if (a == "--help" || a == "-h") {
       printUsage(stdout);
       return 0;
@@ -189,6 +191,37 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  return -1;
+}
+
+// Runs one mode and prints its lines; false if it failed (after saying why).
+bool runMode(const Config& c) {
+  std::vector<Result> results;
+  std::string err;
+  if (!harpBenchRun(c, &results, &err)) {
+    fprintf(stderr, "harp-bench: mode %s: %s\n", c.mode.c_str(), err.c_str());
+    return false;
+  }
+  const char* env_flows = getenv("HARP_NFLOWS");
+  const char* env_inst = getenv("HARP_NINSTANCES");
+  for (const Result& r : results) {
+    printf("bench mode=%s streams=%d flows=%s instances=%s idle=%s size=%zu %s=%.3f\n", c.mode.c_str(),
+           c.mode == "tcp" ? c.streams : 1, env_flows ? env_flows : "default", env_inst ? env_inst : "default",
+           c.idle_sleep_us > 0 ? (std::to_string(c.idle_sleep_us) + "us").c_str() : "yield", r.size,
+           c.latency ? "usec" : "GB/s", r.value);
+  }
+  fflush(stdout);
+  return true;
+}
+
+}  // namespace harp_bench
+
+using namespace harp_bench;
+
+int main(int argc, char** argv) {
+  Config cfg;
+  std::string modes = "harp,socket1,tcp", sizes = "64K,1M,4M,16M";
+  if (int rc = parseArgs(argc, argv, &cfg, &modes, &sizes); rc >= 0) return rc;
   if (modes.find("harp") != std::string::npos && !ensureJobSecret()) return 2;
   std::stringstream ss(sizes);
   for (std::string s; std::getline(ss, s, ',');) cfg.sizes.push_back(parseSize(s));
@@ -201,23 +234,7 @@ int main(int argc, char** argv) {
       fprintf(stderr, "harp-bench: --lib is required for mode harp\n");
       return 2;
     }
-    std::vector<Result> results;
-    std::string err;
-    if (!harpBenchRun(c, &results, &err)) {
-      fprintf(stderr, "harp-bench: mode %s: %s\n", m.c_str(), err.c_str());
-      ++failures;
-      continue;
-    }
-    const char* env_flows = getenv("HARP_NFLOWS");
-    const char* env_inst = getenv("HARP_NINSTANCES");
-    for (const Result& r : results) {
-      printf("bench mode=%s streams=%d flows=%s instances=%s idle=%s size=%zu %s=%.3f\n", m.c_str(),
-             m == "tcp" ? c.streams : 1, env_flows ? env_flows : "default",
-             env_inst ? env_inst : "default",
-             c.idle_sleep_us > 0 ? (std::to_string(c.idle_sleep_us) + "us").c_str() : "yield", r.size,
-             c.latency ? "usec" : "GB/s", r.value);
-    }
-    fflush(stdout);
+    if (!runMode(c)) ++failures;
   }
   return failures == 0 ? 0 : 1;
 }

@@ -69,122 +69,126 @@ std::vector<int> harpToolsVersions(void* dl) {
   return v;
 }
 
+namespace {
+
+// One binder per ABI version: NetApi's calls forwarded to that version's struct.
+void bindV8(const ncclNet_v8_t* n, NetApi* a) {
+  common(n, a);
+  a->init = [n](ncclDebugLogger_t l) { return n->init(l); };
+  a->getProperties = [n](int d, NetProps* out) {
+    ncclNetProperties_v8_t pr{};
+    Res rc = n->getProperties(d, &pr);
+    if (rc == 0) copyProps(pr, out);
+    return rc;
+  };
+  a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
+  a->connect = [n](int d, void* h, void** c) {
+    ncclNetDeviceHandle_t* dh = nullptr;
+    return n->connect(d, h, c, &dh);
+  };
+  a->isend = [n](void* c, void* d, size_t s, void* m, void** r) {
+    return n->isend(c, d, static_cast<int>(s), 0, m, r);
+  };
+  a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
+    std::vector<int> sizes(static_cast<size_t>(k > 0 ? k : 1));
+    std::vector<int> tags(sizes.size(), 0);
+    for (int i = 0; i < k; ++i) sizes[static_cast<size_t>(i)] = static_cast<int>(s[i]);
+    return n->irecv(c, k, d, sizes.data(), tags.data(), m, r);
+  };
+}
+
+void bindV9(const ncclNet_v9_t* n, NetApi* a) {
+  common(n, a);
+  a->init = [n](ncclDebugLogger_t l) { return n->init(l); };
+  a->getProperties = [n](int d, NetProps* out) {
+    ncclNetProperties_v9_t pr{};
+    Res rc = n->getProperties(d, &pr);
+    if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
+    return rc;
+  };
+  a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
+  a->connect = [n](int d, void* h, void** c) {
+    ncclNetDeviceHandle_t* dh = nullptr;
+    return n->connect(d, h, c, &dh);
+  };
+  a->isend = [n](void* c, void* d, size_t s, void* m, void** r) { return n->isend(c, d, s, 0, m, r); };
+  a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
+    std::vector<int> tags(static_cast<size_t>(k > 0 ? k : 1), 0);
+    return n->irecv(c, k, d, s, tags.data(), m, r);
+  };
+}
+
+void bindV10(const ncclNet_v10_t* n, NetApi* a) {
+  common(n, a);
+  a->init = [n](ncclDebugLogger_t l) { return n->init(l, nullptr); };
+  a->getProperties = [n](int d, NetProps* out) {
+    ncclNetProperties_v10_t pr{};
+    Res rc = n->getProperties(d, &pr);
+    if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
+    return rc;
+  };
+  a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
+  a->connect = [n](int d, void* h, void** c) {
+    ncclNetDeviceHandle_t* dh = nullptr;
+    ncclNetCommConfig_t cfg{-1};
+    return n->connect(d, &cfg, h, c, &dh);
+  };
+  a->isend = [n](void* c, void* d, size_t s, void* m, void** r) {
+    return n->isend(c, d, s, 0, m, nullptr, r);
+  };
+  a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
+    std::vector<int> tags(static_cast<size_t>(k > 0 ? k : 1), 0);
+    std::vector<void*> ph(tags.size(), nullptr);
+    return n->irecv(c, k, d, s, tags.data(), m, ph.data(), r);
+  };
+}
+
+// v11 and v12 share their calls (a context from init, passed to listen and connect).
+template <typename Net>
+void bindV11(const Net* n, NetApi* a) {
+  common(n, a);
+  auto ctx = std::make_shared<void*>(nullptr);
+  a->init = [n, ctx](ncclDebugLogger_t l) {
+    ncclNetCommConfig_t cfg{-1};
+    return n->init(ctx.get(), 0, &cfg, l, nullptr);
+  };
+  a->finalize = [n, ctx] { return n->finalize(*ctx); };
+  a->getProperties = [n](int d, NetProps* out) {
+    typename std::remove_pointer<decltype(n)>::type::PropsType pr{};
+    Res rc = n->getProperties(d, &pr);
+    if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
+    return rc;
+  };
+  a->listen = [n, ctx](int d, void* h, void** l) { return n->listen(*ctx, d, h, l); };
+  a->connect = [n, ctx](int d, void* h, void** c) {
+    ncclNetDeviceHandle_t* dh = nullptr;
+    return n->connect(*ctx, d, h, c, &dh);
+  };
+  a->isend = [n](void* c, void* d, size_t s, void* m, void** r) {
+    return n->isend(c, d, s, 0, m, nullptr, r);
+  };
+  a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
+    std::vector<int> tags(static_cast<size_t>(k > 0 ? k : 1), 0);
+    std::vector<void*> ph(tags.size(), nullptr);
+    return n->irecv(c, k, d, s, tags.data(), m, ph.data(), r);
+  };
+}
+
+}  // namespace
+
 bool harpToolsLoad(void* dl, int version, NetApi* a) {
   std::string sym = "ncclNetPlugin_v" + std::to_string(version);
   void* p = dlsym(dl, sym.c_str());
   if (p == nullptr) return false;
   a->version = version;
-  if (version == 8) {
-    auto* n = static_cast<const ncclNet_v8_t*>(p);
-    common(n, a);
-    a->init = [n](ncclDebugLogger_t l) { return n->init(l); };
-    a->getProperties = [n](int d, NetProps* out) {
-      ncclNetProperties_v8_t pr{};
-      Res rc = n->getProperties(d, &pr);
-      if (rc == 0) copyProps(pr, out);
-      return rc;
-    };
-    a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
-    a->connect = [n](int d, void* h, void** c) {
-      ncclNetDeviceHandle_t* dh = nullptr;
-      return n->connect(d, h, c, &dh);
-    };
-    a->isend = [n](void* c, void* d, size_t s, void* m, void** r) {
-      return n->isend(c, d, static_cast<int>(s), 0, m, r);
-    };
-    a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
-      std::vector<int> sizes(static_cast<size_t>(k > 0 ? k : 1));
-      std::vector<int> tags(sizes.size(), 0);
-      for (int i = 0; i < k; ++i) sizes[static_cast<size_t>(i)] = static_cast<int>(s[i]);
-      return n->irecv(c, k, d, sizes.data(), tags.data(), m, r);
-    };
-    return true;
+  switch (version) {
+    case 8: bindV8(static_cast<const ncclNet_v8_t*>(p), a); return true;
+    case 9: bindV9(static_cast<const ncclNet_v9_t*>(p), a); return true;
+    case 10: bindV10(static_cast<const ncclNet_v10_t*>(p), a); return true;
+    case 11: bindV11(static_cast<const ncclNet_v11_t*>(p), a); return true;
+    case 12: bindV11(static_cast<const ncclNet_v12_t*>(p), a); return true;
+    default: return false;
   }
-  if (version == 9) {
-    auto* n = static_cast<const ncclNet_v9_t*>(p);
-    common(n, a);
-    a->init = [n](ncclDebugLogger_t l) { return n->init(l); };
-    a->getProperties = [n](int d, NetProps* out) {
-      ncclNetProperties_v9_t pr{};
-      Res rc = n->getProperties(d, &pr);
-      if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
-      return rc;
-    };
-    a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
-    a->connect = [n](int d, void* h, void** c) {
-      ncclNetDeviceHandle_t* dh = nullptr;
-      return n->connect(d, h, c, &dh);
-    };
-    a->isend = [n](void* c, void* d, size_t s, void* m, void** r) { return n->isend(c, d, s, 0, m, r); };
-    a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
-      std::vector<int> tags(static_cast<size_t>(k > 0 ? k : 1), 0);
-      return n->irecv(c, k, d, s, tags.data(), m, r);
-    };
-    return true;
-  }
-  if (version == 10) {
-    auto* n = static_cast<const ncclNet_v10_t*>(p);
-    common(n, a);
-    a->init = [n](ncclDebugLogger_t l) { return n->init(l, nullptr); };
-    a->getProperties = [n](int d, NetProps* out) {
-      ncclNetProperties_v10_t pr{};
-      Res rc = n->getProperties(d, &pr);
-      if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
-      return rc;
-    };
-    a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
-    a->connect = [n](int d, void* h, void** c) {
-      ncclNetDeviceHandle_t* dh = nullptr;
-      ncclNetCommConfig_t cfg{-1};
-      return n->connect(d, &cfg, h, c, &dh);
-    };
-    a->isend = [n](void* c, void* d, size_t s, void* m, void** r) {
-      return n->isend(c, d, s, 0, m, nullptr, r);
-    };
-    a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
-      std::vector<int> tags(static_cast<size_t>(k > 0 ? k : 1), 0);
-      std::vector<void*> ph(tags.size(), nullptr);
-      return n->irecv(c, k, d, s, tags.data(), m, ph.data(), r);
-    };
-    return true;
-  }
-  auto bind11 = [a](auto* n) {
-    common(n, a);
-    auto ctx = std::make_shared<void*>(nullptr);
-    a->init = [n, ctx](ncclDebugLogger_t l) {
-      ncclNetCommConfig_t cfg{-1};
-      return n->init(ctx.get(), 0, &cfg, l, nullptr);
-    };
-    a->finalize = [n, ctx] { return n->finalize(*ctx); };
-    a->getProperties = [n](int d, NetProps* out) {
-      typename std::remove_pointer<decltype(n)>::type::PropsType pr{};
-      Res rc = n->getProperties(d, &pr);
-      if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
-      return rc;
-    };
-    a->listen = [n, ctx](int d, void* h, void** l) { return n->listen(*ctx, d, h, l); };
-    a->connect = [n, ctx](int d, void* h, void** c) {
-      ncclNetDeviceHandle_t* dh = nullptr;
-      return n->connect(*ctx, d, h, c, &dh);
-    };
-    a->isend = [n](void* c, void* d, size_t s, void* m, void** r) {
-      return n->isend(c, d, s, 0, m, nullptr, r);
-    };
-    a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
-      std::vector<int> tags(static_cast<size_t>(k > 0 ? k : 1), 0);
-      std::vector<void*> ph(tags.size(), nullptr);
-      return n->irecv(c, k, d, s, tags.data(), m, ph.data(), r);
-    };
-  };
-  if (version == 11) {
-    bind11(static_cast<const ncclNet_v11_t*>(p));
-    return true;
-  }
-  if (version == 12) {
-    bind11(static_cast<const ncclNet_v12_t*>(p));
-    return true;
-  }
-  return false;
 }
 
 void harpToolsLogger(ncclDebugLogLevel level, unsigned long, const char* file, int line,

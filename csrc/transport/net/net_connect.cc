@@ -2,6 +2,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -52,6 +53,105 @@ struct Cleanup {
   }
 };
 
+// One connectNetLinks call's progress: each step is non-blocking and safe to call again.
+class Connector {
+ public:
+  Connector(NetPlugin& plugin, int my_rank, const std::vector<int>& remote_peers)
+      : plugin_(plugin), rank_msg_(my_rank), peers_(remote_peers), rank_bufs_(remote_peers.size() + 1, -1) {}
+
+  std::vector<Outbound> out;
+  std::vector<Inbound> in;
+  std::map<int, void*> recv_by_rank;
+  size_t up = 0;
+
+  bool done() const { return up == out.size() && recv_by_rank.size() == out.size(); }
+
+  // kConnecting -> kSendingRank -> kUp, as far as the plugin lets it go now.
+  Status advance(Outbound& o) {
+    const std::string ctx = "connect to rank " + std::to_string(o.peer);
+    if (o.stage == OutStage::kConnecting) {
+      if (int rc = plugin_.connect(&o.handle[0], &o.send_comm); rc != 0) return NetPlugin::toStatus(rc, ctx);
+      if (o.send_comm != nullptr) o.stage = OutStage::kSendingRank;
+    }
+    if (o.stage != OutStage::kSendingRank) return Status::OK();
+    if (o.req == nullptr) {
+      if (int rc = plugin_.isend(o.send_comm, &rank_msg_, sizeof(rank_msg_), nullptr, &o.req); rc != 0) {
+        return NetPlugin::toStatus(rc, ctx);
+      }
+      if (o.req == nullptr) return Status::OK();
+    }
+    int finished = 0, size = 0;
+    if (int rc = plugin_.test(o.req, &finished, &size); rc != 0) return NetPlugin::toStatus(rc, ctx);
+    if (finished) {
+      o.stage = OutStage::kUp;
+      ++up;
+    }
+    return Status::OK();
+  }
+
+  // Takes one more incoming comm if the plugin has one.
+  Status acceptOne(void* listen_comm) {
+    if (in.size() >= out.size()) return Status::OK();
+    void* recv_comm = nullptr;
+    if (int rc = plugin_.accept(listen_comm, &recv_comm); rc != 0) {
+      return NetPlugin::toStatus(rc, "accept on " + plugin_.deviceName());
+    }
+    if (recv_comm != nullptr) in.push_back({recv_comm});
+    return Status::OK();
+  }
+
+  // Reads accepted comm k's first message, its sender's rank: kReadingRank -> kIdentified.
+  Status identify(size_t k) {
+    Inbound& i = in[k];
+    if (i.stage != InStage::kReadingRank) return Status::OK();
+    const char* ctx = "first message of an accepted comm";
+    if (i.req == nullptr) {
+      if (int rc = plugin_.irecv(i.recv_comm, &rank_bufs_[k], sizeof(int32_t), nullptr, &i.req); rc != 0) {
+        return NetPlugin::toStatus(rc, ctx);
+      }
+      if (i.req == nullptr) return Status::OK();
+    }
+    int finished = 0, size = 0;
+    if (int rc = plugin_.test(i.req, &finished, &size); rc != 0) return NetPlugin::toStatus(rc, ctx);
+    if (!finished) return Status::OK();
+    i.rank = rank_bufs_[k];
+    i.stage = InStage::kIdentified;
+    const bool expected = std::find(peers_.begin(), peers_.end(), i.rank) != peers_.end();
+    if (size != sizeof(int32_t) || !expected || recv_by_rank.count(i.rank) != 0) {
+      return Status::PeerFailure("an accepted net comm announced rank " + std::to_string(i.rank) + " (" +
+                                 std::to_string(size) + " bytes), which is not an expected, not-yet-connected peer");
+    }
+    recv_by_rank[i.rank] = i.recv_comm;
+    return Status::OK();
+  }
+
+  // The peers whose link is not up both ways, "1, 3".
+  std::string missing() const {
+    std::string text;
+    for (const Outbound& o : out) {
+      if (o.stage == OutStage::kUp && recv_by_rank.count(o.peer) != 0) continue;
+      text += (text.empty() ? "" : ", ") + std::to_string(o.peer);
+    }
+    return text;
+  }
+
+ private:
+  NetPlugin& plugin_;
+  int32_t rank_msg_;
+  const std::vector<int>& peers_;
+  std::vector<int32_t> rank_bufs_;
+};
+
+Status checkHandles(const std::vector<std::string>& handles, int my_rank, const std::vector<int>& remote_peers) {
+  for (int peer : remote_peers) {
+    if (peer < 0 || peer >= static_cast<int>(handles.size()) || peer == my_rank ||
+        handles[static_cast<size_t>(peer)].size() != NetPlugin::kHandleBytes) {
+      return Status::InvalidArgument("no valid net handle for rank " + std::to_string(peer));
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status connectNetLinks(
@@ -59,97 +159,34 @@ Status connectNetLinks(
     const std::function<Status(const std::string&, std::vector<std::string>*)>& allgather_handles,
     double timeout_s, std::vector<std::unique_ptr<Link>>* links_out) {
   links_out->clear();
-  std::vector<Outbound> out;
-  std::vector<Inbound> in;
-  Cleanup cleanup{plugin, nullptr, &out, &in};
+  Connector c(plugin, my_rank, remote_peers);
+  Cleanup cleanup{plugin, nullptr, &c.out, &c.in};
   std::string my_handle(NetPlugin::kHandleBytes, '\0');
-  int rc = plugin.listen(&my_handle[0], &cleanup.listen_comm);
-  if (rc != 0) return NetPlugin::toStatus(rc, "listen on " + plugin.deviceName());
+  if (int rc = plugin.listen(&my_handle[0], &cleanup.listen_comm); rc != 0) {
+    return NetPlugin::toStatus(rc, "listen on " + plugin.deviceName());
+  }
   std::vector<std::string> handles;
   LIGHTCC_RETURN_IF_ERROR(allgather_handles(my_handle, &handles).withContext("net handle allgather"));
-  for (int peer : remote_peers) {
-    if (peer < 0 || peer >= static_cast<int>(handles.size()) || peer == my_rank ||
-        handles[static_cast<size_t>(peer)].size() != NetPlugin::kHandleBytes) {
-      return Status::InvalidArgument("no valid net handle for rank " + std::to_string(peer));
-    }
-    out.push_back({peer, handles[static_cast<size_t>(peer)]});
-  }
-  int32_t rank_msg = my_rank;
-  std::vector<int32_t> rank_bufs(remote_peers.size() + 1, -1);
-  std::map<int, void*> recv_by_rank;
-  size_t up = 0;
-  double deadline = nowSeconds() + timeout_s;
-  while (up < out.size() || recv_by_rank.size() < out.size()) {
-    for (Outbound& o : out) {
-      std::string ctx = "connect to rank " + std::to_string(o.peer);
-      if (o.stage == OutStage::kConnecting) {
-        rc = plugin.connect(&o.handle[0], &o.send_comm);
-        if (rc != 0) return NetPlugin::toStatus(rc, ctx);
-        if (o.send_comm != nullptr) o.stage = OutStage::kSendingRank;
-      }
-      if (o.stage == OutStage::kSendingRank) {
-        if (o.req == nullptr) {
-          rc = plugin.isend(o.send_comm, &rank_msg, sizeof(rank_msg), nullptr, &o.req);
-          if (rc != 0) return NetPlugin::toStatus(rc, ctx);
-        }
-        if (o.req != nullptr) {
-          int done = 0, size = 0;
-          rc = plugin.test(o.req, &done, &size);
-          if (rc != 0) return NetPlugin::toStatus(rc, ctx);
-          if (done) {
-            o.stage = OutStage::kUp;
-            ++up;
-          }
-        }
-      }
-    }
-    if (in.size() < out.size()) {
-      void* recv_comm = nullptr;
-      rc = plugin.accept(cleanup.listen_comm, &recv_comm);
-      if (rc != 0) return NetPlugin::toStatus(rc, "accept on " + plugin.deviceName());
-      if (recv_comm != nullptr) in.push_back({recv_comm});
-    }
-    for (size_t k = 0; k < in.size(); ++k) {
-      Inbound& i = in[k];
-      if (i.stage != InStage::kReadingRank) continue;
-      if (i.req == nullptr) {
-        rc = plugin.irecv(i.recv_comm, &rank_bufs[k], sizeof(int32_t), nullptr, &i.req);
-        if (rc != 0) return NetPlugin::toStatus(rc, "first message of an accepted comm");
-        if (i.req == nullptr) continue;
-      }
-      int done = 0, size = 0;
-      rc = plugin.test(i.req, &done, &size);
-      if (rc != 0) return NetPlugin::toStatus(rc, "first message of an accepted comm");
-      if (!done) continue;
-      i.rank = rank_bufs[k];
-      i.stage = InStage::kIdentified;
-      bool expected = false;
-      for (int p : remote_peers) expected |= p == i.rank;
-      if (size != sizeof(int32_t) || !expected || recv_by_rank.count(i.rank) != 0) {
-        return Status::PeerFailure("an accepted net comm announced rank " + std::to_string(i.rank) +
-                                   " (" + std::to_string(size) + " bytes), which is not an "
-                                   "expected, not-yet-connected peer");
-      }
-      recv_by_rank[i.rank] = i.recv_comm;
-    }
+  LIGHTCC_RETURN_IF_ERROR(checkHandles(handles, my_rank, remote_peers));
+  for (int peer : remote_peers) c.out.push_back({peer, handles[static_cast<size_t>(peer)]});
+  const double deadline = nowSeconds() + timeout_s;
+  while (!c.done()) {
+    for (Outbound& o : c.out) LIGHTCC_RETURN_IF_ERROR(c.advance(o));
+    LIGHTCC_RETURN_IF_ERROR(c.acceptOne(cleanup.listen_comm));
+    for (size_t k = 0; k < c.in.size(); ++k) LIGHTCC_RETURN_IF_ERROR(c.identify(k));
     usleep(50);  // setup path: yield the core to the plugin's threads and the peers
     if (interruptRequested()) {
       return Status::Cancelled("interrupted while connecting net links on " + plugin.deviceName());
     }
     if (nowSeconds() > deadline) {
-      std::string missing;
-      for (Outbound& o : out) {
-        bool ok = o.stage == OutStage::kUp && recv_by_rank.count(o.peer) != 0;
-        if (!ok) missing += (missing.empty() ? "" : ", ") + std::to_string(o.peer);
-      }
-      return Status::Timeout("net links to ranks [" + missing + "] not up after " +
-                             std::to_string(timeout_s) + " s");
+      return Status::Timeout("net links to ranks [" + c.missing() + "] not up after " + std::to_string(timeout_s) +
+                             " s");
     }
   }
-  for (Outbound& o : out) {
-    links_out->push_back(std::make_unique<NetLink>(&plugin, o.peer, o.send_comm, recv_by_rank[o.peer]));
+  for (Outbound& o : c.out) {
+    links_out->push_back(std::make_unique<NetLink>(&plugin, o.peer, o.send_comm, c.recv_by_rank[o.peer]));
     o.send_comm = nullptr;
-    for (Inbound& i : in) if (i.rank == o.peer) i.recv_comm = nullptr;
+    for (Inbound& i : c.in) if (i.rank == o.peer) i.recv_comm = nullptr;
   }
   return Status::OK();
 }

@@ -1,0 +1,100 @@
+// op_traits.h: one row of facts per OpType; every "is this a data op / has a root / ..." reads it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/dtype.h"
+#include "engine/request.h"
+
+namespace lightcc {
+
+// How the members' shapes must agree for one op (the coordinator's check).
+enum class ShapeRule : uint8_t {
+  kNone,      // no tensor, or shapes are not compared (barrier, join, process-set changes)
+  kAll,       // every dimension (allreduce, broadcast, reducescatter)
+  kTrailing,  // all dimensions but the first, which may differ per rank (allgather, alltoall)
+};
+
+// A set of ReduceOps as bits (bit i: ReduceOp value i).
+constexpr uint32_t reduceBit(ReduceOp r) { return 1u << static_cast<unsigned>(r); }
+constexpr uint32_t kNoReduceOps = 0;
+constexpr uint32_t kEveryReduceOp = reduceBit(ReduceOp::kAverage) | reduceBit(ReduceOp::kSum) |
+                                    reduceBit(ReduceOp::kAdasum) | reduceBit(ReduceOp::kMin) |
+                                    reduceBit(ReduceOp::kMax) | reduceBit(ReduceOp::kProduct);
+
+struct OpTraits {
+  OpType op;
+  const char* name;   // the wire/log name, "ALLREDUCE"
+  const char* label;  // the Python API's name, "allreduce" (error messages)
+  // Carries tensor bytes: an executor runs it, the response cache keeps it, the autotuner scores
+  // its bytes. The others are control ops the dispatcher applies itself.
+  bool moves_data;
+  bool can_fuse;      // several tensors may share one fused buffer
+  bool has_root;      // `root` names a member and must agree
+  bool takes_splits;  // `aux` carries per-rank splits that may change every step without renegotiation
+  bool agrees_aux;    // `aux` must be identical on every member (process-set arguments)
+  bool needs_dim;     // the tensor needs at least one dimension
+  ShapeRule shapes;
+  uint32_t reduce_ops;  // the ReduceOps accepted; kNoReduceOps: reduce_op is ignored
+  // GPU tensors: the engine's stream waits on an event recorded on the caller's stream, else the
+  // op would read a tensor whose producing kernels have not run yet.
+  bool caller_stream_event;
+  // May run while some member has joined (hvd.join): it contributes zeros to an allreduce and
+  // nothing to a barrier, but has no rows to gather, scatter or exchange and cannot be a root.
+  bool runs_with_joined;
+};
+
+constexpr uint32_t kReducescatterOps = kEveryReduceOp & ~reduceBit(ReduceOp::kAdasum);
+
+// Indexed by OpType; the static_assert below keeps row i describing op i.
+inline constexpr std::array<OpTraits, kNumOpTypes> kOpTraits = {{
+    // op, name, label, data, fuse, root, splits, aux=, dim, shapes, reduce ops, event, joined
+    {OpType::kAllreduce, "ALLREDUCE", "allreduce", true, true, false, false, false, false, ShapeRule::kAll,
+     kEveryReduceOp, true, true},
+    {OpType::kAllgather, "ALLGATHER", "allgather", true, false, false, false, false, true, ShapeRule::kTrailing,
+     kNoReduceOps, true, false},
+    {OpType::kBroadcast, "BROADCAST", "broadcast", true, false, true, false, false, false, ShapeRule::kAll,
+     kNoReduceOps, true, false},
+    {OpType::kAlltoall, "ALLTOALL", "alltoall", true, false, false, true, false, true, ShapeRule::kTrailing,
+     kNoReduceOps, true, false},
+    {OpType::kReducescatter, "REDUCESCATTER", "reducescatter", true, false, false, false, false, true,
+     ShapeRule::kAll, kReducescatterOps, true, false},
+    {OpType::kBarrier, "BARRIER", "barrier", false, false, false, false, false, false, ShapeRule::kNone,
+     kNoReduceOps, false, true},
+    {OpType::kJoin, "JOIN", "join", false, false, false, false, false, false, ShapeRule::kNone, kNoReduceOps,
+     false, false},
+    {OpType::kAddProcessSet, "ADD_PROCESS_SET", "add_process_set", false, false, false, false, true, false,
+     ShapeRule::kNone, kNoReduceOps, false, false},
+    {OpType::kRemoveProcessSet, "REMOVE_PROCESS_SET", "remove_process_set", false, false, false, false, true,
+     false, ShapeRule::kNone, kNoReduceOps, false, false},
+#ifdef LIGHTCC_TEST_EXTRA_OP
+    {OpType::kTestGather, "TEST_GATHER", "test_gather", true, false, true, false, false, true,
+     ShapeRule::kTrailing, kNoReduceOps, true, false},
+#endif
+}};
+
+constexpr bool opTraitsInOrder() {
+  for (size_t i = 0; i < kOpTraits.size(); ++i) {
+    if (static_cast<size_t>(kOpTraits[i].op) != i || kOpTraits[i].name == nullptr) return false;
+  }
+  return true;
+}
+static_assert(opTraitsInOrder(), "kOpTraits: row i must describe OpType i, one row per op");
+
+// True for a wire code that names an op (codes arrive from Python and from peers).
+constexpr bool isOpCode(int code) { return code >= 0 && code < kNumOpTypes; }
+
+constexpr const OpTraits& opTraits(OpType op) { return kOpTraits[static_cast<size_t>(op)]; }
+
+constexpr bool movesData(OpType op) { return opTraits(op).moves_data; }
+constexpr bool canFuse(OpType op) { return opTraits(op).can_fuse; }
+constexpr bool hasRoot(OpType op) { return opTraits(op).has_root; }
+constexpr bool takesSplits(OpType op) { return opTraits(op).takes_splits; }
+constexpr bool takesReduceOp(OpType op) { return opTraits(op).reduce_ops != kNoReduceOps; }
+constexpr bool supportsReduceOp(OpType op, ReduceOp r) { return (opTraits(op).reduce_ops & reduceBit(r)) != 0; }
+constexpr bool needsCallerStreamEvent(OpType op) { return opTraits(op).caller_stream_event; }
+constexpr bool runsWithJoined(OpType op) { return opTraits(op).runs_with_joined; }
+
+}  // namespace lightcc

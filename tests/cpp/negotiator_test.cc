@@ -1,0 +1,264 @@
+// Tests Negotiator::negotiate with ranks as threads over in-memory links (fake_link.h), as gloo
+// tests its algorithms: the uncached slow path through rank 0's coordinator, the cached fast path,
+// mismatches (uncached and against the cache) and one rank's own rejection becoming the same
+// error on every rank, and the shutdown votes — at 2, 3 and 4 thread-ranks.
+//
+// Every wait has the host group's timeout (a hang fails the test). Each rank's shared-memory
+// area is unlinked as soon as it is made, so nothing is left in /dev/shm whatever happens.
+// tests/single/test_cpp_units.py builds it against lightcc_core and runs it.
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check.h"
+#include "engine/negotiator.h"
+#include "fake_link.h"
+
+using namespace lightcc;
+using lightcc::testing::check;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// What one cycle agreed, as one rank saw it; every rank must see the same.
+struct CycleSeen {
+  Status status;
+  bool slow = false, stop = false, shutdown_pending = false;
+  size_t cached = 0;
+  std::vector<std::string> names;   // agreed tensors, in execution order
+  std::vector<std::string> errors;  // parallel to names ("" when the op may run)
+  bool handles_failed = true;       // every local handle of an error response completed with an error
+
+  bool operator==(const CycleSeen& o) const {
+    return status.ok() == o.status.ok() && slow == o.slow && stop == o.stop &&
+           shutdown_pending == o.shutdown_pending && cached == o.cached && names == o.names && errors == o.errors;
+  }
+};
+
+std::unique_ptr<shm::HostGroup> makeHost(int rank) {
+  static std::atomic<int> serial{0};
+  const shm::RankAreaLayout layout = shm::RankAreaLayout::compute(1, 4096, 4096);
+  std::unique_ptr<shm::ShmSegment> seg;
+  const std::string name = "/lightcc-negtest-" + std::to_string(::getpid()) + "-" + std::to_string(rank) + "-" +
+                           std::to_string(serial++);
+  Status st = shm::ShmSegment::create(name, layout.total, &seg);
+  if (!st.ok()) return nullptr;
+  seg->unlink();
+  auto* header = static_cast<shm::RankHeader*>(seg->base());
+  header->magic = shm::kRankAreaMagic;
+  header->pid = ::getpid();
+  header->global_rank = rank;
+  std::vector<std::unique_ptr<shm::ShmSegment>> segments;
+  segments.push_back(std::move(seg));
+  shm::WaitOptions wait;
+  wait.spin_us = 0;
+  wait.timeout_s = 20;       // a lost message fails the wait instead of hanging the test
+  wait.max_sleep_us = 1000;  // links to other threads wake us too, but poll anyway
+  return std::make_unique<shm::HostGroup>(0, std::vector<int>{rank}, std::move(segments), layout, wait);
+}
+
+// One thread-rank: what an engine gives its negotiator, and a negotiator over fake links.
+struct Rank {
+  Config config;
+  Topology topo;
+  Channel channel;
+  TensorQueue queue{[] {}};
+  Timeline timeline;
+  EngineStats stats;
+  std::unique_ptr<Negotiator> negotiator;
+  std::vector<CycleSeen> seen;
+
+  Rank(int rank, int size, testing::FakeFabric& fabric) {
+    topo.rank = rank;
+    topo.size = size;
+    topo.cross_rank = rank;
+    topo.cross_size = size;
+    channel.host = makeHost(rank);
+    fabric.setReader(rank, channel.host.get());
+    SetComm world;
+    world.ranks.resize(static_cast<size_t>(size));
+    world.local_index.assign(static_cast<size_t>(size), -1);
+    world.me = rank;
+    world.local_index[static_cast<size_t>(rank)] = 0;
+    world.host = channel.host.get();
+    channel.world_links.assign(static_cast<size_t>(size), nullptr);
+    for (int r = 0; r < size; ++r) {
+      world.ranks[static_cast<size_t>(r)] = r;
+      if (r == rank) continue;
+      channel.owned_links.push_back(fabric.link(rank, r));
+      channel.world_links[static_cast<size_t>(r)] = channel.owned_links.back().get();
+    }
+    world.links = channel.world_links;
+    channel.comms.emplace(0, std::move(world));
+    negotiator = std::make_unique<Negotiator>(config, topo, channel, queue, timeline, stats);
+  }
+
+  bool pushed_all = true;  // every submit() was queued
+
+  void submit(const std::string& name, std::vector<int64_t> shape, OpType op = OpType::kAllreduce,
+              const std::string& rejected = "") {
+    TensorEntry e;
+    e.request.rank = topo.rank;
+    e.request.op = op;
+    e.request.name = name;
+    e.request.shape = std::move(shape);
+    e.request.error = rejected;
+    e.handle = std::make_shared<Handle>();
+    std::vector<TensorEntry> entries;
+    entries.push_back(std::move(e));
+    if (!queue.push(std::move(entries), false).ok()) pushed_all = false;
+  }
+
+  // One cycle as the engine runs it: negotiate, take and complete every agreed tensor, finish.
+  void cycle(const Negotiator::Votes& votes = {}) {
+    Negotiator::Plan plan;
+    CycleSeen s;
+    s.status = negotiator->negotiate(votes, &plan);
+    s.slow = plan.slow;
+    s.stop = plan.stop;
+    s.shutdown_pending = plan.shutdown_pending;
+    s.cached = plan.cached;
+    if (s.status.ok() && !plan.stop) {
+      for (const ResponsePtr& r : plan.responses) {
+        s.names.push_back(r->names.front());
+        s.errors.push_back(r->error);
+        Batch b = negotiator->take(r);
+        for (size_t i = 0; i < b.entries.size(); ++i) {
+          if (!b.entries[i].handle) continue;
+          std::shared_ptr<Handle> h = b.entries[i].handle;
+          const Status st = r->isError() ? Status::Mismatch(r->error) : Status::OK();
+          queue.finish(r->process_set_id, r->names[i]);
+          h->complete(st);
+          if (r->isError() && h->wait().ok()) s.handles_failed = false;
+        }
+      }
+      const Status fin = negotiator->finishCycle();
+      if (!fin.ok()) s.status = fin;
+    }
+    seen.push_back(std::move(s));
+  }
+};
+
+// Runs body(rank) on `size` threads, one Rank each; returns the ranks once all threads have ended.
+std::vector<std::unique_ptr<Rank>> runRanks(int size, const std::function<void(Rank&)>& body) {
+  testing::FakeFabric fabric(size);
+  std::vector<std::unique_ptr<Rank>> ranks;
+  for (int r = 0; r < size; ++r) ranks.push_back(std::make_unique<Rank>(r, size, fabric));
+  std::vector<std::thread> threads;
+  for (auto& rank : ranks) {
+    Rank* me = rank.get();
+    threads.emplace_back([me, &body] {
+      Status st = me->negotiator->start();
+      if (st.ok()) body(*me);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return ranks;
+}
+
+// Every rank saw the same cycles, all without a link error; returns rank 0's.
+std::vector<CycleSeen> agreed(const std::vector<std::unique_ptr<Rank>>& ranks, const std::string& what) {
+  bool same = true, ok = true;
+  for (const auto& r : ranks) {
+    same = same && r->seen == ranks.front()->seen;
+    ok = ok && r->pushed_all;
+    for (const auto& c : r->seen) ok = ok && c.status.ok() && c.handles_failed;
+  }
+  check(same, what + ": every rank agreed the same plans");
+  check(ok, what + ": no negotiation error, failed tensors failed locally too");
+  return ranks.front()->seen;
+}
+
+void testFastAndSlowPaths(int n) {
+  const std::string at = " at " + std::to_string(n) + " ranks";
+  auto ranks = runRanks(n, [](Rank& r) {
+    r.cycle();  // nothing queued anywhere
+    for (int step = 0; step < 3; ++step) {
+      r.submit("grad", {4});
+      r.cycle();
+    }
+  });
+  const auto seen = agreed(ranks, "fast/slow" + at);
+  if (seen.size() != 4) return check(false, "fast/slow" + at + ": four cycles ran");
+  check(seen[0].names.empty() && !seen[0].slow, "an idle cycle agrees nothing, without the coordinator" + at);
+  check(seen[1].slow && seen[1].cached == 0 && seen[1].names == std::vector<std::string>{"grad"} &&
+            seen[1].errors[0].empty(),
+        "a new tensor goes through the coordinator" + at);
+  for (int i = 2; i < 4; ++i) {
+    check(!seen[i].slow && seen[i].cached == 1 && seen[i].names == std::vector<std::string>{"grad"},
+          "the repeated tensor takes the cached fast path (step " + std::to_string(i) + ")" + at);
+  }
+}
+
+void testMismatches(int n) {
+  const std::string at = " at " + std::to_string(n) + " ranks";
+  auto ranks = runRanks(n, [n](Rank& r) {
+    const int last = n - 1;
+    r.submit("grad", {4});
+    r.cycle();
+    r.submit("grad", {r.topo.rank == last ? 5 : 4});  // disagrees with the cached entry
+    r.cycle();
+    r.submit("fresh", {2, r.topo.rank + 1});  // never cached, shapes differ
+    r.cycle();
+    r.submit("kind", {4}, r.topo.rank == 0 ? OpType::kAllreduce : OpType::kBroadcast);
+    r.cycle();
+    r.submit("rejected", {4}, OpType::kAllreduce, r.topo.rank == last ? "splits do not sum to 4" : "");
+    r.cycle();
+  });
+  const auto seen = agreed(ranks, "mismatches" + at);
+  if (seen.size() != 5) return check(false, "mismatches" + at + ": five cycles ran");
+  check(seen[0].errors == std::vector<std::string>{""}, "the first step runs" + at);
+  auto failedWith = [&](const CycleSeen& c, const std::string& text) {
+    return c.slow && c.errors.size() == 1 && contains(c.errors[0], text);
+  };
+  check(failedWith(seen[1], "Mismatched shapes"), "a disagreement with the cache fails on every rank" + at);
+  check(failedWith(seen[2], "Mismatched shapes"), "an uncached shape mismatch fails on every rank" + at);
+  check(failedWith(seen[3], "Mismatched operations") && contains(seen[3].errors[0], "allreduce"),
+        "an op mismatch fails on every rank, naming the ops" + at);
+  const std::string who = "rank " + std::to_string(n - 1) + " rejected tensor 'rejected'";
+  check(failedWith(seen[4], who) && contains(seen[4].errors[0], "splits do not sum to 4"),
+        "one rank's own rejection fails the tensor on every rank, with its reason" + at);
+}
+
+void testShutdownVotes(int n) {
+  const std::string at = " at " + std::to_string(n) + " ranks";
+  auto ranks = runRanks(n, [](Rank& r) {
+    Negotiator::Votes one;
+    one.asked_shutdown = r.topo.rank == 0;
+    r.cycle(one);  // one rank asked: everyone learns, nobody stops yet
+    Negotiator::Votes all;
+    all.asked_shutdown = true;
+    r.cycle(all);
+  });
+  const auto seen = agreed(ranks, "shutdown" + at);
+  if (seen.size() != 2) return check(false, "shutdown" + at + ": two cycles ran");
+  check(!seen[0].stop && seen[0].shutdown_pending, "one rank's request is pending everywhere" + at);
+  check(seen[1].stop, "all ranks asked: every rank stops in the same cycle" + at);
+
+  auto forced = runRanks(n, [n](Rank& r) {
+    Negotiator::Votes v;
+    v.asked_shutdown = r.topo.rank == n - 1;
+    v.force_shutdown = r.topo.rank == n - 1;  // its grace ran out
+    r.submit("left", {4});
+    r.cycle(v);
+  });
+  const auto f = agreed(forced, "forced shutdown" + at);
+  check(f.size() == 1 && f[0].stop, "one rank's expired grace stops every rank" + at);
+}
+
+}  // namespace
+
+int main() {
+  for (int n = 2; n <= 4; ++n) {
+    testFastAndSlowPaths(n);
+    testMismatches(n);
+    testShutdownVotes(n);
+  }
+  return testing::summary();
+}

@@ -1,0 +1,78 @@
+// Tests the op-traits table (engine/op_traits.h) and the edge's caller-stream decision read from it.
+//
+// Pure and header-only (no engine). tests/single/test_cpp_units.py builds and runs it;
+// extra_op_test.cc runs the same checks with one more op numbered past the rest.
+#include <cstdio>
+#include <set>
+#include <string>
+
+#include "bindings/tensor_args.h"
+#include "check.h"
+#include "engine/op_traits.h"
+
+using namespace lightcc;
+using lightcc::testing::check;
+
+namespace {
+
+std::string nameOf(int code) { return kOpTraits[static_cast<size_t>(code)].label; }
+
+// Facts every row must keep, whatever op it describes.
+void testRowsAreConsistent() {
+  std::set<std::string> names, labels;
+  for (int code = 0; code < kNumOpTypes; ++code) {
+    const OpTraits& t = opTraits(static_cast<OpType>(code));
+    const std::string who = nameOf(code);
+    check(static_cast<int>(t.op) == code, who + ": row describes its own op");
+    check(names.insert(t.name).second && labels.insert(t.label).second, who + ": names are unique");
+    // A data op's GPU tensor is read by the engine's stream: without the event it races the
+    // caller's kernels that produce it.
+    check(!t.moves_data || t.caller_stream_event, who + ": a data op needs the caller-stream event");
+    check(t.moves_data || !t.caller_stream_event, who + ": a control op has no tensor to order");
+    check(t.moves_data || (!t.can_fuse && t.reduce_ops == kNoReduceOps && t.shapes == ShapeRule::kNone),
+          who + ": control ops neither fuse, reduce nor compare shapes");
+    check(!t.takes_splits || t.shapes == ShapeRule::kTrailing, who + ": splits vary the first dimension");
+    check((t.reduce_ops & ~kEveryReduceOp) == 0, who + ": only known reduce ops");
+  }
+}
+
+// The edge's decision for every op, host and GPU: the row alone answers.
+void testReadyEventFollowsTheTable() {
+  for (int code = 0; code < kNumOpTypes; ++code) {
+    bindings::TensorArgs t;
+    t.op = code;
+    t.device = 0;
+    check(bindings::needsReadyEvent(t) == opTraits(static_cast<OpType>(code)).moves_data,
+          nameOf(code) + " on a GPU: caller-stream event iff it moves data");
+    t.device = -1;
+    check(!bindings::needsReadyEvent(t), nameOf(code) + " on the host: no event");
+  }
+  bindings::TensorArgs bad;
+  bad.op = kNumOpTypes;
+  bad.device = 0;
+  check(!bindings::needsReadyEvent(bad), "an unknown op code is not looked up");
+}
+
+void testKnownRows() {
+  check(movesData(OpType::kAllreduce) && canFuse(OpType::kAllreduce), "allreduce moves data and fuses");
+  check(supportsReduceOp(OpType::kAllreduce, ReduceOp::kAdasum), "allreduce takes Adasum");
+  check(supportsReduceOp(OpType::kReducescatter, ReduceOp::kAverage) &&
+            !supportsReduceOp(OpType::kReducescatter, ReduceOp::kAdasum),
+        "reducescatter takes Average but not Adasum");
+  check(!takesReduceOp(OpType::kBroadcast) && hasRoot(OpType::kBroadcast), "broadcast: a root, no reduce op");
+  check(takesSplits(OpType::kAlltoall) && !takesSplits(OpType::kAllgather), "only alltoall takes splits");
+  check(!movesData(OpType::kBarrier) && !movesData(OpType::kJoin) && !movesData(OpType::kAddProcessSet) &&
+            !movesData(OpType::kRemoveProcessSet),
+        "barrier, join and process-set changes are control ops");
+  check(opTraits(OpType::kAddProcessSet).agrees_aux, "process-set arguments must agree");
+  check(isOpCode(0) && isOpCode(kNumOpTypes - 1) && !isOpCode(kNumOpTypes) && !isOpCode(-1), "op code range");
+}
+
+}  // namespace
+
+int main() {
+  testRowsAreConsistent();
+  testReadyEventFollowsTheTable();
+  testKnownRows();
+  return testing::summary();
+}
