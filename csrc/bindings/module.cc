@@ -546,20 +546,20 @@ PYBIND11_MODULE(_core, m) {
     return d;
   }, "Engine counters: cycles (and how many a waiting caller ran), negotiation and execution time, cached vs coordinated tensors, waits handed off to another thread.");
   m.def("autotune_state", [] {
-    const Engine::TuneState t = engine().tuneState();
+    const SettingsPtr t = engine().tuning().current();
     py::dict d;
     d["enabled"] = engine().config().autotune;
-    d["generation"] = t.generation;
-    d["applied_cycle"] = t.applied_cycle;
-    d["frozen"] = t.frozen;
-    d["fusion_threshold_bytes"] = t.params.fusion_threshold;
-    d["cycle_time_ms"] = t.params.cycle_time_ms;
-    d["fusion_strategy"] = fusionStrategyName(t.params.strategy);
-    d["streams"] = t.params.streams;
-    d["two_d"] = t.params.two_d;
-    d["topk_threshold_bytes"] = t.params.topk_threshold;
+    d["generation"] = t->generation;
+    d["applied_cycle"] = t->applied_cycle;
+    d["frozen"] = t->frozen;
+    d["fusion_threshold_bytes"] = t->params.fusion_threshold;
+    d["cycle_time_ms"] = t->params.cycle_time_ms;
+    d["fusion_strategy"] = fusionStrategyName(t->params.strategy);
+    d["streams"] = t->params.streams;
+    d["two_d"] = t->params.two_d;
+    d["topk_threshold_bytes"] = t->params.topk_threshold;
     py::list history;
-    for (const auto& [cycle, p] : t.history) {
+    for (const auto& [cycle, p] : t->history) {
       history.append(py::make_tuple(cycle, p.fusion_threshold, p.cycle_time_ms, fusionStrategyName(p.strategy),
                                     p.streams, p.two_d, p.topk_threshold));
     }
@@ -568,15 +568,16 @@ PYBIND11_MODULE(_core, m) {
   }, "Autotune (HOROVOD_AUTOTUNE): the parameters in force on this rank, their generation, the cycle that applied them (the same on every rank) and whether the search has frozen.");
   m.def("fusion_info", [] {
     const Engine& e = engine();
-    const FusionScheduler::Options o = e.fusionOptions();
-    const CostModel& c = e.costModel();
+    const SettingsPtr settings = e.tuning().current();
+    const FusionScheduler::Options& o = settings->fusion;
+    const CostModel& c = e.tuning().costModel();
     py::dict d;
     d["strategy"] = fusionStrategyName(o.strategy);
     d["threshold_bytes"] = o.threshold;
     d["first_bucket_bytes"] = o.first_bucket;
     d["bucket_bytes"] = o.bucket;
     const bool topk = e.config().topk_allreduce;
-    const int64_t t = e.topkThresholdBytes();
+    const int64_t t = settings->params.topk_threshold;
     d["topk_threshold_bytes"] = topk && t != std::numeric_limits<int64_t>::max() ? py::cast(t) : py::none();
     if (o.strategy == FusionStrategy::kCost) {
       py::dict m;
