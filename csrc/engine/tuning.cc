@@ -8,7 +8,6 @@
 namespace lightcc {
 
 Status Tuning::probe(const SetComm& world, const std::vector<std::string>& hosts, bool two_d_world) {
-  topk_threshold_ = config_.topk_threshold_bytes;
   if (config_.fusion_strategy != FusionStrategy::kCost) return Status::OK();
   LIGHTCC_RETURN_IF_ERROR(probeCostModel(world, hosts, config_.hierarchical_allreduce && two_d_world,
                                          config_.topk_allreduce, config_.topk_density, &cost_model_)

@@ -39,7 +39,7 @@ using SettingsPtr = std::shared_ptr<const Settings>;
 
 class Tuning {
  public:
-  explicit Tuning(const Config& config) : config_(config) {}
+  explicit Tuning(const Config& config) : config_(config), topk_threshold_(config.topk_threshold_bytes) {}
 
   // Bootstrap, a collective on `world` (LIGHT_FUSION_STRATEGY=cost probes the links): the cost
   // model and the top-k threshold the executors start with.
@@ -66,7 +66,7 @@ class Tuning {
  private:
   const Config& config_;
   CostModel cost_model_;  // fixed after probe()
-  int64_t topk_threshold_ = 0;
+  int64_t topk_threshold_;  // LIGHT_TOPK_THRESHOLD, or the cost model's
   std::unique_ptr<Autotuner> autotuner_;  // rank 0 with HOROVOD_AUTOTUNE
   mutable std::mutex mu_;                 // guards shared_ for readers on other threads
   SettingsPtr shared_;
