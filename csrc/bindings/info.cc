@@ -100,20 +100,20 @@ py::dict stats() {
 }
 
 py::dict autotuneState() {
-  const Engine::TuneState t = engine().tuneState();
+  const SettingsPtr t = engine().tuning().current();
   py::dict d;
   d["enabled"] = engine().config().autotune;
-  d["generation"] = t.generation;
-  d["applied_cycle"] = t.applied_cycle;
-  d["frozen"] = t.frozen;
-  d["fusion_threshold_bytes"] = t.params.fusion_threshold;
-  d["cycle_time_ms"] = t.params.cycle_time_ms;
-  d["fusion_strategy"] = fusionStrategyName(t.params.strategy);
-  d["streams"] = t.params.streams;
-  d["two_d"] = t.params.two_d;
-  d["topk_threshold_bytes"] = t.params.topk_threshold;
+  d["generation"] = t->generation;
+  d["applied_cycle"] = t->applied_cycle;
+  d["frozen"] = t->frozen;
+  d["fusion_threshold_bytes"] = t->params.fusion_threshold;
+  d["cycle_time_ms"] = t->params.cycle_time_ms;
+  d["fusion_strategy"] = fusionStrategyName(t->params.strategy);
+  d["streams"] = t->params.streams;
+  d["two_d"] = t->params.two_d;
+  d["topk_threshold_bytes"] = t->params.topk_threshold;
   py::list history;
-  for (const auto& [cycle, p] : t.history) {
+  for (const auto& [cycle, p] : t->history) {
     history.append(py::make_tuple(cycle, p.fusion_threshold, p.cycle_time_ms, fusionStrategyName(p.strategy),
                                   p.streams, p.two_d, p.topk_threshold));
   }
@@ -139,16 +139,17 @@ py::dict costModelInfo(const CostModel& c) {
 
 py::dict fusionInfo() {
   const Engine& e = engine();
-  const FusionScheduler::Options o = e.fusionOptions();
+  const SettingsPtr settings = e.tuning().current();
+  const FusionScheduler::Options& o = settings->fusion;
   py::dict d;
   d["strategy"] = fusionStrategyName(o.strategy);
   d["threshold_bytes"] = o.threshold;
   d["first_bucket_bytes"] = o.first_bucket;
   d["bucket_bytes"] = o.bucket;
   const bool topk = e.config().topk_allreduce;
-  const int64_t t = e.topkThresholdBytes();
+  const int64_t t = settings->params.topk_threshold;
   d["topk_threshold_bytes"] = topk && t != std::numeric_limits<int64_t>::max() ? py::cast(t) : py::none();
-  if (o.strategy == FusionStrategy::kCost) d["cost_model"] = costModelInfo(e.costModel());
+  if (o.strategy == FusionStrategy::kCost) d["cost_model"] = costModelInfo(e.tuning().costModel());
   return d;
 }
 

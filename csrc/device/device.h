@@ -93,6 +93,14 @@ class Device {
   virtual Status momentumCorrect(float* u, float* v, const float* grad, size_t count, float momentum) = 0;
 };
 
+// Makes `*buf` hold at least `bytes`, keeping it when it does: scratch reused batch after batch
+// grows by half again, so a slowly growing fusion does not reallocate every step.
+inline Status grow(Device& dev, BufferPtr* buf, size_t bytes) {
+  if (*buf && (*buf)->size() >= bytes) return Status::OK();
+  const size_t larger = *buf ? (*buf)->size() * 3 / 2 : 0;
+  return dev.alloc(bytes > larger ? bytes : larger, buf);
+}
+
 // Collectives among the members of one communicator, enqueued on the Device's stream.
 // Reductions take an element-wise op (Sum, Min, Max, Product); scaling is the executor's.
 class Comm {

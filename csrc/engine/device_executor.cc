@@ -1,31 +1,25 @@
-// DeviceExecutor: the device schedules (fused, 2D and top-k allreduce, the other collectives), and the routing.
+// DeviceExecutor: GPU batches on its own stream — layout, residuals, completion — over csrc/algorithms' device schedules; and the routing.
 #include "engine/device_executor.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "algorithms/collectives.h"
+#include "algorithms/device_allreduce.h"
+#include "algorithms/device_topk.h"
+#include "algorithms/topk_schedule.h"
 #include "common/logging.h"
 #include "device/cuda_device.h"
 #include "device/host_device.h"
 #include "device/nccl.h"
 #include "engine/device_pacing.h"
 #include "engine/fusion.h"
-#include "kernels/topk.h"
 
 namespace lightcc {
 namespace {
 
 size_t roundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
-
-// Scales and integer division after a Sum, as the host algorithms apply them.
-Status finishScaling(device::Device& dev, void* buf, size_t count, DataType dtype, const ReduceSpec& spec) {
-  if (spec.postscale != 1.0) LIGHTCC_RETURN_IF_ERROR(dev.scale(buf, buf, count, dtype, spec.postscale));
-  if (spec.int_divisor != 1) LIGHTCC_RETURN_IF_ERROR(dev.divideIntegers(buf, count, dtype, spec.int_divisor));
-  return Status::OK();
-}
 
 // Both sides of NCCL: only the variables the user left alone are set, before NCCL's first init.
 void pointNcclAtPlugin(const ExecEnv& env) {
@@ -154,11 +148,7 @@ Status DeviceExecutor::finish(Batch& b, std::vector<HandleResult> results) {
   return Status::OK();
 }
 
-Status DeviceExecutor::grow(device::BufferPtr* buf, size_t bytes) {
-  if (*buf && (*buf)->size() >= bytes) return Status::OK();
-  // Grow by half again so a slowly growing fusion does not reallocate every step.
-  return dev_->alloc(std::max(bytes, *buf ? (*buf)->size() * 3 / 2 : bytes), buf);
-}
+Status DeviceExecutor::grow(device::BufferPtr* buf, size_t bytes) { return device::grow(*dev_, buf, bytes); }
 
 Status DeviceExecutor::ready(const Batch& b) {
   int ordinal = -1;
@@ -266,14 +256,21 @@ Status DeviceExecutor::run(Batch& b) {
   }
   Status st;
   switch (r.op) {
-    case OpType::kAllreduce:
-      st = topkEligible(r, *env_.config, topkThresholdFor(b, env_)) ? topk(b, *c) : allreduce(b, *c);
+    case OpType::kAllreduce: {
+      const Algorithm algo = pickAlgorithm(b, env_, SetShape{c->flat->size(), false, c->intra != nullptr});
+      st = algo == Algorithm::kTopk || algo == Algorithm::kTwoLevelTopk ? topk(b, *c, algo) : allreduce(b, *c, algo);
       break;
+    }
     case OpType::kAllgather: st = allgather(b, *c); break;
     case OpType::kBroadcast: st = broadcast(b, *c); break;
     case OpType::kAlltoall: st = alltoall(b, *c); break;
     case OpType::kReducescatter: st = reducescatter(b, *c); break;
-    default: st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op) + " on " + dev_->describe());
+    case OpType::kBarrier:
+    case OpType::kJoin:
+    case OpType::kAddProcessSet:
+    case OpType::kRemoveProcessSet:  // control ops: dispatch applies them, never an executor
+      st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op) + " on " + dev_->describe());
+      break;
   }
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
@@ -287,14 +284,14 @@ Status DeviceExecutor::run(Batch& b) {
   return st;
 }
 
-Status DeviceExecutor::allreduce(Batch& b, SetComms& c) {
+Status DeviceExecutor::allreduce(Batch& b, SetComms& c, Algorithm algo) {
   const Response& r = *b.response;
-  if (r.reduce_op == ReduceOp::kAdasum) {
+  if (algo == Algorithm::kAdasum) {
     return Status::InvalidArgument("Adasum of GPU tensors is not supported yet (tensor '" + r.names.front() +
                                    "'); use op=Average or Sum, or pass CPU tensors");
   }
   const size_t esize = dtypeSize(r.dtype);
-  const bool two_level = c.intra != nullptr && b.two_d;
+  const bool two_level = algo == Algorithm::kTwoLevel || algo == Algorithm::kTwoLevelTopk;
   const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
   // One tensor reduces in its output; several (or 2D's padding) go through the fusion buffer.
   std::vector<device::Segment> in_segs, out_segs;
@@ -327,67 +324,54 @@ Status DeviceExecutor::allreduce(Batch& b, SetComms& c) {
   if (spec.prescale != 1.0) LIGHTCC_RETURN_IF_ERROR(dev_->scale(buf, buf, count, r.dtype, spec.prescale));
   const std::string what = "allreduce of '" + r.names.front() + "'";
   if (two_level) {
-    // Reduce-scatter in the group, each shard allreduced across groups, allgather in the group.
-    const size_t shard = padded / g;
-    LIGHTCC_RETURN_IF_ERROR(grow(&shard_, shard * esize));
-    LIGHTCC_RETURN_IF_ERROR(c.intra->reduceScatter(buf, shard_->data(), shard, r.dtype, spec.op).withContext("2D " + what));
-    LIGHTCC_RETURN_IF_ERROR(c.cross->allreduce(shard_->data(), shard, r.dtype, spec.op).withContext("2D " + what));
-    LIGHTCC_RETURN_IF_ERROR(c.intra->allGather(shard_->data(), buf, shard * esize).withContext("2D " + what));
+    LIGHTCC_RETURN_IF_ERROR(grow(&shard_, padded / g * esize));
+    LIGHTCC_RETURN_IF_ERROR(deviceTwoLevelAllreduce(*c.intra, *c.cross, buf, shard_->data(), padded, r.dtype, spec.op)
+                                .withContext("2D " + what));
   } else {
     LIGHTCC_RETURN_IF_ERROR(c.flat->allreduce(buf, count, r.dtype, spec.op).withContext(what));
   }
-  LIGHTCC_RETURN_IF_ERROR(finishScaling(*dev_, buf, count, r.dtype, spec));
+  LIGHTCC_RETURN_IF_ERROR(deviceFinishScaling(*dev_, buf, count, r.dtype, spec));
   if (!direct) LIGHTCC_RETURN_IF_ERROR(dev_->unpack(buf, out_segs));
   return finish(b, {});
 }
 
-Status DeviceExecutor::sparseExchange(device::Comm& comm, DeviceTopkStore::Entry& e, const float* contrib,
-                                      float scale, float* out, size_t count, size_t offset, double density) {
+Status DeviceExecutor::prepareResidual(DeviceTopkStore::Entry& e, int32_t set, const std::string& name, size_t count,
+                                       size_t padded) {
+  if (e.count == padded) return Status::OK();
   const Config& config = *env_.config;
-  float* residual = static_cast<float*>(e.residual->data()) + offset;
-  if (config.topk_momentum > 0) {
-    float* u = static_cast<float*>(e.velocity->data()) + offset;
-    LIGHTCC_RETURN_IF_ERROR(dev_->momentumCorrect(u, residual, contrib, count, static_cast<float>(config.topk_momentum)));
-  } else {
-    LIGHTCC_RETURN_IF_ERROR(dev_->accumulateResidual(residual, contrib, count, scale));
-  }
-  const size_t k = count == 0 ? 0 : kernels::topkK(count, density);
-  const int p = comm.size();
-  LIGHTCC_RETURN_IF_ERROR(grow(&pairs_, std::max<size_t>(8 * k, 8)));
-  LIGHTCC_RETURN_IF_ERROR(grow(&gathered_, std::max<size_t>(8 * k * p, 8)));
-  auto* idx = static_cast<uint32_t*>(pairs_->data());
-  auto* val = reinterpret_cast<float*>(static_cast<char*>(pairs_->data()) + 4 * k);
-  if (k > 0) {
-    const size_t ws = dev_->topkWorkspaceBytes(count);
-    LIGHTCC_RETURN_IF_ERROR(grow(&workspace_, std::max<size_t>(ws, 16)));
-    LIGHTCC_RETURN_IF_ERROR(dev_->selectTopk(residual, count, k, idx, val, workspace_->data(), workspace_->size()));
-    LIGHTCC_RETURN_IF_ERROR(dev_->clearSelected(residual, idx, k));
-    if (config.topk_momentum > 0) {
-      LIGHTCC_RETURN_IF_ERROR(dev_->clearSelected(static_cast<float*>(e.velocity->data()) + offset, idx, k));
+  LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.residual));
+  // A residual restored from a checkpoint before this tensor first ran waits in the host store.
+  bool restored = false;
+  TopkStore::Entry& saved = env_.topk->entry(set, name);
+  {
+    std::lock_guard<std::mutex> hold(saved.mu);
+    if (saved.state.residual.size() == count) {
+      std::vector<float> padded_copy(padded, 0.0f);
+      std::copy(saved.state.residual.begin(), saved.state.residual.end(), padded_copy.begin());
+      LIGHTCC_RETURN_IF_ERROR(e.residual->upload(padded_copy.data(), padded * sizeof(float)));
+      saved.state.residual.clear();
+      restored = true;
     }
   }
-  if (!config.topk_error_feedback) LIGHTCC_RETURN_IF_ERROR(dev_->zero(residual, count * sizeof(float)));
-  LIGHTCC_RETURN_IF_ERROR(comm.allGather(pairs_->data(), gathered_->data(), 8 * k));
-  std::vector<const uint32_t*> idx_of(p);
-  std::vector<const float*> val_of(p);
-  char* all = static_cast<char*>(gathered_->data());
-  for (int j = 0; j < p; ++j) {
-    idx_of[j] = reinterpret_cast<const uint32_t*>(all + 8 * k * j);
-    val_of[j] = reinterpret_cast<const float*>(all + 8 * k * j + 4 * k);
+  if (!restored) LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.residual->data(), padded * sizeof(float)));
+  if (config.topk_momentum > 0) {
+    LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.velocity));
+    LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.velocity->data(), padded * sizeof(float)));
   }
-  LIGHTCC_RETURN_IF_ERROR(dev_->zero(out, count * sizeof(float)));
-  return dev_->scatterAddRanks(out, count, idx_of, val_of, k);
+  e.count = padded;
+  e.elements = count;
+  e.steps = restored ? topkRestoredSteps(config) : 0;
+  e.last.reset();
+  return Status::OK();
 }
 
-Status DeviceExecutor::topk(Batch& b, SetComms& c) {
+Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
   const Response& r = *b.response;
-  const Config& config = *env_.config;
   const std::string& name = r.names.front();
   const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / sizeof(float);
   const TensorEntry* p = b.entry(0);
-  const bool two_level = c.intra != nullptr && b.two_d;
-  const size_t g = two_level ? static_cast<size_t>(c.intra->size()) : 1;
-  const size_t padded = roundUp(std::max<size_t>(count, 1), g);
+  const bool two_level = algo == Algorithm::kTwoLevelTopk;
+  const size_t padded = roundUp(std::max<size_t>(count, 1), two_level ? static_cast<size_t>(c.intra->size()) : 1);
   const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
   // The input, or zeros for a joined rank; the output, or scratch.
   LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, padded * sizeof(float)));
@@ -402,67 +386,25 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c) {
   }
   DeviceTopkStore::Entry& e = env_.device_topk->entry(r.process_set_id, name);
   std::lock_guard<std::mutex> lock(e.mu);
-  if (e.count != padded) {
-    LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.residual));
-    // A residual restored from a checkpoint before this tensor first ran waits in the host store.
-    bool restored = false;
-    TopkStore::Entry& saved = env_.topk->entry(r.process_set_id, name);
-    {
-      std::lock_guard<std::mutex> hold(saved.mu);
-      if (saved.state.residual.size() == count) {
-        std::vector<float> padded_copy(padded, 0.0f);
-        std::copy(saved.state.residual.begin(), saved.state.residual.end(), padded_copy.begin());
-        LIGHTCC_RETURN_IF_ERROR(e.residual->upload(padded_copy.data(), padded * sizeof(float)));
-        saved.state.residual.clear();
-        restored = true;
-      }
-    }
-    if (!restored) LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.residual->data(), padded * sizeof(float)));
-    if (config.topk_momentum > 0) {
-      LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.velocity));
-      LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.velocity->data(), padded * sizeof(float)));
-    }
-    e.count = padded;
-    e.elements = count;
-    // As on the host: a restored residual means training resumes past the warm-up.
-    e.steps = restored ? static_cast<uint64_t>(config.topk_warmup_steps) : 0;
-    e.last.reset();
-  }
+  LIGHTCC_RETURN_IF_ERROR(prepareResidual(e, r.process_set_id, name, count, padded));
   LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));
-  double density = config.topk_density;
-  const uint64_t warm = static_cast<uint64_t>(config.topk_warmup_steps);
-  const bool dense = e.steps < warm && !config.topk_warmup_decay;
-  if (e.steps < warm && config.topk_warmup_decay) {
-    const double start = std::max(0.25, density);
-    density = start * std::pow(density / start, static_cast<double>(e.steps) / warm);
-  }
+  const TopkStep step = topkStepFor(*env_.config, e.steps, env_.rank);
   ++e.steps;
-  const std::string what = "top-k allreduce of '" + name + "'";
-  if (dense) {
-    LIGHTCC_RETURN_IF_ERROR(allreduce(b, c));  // completes the handle itself
+  if (step.dense) {
+    // Completes the handle itself.
+    LIGHTCC_RETURN_IF_ERROR(allreduce(b, c, two_level ? Algorithm::kTwoLevel : Algorithm::kLinks));
     return dev_->record(&e.last);
   }
-  if (!two_level) {
-    LIGHTCC_RETURN_IF_ERROR(sparseExchange(*c.flat, e, in, static_cast<float>(spec.prescale), out, count, 0, density)
-                                .withContext(what));
-    LIGHTCC_RETURN_IF_ERROR(finishScaling(*dev_, out, count, DataType::kFloat32, spec));
+  const DeviceTopkResidual state{static_cast<float*>(e.residual->data()),
+                                 e.velocity ? static_cast<float*>(e.velocity->data()) : nullptr};
+  const std::string what = "top-k allreduce of '" + name + "'";
+  if (two_level) {
+    LIGHTCC_RETURN_IF_ERROR(deviceTwoLevelTopkAllreduce(*dev_, *c.intra, *c.cross, topk_scratch_, state, in, out,
+                                                        work, count, padded, spec, step.params)
+                                .withContext("2D " + what));
   } else {
-    // Dense inside the group (reduce-scatter), sparse across groups on my shard, allgather back.
-    const size_t shard = padded / g;
-    if (in != work) LIGHTCC_RETURN_IF_ERROR(dev_->copy(work, in, count * sizeof(float)));
-    if (padded > count) LIGHTCC_RETURN_IF_ERROR(dev_->zero(work + count, (padded - count) * sizeof(float)));
-    if (spec.prescale != 1.0) LIGHTCC_RETURN_IF_ERROR(dev_->scale(work, work, count, DataType::kFloat32, spec.prescale));
-    LIGHTCC_RETURN_IF_ERROR(grow(&shard_, 2 * shard * sizeof(float)));
-    float* group_sum = static_cast<float*>(shard_->data());
-    float* reduced = group_sum + shard;
-    LIGHTCC_RETURN_IF_ERROR(c.intra->reduceScatter(work, group_sum, shard, DataType::kFloat32, ReduceOp::kSum)
-                                .withContext("2D " + what));
-    LIGHTCC_RETURN_IF_ERROR(sparseExchange(*c.cross, e, group_sum, 1.0f, reduced, shard,
-                                           shard * static_cast<size_t>(c.intra->rank()), density)
-                                .withContext("2D " + what));
-    LIGHTCC_RETURN_IF_ERROR(c.intra->allGather(reduced, work, shard * sizeof(float)).withContext("2D " + what));
-    LIGHTCC_RETURN_IF_ERROR(finishScaling(*dev_, work, count, DataType::kFloat32, spec));
-    if (out != work) LIGHTCC_RETURN_IF_ERROR(dev_->copy(out, work, count * sizeof(float)));
+    LIGHTCC_RETURN_IF_ERROR(
+        deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, state, in, out, count, spec, step.params).withContext(what));
   }
   LIGHTCC_RETURN_IF_ERROR(dev_->record(&e.last));
   return finish(b, {});
@@ -570,7 +512,7 @@ Status DeviceExecutor::reducescatter(Batch& b, SetComms& c) {
   const size_t mine = static_cast<size_t>(rows[c.flat->rank()]) * row_elems;
   LIGHTCC_RETURN_IF_ERROR(dev_->alloc(std::max<size_t>(slot, 1) * esize, &result.device_output));
   LIGHTCC_RETURN_IF_ERROR(c.flat->reduceScatter(buf, result.device_output->data(), slot, r.dtype, spec.op).withContext(what));
-  LIGHTCC_RETURN_IF_ERROR(finishScaling(*dev_, result.device_output->data(), mine, r.dtype, spec));
+  LIGHTCC_RETURN_IF_ERROR(deviceFinishScaling(*dev_, result.device_output->data(), mine, r.dtype, spec));
   result.output_shape = shape;
   result.output_shape[0] = rows[c.flat->rank()];
   std::vector<HandleResult> results;

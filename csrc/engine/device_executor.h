@@ -4,9 +4,11 @@
 // waits on the device: each batch's stream waits for the events recorded on the callers'
 // streams when they submitted, its kernels and collectives are enqueued on the executor's own
 // stream, and the handles complete with a `done` event that the front orders the caller's
-// stream after (or polls). The schedules are written once against device::Device and
-// device::Comm (device/device.h): CUDA kernels + NCCL on a GPU, or the host implementation,
-// which LIGHTCC_DEVICE_EXECUTOR=host selects for CPU tensors so CI runs every schedule.
+// stream after (or polls). pickAlgorithm() (executor.h) decides an allreduce's schedule, as for
+// the host; the schedules live beside the host ones in csrc/algorithms (device_allreduce.h,
+// device_topk.h), written against device::Device and device::Comm (device/device.h): CUDA
+// kernels + NCCL on a GPU, or the host implementation, which LIGHTCC_DEVICE_EXECUTOR=host
+// selects for CPU tensors so CI runs every schedule.
 //
 // Communicators are made on first use per process set and channel: member 0 of the set draws
 // an NCCL unique id and broadcasts it over the set's own (authenticated) host communicator,
@@ -21,6 +23,7 @@
 #include <vector>
 #include <utility>
 
+#include "algorithms/device_topk.h"
 #include "device/device.h"
 #include "engine/executor.h"
 
@@ -78,12 +81,11 @@ class DeviceExecutor : public Executor {
   void complete(Batch& b, size_t index, const Status& st, HandleResult result = {});
   Status finish(Batch& b, std::vector<HandleResult> results);
 
-  Status allreduce(Batch& b, SetComms& c);
-  Status topk(Batch& b, SetComms& c);
-  // One sparse exchange over `comm`: out[0, count) = sum of every member's top-k of
-  // residual[offset, offset + count) after adding `contrib` (scaled).
-  Status sparseExchange(device::Comm& comm, DeviceTopkStore::Entry& e, const float* contrib, float scale,
-                        float* out, size_t count, size_t offset, double density);
+  // The allreduce rows of pickAlgorithm(): flat or 2D dense, flat or 2D top-k (device_topk.h).
+  Status allreduce(Batch& b, SetComms& c, Algorithm algo);
+  Status topk(Batch& b, SetComms& c, Algorithm algo);
+  // The tensor's residual sized for `padded` floats, taken over from a checkpoint when one waits.
+  Status prepareResidual(DeviceTopkStore::Entry& e, int32_t set, const std::string& name, size_t count, size_t padded);
   Status allgather(Batch& b, SetComms& c);
   Status broadcast(Batch& b, SetComms& c);
   Status alltoall(Batch& b, SetComms& c);
@@ -96,7 +98,8 @@ class DeviceExecutor : public Executor {
   std::map<int32_t, SetComms> comms_;
   // Scratch on the device, grown on demand and reused batch after batch (stream order keeps
   // one batch's use from overlapping the next's).
-  device::BufferPtr fusion_, shard_, pairs_, gathered_, workspace_, zeros_;
+  device::BufferPtr fusion_, shard_, zeros_;
+  DeviceTopkScratch topk_scratch_;
 };
 
 // The executor a channel runs: device batches (GPU tensors, or every batch the device schedules

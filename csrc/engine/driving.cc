@@ -1,4 +1,4 @@
-// Engine's side of Progress: what a cycle needs, sleeping for work, timers, ending, interrupts.
+// Driver's side of Progress: set-up, what a cycle needs, sleeping for work, timers, ending, interrupts.
 //
 // Progress (progress.h) decides who drives; this file is what driving means for the engine:
 // whether there is a cycle to run, how long to sleep without one, the timers (stall inspector,
@@ -11,8 +11,7 @@
 
 #include "common/interrupt.h"
 #include "common/logging.h"
-#include "engine/engine.h"
-#include "engine/streams.h"
+#include "engine/driver.h"
 
 namespace lightcc {
 namespace {
@@ -29,47 +28,67 @@ constexpr double kLivenessPendingS = 0.25, kLivenessIdleS = 1.0;
 constexpr double kPacingPollUs = 100;
 }  // namespace
 
-void Engine::requestAbort(const Status& why) {
-  {
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    if (abort_status_.ok()) abort_status_ = why;
-  }
-  abort_requested_.store(true, std::memory_order_release);
-  if (streams_) streams_->abort(why);
+Driver::Driver(const Shared& shared)
+    : s_(shared),
+      tuning_(shared.config),
+      progress_(*this, &shared.stats.caller_cycles, &shared.stats.handoff_waits),
+      pool_(shared.config, shared.options, shared.timeline, shared.stats) {}
+
+Driver::~Driver() = default;
+
+Status Driver::bootstrap() {
+  LIGHTCC_RETURN_IF_ERROR(Mesh::build(s_.options, s_.config, s_.life.abortFlag(), &mesh_));
+  s_.topo = mesh_->topology();
+  main_ = &mesh_->channel(0);
+  host_ = main_->host.get();
+  for (const auto& [id, ranks] : s_.sets.init(s_.topo.size, s_.options.process_sets)) mesh_->addSet(id, ranks);
+  negotiator_ = std::make_unique<Negotiator>(s_.config, s_.topo, *main_, s_.queue, s_.timeline, s_.stats);
+  const bool two_d_world = main_->hier.count(0) > 0;
+  // May probe the links: before the cycle receives are posted.
+  LIGHTCC_RETURN_IF_ERROR(tuning_.probe(main_->comms.at(0), mesh_->hosts(), two_d_world));
+  LIGHTCC_RETURN_IF_ERROR(pool_.start(*mesh_, s_.topo.rank, tuning_.initialTopkThreshold(),
+                                      [q = &s_.queue](int32_t set, const std::string& name) { q->finish(set, name); }));
+  LIGHTCC_RETURN_IF_ERROR(tuning_.start(s_.topo.rank, pool_.streams(), two_d_world));
+  makeFusion();
+  return negotiator_->start();
+}
+
+void Driver::poke() {
+  // The background thread may be asleep, or sitting out a caller's grace period.
+  if (host_) progress_.poke();
+}
+
+void Driver::requestAbort(const Status& why) {
+  s_.life.requestAbort(why);
+  pool_.abortStreams(why);
   progress_.poke();
 }
 
-Status Engine::checkLiveness() {
-  if (abort_requested_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    return abort_status_;
-  }
+Status Driver::checkLiveness() {
+  if (s_.life.aborting()) return s_.life.abortStatus();
   const bool pending = negotiator_->anyWork();
   if (secondsSince(last_liveness_) < (pending ? kLivenessPendingS : kLivenessIdleS)) return Status::OK();
   last_liveness_ = std::chrono::steady_clock::now();
   return host_->checkPeersAlive();
 }
 
-bool Engine::workReady(bool background) {
-  if (shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) return true;
+bool Driver::workReady(bool background) {
+  if (s_.life.stopUnseen()) return true;
   // The background thread leaves a synchronous caller's entries to that caller: taking them
   // would turn every later op into a hand-off, since the caller then finds the engine busy.
-  if (background ? queue_.hasUndrivenWork() : queue_.hasWork()) return true;
-  if (streams_ && streams_->failed()) return true;
+  if (background ? s_.queue.hasUndrivenWork() : s_.queue.hasWork()) return true;
+  if (pool_.failed()) return true;
   if (fusionWantsFlush() || pacingWantsCycle()) return true;
   return negotiator_->incoming();
 }
 
-bool Engine::urgent() {
-  return (shutdown_requested_.load(std::memory_order_relaxed) && !shutdown_seen_) ||
-         abort_requested_.load(std::memory_order_acquire) || (streams_ && streams_->failed());
-}
+bool Driver::urgent() { return s_.life.stopUnseen() || s_.life.aborting() || pool_.failed(); }
 
-bool Engine::asyncWork() { return queue_.hasUndrivenWork(); }
+bool Driver::asyncWork() { return s_.queue.hasUndrivenWork(); }
 
-Status Engine::timers(bool* want_cycle) {
+Status Driver::timers(bool* want_cycle) {
   LIGHTCC_RETURN_IF_ERROR(checkLiveness());
-  const bool winding_down = shutdown_pending_ || shutdown_seen_;
+  const bool winding_down = s_.life.windingDown();
   if (secondsSince(last_maintenance_) < (winding_down ? 0.1 : 1.0)) return Status::OK();
   bool timer = false;
   last_maintenance_ = std::chrono::steady_clock::now();
@@ -78,7 +97,7 @@ Status Engine::timers(bool* want_cycle) {
   return Status::OK();
 }
 
-double Engine::idleUs(bool background) {
+double Driver::idleUs(bool background) {
   const bool holding = fusion_ && fusion_->holding();  // held bucket tensors: the flush timer
   // Tensors held for a busy GPU: its stream idles from the moment it drains until we look.
   if (fusion_ && fusion_->pacedCount() > 0) return kPacingPollUs;
@@ -86,66 +105,59 @@ double Engine::idleUs(bool background) {
   // With nothing pending the engine sleeps until woken (liveness still looks now and then); with
   // pending work it looks often; while some rank shuts down, every 100 ms so its grace can end.
   double us = negotiator_->anyWork() ? kLivenessPendingS * 1e6 : kLivenessIdleS * 1e6;
-  if (shutdown_pending_ || shutdown_seen_) us = 100e3;
+  if (s_.life.windingDown()) us = 100e3;
   return holding ? std::min(us, 1e3) : us;
 }
 
-Status Engine::sleep(const std::function<bool()>& ready, double max_us, bool spin) {
+Status Driver::sleep(const std::function<bool()>& ready, double max_us, bool spin) {
   return host_->waitUntil(ready, "work", false, max_us, spin);
 }
 
-bool Engine::workLeft() { return negotiator_->anyWork() || queue_.hasWork(); }
+bool Driver::workLeft() { return negotiator_->anyWork() || s_.queue.hasWork(); }
 
-void Engine::wake() { host_->wakeSelf(); }
+void Driver::wake() { host_->wakeSelf(); }
 
-Status Engine::run(bool background, bool* stop) {
+Status Driver::run(bool background, bool* stop) {
   // HOROVOD_CYCLE_TIME: while work keeps arriving, let more of it gather before negotiating.
-  if (background && busy_ && cycle_time_ms_ > 0 && !negotiator_->incoming()) {
-    auto due = last_cycle_end_ + std::chrono::microseconds(static_cast<int64_t>(cycle_time_ms_ * 1e3));
+  const double cycle_time_ms = tuning_.live().params.cycle_time_ms;
+  if (background && busy_ && cycle_time_ms > 0 && !negotiator_->incoming()) {
+    auto due = last_cycle_end_ + std::chrono::microseconds(static_cast<int64_t>(cycle_time_ms * 1e3));
     double left_us = std::chrono::duration<double, std::micro>(due - std::chrono::steady_clock::now()).count();
     if (left_us > 0) {
       LIGHTCC_RETURN_IF_ERROR(host_->waitUntil(
-          [&] { return shutdown_requested_.load() || negotiator_->incoming(); }, "cycle time", false, left_us));
+          [&] { return s_.life.stopAsked() || negotiator_->incoming(); }, "cycle time", false, left_us));
     }
   }
-  if (streams_ && streams_->failed()) return streams_->error();
+  if (pool_.failed()) return pool_.error();
   return runCycle(stop);
 }
 
-void Engine::end(const Status& why) {
+void Driver::end(const Status& why) {
   Status st = why;
-  if (abort_requested_.load(std::memory_order_acquire)) {
+  if (s_.life.aborting()) {
     // Waits cut short by the abort report it vaguely; the reason it was asked for is the news.
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    st = abort_status_;
+    st = s_.life.abortStatus();
   } else if (st.code() == StatusCode::kCancelled) {
-    st = Status::Cancelled("rank " + std::to_string(topo_.rank) + " was " + st.message() + " (a signal)");
+    st = Status::Cancelled("rank " + std::to_string(s_.topo.rank) + " was " + st.message() + " (a signal)");
   }
-  // Agreed batches still queued on streams run to completion on every rank (all stop in the same
-  // cycle); after an error they are failed instead.
-  if (streams_) {
-    streams_->stop(st);
-    if (st.ok() && streams_->failed()) st = streams_->error();
-  }
+  st = pool_.stop(st);
   if (st.ok()) {
+    s_.life.ended(st);
     st = Status::Aborted("lightcc was shut down before this operation completed");
   } else {
     LIGHTCC_LOG(kError) << st.message();
-    final_status_ = st;
+    s_.life.ended(st);
     // This process may live on (a caught KeyboardInterrupt): host peers must not wait for it.
     host_->markFailed(st.message());
-    // NCCL calls already enqueued may wait forever for the failed peer: stop them.
-    if (executor_) executor_->abort();
-    for (Executor* e : stream_executors_) e->abort();
+    pool_.abortDevices();
   }
-  running_ = false;
   negotiator_->failAll(st);
-  timeline_.stop();
+  s_.timeline.stop();
 }
 
-void Engine::loop() {
-  if (!config_.thread_affinity.empty()) {
-    int core = config_.thread_affinity[topo_.local_rank % config_.thread_affinity.size()];
+void Driver::loop() {
+  if (!s_.config.thread_affinity.empty()) {
+    int core = s_.config.thread_affinity[s_.topo.local_rank % s_.config.thread_affinity.size()];
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(core, &set);
@@ -156,8 +168,8 @@ void Engine::loop() {
   progress_.runBackground();
 }
 
-Status Engine::interrupted(Handle& handle) {
-  const Status why = Status::Cancelled("rank " + std::to_string(topo_.rank) +
+Status Driver::interrupted(Handle& handle) {
+  const Status why = Status::Cancelled("rank " + std::to_string(s_.topo.rank) +
                                        " was interrupted (a signal) while waiting for an operation");
   requestAbort(why);
   // The engine may still be reading or writing this op's buffers; they belong to the caller
@@ -167,8 +179,8 @@ Status Engine::interrupted(Handle& handle) {
   return why;
 }
 
-Status Engine::wait(Handle& handle) {
-  if (streams_) {
+Status Driver::wait(Handle& handle) {
+  if (pool_.hasStreams()) {
     // With streams the work runs on their workers and completes handles there; a driver would
     // only negotiate, which the engine thread already does without a hand-off on the data path.
     while (!handle.waitFor(kInterruptPollMs * 1e3)) {

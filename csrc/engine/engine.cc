@@ -5,6 +5,7 @@
 
 #include "common/logging.h"
 #include "engine/cpu_binding.h"
+#include "engine/driver.h"
 #include "engine/validate.h"
 
 namespace lightcc {
@@ -12,13 +13,12 @@ namespace lightcc {
 Engine::Engine(const InitOptions& options, const Config& config)
     : options_(options),
       config_(config),
-      // The background thread may be asleep, or sitting out a caller's grace period.
       queue_([this] {
-        if (host_) progress_.poke();
-      }),
-      topk_(config_) {
+        if (driver_) driver_->poke();
+      }) {
   topo_.rank = options.rank;
   topo_.size = options.size;
+  driver_ = std::make_unique<Driver>(Driver::Shared{options_, config_, topo_, stats_, queue_, life_, sets_, timeline_});
 }
 
 Status Engine::create(const InitOptions& options, const Config& config, std::unique_ptr<Engine>* out) {
@@ -29,7 +29,7 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
   setLogLevel(config.log_level);
   setLogRank(options.rank);
   std::unique_ptr<Engine> engine(new Engine(options, config));
-  LIGHTCC_RETURN_IF_ERROR(engine->bootstrap());
+  LIGHTCC_RETURN_IF_ERROR(engine->driver_->bootstrap());
   if (!config.timeline_path.empty() && config.timeline_path != "DYNAMIC" && options.rank == 0) {
     LIGHTCC_RETURN_IF_ERROR(engine->timeline_.start(config.timeline_path, config.timeline_mark_cycles));
   }
@@ -37,63 +37,9 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
     LIGHTCC_RETURN_IF_ERROR(bindToLocalCores(engine->topo_.local_rank, engine->topo_.local_size)
                                 .withContext("rank " + std::to_string(options.rank)));
   }
-  engine->running_ = true;
-  engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
+  engine->life_.started();
+  engine->thread_ = std::thread([d = engine->driver_.get()] { d->loop(); });
   *out = std::move(engine);
-  return Status::OK();
-}
-
-Status Engine::bootstrap() {
-  LIGHTCC_RETURN_IF_ERROR(Mesh::build(options_, config_, &abort_requested_, &mesh_));
-  topo_ = mesh_->topology();
-  main_ = &mesh_->channel(0);
-  host_ = main_->host.get();
-  // Process sets: 0 is everyone; the ones passed to init get ids 1..n in order.
-  std::vector<int> all(topo_.size);
-  for (int r = 0; r < topo_.size; ++r) all[r] = r;
-  {
-    std::lock_guard<std::mutex> lock(sets_mu_);
-    set_ranks_[0] = all;
-    for (const auto& ranks : options_.process_sets) {
-      std::vector<int> sorted = ranks;
-      std::sort(sorted.begin(), sorted.end());
-      set_ranks_[next_set_id_++] = sorted;
-    }
-    for (const auto& [id, ranks] : set_ranks_) mesh_->addSet(id, ranks);
-  }
-  negotiator_ = std::make_unique<Negotiator>(config_, topo_, *main_, queue_, timeline_, stats_);
-  LIGHTCC_RETURN_IF_ERROR(setUpFusion());  // may probe the links: before the cycle receives are posted
-  LIGHTCC_RETURN_IF_ERROR(startExecutors());
-  LIGHTCC_RETURN_IF_ERROR(setUpAutotune());
-  return negotiator_->start();
-}
-
-Status Engine::startExecutors() {
-  exec_env_.config = &config_;
-  exec_env_.rank = topo_.rank;
-  exec_env_.timeline = &timeline_;
-  exec_env_.topk = &topk_;
-  exec_env_.topk_threshold_bytes = topk_threshold_bytes_.load();
-  exec_env_.release_name = [this](int32_t set, const std::string& name) { queue_.finish(set, name); };
-  exec_env_.device_topk = &device_topk_;
-  exec_env_.device_batches = &stats_.device_batches;
-  exec_env_.device_inflight = &device_inflight_;
-  exec_env_.net_plugin = config_.net_plugin.empty() ? options_.bundled_net_plugin : config_.net_plugin;
-  exec_env_.nccl_library = config_.nccl_library.empty() ? options_.nccl_library : config_.nccl_library;
-  exec_env_.job_secret = options_.secret;
-  executor_ = std::make_unique<RoutingExecutor>(exec_env_, *main_);
-  if (mesh_->channels() == 1) return Status::OK();
-  // LIGHT_NUM_STREAMS > 1: every further channel gets a worker with its own executor.
-  std::vector<Channel*> channels;
-  std::vector<std::unique_ptr<Executor>> executors;
-  for (int c = 1; c < mesh_->channels(); ++c) {
-    channels.push_back(&mesh_->channel(c));
-    executors.push_back(std::make_unique<RoutingExecutor>(exec_env_, mesh_->channel(c)));
-    stream_executors_.push_back(executors.back().get());
-  }
-  streams_ = std::make_unique<Streams>(std::move(channels), std::move(executors), host_,
-                                       Streams::Counters{&stats_.stream_batches, &stats_.streams_busy_max});
-  streams_->start();
   return Status::OK();
 }
 
@@ -102,10 +48,19 @@ Engine::~Engine() {
   (void)ignored;
 }
 
-std::map<int32_t, std::vector<int>> Engine::processSets() const {
-  std::lock_guard<std::mutex> lock(sets_mu_);
-  return set_ranks_;
+Status Engine::wait(Handle& handle) { return driver_->wait(handle); }
+
+Status Engine::topkResiduals(std::map<std::string, std::vector<float>>* out) {
+  return driver_->executors().topkResiduals(out);
 }
+
+Status Engine::setTopkResidual(const std::string& name, const float* data, size_t count) {
+  return driver_->executors().setTopkResidual(name, data, count);
+}
+
+const Tuning& Engine::tuning() const { return driver_->tuning(); }
+
+void Engine::nudgeFusion() { driver_->nudgeFusion(); }
 
 Status Engine::startTimeline(const std::string& path, bool mark_cycles) {
   if (topo_.rank != 0) return Status::OK();
@@ -117,41 +72,25 @@ Status Engine::stopTimeline() {
   return Status::OK();
 }
 
-Status Engine::checkMembership(const Request& r) const {
-  std::lock_guard<std::mutex> lock(sets_mu_);
-  auto it = set_ranks_.find(r.process_set_id);
-  if (it == set_ranks_.end()) {
-    return Status::InvalidArgument("process set " + std::to_string(r.process_set_id) +
-                                   " is not registered (was it removed?)");
-  }
-  if (std::find(it->second.begin(), it->second.end(), topo_.rank) == it->second.end()) {
-    return Status::InvalidArgument("rank " + std::to_string(topo_.rank) + " is not a member of process set " +
-                                   std::to_string(r.process_set_id));
-  }
-  return Status::OK();
-}
-
 Status Engine::validate(const TensorEntry& e) const {
-  LIGHTCC_RETURN_IF_ERROR(checkMembership(e.request));
-  // Sets are only ever added or erased, never changed under their id, so the members read here
-  // stay what they were; holding the lock keeps the entry itself alive while we look.
-  std::lock_guard<std::mutex> lock(sets_mu_);
-  return validateRequest(e.request, {topo_.rank, &set_ranks_.at(e.request.process_set_id),
-                                     config_.dynamic_process_sets});
+  const Request& r = e.request;
+  LIGHTCC_RETURN_IF_ERROR(sets_.checkMember(r.process_set_id, topo_.rank));
+  // Sets are only ever added or erased, never changed under their id: a copy stays true.
+  const std::vector<int> ranks = sets_.members(r.process_set_id);
+  return validateRequest(r, {topo_.rank, &ranks, config_.dynamic_process_sets});
 }
 
 Status Engine::enqueue(std::vector<TensorEntry> entries, bool wake) {
-  if (!running_) {
-    return final_status_.ok() ? Status::PreconditionFailed("lightcc has been shut down; call init() first")
-                              : final_status_;
+  if (!life_.running()) {
+    const Status why = life_.finalStatus();
+    return why.ok() ? Status::PreconditionFailed("lightcc has been shut down; call init() first") : why;
   }
   for (auto& e : entries) e.request.rank = topo_.rank;
   for (auto& e : entries) {
     Status st = validate(e);
     if (st.ok() && e.request.op == OpType::kAlltoall && e.request.aux.empty() && !e.request.shape.empty()) {
       // Even splits: fill them in so the engine has one code path.
-      std::lock_guard<std::mutex> lock(sets_mu_);
-      const int64_t n = static_cast<int64_t>(set_ranks_.at(e.request.process_set_id).size());
+      const int64_t n = static_cast<int64_t>(sets_.members(e.request.process_set_id).size());
       e.request.aux.assign(static_cast<size_t>(n), e.request.shape[0] / n);
     }
     if (!st.ok()) {
@@ -161,14 +100,14 @@ Status Engine::enqueue(std::vector<TensorEntry> entries, bool wake) {
   }
   // With streams callers never drive (wait() sleeps on the handle), so their work is the engine
   // thread's to take even when the caller said it would wait at once.
-  return queue_.push(std::move(entries), wake || streams_ != nullptr);
+  return queue_.push(std::move(entries), wake || driver_->hasStreams());
 }
 
 void Engine::withdraw(std::vector<TensorEntry> entries, const Status& why) {
   if (topo_.size == 1) return;
   for (auto& e : entries) {
     // Only ranks in the set take part in its negotiation; outside it there is nobody to tell.
-    if (!checkMembership(e.request).ok()) return;
+    if (!sets_.checkMember(e.request.process_set_id, topo_.rank).ok()) return;
   }
   for (auto& e : entries) {
     e.request.error = why.message();
@@ -183,12 +122,12 @@ void Engine::withdraw(std::vector<TensorEntry> entries, const Status& why) {
 
 Status Engine::shutdown() {
   if (thread_.joinable()) {
-    shutdown_requested_ = true;
-    progress_.poke();
+    life_.requestStop();
+    driver_->poke();
     thread_.join();
   }
   timeline_.stop();
-  running_ = false;
+  life_.ended(Status::OK());
   return Status::OK();
 }
 

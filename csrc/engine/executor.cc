@@ -1,13 +1,13 @@
-// HostExecutor: the data collectives on host buffers — algorithm choice, top-k state, completion.
+// HostExecutor: the data collectives on host buffers — the one algorithm choice, top-k state, completion.
 #include "engine/executor.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <memory>
 
 #include "algorithms/adasum.h"
 #include "algorithms/collectives.h"
+#include "algorithms/topk_schedule.h"
 #include "engine/fusion.h"
 #include "kernels/reduce.h"
 
@@ -74,17 +74,17 @@ bool topkEligible(const Response& r, const Config& config, int64_t threshold_byt
          tensorBytes(r, 0) >= threshold_bytes;
 }
 
-HostExecutor::Algorithm HostExecutor::pickAlgorithm(const Batch& b, const SetComm& comm) const {
+Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set) {
   const Response& r = *b.response;
   if (r.op == OpType::kAllreduce && r.reduce_op == ReduceOp::kAdasum) return Algorithm::kAdasum;
-  const bool two_level = r.op == OpType::kAllreduce && b.two_d && channel_.hier.count(r.process_set_id) > 0;
+  const bool two_level = r.op == OpType::kAllreduce && b.two_d && set.two_level;
   // Before the one-member case: the residuals (error feedback) behave the same at any size.
-  if (r.op == OpType::kAllreduce && topkEligible(r, *env_.config, topkThresholdFor(b, env_))) {
+  if (r.op == OpType::kAllreduce && topkEligible(r, *env.config, topkThresholdFor(b, env))) {
     return two_level ? Algorithm::kTwoLevelTopk : Algorithm::kTopk;
   }
-  if (comm.size() == 1) return Algorithm::kSelf;
+  if (set.members == 1) return Algorithm::kSelf;
   if (two_level) return Algorithm::kTwoLevel;
-  return comm.all_local ? Algorithm::kSharedMemory : Algorithm::kLinks;
+  return set.all_local ? Algorithm::kSharedMemory : Algorithm::kLinks;
 }
 
 void HostExecutor::complete(Batch& b, size_t index, const Status& st, HandleResult result) {
@@ -103,7 +103,8 @@ Status HostExecutor::run(Batch& b) {
                             std::to_string(r.process_set_id));
   }
   SetComm& comm = it->second;
-  const Algorithm algo = pickAlgorithm(b, comm);
+  const SetShape shape{comm.size(), comm.all_local, channel_.hier.count(r.process_set_id) > 0};
+  const Algorithm algo = pickAlgorithm(b, env_, shape);
   const bool trace = env_.rank == 0 && env_.timeline->active();
   if (trace) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
@@ -115,7 +116,12 @@ Status HostExecutor::run(Batch& b) {
     case OpType::kBroadcast: st = broadcast(b, comm, algo); break;
     case OpType::kAlltoall: st = alltoall(b, comm, algo); break;
     case OpType::kReducescatter: st = reducescatter(b, comm, algo); break;
-    default: st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op));
+    case OpType::kBarrier:
+    case OpType::kJoin:
+    case OpType::kAddProcessSet:
+    case OpType::kRemoveProcessSet:  // control ops: dispatch applies them, never an executor
+      st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op));
+      break;
   }
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
@@ -151,29 +157,18 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
       state.residual.assign(count, 0.0f);
       state.velocity.assign(config.topk_momentum > 0 ? count : 0, 0.0f);
     }
-    TopkParams params;
-    params.density = config.topk_density;
-    params.momentum = static_cast<float>(config.topk_momentum);
-    params.error_feedback = config.topk_error_feedback;
-    params.seed = state.steps * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(env_.rank);
-    const uint64_t warm = static_cast<uint64_t>(config.topk_warmup_steps);
-    const bool dense = state.steps < warm && !config.topk_warmup_decay;
-    if (state.steps < warm && config.topk_warmup_decay) {
-      // Deep Gradient Compression's warm-up: density falls geometrically from 25 % to the target.
-      double start = std::max(0.25, params.density);
-      params.density = start * std::pow(params.density / start, static_cast<double>(state.steps) / warm);
-    }
+    const TopkStep step = topkStepFor(config, state.steps, env_.rank);
     ++state.steps;
-    if (dense) {
+    if (step.dense) {
       IoVec io;
       io.add(in, out, count * sizeof(float));
       st = hier != nullptr ? hierAllreduce(*hier, io, spec)
            : comm.all_local ? shmAllreduce(comm, io, spec)
                             : (std::memcpy(out, in, count * sizeof(float)), ringAllreduce(comm, out, count, spec));
     } else if (hier != nullptr) {
-      st = hierTopkAllreduce(*hier, in, out, count, spec, params, state, channel_.topk_scratch);
+      st = hierTopkAllreduce(*hier, in, out, count, spec, step.params, state, channel_.topk_scratch);
     } else {
-      st = topkAllreduce(comm, in, out, count, spec, params, state, channel_.topk_scratch);
+      st = topkAllreduce(comm, in, out, count, spec, step.params, state, channel_.topk_scratch);
     }
   }
   LIGHTCC_RETURN_IF_ERROR(st.withContext("top-k allreduce of '" + name + "'"));
@@ -218,7 +213,9 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
       LIGHTCC_RETURN_IF_ERROR(hierAllreduce(channel_.hier.at(r.process_set_id), io, spec).withContext("2D " + what));
       break;
     case Algorithm::kSharedMemory: LIGHTCC_RETURN_IF_ERROR(shmAllreduce(comm, io, spec).withContext(what)); break;
-    default: {
+    case Algorithm::kLinks:
+    case Algorithm::kTopk:  // top-k rows went to topk() above
+    case Algorithm::kTwoLevelTopk: {
       char* buf = io.stage(channel_.fusion_buffer);
       LIGHTCC_RETURN_IF_ERROR(ringAllreduce(comm, buf, io.total() / dtypeSize(r.dtype), spec).withContext(what));
       io.unstage(buf);

@@ -79,22 +79,31 @@ int memberIndex(const SetComm& c, int rank);
 // then the handle. Entries already completed are skipped.
 void completeEntry(const ExecEnv& env, Batch& b, size_t index, const Status& st, HandleResult result = {});
 
+// How a response runs; pickAlgorithm() below is the one place that decides, for both executors
+// (the device executor runs the allreduce rows on its device communicators).
+enum class Algorithm {
+  kSelf,          // a one-member set: a local copy (and scaling)
+  kSharedMemory,  // every member on this host
+  kLinks,         // ring/chain/direct over links (members on several hosts, or LIGHTCC_FORCE_RING)
+  kTwoLevel,      // LIGHT_2D_ALLREDUCE: in the group first, then across groups
+  kTopk,          // LIGHT_TOPK_ALLREDUCE over the flat set
+  kTwoLevelTopk,  // top-k across groups, dense inside them
+  kAdasum,        // op=Adasum: adaptive summation (flat, or two-level with LIGHT_2D_ALLREDUCE)
+};
+// What pickAlgorithm() needs to know of the response's set on the executor's channel.
+struct SetShape {
+  int members = 1;
+  bool all_local = false;  // every member on this host
+  bool two_level = false;  // the set has 2D communicators (groups on one host each, 2+ groups)
+};
+Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set);
+
 class HostExecutor : public Executor {
  public:
-  enum class Algorithm {
-    kSelf,          // a one-member set: a local copy (and scaling)
-    kSharedMemory,  // every member on this host
-    kLinks,         // ring/chain/direct over links (members on several hosts, or LIGHTCC_FORCE_RING)
-    kTwoLevel,      // LIGHT_2D_ALLREDUCE: shared memory in the group, links across groups
-    kTopk,          // LIGHT_TOPK_ALLREDUCE over the flat set
-    kTwoLevelTopk,  // top-k across groups, dense inside them
-    kAdasum,        // op=Adasum: adaptive summation (flat, or two-level with LIGHT_2D_ALLREDUCE)
-  };
   HostExecutor(const ExecEnv& env, Channel& channel) : env_(env), channel_(channel) {}
 
   Status run(Batch& b) override;
   void fail(Batch& b, const Status& st) override;
-  Algorithm pickAlgorithm(const Batch& b, const SetComm& comm) const;
 
  private:
   void complete(Batch& b, size_t index, const Status& st, HandleResult result = {});

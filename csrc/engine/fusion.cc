@@ -1,6 +1,8 @@
 // Fusion planner: greedy first-fit into open buckets keyed by the allreduce's parameters.
 #include "engine/fusion.h"
 
+#include "engine/op_traits.h"
+
 #include <tuple>
 
 namespace lightcc {
@@ -50,7 +52,7 @@ std::vector<ResponsePtr> planFusion(const std::vector<ResponsePtr>& responses, i
   buckets.reserve(responses.size());
   for (const ResponsePtr& p : responses) {
     const Response& r = *p;
-    bool candidate = threshold_bytes > 0 && r.op == OpType::kAllreduce && !r.isError() && !(alone && alone(r));
+    bool candidate = threshold_bytes > 0 && canFuse(r.op) && !r.isError() && !(alone && alone(r));
     int64_t bytes = 0;
     for (size_t i = 0; candidate && i < r.names.size(); ++i) bytes += tensorBytes(r, i);
     if (candidate && bytes <= threshold_bytes) {

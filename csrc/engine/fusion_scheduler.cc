@@ -5,6 +5,7 @@
 
 #include "common/logging.h"
 #include "engine/fusion.h"
+#include "engine/op_traits.h"
 
 namespace lightcc {
 namespace {
@@ -25,12 +26,12 @@ FusionScheduler::FusionScheduler(const Options& options, std::function<bool(cons
     : options_(options), alone_(std::move(alone)) {}
 
 bool FusionScheduler::bucketable(const Response& r) const {
-  return options_.strategy != FusionStrategy::kSize && options_.threshold > 0 && r.op == OpType::kAllreduce &&
+  return options_.strategy != FusionStrategy::kSize && options_.threshold > 0 && canFuse(r.op) &&
          !r.isError() && r.names.size() == 1 && !(alone_ && alone_(r));
 }
 
 bool FusionScheduler::paceable(const Response& r) const {
-  return options_.pace_device && options_.threshold > 0 && r.on_device && r.op == OpType::kAllreduce && !r.isError() && r.names.size() == 1 &&
+  return options_.pace_device && options_.threshold > 0 && r.on_device && canFuse(r.op) && !r.isError() && r.names.size() == 1 &&
          !(alone_ && alone_(r));
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "algorithms/topk_schedule.h"
+
 namespace lightcc {
 
 TopkStore::Entry& TopkStore::entry(int32_t set, const std::string& name) {
@@ -43,8 +45,7 @@ Status TopkStore::setResidual(const std::string& name, const float* data, size_t
   }
   state.residual.assign(data, data + count);
   if (config_.topk_momentum > 0 && state.velocity.size() != count) state.velocity.assign(count, 0.0f);
-  // A restored residual means training resumes past the warm-up.
-  state.steps = std::max<uint64_t>(state.steps, static_cast<uint64_t>(config_.topk_warmup_steps));
+  state.steps = std::max<uint64_t>(state.steps, topkRestoredSteps(config_));
   return Status::OK();
 }
 

@@ -1,0 +1,110 @@
+// Driver: the engine below the queue — mesh, negotiation, fusion, tuning, executors — as Progress drives it.
+//
+// DESIGN. The Engine (engine.h) owns the caller-facing parts and one Driver; the driver owns
+// the rest and is the Progress::Cycle that Progress (progress.h) runs on whichever thread
+// drives: the background thread, or a caller waiting on its handle. Everything here is touched
+// only by that thread, except where a comment names another (poke, nudgeFusion, requestAbort,
+// and the thread-safe parts it hands out: Tuning::current, ExecutorPool's residuals).
+//  - driving.cc: the Cycle (is work ready, sleeping, timers, the end), liveness, interrupts.
+//  - cycle.cc: one cycle — votes, negotiate, tune, fuse, dispatch, counters.
+//  - dispatch.cc: each agreed response — fences and errors here, data batches to the executors.
+//  - fusion_hooks.cc / tune_hooks.cc: the fusion scheduler's votes; a new tuning generation.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "engine/executor_pool.h"
+#include "engine/fusion_scheduler.h"
+#include "engine/lifecycle.h"
+#include "engine/mesh.h"
+#include "engine/negotiator.h"
+#include "engine/process_sets.h"
+#include "engine/progress.h"
+#include "engine/tuning.h"
+
+namespace lightcc {
+
+class Driver : private Progress::Cycle {
+ public:
+  // The engine's parts the driver uses; the Engine owns them and outlives the driver.
+  struct Shared {
+    const InitOptions& options;
+    const Config& config;
+    Topology& topo;
+    EngineStats& stats;
+    TensorQueue& queue;
+    Lifecycle& life;
+    ProcessSets& sets;
+    Timeline& timeline;
+  };
+  explicit Driver(const Shared& shared);
+  ~Driver() override;
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  // init: the mesh, the process sets, tuning, executors and negotiation, on the caller's thread.
+  Status bootstrap();
+  void loop();  // the background thread, until the engine ends
+  // A caller blocks until the handle completes, driving when nobody else does.
+  Status wait(Handle& handle);
+  void poke();         // any thread: look again now (work queued, a stop asked)
+  void nudgeFusion();  // any thread: a caller is about to block on a tensor fusion may hold
+  bool hasStreams() const { return pool_.hasStreams(); }
+  const Tuning& tuning() const { return tuning_; }
+  ExecutorPool& executors() { return pool_; }
+
+ private:
+  // driving.cc: the Cycle.
+  bool workReady(bool background) override;
+  bool urgent() override;
+  bool asyncWork() override;
+  Status timers(bool* want_cycle) override;
+  Status run(bool background, bool* stop) override;
+  Status sleep(const std::function<bool()>& ready, double max_us, bool spin) override;
+  double idleUs(bool background) override;
+  bool workLeft() override;
+  void wake() override;
+  void end(const Status& st) override;
+  // A waiter that is not driving was interrupted: the thread that drives ends the engine with
+  // `why` at its next look (waits inside a collective give up through the lifecycle's flag).
+  void requestAbort(const Status& why);
+  Status interrupted(Handle& handle);  // a waiter's signal: abort, then wait for its buffers
+  // Peers that exited, or whose engine stopped, end this one too: checked while waiting for
+  // work, often when something is pending (a peer that never answers would hang it otherwise).
+  Status checkLiveness();
+  // cycle.cc
+  Status runCycle(bool* stop);
+  Negotiator::Votes vote(std::chrono::steady_clock::time_point now);
+  // fusion_hooks.cc
+  bool fusionWantsFlush() const;  // this rank asks every rank to run its held tensors now
+  // GPU allreduces are held for a busy GPU and this rank's, busy at the last vote, is ready now.
+  bool pacingWantsCycle();
+  void makeFusion();  // a scheduler for the settings in force (empty)
+  // tune_hooks.cc: a new generation in the plan, applied before this cycle's fusion. When the
+  // fusion options change, the old scheduler runs everything it holds with this cycle's
+  // responses (`batches`).
+  Status applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>* batches, bool* scheduled);
+  // dispatch.cc
+  Status execute(const ResponsePtr& r);
+  Status applyProcessSetChange(const Response& r);
+
+  const Shared s_;
+  std::unique_ptr<Mesh> mesh_;
+  Channel* main_ = nullptr;         // the mesh's channel 0
+  shm::HostGroup* host_ = nullptr;  // main_'s host group
+  std::unique_ptr<Negotiator> negotiator_;
+  Negotiator::Plan plan_;  // this cycle's agreed plan (its capacity is reused)
+  Tuning tuning_;
+  std::unique_ptr<FusionScheduler> fusion_;
+  std::atomic<bool> fusion_holding_{false};  // read by callers' nudgeFusion
+  bool voted_device_ready_ = true;           // this rank's device_ready vote in the last cycle
+  bool busy_ = false;                        // work arrived while the last cycle negotiated
+  std::chrono::steady_clock::time_point last_cycle_end_, last_maintenance_, last_liveness_;
+  Progress progress_;
+  ExecutorPool pool_;  // declared last: its stream workers stop before anything they use goes
+};
+
+}  // namespace lightcc

@@ -1,0 +1,104 @@
+// Tuning: the settings snapshot — set-up from the config and cost model, autotune's votes and new generations.
+#include "engine/tuning.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+
+namespace lightcc {
+
+Status Tuning::probe(const SetComm& world, const std::vector<std::string>& hosts, bool two_d_world) {
+  if (config_.fusion_strategy != FusionStrategy::kCost) return Status::OK();
+  LIGHTCC_RETURN_IF_ERROR(probeCostModel(world, hosts, config_.hierarchical_allreduce && two_d_world,
+                                         config_.topk_allreduce, config_.topk_density, &cost_model_)
+                              .withContext("LIGHT_FUSION_STRATEGY=cost: probing the links"));
+  if (config_.topk_allreduce) topk_threshold_ = cost_model_.topkThresholdBytes(config_.topk_density);
+  const int64_t bucket = cost_model_.bucketBytes(config_.fusion_threshold_bytes);
+  LIGHTCC_LOG(kInfo) << "cost model: " << cost_model_.describe() << "; buckets "
+                     << cost_model_.firstBucketBytes(bucket) << " then " << bucket << " bytes"
+                     << (config_.topk_allreduce ? "; top-k from " + std::to_string(topk_threshold_) + " bytes"
+                                                : std::string());
+  return Status::OK();
+}
+
+FusionScheduler::Options Tuning::fusionOptionsFor(const TuneParams& p) const {
+  FusionScheduler::Options o;
+  o.strategy = p.strategy;
+  o.threshold = p.fusion_threshold;
+  o.pace_device = config_.device_inflight > 0;
+  if (p.strategy == FusionStrategy::kCost) {
+    o.bucket = cost_model_.bucketBytes(p.fusion_threshold);
+    o.first_bucket = cost_model_.firstBucketBytes(o.bucket);
+  } else {
+    o.bucket = p.fusion_threshold;
+    o.first_bucket = std::min(config_.fusion_first_bucket_bytes, o.bucket);
+  }
+  return o;
+}
+
+Status Tuning::start(int rank, int streams, bool two_d_world) {
+  auto s = std::make_shared<Settings>();
+  TuneParams& p = s->params;
+  p.fusion_threshold = config_.fusion_threshold_bytes;
+  p.cycle_time_ms = config_.cycle_time_ms;
+  p.strategy = config_.fusion_strategy;
+  p.streams = streams;
+  p.two_d = config_.hierarchical_allreduce;
+  p.topk_threshold = topk_threshold_;
+  s->fusion = fusionOptionsFor(p);
+  install(s);
+  if (!config_.autotune || rank != 0) return Status::OK();
+  TuneSpace space;
+  space.two_d = two_d_world;
+  space.max_streams = streams;
+  space.cost = config_.fusion_strategy == FusionStrategy::kCost;
+  space.topk = config_.topk_allreduce;
+  LIGHTCC_RETURN_IF_ERROR(Autotuner::create(config_, space, p, &autotuner_));
+  LIGHTCC_LOG(kInfo) << "autotune: starting from " << p.describe() << "; 2D " << (space.two_d ? "switchable" : "fixed")
+                     << ", up to " << space.max_streams << " streams";
+  return Status::OK();
+}
+
+SettingsPtr Tuning::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shared_;
+}
+
+void Tuning::install(SettingsPtr settings) {
+  live_ = settings;
+  std::lock_guard<std::mutex> lock(mu_);
+  shared_ = std::move(settings);
+}
+
+void Tuning::vote(uint64_t* words) const {
+  if (autotuner_) encodeTune(autotuner_->generation(), autotuner_->current(), autotuner_->frozen(), words);
+}
+
+Status Tuning::next(const uint64_t* words, uint64_t cycle, int rank, int max_streams, SettingsPtr* out) const {
+  out->reset();
+  TuneParams p;
+  bool frozen = false;
+  const uint64_t generation = decodeTune(words, &p, &frozen);
+  if (generation == live_->generation) return Status::OK();
+  if (p.streams < 1 || p.streams > max_streams || p.fusion_threshold < 0 || p.topk_threshold < 0 ||
+      static_cast<int>(p.strategy) > static_cast<int>(FusionStrategy::kCost)) {
+    return Status::Internal("autotune: rank " + std::to_string(rank) + " received invalid parameters (" +
+                            p.describe() + ") in generation " + std::to_string(generation));
+  }
+  auto s = std::make_shared<Settings>(*live_);
+  s->params = p;
+  s->fusion = fusionOptionsFor(p);
+  s->generation = generation;
+  s->applied_cycle = cycle;
+  s->frozen = frozen;
+  s->history.emplace_back(cycle, p);
+  LIGHTCC_LOG(kDebug) << "autotune: generation " << generation << " at cycle " << cycle << ": " << p.describe();
+  *out = std::move(s);
+  return Status::OK();
+}
+
+void Tuning::observe(const std::vector<ResponsePtr>& agreed, uint64_t cycle, std::chrono::steady_clock::time_point now) {
+  if (autotuner_) autotuner_->observe(agreed, cycle, now);
+}
+
+}  // namespace lightcc
