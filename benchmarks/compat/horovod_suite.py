@@ -71,7 +71,8 @@ def pytest_runtest_logstart(nodeid, location):
 def pytest_runtest_logreport(report):
     msg = ""
     if report.failed:
-        msg = str(report.longrepr)[-1500:]
+        crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "")
+        msg = (crash[:1500] + "\\n" if crash else "") + str(report.longrepr)[-800:]
     elif report.skipped and isinstance(report.longrepr, tuple):
         msg = str(report.longrepr[2])[:300]
     _out().write(json.dumps({"test": report.nodeid, "event": report.when, "outcome": report.outcome,
@@ -161,7 +162,7 @@ def collect(out_dir: Path, np_: int) -> Dict[str, Dict[str, str]]:
 
 
 def run_suite(test_file: str, np_: int = 2, keras: str = "keras3", select: Optional[str] = None,
-              per_test_timeout: int = 120, timeout: int = 3000, keep: Optional[Path] = None,
+              per_test_timeout: int = 300, timeout: int = 3000, keep: Optional[Path] = None,
               pytest_args: Optional[List[str]] = None) -> Dict[str, Dict[str, str]]:
     """Run the suite and return the merged per-test outcomes (also printing a summary)."""
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="horovod_suite_"))
@@ -221,7 +222,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--keras", choices=["keras3", "tf-keras"], default="keras3",
                    help="tf-keras sets TF_USE_LEGACY_KERAS=1 (default: Keras 3)")
     p.add_argument("-k", dest="select", help="pytest -k expression")
-    p.add_argument("--per-test-timeout", type=int, default=120, help="pytest-timeout per test (seconds)")
+    p.add_argument("--per-test-timeout", type=int, default=300, help="pytest-timeout per test (seconds)")
     p.add_argument("--timeout", type=int, default=3000, help="hard limit for the whole run (seconds)")
     p.add_argument("--json", type=Path, help="write {test: {outcome, msg}} here")
     p.add_argument("--keep", type=Path, help="materialise into this directory instead of a temporary one")
@@ -231,7 +232,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     results = run_suite(a.test_file, a.np, a.keras, a.select, a.per_test_timeout, a.timeout, a.keep, a.pytest_args)
     for name, r in results.items():
         if a.verbose or r["outcome"] in ("failed", "hung"):
-            first = r["msg"].strip().splitlines()[-1][:160] if r["msg"].strip() else ""
+            first = r["msg"].strip().splitlines()[0][:200] if r["msg"].strip() else ""
             print(f"  {r['outcome']:7s} {name.split('::', 1)[-1]}  {first}")
     if a.json:
         a.json.write_text(json.dumps(results, indent=1, sort_keys=True))

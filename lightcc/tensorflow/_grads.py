@@ -55,6 +55,10 @@ class GradientReducer:
         """Keep this variable's gradient local (not reduced across ranks)."""
         self.local.add(u.var_key(var))
 
+    def is_local(self, var: Any) -> bool:
+        """Whether `var` was registered with register_local."""
+        return u.var_key(var) in self.local
+
     def _split(self, idx: List[int], variables: Sequence[Any]) -> List[List[int]]:
         if self.groups is None:
             return [idx] if idx else []
