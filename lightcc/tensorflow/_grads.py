@@ -61,6 +61,10 @@ class GradientReducer:
 
     def _split(self, idx: List[int], variables: Sequence[Any]) -> List[List[int]]:
         if self.groups is None:
+            if not u.executing_eagerly():
+                # Traced: one allreduce per gradient, each submitted as soon as backprop produces
+                # it; the engine fuses those queued together (Horovod's default without groups).
+                return [[i] for i in idx]
             return [idx] if idx else []
         if isinstance(self.groups, int):
             return u.split_list(idx, self.groups)

@@ -148,6 +148,35 @@ def run_in_graph(body: Callable[..., List[np.ndarray]], inputs: List[tf.Tensor],
     return outs
 
 
+def submit_in_graph(submit: Callable[..., int], inputs: List[tf.Tensor], wait: Callable[[np.ndarray], List[np.ndarray]],
+                    out_dtypes: List[tf.DType], op_name: str) -> List[tf.Tensor]:
+    """Adds a collective to the graph being traced as two ops: a submit that queues it and returns
+    a handle at once, and a wait that blocks until it is done and returns the outputs.
+
+    Submits are chained in creation order (the order every rank shares), like the blocking ops
+    of run_in_graph, but they never block, so each runs as soon as its inputs exist (a gradient
+    goes out while the rest of backprop runs) and the engine fuses whatever is queued together.
+    Waits are ordered only by their handle, so TF runs them where the results are needed. No
+    deadlock: the rank that has submitted the fewest collectives only waits on ones every rank
+    has submitted, so it always advances. The wait is marked stateless so tf.function's
+    automatic control dependencies (which put stateful ops in program order) leave it free;
+    its handle input is unique, so TF neither merges nor constant-folds it.
+    """
+    if in_xla_context():
+        raise ValueError("lightcc collectives run as Python ops, which XLA cannot compile; use "
+                         "jit_compile=False (Keras: model.compile(..., jit_compile=False))")
+    st = _state()
+    deps = [st.last] if st.last is not None else []
+    with tf.control_dependencies(deps):
+        handle = tf.numpy_function(submit, inputs, tf.int64, stateful=True, name=f"{op_name}Submit")
+    st.last = handle.op
+    results = tf.numpy_function(_guarded(wait, out_dtypes, op_name), [handle],
+                                list(out_dtypes) + [tf.int32, tf.string], stateful=False, name=f"{op_name}Wait")
+    outs, status, path = list(results[:-2]), results[-2], results[-1]
+    with tf.control_dependencies([_errors.raise_if_failed(status, path)]):
+        return [tf.identity(o) for o in outs]
+
+
 def _guarded(body: Callable[..., List[np.ndarray]], out_dtypes: List[tf.DType], op_name: str) -> Callable:
     """`body` plus a status output (0, or 1 when ranks disagreed) and the error's message path."""
     from lightcc.common.exceptions import LightCCMismatchError

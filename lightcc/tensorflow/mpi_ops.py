@@ -122,9 +122,19 @@ def _grouped_allreduce(tensors: Sequence[Any], op: int = Sum, prescale_factor: f
     @tf.custom_gradient
     def fn(*inputs: tf.Tensor):
         engine = u.engine_name("allreduce", name, ignore_name_scope)
-        outs = _run("Allreduce", list(inputs),
-                    lambda arrays: _host.allreduce(arrays, engine, op, prescale_factor, postscale_factor, set_id),
-                    [x.dtype for x in inputs])
+        dtypes = [x.dtype for x in inputs]
+        if u.executing_eagerly():
+            outs = _run("Allreduce", list(inputs),
+                        lambda arrays: _host.allreduce(arrays, engine, op, prescale_factor, postscale_factor,
+                                                       set_id), dtypes)
+        else:
+            for x in inputs:
+                u.dtype_code(x.dtype)  # ValueError for unsupported dtypes, at trace time
+            outs = u.submit_in_graph(
+                lambda *arrays: np.int64(_host.submit_allreduce(arrays, engine, op, prescale_factor,
+                                                                postscale_factor, set_id)),
+                list(inputs), lambda handle: [u.to_host_array(a) for a in _host.wait(handle)], dtypes,
+                "LightccAllreduce")
         for o, x in zip(outs, inputs):
             o.set_shape(x.shape)
 
