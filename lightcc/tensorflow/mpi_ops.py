@@ -173,7 +173,8 @@ def grouped_allgather(tensors: Sequence[Any], name: Optional[str] = None, ignore
         return []
     for x in xs:
         if x.shape.rank == 0:
-            raise _errors.invalid_argument("allgather needs tensors with at least one dimension; reshape scalars to [1]")
+            raise _errors.invalid_argument("allgather needs tensors with at least one dimension; "
+                                           "reshape scalars to [1]")
     set_id = _id_of(process_set)
 
     @tf.custom_gradient
@@ -302,7 +303,8 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
     if splits is not None:
         s = u.as_tensor(splits)
         if not s.dtype.is_integer:
-            raise _errors.invalid_argument(f"alltoall splits must be integers (Horovod takes int32 splits), got {s.dtype.name}")
+            raise _errors.invalid_argument(f"alltoall splits must be integers (Horovod takes int32 splits), "
+                                           f"got {s.dtype.name}")
         s = tf.cast(s, tf.int32)
         if u.executing_eagerly():
             n = process_set.size()
