@@ -25,6 +25,11 @@ from typing import Any, Callable, Dict, List, Optional
 
 from lightcc.common.elastic_worker import session
 from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from lightcc.common.notifications import (  # noqa: F401  (Horovod's module exports them)
+    HostUpdateResult,
+    WorkerNotificationManager,
+    notification_manager,
+)
 
 
 class State:

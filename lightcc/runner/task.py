@@ -6,13 +6,23 @@ import pickle
 import sys
 
 
+def _rank() -> int:
+    """This worker's rank: the engine's when the function initialised it (an elastic worker's rank
+    is only known that way), else the launcher's variables."""
+    from lightcc.common import basics
+
+    if basics.is_initialized():
+        return basics.rank()
+    from lightcc.common.launch_env import detect
+
+    return detect().rank
+
+
 def main(folder: str) -> int:
     with open(os.path.join(folder, "func.pkl"), "rb") as fh:
         func, args, kwargs = pickle.load(fh)
     result = func(*args, **kwargs)
-    from lightcc.common.launch_env import detect
-
-    rank = detect().rank
+    rank = _rank()
     path = os.path.join(folder, f"result.{rank}.pkl")
     with open(path + ".tmp", "wb") as fh:
         pickle.dump(result, fh)

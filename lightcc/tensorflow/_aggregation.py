@@ -76,24 +76,25 @@ class GradientAccumulator:
 
 
 class LocalGradientAggregationHelper:
-    """Horovod's helper of that name, for code that drives accumulation itself.
+    """Horovod's helper of that name: what DistributedOptimizer's `_agg_helper` is.
 
-    `compute_gradients(grads, vars)` adds the gradients to local accumulators and, on every
-    `backward_passes_per_step`-th call, returns `allreduce_func(accumulated, vars)` (divided by
-    the pass count first when `average_aggregated_gradients`); on the other calls it returns the
-    accumulators as they are. `apply_gradients(closure, optimizer)` runs the closure and resets the
-    accumulators on those same calls, and otherwise only advances `optimizer.iterations`.
-    Works eagerly and inside tf.function (decisions are tf.cond on a counter that every rank
-    advances alike). Variables given to `register_local_var` are not passed to `allreduce_func`
-    reductions differently: the allreduce_func decides, as in Horovod.
+    `compute_gradients(grads, vars)` adds the gradients to local accumulators and advances
+    `counter`; when the counter reaches `backward_passes_per_step` it returns
+    `allreduce_func(accumulated, vars)` (divided by the pass count when
+    `average_aggregated_gradients`), zeroes the accumulators and resets the counter to 0; on the
+    other calls it returns the accumulated values. `apply_gradients(closure, optimizer)` runs the
+    closure when the counter is 0 (right after a reduction) and otherwise only advances
+    `optimizer.iterations`, so learning-rate schedules see every step. So after S steps
+    `counter == S % backward_passes_per_step`, as in Horovod. Works eagerly and inside
+    tf.function: decisions are tf.cond on a counter that every rank advances alike.
     """
 
     _OPTIMIZER_TYPE_KERAS = "optimizer_type_keras"
     _OPTIMIZER_TYPE_LEGACY = "optimizer_type_legacy"
 
     def __init__(self, backward_passes_per_step: int, allreduce_func: Callable[..., Any], sparse_as_dense: bool,
-                 average_aggregated_gradients: bool, rank: int, optimizer_type: str, process_set: Any = None,
-                 scale_local_gradients: bool = True, name: str = "") -> None:
+                 average_aggregated_gradients: bool, rank: int = 0, optimizer_type: str = _OPTIMIZER_TYPE_KERAS,
+                 process_set: Any = None, scale_local_gradients: bool = True, name: str = "") -> None:
         if backward_passes_per_step < 1:
             raise ValueError(f"backward_passes_per_step must be >= 1, got {backward_passes_per_step}")
         self.backward_passes_per_step = int(backward_passes_per_step)
@@ -107,44 +108,47 @@ class LocalGradientAggregationHelper:
         self.name = name
         self.local_vars: set = set()
         self._accs: List[tf.Variable] = []
-        self.counter: Optional[tf.Variable] = None
+        with tf.init_scope():
+            self.counter = tf.Variable(0, dtype=tf.int32, trainable=False, name="aggregation_counter")
 
     def register_local_var(self, var: Any) -> None:
         """Mark a variable as local (kept for Horovod compatibility; allreduce_func decides)."""
-        self.local_vars.add(var.ref())
+        self.local_vars.add(u.var_key(var))
 
-    def _build(self, variables: Sequence[Any]) -> None:
-        if self.counter is not None:
+    def _build(self, grads: Sequence[Any], variables: Sequence[Any]) -> None:
+        if self._accs:
+            if len(self._accs) != len(variables):
+                raise ValueError("backward_passes_per_step > 1 needs the same variables on every call")
             return
         with tf.init_scope():
             self._accs = [tf.Variable(tf.zeros(v.shape, tf.as_dtype(v.dtype)), trainable=False,
                                       name=f"aggregation_variables_{i}") for i, v in enumerate(variables)]
-            self.counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="aggregation_counter")
-
-    def _at_boundary(self) -> tf.Tensor:
-        return tf.equal(self.counter % self.backward_passes_per_step, 0)
 
     def compute_gradients(self, grads: Sequence[Any], vars: Sequence[Any]) -> List[Any]:
+        """Accumulate; every N-th call return the reduced accumulation (see the class docstring)."""
         vars = list(vars)
-        self._build(vars)
-        present = [g is not None for g in grads]
-        for acc, g in zip(self._accs, grads):
-            if g is not None:
-                acc.assign_add(tf.cast(tf.convert_to_tensor(g), acc.dtype))
-        self.counter.assign_add(1)
-        idx = [i for i, p in enumerate(present) if p]
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        self._build(grads, vars)
+        idx = [i for i, g in enumerate(grads) if g is not None]
+        for i in idx:
+            self._accs[i].assign_add(tf.cast(grads[i], self._accs[i].dtype))
+        count = self.counter.assign_add(1)
 
         def reduce() -> List[tf.Tensor]:
             vals = [tf.convert_to_tensor(self._accs[i]) for i in idx]
             if self.average_aggregated_gradients:
                 vals = [v / tf.cast(self.backward_passes_per_step, v.dtype) for v in vals]
-            out = self._allreduce_grads(vals, [vars[i] for i in idx])
-            return [tf.convert_to_tensor(o) for o in out]
+            out = [tf.convert_to_tensor(o) for o in self._allreduce_grads(vals, [vars[i] for i in idx])]
+            with tf.control_dependencies(out):
+                for i in idx:
+                    self._accs[i].assign(tf.zeros_like(self._accs[i]))
+                self.counter.assign(0)
+            return [tf.identity(o) for o in out]
 
         def keep() -> List[tf.Tensor]:
             return [tf.convert_to_tensor(self._accs[i]) for i in idx]
 
-        result = tf.cond(self._at_boundary(), reduce, keep) if idx else []
+        result = tf.cond(tf.equal(count, self.backward_passes_per_step), reduce, keep) if idx else []
         result = list(result) if isinstance(result, (list, tuple)) else [result]
         out: List[Any] = [None] * len(grads)
         for i, r in zip(idx, result):
@@ -153,10 +157,9 @@ class LocalGradientAggregationHelper:
 
     def apply_gradients(self, apply_grads_closure: Callable[[], Any], optimizer: Any, *args: Any,
                         **kwargs: Any) -> Any:
+        """Run the closure right after a reduction; otherwise only advance optimizer.iterations."""
         def apply() -> tf.Tensor:
             apply_grads_closure()
-            for acc in self._accs:
-                acc.assign(tf.zeros_like(acc))
             return tf.constant(True)
 
         def skip() -> tf.Tensor:
@@ -165,4 +168,4 @@ class LocalGradientAggregationHelper:
                 iterations.assign_add(1)
             return tf.constant(False)
 
-        return tf.cond(self._at_boundary(), apply, skip)
+        return tf.cond(tf.equal(self.counter, 0), apply, skip)

@@ -55,8 +55,16 @@ class GradientReducer:
         """Keep this variable's gradient local (not reduced across ranks)."""
         self.local.add(u.var_key(var))
 
+    def is_local(self, var: Any) -> bool:
+        """Whether `var` was registered with register_local."""
+        return u.var_key(var) in self.local
+
     def _split(self, idx: List[int], variables: Sequence[Any]) -> List[List[int]]:
         if self.groups is None:
+            if not u.executing_eagerly():
+                # Traced: one allreduce per gradient, each submitted as soon as backprop produces
+                # it; the engine fuses those queued together (Horovod's default without groups).
+                return [[i] for i in idx]
             return [idx] if idx else []
         if isinstance(self.groups, int):
             return u.split_list(idx, self.groups)

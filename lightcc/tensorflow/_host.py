@@ -42,15 +42,30 @@ def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
-def allreduce(arrays: Sequence[np.ndarray], name: str, op: int, prescale: float, postscale: float,
-              set_id: int) -> List[np.ndarray]:
-    """Reduce each array across the process set; one fused group."""
+def submit_allreduce(arrays: Sequence[np.ndarray], name: str, op: int, prescale: float, postscale: float,
+                     set_id: int) -> int:
+    """Queue the allreduce of each array (one fused group) and return its handle at once.
+
+    The handle keeps the inputs (which may alias TF's buffers) and the outputs alive until
+    `wait` returns the outputs.
+    """
     arrays = _contiguous(arrays)
     outs = [aligned_empty(a.shape, a.dtype) for a in arrays]
     args = [_ops.TensorArgs(_ops.ALLREDUCE, n, _ptr(a), _ptr(o), numpy_code(a.dtype), a.shape, op, 0,
                             prescale, postscale, set_id)
             for n, a, o in zip(_names(name, len(arrays)), arrays, outs)]
-    return _run(args, (arrays, outs), lambda _: outs)
+    return _ops.handles.submit(args, (arrays, outs), lambda _: outs)
+
+
+def wait(handle: int) -> Any:
+    """Block until the handle's collective is done; its result (raises its error)."""
+    return _ops.handles.synchronize(int(handle))
+
+
+def allreduce(arrays: Sequence[np.ndarray], name: str, op: int, prescale: float, postscale: float,
+              set_id: int) -> List[np.ndarray]:
+    """Reduce each array across the process set; one fused group."""
+    return wait(submit_allreduce(arrays, name, op, prescale, postscale, set_id))
 
 
 def allgather(arrays: Sequence[np.ndarray], name: str, set_id: int) -> List[np.ndarray]:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-import sys
 import weakref
 from typing import Any, Callable, List, Optional
 
@@ -11,6 +10,7 @@ import tensorflow as tf
 
 from lightcc.common import ops as _ops
 from lightcc.common.dtypes import code_of_name
+from lightcc.tensorflow import _errors
 from lightcc.tensorflow._pool import ALIGN, aligned_empty
 
 # TensorFlow's CPU kernels expect 64-byte aligned buffers (a misaligned DLPack import aborts the
@@ -136,39 +136,60 @@ def run_in_graph(body: Callable[..., List[np.ndarray]], inputs: List[tf.Tensor],
     st = _state()
     deps = [st.last] if st.last is not None else []
     with tf.control_dependencies(deps):
-        results = tf.numpy_function(_guarded(body, out_dtypes, op_name), inputs, list(out_dtypes) + [tf.int32],
-                                    stateful=True, name=op_name)
-    outs, status = list(results[:-1]), results[-1]
-    # Horovod's error types: a caller's mistake (ValueError in the body) already surfaces as
-    # InvalidArgumentError; ranks disagreeing surfaces as FailedPreconditionError, raised by
-    # reading a variable that does not exist (TF maps any other Python exception to Unknown).
-    check = tf.cond(tf.equal(status, 0), lambda: tf.constant(0), lambda: _fail_precondition(op_name))
+        results = tf.numpy_function(_guarded(body, out_dtypes, op_name), inputs,
+                                    list(out_dtypes) + [tf.int32, tf.string], stateful=True, name=op_name)
+    outs, status, path = list(results[:-2]), results[-2], results[-1]
+    # A caller's mistake (ValueError in the body) already surfaces as InvalidArgumentError;
+    # ranks disagreeing must surface as FailedPreconditionError (see _errors).
+    check = _errors.raise_if_failed(status, path)
     with tf.control_dependencies([check]):
         outs = [tf.identity(o) for o in outs]
     st.last = status.op  # the numpy_function op itself: the next collective runs after it
     return outs
 
 
+def submit_in_graph(submit: Callable[..., int], inputs: List[tf.Tensor], wait: Callable[[np.ndarray], List[np.ndarray]],
+                    out_dtypes: List[tf.DType], op_name: str) -> List[tf.Tensor]:
+    """Adds a collective to the graph being traced as two ops: a submit that queues it and returns
+    a handle at once, and a wait that blocks until it is done and returns the outputs.
+
+    Submits are chained in creation order (the order every rank shares), like the blocking ops
+    of run_in_graph, but they never block, so each runs as soon as its inputs exist (a gradient
+    goes out while the rest of backprop runs) and the engine fuses whatever is queued together.
+    Waits are ordered only by their handle, so TF runs them where the results are needed. No
+    deadlock: the rank that has submitted the fewest collectives only waits on ones every rank
+    has submitted, so it always advances. The wait is marked stateless so tf.function's
+    automatic control dependencies (which put stateful ops in program order) leave it free;
+    its handle input is unique, so TF neither merges nor constant-folds it.
+    """
+    if in_xla_context():
+        raise ValueError("lightcc collectives run as Python ops, which XLA cannot compile; use "
+                         "jit_compile=False (Keras: model.compile(..., jit_compile=False))")
+    st = _state()
+    deps = [st.last] if st.last is not None else []
+    with tf.control_dependencies(deps):
+        handle = tf.numpy_function(submit, inputs, tf.int64, stateful=True, name=f"{op_name}Submit")
+    st.last = handle.op
+    results = tf.numpy_function(_guarded(wait, out_dtypes, op_name), [handle],
+                                list(out_dtypes) + [tf.int32, tf.string], stateful=False, name=f"{op_name}Wait")
+    outs, status, path = list(results[:-2]), results[-2], results[-1]
+    with tf.control_dependencies([_errors.raise_if_failed(status, path)]):
+        return [tf.identity(o) for o in outs]
+
+
 def _guarded(body: Callable[..., List[np.ndarray]], out_dtypes: List[tf.DType], op_name: str) -> Callable:
-    """`body` plus a status output: 0, or 1 when ranks disagreed (the error goes to stderr)."""
+    """`body` plus a status output (0, or 1 when ranks disagreed) and the error's message path."""
     from lightcc.common.exceptions import LightCCMismatchError
 
     def run(*arrays: np.ndarray) -> List[Any]:
         try:
-            return list(body(*arrays)) + [np.int32(0)]
+            return list(body(*arrays)) + [np.int32(0), np.bytes_(b"")]
         except LightCCMismatchError as e:
-            sys.stderr.write(f"lightcc: {op_name} failed: {e}\n")
-            sys.stderr.flush()
-            return [np.zeros(0, tf.as_dtype(d).as_numpy_dtype) for d in out_dtypes] + [np.int32(1)]
+            path = _errors.message_path(f"lightcc: {op_name} failed: {e}")
+            return ([np.zeros(0, tf.as_dtype(d).as_numpy_dtype) for d in out_dtypes]
+                    + [np.int32(1), np.bytes_(path.encode())])
 
     return run
-
-
-def _fail_precondition(op_name: str) -> tf.Tensor:
-    name = (f"lightcc: ranks disagree on collective {op_name} (shape, dtype, op or root differ across ranks, "
-            "or a rank has joined); each rank printed the details on stderr")
-    handle = tf.raw_ops.VarHandleOp(dtype=tf.int32, shape=[], shared_name=name, container="lightcc_errors")
-    return tf.raw_ops.ReadVariableOp(resource=handle, dtype=tf.int32)
 
 
 def split_list(items: List[Any], n: int) -> List[List[Any]]:

@@ -12,6 +12,8 @@ import tensorflow as tf
 
 from lightcc.common.basics import init, rank, shutdown
 from lightcc.common.elastic import ObjectState, run_fn
+from lightcc.common.exceptions import HorovodInternalError  # noqa: F401  (Horovod's module exports it)
+from lightcc.tensorflow.functions import broadcast_object, broadcast_object_fn, broadcast_variables  # noqa: F401
 
 
 def _reset() -> None:
@@ -30,8 +32,6 @@ def run(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _bcast(obj: Any) -> Any:
-    from lightcc.tensorflow.functions import broadcast_object
-
     return broadcast_object(obj, root_rank=0)
 
 
@@ -58,8 +58,6 @@ class _VariablesState(ObjectState):
             v.assign(value)
 
     def _sync_variables(self) -> None:
-        from lightcc.tensorflow.functions import broadcast_variables
-
         variables = self._variables()
         counts = _bcast(len(variables))
         if counts != len(variables):

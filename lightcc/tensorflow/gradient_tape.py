@@ -1,7 +1,7 @@
 """DistributedGradientTape and PartialDistributedGradientTape: tf.GradientTape whose gradients are averaged."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -33,6 +33,18 @@ class _DistributedTapeMixin:
         flat_grads = tf.nest.flatten(grads) if grads is not None else [None] * len(flat_sources)
         reduced = self._lightcc_reducer.reduce(flat_grads, flat_sources, use_generic_names)
         return tf.nest.pack_sequence_as(sources, reduced)
+
+    def get_local_and_global_gradients(self, target: Any, sources: Any, output_gradients: Any = None,
+                                       use_generic_names: bool = False) -> Tuple[List[Any], List[Any]]:
+        """gradient(), split into ([(source, grad)] of local sources, [(source, grad)] of the others),
+        each in the order of `sources` (Horovod's PartialDistributedGradientTape method)."""
+        flat = tf.nest.flatten(sources)
+        grads = tf.nest.flatten(self.gradient(target, flat, output_gradients, use_generic_names=use_generic_names))
+        local: List[Any] = []
+        shared: List[Any] = []
+        for s, g in zip(flat, grads):
+            (local if self._lightcc_reducer.is_local(s) else shared).append((s, g))
+        return local, shared
 
 
 def DistributedGradientTape(gradtape: tf.GradientTape, device_dense: str = "", device_sparse: str = "",

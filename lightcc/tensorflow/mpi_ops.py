@@ -55,7 +55,7 @@ from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module
     gpu_available,
     num_rank_is_power_2,
 )
-from lightcc.tensorflow import _host
+from lightcc.tensorflow import _errors, _host
 from lightcc.tensorflow import _util as u
 
 __all__ = [
@@ -90,7 +90,14 @@ def _run(kind: str, tensors: List[tf.Tensor], body: Callable[[List[np.ndarray]],
     for t in tensors:
         u.dtype_code(t.dtype)  # ValueError for unsupported dtypes, before anything is queued
     if u.executing_eagerly():
-        return [u.to_tensor(a) for a in body([u.to_numpy(t) for t in tensors])]
+        try:
+            arrays = body([u.to_numpy(t) for t in tensors])
+        except Exception as e:  # Horovod's tf.errors classes, lightcc's message
+            err = _errors.as_tf_error(e)
+            if err is e:
+                raise
+            raise err from e
+        return [u.to_tensor(a) for a in arrays]
 
     def graph_body(*arrays: np.ndarray) -> List[np.ndarray]:
         return [u.to_host_array(a) for a in body(list(arrays))]
@@ -115,9 +122,19 @@ def _grouped_allreduce(tensors: Sequence[Any], op: int = Sum, prescale_factor: f
     @tf.custom_gradient
     def fn(*inputs: tf.Tensor):
         engine = u.engine_name("allreduce", name, ignore_name_scope)
-        outs = _run("Allreduce", list(inputs),
-                    lambda arrays: _host.allreduce(arrays, engine, op, prescale_factor, postscale_factor, set_id),
-                    [x.dtype for x in inputs])
+        dtypes = [x.dtype for x in inputs]
+        if u.executing_eagerly():
+            outs = _run("Allreduce", list(inputs),
+                        lambda arrays: _host.allreduce(arrays, engine, op, prescale_factor, postscale_factor,
+                                                       set_id), dtypes)
+        else:
+            for x in inputs:
+                u.dtype_code(x.dtype)  # ValueError for unsupported dtypes, at trace time
+            outs = u.submit_in_graph(
+                lambda *arrays: np.int64(_host.submit_allreduce(arrays, engine, op, prescale_factor,
+                                                                postscale_factor, set_id)),
+                list(inputs), lambda handle: [u.to_host_array(a) for a in _host.wait(handle)], dtypes,
+                "LightccAllreduce")
         for o, x in zip(outs, inputs):
             o.set_shape(x.shape)
 
@@ -156,7 +173,8 @@ def grouped_allgather(tensors: Sequence[Any], name: Optional[str] = None, ignore
         return []
     for x in xs:
         if x.shape.rank == 0:
-            raise ValueError("allgather needs tensors with at least one dimension; reshape scalars to [1]")
+            raise _errors.invalid_argument("allgather needs tensors with at least one dimension; "
+                                           "reshape scalars to [1]")
     set_id = _id_of(process_set)
 
     @tf.custom_gradient
@@ -234,10 +252,13 @@ def broadcast_(variables: Sequence[Any], root_rank: int, name: Optional[str] = N
     """
     variables = list(variables)
     values = _grouped_broadcast([u.as_tensor(v) for v in variables], root_rank, name, False, process_set)
-    for v, x in zip(variables, values):
-        v.assign(x)
-    # Inside tf.function, automatic control dependencies order these reads after the assigns.
-    return [u.as_tensor(v) for v in variables]
+    assigns = [v.assign(x, read_value=False) for v, x in zip(variables, values)]
+    if u.executing_eagerly():
+        return [u.as_tensor(v) for v in variables]
+    # In a TF1 graph nothing orders a later read after the assign (tf.function would): the
+    # returned values depend on every assign, so evaluating them writes the variables.
+    with tf.control_dependencies([a for a in assigns if a is not None]):
+        return [tf.identity(u.as_tensor(v)) for v in variables]
 
 
 # ---- alltoall --------------------------------------------------------------------------------
@@ -277,18 +298,19 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
     """
     x = u.as_tensor(tensor)
     if x.shape.rank == 0:
-        raise ValueError("alltoall needs a tensor with at least one dimension")
+        raise _errors.invalid_argument("alltoall needs a tensor with at least one dimension")
     s = None
     if splits is not None:
         s = u.as_tensor(splits)
         if not s.dtype.is_integer:
-            raise ValueError(f"alltoall splits must be integers (Horovod takes int32 splits), got {s.dtype.name}")
+            raise _errors.invalid_argument(f"alltoall splits must be integers (Horovod takes int32 splits), "
+                                           f"got {s.dtype.name}")
         s = tf.cast(s, tf.int32)
         if u.executing_eagerly():
             n = process_set.size()
             vals = s.numpy().reshape(-1)
             if vals.size != n or (vals < 0).any() or int(vals.sum()) != int(x.shape[0]):
-                raise ValueError(f"alltoall splits {vals.tolist()} must hold {n} non-negative counts "
+                raise _errors.invalid_argument(f"alltoall splits {vals.tolist()} must hold {n} non-negative counts "
                                  f"summing to the first dimension {x.shape[0]}")
     out, recv = _alltoall(x, s, name, ignore_name_scope, process_set)
     return (out, recv) if splits is not None else out
@@ -309,7 +331,7 @@ def _grouped_reducescatter(tensors: Sequence[Any], op: int = Sum, name: Optional
         return []
     for x in xs:
         if x.shape.rank == 0:
-            raise ValueError("reducescatter needs tensors with at least one dimension")
+            raise _errors.invalid_argument("reducescatter needs tensors with at least one dimension")
     op = _ops.resolve_op(None, op)
     set_id = _id_of(process_set)
 

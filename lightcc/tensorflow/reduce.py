@@ -20,16 +20,19 @@ def _sparse_allreduce(slices: Sequence[tf.IndexedSlices], op: int, prescale_fact
         raise NotImplementedError("The Adasum reduction does not currently support sparse tensors. As a workaround "
                                   "please pass sparse_as_dense=True to DistributedOptimizer")
     if op not in (Average, Sum):
-        raise NotImplementedError("only Sum and Average ops are supported with tf.IndexedSlices")
+        raise NotImplementedError("Only Sum and Average ops are supported with tf.IndexedSlices")
+    if prescale_factor != 1.0 or postscale_factor != 1.0:
+        # Checked before anything is queued, so every rank raises alike and none waits.
+        raise NotImplementedError("Pre/postscale_factor are not supported with tf.IndexedSlices")
     values = _m.grouped_allgather([s.values for s in slices], f"{name}.values" if name else None,
                                   ignore_name_scope, process_set)
     indices = _m.grouped_allgather([s.indices for s in slices], f"{name}.indices" if name else None,
                                    ignore_name_scope, process_set)
-    factor = prescale_factor * postscale_factor / (process_set.size() if op == Average else 1)
     out = []
     for v, i, s in zip(values, indices, slices):
-        if factor != 1.0:
-            v = v * tf.cast(factor, v.dtype)
+        if op == Average:
+            # Horovod's rule: a true division, so integer values become floats (not truncated).
+            v = v / tf.cast(process_set.size(), v.dtype)
         out.append(tf.IndexedSlices(v, i, dense_shape=s.dense_shape))
     return out
 

@@ -32,19 +32,30 @@ try:
     print("NO ERROR")
 except RuntimeError as e:
     print("FAILED AS EXPECTED", e)
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    lightcc.run(work, args=(1,), np=2, network_interface="lo")
+print("DEPRECATED WARNED", sorted({str(w.message) for w in caught if w.category is DeprecationWarning}))
+print("NICS", lightcc.run(work, args=(1,), num_proc=2, network_interfaces=["lo"]))
+print("ELASTIC", lightcc.run(work, args=(1,), num_proc=2, min_num_proc=1, max_num_proc=2, hosts="localhost:2"))
 try:
-    lightcc.run(work, np=2, min_np=1)
+    lightcc.run(work, num_proc=2, reset_limit=1)
 except ValueError as e:
-    print("ELASTIC REFUSED", e)
+    print("RESET LIMIT REFUSED", e)
 """
 
 
 def test_run_returns_results_by_rank():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI"))}
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=240,
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=400,
                           cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "RESULTS [(0, 3, 31.0), (1, 3, 31.0), (2, 3, 31.0)]" in proc.stdout, proc.stdout
     assert "FAILED AS EXPECTED" in proc.stdout and "exit code 3" in proc.stdout, proc.stdout
-    assert "ELASTIC REFUSED" in proc.stdout, proc.stdout
+    assert "run(): np is deprecated, use num_proc" in proc.stdout, proc.stdout
+    assert "network_interface is deprecated" in proc.stdout, proc.stdout
+    assert "NICS [(0, 2, 1.0), (1, 2, 1.0)]" in proc.stdout, proc.stdout
+    assert "ELASTIC [(0, 2, 1.0), (1, 2, 1.0)]" in proc.stdout, proc.stdout
+    assert "RESET LIMIT REFUSED" in proc.stdout, proc.stdout

@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+import tensorflow as tf
+
 from lightcc.common.ops import Average, Sum
 from lightcc.common.process_sets import ProcessSet, global_process_set
-from lightcc.tensorflow._aggregation import GradientAccumulator
+from lightcc.tensorflow._aggregation import LocalGradientAggregationHelper
 from lightcc.tensorflow._grads import GradientReducer
 from lightcc.tensorflow.compression import Compression
 from lightcc.tensorflow.keras._flavour import KERAS3, TF_KERAS, TF_KERAS_LEGACY, optimizer_flavour
@@ -48,9 +50,30 @@ class _State:
         self.reducer = GradientReducer(name, settings.compression, settings.sparse_as_dense, settings.op,
                                        settings.gradient_predivide_factor, settings.groups, settings.process_set,
                                        settings.scale_local_gradients)
-        self.accumulator = (GradientAccumulator(settings.backward_passes_per_step,
-                                                settings.average_aggregated_gradients, self.reducer)
-                            if settings.backward_passes_per_step > 1 else None)
+        self.agg_helper = (LocalGradientAggregationHelper(
+            settings.backward_passes_per_step, self.reducer.reduce, settings.sparse_as_dense,
+            settings.average_aggregated_gradients, process_set=settings.process_set,
+            scale_local_gradients=settings.scale_local_gradients, name=name)
+            if settings.backward_passes_per_step > 1 else None)
+        # Set by compute_gradients (whose gradients are reduced already), taken by the next apply.
+        self.reduced_pending = False
+
+    def reduce(self, grads: List[Any], variables: List[Any]) -> List[Any]:
+        if self.agg_helper is not None:
+            return self.agg_helper.compute_gradients(grads, variables)
+        return self.reducer.reduce(grads, variables)
+
+    def take_reduced(self, grads: List[Any], variables: List[Any]) -> List[Any]:
+        """`grads` reduced across ranks (as they are when compute_gradients reduced them)."""
+        if self.reduced_pending:
+            self.reduced_pending = False
+            return grads
+        return self.reduce(grads, variables)
+
+    def apply(self, apply_fn: Any, optimizer: Any) -> Any:
+        if self.agg_helper is None:
+            return apply_fn()
+        return self.agg_helper.apply_gradients(apply_fn, optimizer)
 
 
 def _state(opt: Any) -> _State:
@@ -67,22 +90,48 @@ class _Common:
         """Keep this variable's gradient local (not reduced across ranks)."""
         _state(self).reducer.register_local(var)
 
+    @property
+    def _agg_helper(self) -> Optional[LocalGradientAggregationHelper]:
+        """Horovod's name for the gradient-aggregation helper (None unless backward_passes_per_step > 1)."""
+        return _state(self).agg_helper
+
+    def compute_gradients(self, loss: Any, var_list: Any, tape: Any = None) -> List[Any]:
+        """(gradient, variable) pairs of `loss`, reduced across ranks (Horovod's DistributedOptimizer).
+
+        `loss` is a tensor recorded on `tape` or a zero-argument callable; `var_list` a list of
+        variables or a callable returning one. With backward_passes_per_step > 1 the gradients
+        are accumulated and reduced every N-th call (see LocalGradientAggregationHelper).
+        """
+        return self._compute_gradients(loss, var_list, None, tape)
+
+    def _compute_gradients(self, loss: Any, var_list: Any, grad_loss: Any = None, tape: Any = None) -> List[Any]:
+        tape = tf.GradientTape() if tape is None else tape
+        if callable(loss):
+            with tape:
+                if not callable(var_list):
+                    tape.watch(var_list)
+                loss = loss()
+        if callable(var_list):
+            var_list = var_list()
+        variables = list(tf.nest.flatten(var_list))
+        grads = tape.gradient(loss, variables, output_gradients=grad_loss)
+        st = _state(self)
+        reduced = st.reduce(list(grads), variables)
+        st.reduced_pending = True
+        return list(zip(reduced, variables))
+
 
 class _Keras3Mixin(_Common):
     def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
         """Reduce `grads` across ranks, then Keras 3's apply (every N-th call when accumulating)."""
         st = _state(self)
-        grads = list(grads)
         if trainable_variables is None:
             trainable_variables = self._trainable_variables
         variables = list(trainable_variables)
-        if st.accumulator is None:
-            return super().apply(st.reducer.reduce(grads, variables), variables)
-        if not self.built:
-            self.build(variables)
-        return st.accumulator.apply(grads, variables,
-                                    lambda reduced: super(_Keras3Mixin, self).apply(reduced, variables),
-                                    self._iterations)
+        reduced = st.take_reduced(list(grads), variables)
+        if st.agg_helper is not None and not self.built:
+            self.build(variables)  # Keras 3 builds on first apply, which must not be inside tf.cond
+        return st.apply(lambda: super(_Keras3Mixin, self).apply(reduced, variables), self)
 
 
 def _split(grads_and_vars: Any) -> tuple:
@@ -95,12 +144,9 @@ class _TfKerasMixin(_Common):
         """Reduce the gradients across ranks, then tf-keras' apply_gradients."""
         st = _state(self)
         grads, variables = _split(grads_and_vars)
+        reduced = st.take_reduced(grads, variables)
         parent = super(_TfKerasMixin, self)
-        if st.accumulator is None:
-            return parent.apply_gradients(list(zip(st.reducer.reduce(grads, variables), variables)), *args, **kwargs)
-        return st.accumulator.apply(
-            grads, variables, lambda reduced: parent.apply_gradients(list(zip(reduced, variables)), *args, **kwargs),
-            self.iterations)
+        return st.apply(lambda: parent.apply_gradients(list(zip(reduced, variables)), *args, **kwargs), self)
 
 
 _MIXINS = {KERAS3: _Keras3Mixin, TF_KERAS: _TfKerasMixin, TF_KERAS_LEGACY: _TfKerasMixin}

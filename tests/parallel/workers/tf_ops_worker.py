@@ -156,6 +156,11 @@ def check_indexed_slices(c: Checker, r: int, n: int) -> None:
             c.check(np.allclose(got, want) and values.shape == (2 * n, 2), f"IndexedSlices allreduce {opname} {mode}")
     expect(c, NotImplementedError, lambda: hvd.allreduce(tf.IndexedSlices(tfc(vals[r]), tfc(idx[r])), op=hvd.Max),
            "IndexedSlices with Max", "IndexedSlices")
+    expect(c, NotImplementedError, lambda: hvd.allreduce(tf.IndexedSlices(tfc(vals[r]), tfc(idx[r])), op=hvd.Sum,
+                                                          prescale_factor=0.5), "IndexedSlices prescale", "scale")
+    ints = hvd.allreduce(tf.IndexedSlices(tf.constant([[1, 3]], tf.int32), tfc(idx[r][:1])), op=hvd.Average)
+    c.check(ints.values.dtype == tf.float64 and np.allclose(ints.values.numpy(), [[1 / n, 3 / n]] * n),
+            f"IndexedSlices Average of int32 divides like Horovod: {ints.values}")
     # an Embedding's gradient is IndexedSlices; grouped_allreduce keeps them sparse
     emb = tf.Variable(tf.ones([6, 2]))
     with tf.GradientTape() as tape:
@@ -254,14 +259,15 @@ def check_misc(c: Checker, r: int, n: int, ps: hvd.ProcessSet) -> None:
     v[0].assign(tf.fill([2], float(r)))
     step()
     c.check(np.allclose(v[0].numpy(), 0.0), "broadcast_variables in tf.function")
-    # Independent collectives in one tf.function: chained in program order on every rank.
+    # Independent collectives in one tf.function: their submits are chained in program order on
+    # every rank (the waits are not; see check_async_graph).
     fn = tf.function(lambda a: [hvd.allreduce(a * float(i), op=hvd.Sum) for i in range(6)])
     got = [t.numpy() for t in fn(tf.constant([1.0]))]
     c.check(all(np.allclose(g, i * n) for i, g in enumerate(got)), "six independent allreduces in a tf.function")
     graph = fn.get_concrete_function(tf.constant([1.0])).graph
-    pyfuncs = [op for op in graph.get_operations() if op.type in ("PyFunc", "PyFuncStateless")]
-    chained = all(pyfuncs[i - 1] in pyfuncs[i].control_inputs for i in range(1, len(pyfuncs)))
-    c.check(len(pyfuncs) == 6 and chained, f"collectives chained by control dependencies ({len(pyfuncs)} ops)")
+    submits = [op for op in graph.get_operations() if op.type == "PyFunc"]
+    chained = all(submits[i - 1] in submits[i].control_inputs for i in range(1, len(submits)))
+    c.check(len(submits) == 6 and chained, f"submits chained by control dependencies ({len(submits)} ops)")
     # join: rank k runs k allreduces, then joins; joined ranks contribute zeros
     for i in range(r):
         got = hvd.allreduce(tf.ones([2]), op=hvd.Sum, name=f"join.{i}").numpy()
@@ -287,7 +293,14 @@ def check_errors(c: Checker, r: int, n: int) -> None:
     # Horovod's graph-mode error types: FailedPrecondition when ranks disagree, InvalidArgument
     # for a caller's mistake found while the op runs.
     expect(c, tf.errors.FailedPreconditionError, tf.function(mismatched_in_graph), "shape mismatch in tf.function",
-           "ranks disagree")
+           "Mismatched shapes")
+    expect(c, tf.errors.FailedPreconditionError, lambda: hvd.allreduce(tf.ones([3 + r]), name="tf.shape2"),
+           "shape mismatch eager is Horovod's FailedPreconditionError", "Mismatched shapes")
+    expect(c, tf.errors.FailedPreconditionError,
+           tf.function(lambda: hvd.allgather(tf.ones([2, 2 + r]), name="tf.gather.shape")),
+           "allgather mismatch in tf.function", "rank 1")
+    expect(c, tf.errors.InvalidArgumentError, lambda: hvd.alltoall(tf.ones([5]), splits=[5] + [1] * (n - 1)),
+           "bad splits eager is InvalidArgumentError", "splits")
     bad_splits = tf.function(lambda: hvd.alltoall(tf.ones([5]), splits=tf.constant([5] + [1] * (n - 1))))
     expect(c, tf.errors.InvalidArgumentError, bad_splits, "bad splits in tf.function", "splits")
     dt = tf.float32 if r == 0 else tf.float64
@@ -309,6 +322,35 @@ def check_errors(c: Checker, r: int, n: int) -> None:
     c.check(np.allclose(got, sum(range(n))), "engine works after errors")
 
 
+def check_async_graph(c: Checker, r: int, n: int) -> None:
+    """Inside tf.function gradient allreduces are submit/wait pairs: submits chained in creation
+    order, waits free of any control edge, results equal to the eager ones."""
+    layers = [tf.Variable(tf.random.stateless_normal([6, 6], seed=[k, 0])) for k in range(4)]
+    x = tf.constant(np.full((2, 6), r + 1.0, np.float32))
+
+    def grads():
+        with tf.GradientTape() as tape:
+            h = x
+            for w in layers:
+                h = tf.tanh(h @ w)
+            loss = tf.reduce_sum(h)
+        return hvd.DistributedGradientTape(tape).gradient(loss, layers)
+
+    eager = [g.numpy() for g in grads()]
+    fn = tf.function(grads)
+    traced = [g.numpy() for g in fn()]
+    c.check(all(np.allclose(a, b, rtol=1e-5) for a, b in zip(eager, traced)), "tf.function grads == eager grads")
+    graph = fn.get_concrete_function().graph
+    ops = graph.get_operations()
+    submits = [o for o in ops if o.name.split("/")[-1].startswith("LightccAllreduceSubmit")]
+    waits = [o for o in ops if o.name.split("/")[-1].startswith("LightccAllreduceWait")]
+    c.check(len(submits) == len(layers) and len(waits) == len(layers), f"one submit/wait per gradient: {len(submits)}")
+    lightcc_ops = set(submits) | set(waits)
+    c.check(all(not (set(w.control_inputs) & lightcc_ops) for w in waits), "waits are not chained to other collectives")
+    chained = sum(1 for s in submits if set(s.control_inputs) & set(submits))
+    c.check(chained == len(submits) - 1, f"submits chained in creation order ({chained})")
+
+
 def main() -> None:
     # a set without the last rank (a single-rank set at size 2)
     ps = hvd.ProcessSet(list(range(max(1, int(os.environ["LIGHTCC_SIZE"]) - 1))))
@@ -322,6 +364,7 @@ def main() -> None:
     check_gradients(c, r, n)
     check_misc(c, r, n, ps)
     check_errors(c, r, n)
+    check_async_graph(c, r, n)
     hvd.shutdown()
     c.finish()
 
