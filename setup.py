@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,8 @@ class CMakeBuild(build_ext):
         ]
         if os.environ.get("LIGHTCC_BUILD_TESTS") == "1":
             configure.append("-DLIGHTCC_BUILD_TESTS=ON")
+        # Extra CMake arguments (the scikit-build convention); packaging/build_wheel.sh passes its own.
+        configure += shlex.split(os.environ.get("CMAKE_ARGS", ""))
         subprocess.check_call(configure, cwd=build_dir)
         subprocess.check_call(["cmake", "--build", ".", "--parallel", jobs], cwd=build_dir)
         built = build_dir / "out"
