@@ -74,7 +74,8 @@ def _torch_store_exchange(
     key = f"lightcc/rendezvous/{run}/{env.get('TORCHELASTIC_RESTART_COUNT', '0')}"
     if rank == 0:
         host = le.routable_address(env, toward=master)
-        offer = f"{host} {le.free_port()} {env.get(le.JOB_SECRET_VAR) or secrets.token_hex(32)}"
+        # A secret every rank was given stays off the (unauthenticated) store: "-" says "use yours".
+        offer = f"{host} {le.free_port()} {'-' if env.get(le.JOB_SECRET_VAR) else secrets.token_hex(32)}"
         store.set(key, offer)
     try:
         fields = store.get(key).decode().split()
@@ -84,6 +85,10 @@ def _torch_store_exchange(
             f"{master}:{port_text} (key {key!r}) within {STORE_TIMEOUT_S:g} s: {err}"
         ) from None
     host, port, secret = fields[0], int(fields[1]), fields[2]
+    if secret == "-":
+        secret = env.get(le.JOB_SECRET_VAR, "")
+        if not secret:
+            raise ValueError(f"rank {rank}: rank 0 was given {le.JOB_SECRET_VAR} but this rank was not; set it on every rank")
     return le.LaunchInfo(
         rank=rank,
         size=size,

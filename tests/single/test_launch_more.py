@@ -114,8 +114,10 @@ def test_torchrun_explicit_rendezvous_wins():
     assert (info.rank, info.local_rank, info.cross_rank, info.cross_size, info.rendezvous_port) == (1, 1, 0, 2, 4000)
 
 
-def test_torch_store_carries_the_offer_between_processes():
-    """Rank 0 (no agent store) hosts the c10d store on MASTER_PORT; rank 1, another process, reads the offer."""
+@pytest.mark.parametrize("given", ["", "secret-from-a-k8s-secret"])
+def test_torch_store_carries_the_offer_between_processes(given):
+    """Rank 0 (no agent store) hosts the c10d store on MASTER_PORT; rank 1, another process, reads the offer.
+    A secret given to every rank is used as is and stays off the store."""
     pytest.importorskip("torch")
     port = free_port("127.0.0.1")
     code = ("import sys; from lightcc.common.launch_env import detect; i = detect(); "
@@ -124,6 +126,8 @@ def test_torch_store_carries_the_offer_between_processes():
     for rank in (0, 1):
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2",
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PYTHONPATH": str(ROOT)}
+        if given:
+            env["LIGHTCC_JOB_SECRET"] = given
         procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
@@ -133,7 +137,8 @@ def test_torch_store_carries_the_offer_between_processes():
         for p in procs:
             p.kill()
     assert all(len(line) == 4 for line in lines), outs
-    assert lines[0][1:] == lines[1][1:] and lines[0][1] == "127.0.0.1" and len(lines[0][3]) == 64
+    assert lines[0][1:] == lines[1][1:] and lines[0][1] == "127.0.0.1"
+    assert lines[0][3] == given if given else len(lines[0][3]) == 64
 
 
 def test_pet_without_torchrun_fails_naming_kubeflow():
