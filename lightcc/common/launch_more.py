@@ -26,7 +26,7 @@ import os
 import re
 import secrets
 import tempfile
-from typing import List, Mapping, Optional
+from typing import Mapping
 
 from lightcc.common import launch_env as le
 
@@ -40,7 +40,7 @@ STORE_TIMEOUT_S = le.RENDEZVOUS_FILE_TIMEOUT_S
 _OPEN_STORES: dict = {}
 
 
-def detect(env: Mapping[str, str]) -> Optional[le.LaunchInfo]:
+def detect(env: Mapping[str, str]) -> le.LaunchInfo | None:
     """This process's place under torchrun, srun or Kubeflow; ``None`` when none of them started it."""
     if TORCHRUN.rank in env or TORCHRUN.size in env:
         return le._detect_from(TORCHRUN, env, _torch_store_exchange)
@@ -79,7 +79,7 @@ def _torch_store_exchange(
         store.set(key, offer)
     try:
         fields = store.get(key).decode().split()
-    except Exception as err:  # torch raises its own DistStoreError / RuntimeError on a timeout
+    except Exception as err:  # noqa: BLE001  (torch raises DistStoreError or RuntimeError on a timeout)
         raise ValueError(
             f"rank {rank}: rank 0 did not publish lightcc's rendezvous in {who}'s store "
             f"{master}:{port_text} (key {key!r}) within {STORE_TIMEOUT_S:g} s: {err}"
@@ -104,7 +104,7 @@ def _torch_store_exchange(
     )
 
 
-def _c10d_store(env: Mapping[str, str], who: str, master: str, port: int, rank: int, size: int):  # noqa: ANN202
+def _c10d_store(env: Mapping[str, str], who: str, master: str, port: int, rank: int, size: int):
     """The store ``init_process_group('env://')`` would use, so a later one shares it."""
     try:
         from datetime import timedelta
@@ -129,19 +129,19 @@ def _c10d_store(env: Mapping[str, str], who: str, master: str, port: int, rank: 
             wait_for_workers=False,
             multi_tenant=True,
         )
-    except Exception as err:  # torch's own errors: name the launcher and address instead
+    except Exception as err:  # noqa: BLE001  (torch's own errors: name the launcher and address instead)
         raise ValueError(f"rank {rank}: cannot reach {who}'s store at {master}:{port}: {err}") from None
     _OPEN_STORES[(master, port)] = store
     return store
 
 
-def expand_nodelist(text: str) -> List[str]:
+def expand_nodelist(text: str) -> list[str]:
     """SLURM's compressed host list, e.g. ``gpu[01-03,7],login`` -> gpu01 gpu02 gpu03 gpu7 login.
 
     Raises:
         ValueError: unbalanced brackets or a malformed range.
     """
-    hosts: List[str] = []
+    hosts: list[str] = []
     for item in _split_top(text.strip()):
         match = re.fullmatch(r"([^\[\]]*)\[([^\[\]]+)\]([^\[\]]*)", item)
         if match is None:
@@ -160,7 +160,7 @@ def expand_nodelist(text: str) -> List[str]:
     return hosts
 
 
-def _split_top(text: str) -> List[str]:
+def _split_top(text: str) -> list[str]:
     """Splits on commas outside brackets."""
     items, depth, start = [], 0, 0
     for i, ch in enumerate(text):
@@ -176,9 +176,9 @@ def _split_top(text: str) -> List[str]:
     return [item for item in items if item]
 
 
-def expand_tasks_per_node(text: str) -> List[int]:
+def expand_tasks_per_node(text: str) -> list[int]:
     """SLURM's ``2(x3),1`` -> [2, 2, 2, 1]."""
-    counts: List[int] = []
+    counts: list[int] = []
     for part in text.split(","):
         match = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
         if match is None:
@@ -187,7 +187,7 @@ def expand_tasks_per_node(text: str) -> List[int]:
     return counts
 
 
-def _slurm_var(env: Mapping[str, str], *names: str) -> Optional[str]:
+def _slurm_var(env: Mapping[str, str], *names: str) -> str | None:
     for name in names:
         if env.get(name):
             return name

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Sequence
 
 import pytest
 
@@ -19,7 +19,7 @@ NEEDS_NETNS = pytest.mark.skipif(netns.available() is not None, reason=str(netns
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 
 
-def _env(extra: Dict[str, str] = None) -> Dict[str, str]:
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_", "SLURM", "PET_", "TORCHELASTIC_"))
            and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
@@ -29,7 +29,7 @@ def _env(extra: Dict[str, str] = None) -> Dict[str, str]:
     return env
 
 
-def _run_all(cmds: Sequence[List[str]], envs: Sequence[Dict[str, str]], timeout: float) -> List[str]:
+def _run_all(cmds: Sequence[list[str]], envs: Sequence[dict[str, str]], timeout: float) -> list[str]:
     """Starts every command in its own session; a hang past `timeout` kills them all and fails."""
     procs = [subprocess.Popen(c, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               start_new_session=True, cwd=str(ROOT)) for c, e in zip(cmds, envs)]
@@ -49,7 +49,7 @@ def _run_all(cmds: Sequence[List[str]], envs: Sequence[Dict[str, str]], timeout:
     return outs
 
 
-def _in_host(h: netns.Hosts, i: int, cmd: List[str]) -> List[str]:
+def _in_host(h: netns.Hosts, i: int, cmd: list[str]) -> list[str]:
     """`cmd` on emulated host i, under a host name of its own (a UTS namespace), as on a real node."""
     return [*h.prefix(i), "unshare", "--uts", "sh", "-c", f'hostname node{i} && exec "$@"', "sh", *cmd]
 

@@ -176,9 +176,9 @@ def test_hugepages_requested_the_kubernetes_way():
     assert {"name": "hugepages", "emptyDir": {"medium": "HugePages"}} in spec["volumes"]
     assert "huge" not in str(_worker(_load("mpijob-v2beta1-nohugepages.yaml"))).lower()
     for name in ("trainer/runtime-lightcc-torch.yaml", "trainer/runtime-lightcc-mpi.yaml"):
-        node = [j for j in _load(name)["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node"][0]
+        node = next(j for j in _load(name)["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
         spec = node["template"]["spec"]["template"]["spec"]
-        resources = [c for c in spec["containers"] if c["name"] == "node"][0]["resources"]
+        resources = next(c for c in spec["containers"] if c["name"] == "node")["resources"]
         assert resources["requests"]["hugepages-2Mi"] == resources["limits"]["hugepages-2Mi"], name
         assert {"name": "hugepages", "emptyDir": {"medium": "HugePages"}} in spec["volumes"], name
         assert spec["initContainers"][0]["command"][0] == "harp-setup", name
