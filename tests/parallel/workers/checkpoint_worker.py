@@ -37,7 +37,9 @@ while step < steps:
     if step % every == 0:
         ckpt.save(directory, step, model=model, optimizer=opt, sampler=sampler,
                   extra={"processed": step * hvd.size()})
-    if os.environ.get("LIGHTCC_RESTART", "0") == "0" and hvd.rank() == 1 and step == crash:
+    # The first attempt: lightccrun counts restarts in LIGHTCC_RESTART, torchrun in TORCHELASTIC_RESTART_COUNT.
+    attempt = os.environ.get("LIGHTCC_RESTART", os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    if attempt == "0" and hvd.rank() == 1 and step == crash:
         os.kill(os.getpid(), signal.SIGKILL)
 digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.state_dict().values())).hexdigest()
 print(f"FINAL {hvd.rank()} {digest}", flush=True)

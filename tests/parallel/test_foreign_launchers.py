@@ -1,0 +1,109 @@
+"""lightcc started by launchers that know nothing of it: torchrun (one host and two emulated hosts,
+restarts resuming from lightcc.checkpoint) and srun-shaped environments on two emulated hosts."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import pytest
+
+from tests import netns
+from tests.ranks import ROOT, WORKERS, free_port
+
+NEEDS_NETNS = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_", "SLURM", "PET_", "TORCHELASTIC_"))
+           and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    env.update({"PYTHONPATH": f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}", "PYTHONUNBUFFERED": "1",
+                "OMP_NUM_THREADS": "1", "LIGHTCC_TIMEOUT": "60"})
+    env.update(extra or {})
+    return env
+
+
+def _run_all(cmds: Sequence[list[str]], envs: Sequence[dict[str, str]], timeout: float) -> list[str]:
+    """Starts every command in its own session; a hang past `timeout` kills them all and fails."""
+    procs = [subprocess.Popen(c, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True, cwd=str(ROOT)) for c, e in zip(cmds, envs)]
+    outs = []
+    try:
+        for p in procs:
+            outs.append(p.communicate(timeout=timeout)[0])
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"launch hung past {timeout} s") from None
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-4000:]
+    return outs
+
+
+def _in_host(h: netns.Hosts, i: int, cmd: list[str]) -> list[str]:
+    """`cmd` on emulated host i, under a host name of its own (a UTS namespace), as on a real node."""
+    return [*h.prefix(i), "unshare", "--uts", "sh", "-c", f'hostname node{i} && exec "$@"', "sh", *cmd]
+
+
+def test_torchrun_standalone_is_one_job():
+    out = _run_all([[*TORCHRUN, "--standalone", "--nproc-per-node", "2", str(WORKERS / "launched_worker.py"),
+                     "2", "1"]], [_env()], timeout=240)[0]
+    assert out.count(" 0 failed") == 2, out
+
+
+@NEEDS_NETNS
+def test_torchrun_on_two_emulated_hosts():
+    with netns.hosts(2) as h:
+        port = free_port()
+        cmds = [_in_host(h, i, [*TORCHRUN, "--nnodes=2", "--nproc-per-node=2", f"--node-rank={i}",
+                                f"--master-addr={h.addrs[0]}", f"--master-port={port}",
+                                str(WORKERS / "launched_worker.py"), "2", "2"]) for i in range(2)]
+        env = _env({"HARP_IFNAME": h.ifname, "HARP_NFLOWS": "2", "HARP_NINSTANCES": "1"})
+        outs = _run_all(cmds, [env, env], timeout=300)
+    assert sum(o.count(" 0 failed") for o in outs) == 4, outs
+
+
+@NEEDS_NETNS
+def test_srun_shaped_job_on_two_emulated_hosts(tmp_path):
+    with netns.hosts(2) as h:
+        cmds, envs = [], []
+        for rank in range(4):
+            node = rank // 2
+            cmds.append(_in_host(h, node, [sys.executable, str(WORKERS / "launched_worker.py"), "2", "2"]))
+            envs.append(_env({
+                "SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0", "SLURM_PROCID": str(rank), "SLURM_NTASKS": "4",
+                "SLURM_STEP_NUM_TASKS": "4", "SLURM_LOCALID": str(rank % 2), "SLURM_NODEID": str(node),
+                "SLURM_JOB_NODELIST": "node[0-1]", "SLURM_STEP_NODELIST": "node[0-1]",
+                "SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_TASKS_PER_NODE": "2(x2)",
+                "SLURMD_NODENAME": f"node{node}", "SLURM_SUBMIT_DIR": str(tmp_path),
+                # Emulated nodes' names do not resolve: name the interface, as on a multi-NIC node.
+                "HOROVOD_GLOO_IFACE": h.ifname, "HARP_IFNAME": h.ifname, "HARP_NFLOWS": "2",
+                "HARP_NINSTANCES": "1"}))
+        outs = _run_all(cmds, envs, timeout=300)
+    assert sum(o.count(" 0 failed") for o in outs) == 4, outs
+    assert not list(tmp_path.glob(".lightcc-rendezvous-*")), "rank 0 removes the rendezvous file at exit"
+
+
+def _checkpoint_run(directory: Path, restarts: int, crash: int) -> str:
+    cmd = [*TORCHRUN, "--standalone", "--nproc-per-node", "3", f"--max-restarts={restarts}",
+           str(WORKERS / "checkpoint_worker.py"), str(directory), "23", str(crash), "5"]
+    return _run_all([cmd], [_env({"LIGHTCC_TIMEOUT": "10"})], timeout=300)[0]
+
+
+def test_torchrun_max_restarts_resume_from_checkpoint(tmp_path):
+    pytest.importorskip("torch")
+    unbroken = dict(re.findall(r"FINAL (\d) (\w+)", _checkpoint_run(tmp_path / "a", 0, -1)))
+    assert len(unbroken) == 3 and len(set(unbroken.values())) == 1
+    text = _checkpoint_run(tmp_path / "b", 1, 12)
+    assert len(re.findall(r"RESUMED \d 10", text)) == 3, text[-4000:]  # all ranks agreed on step 10
+    assert dict(re.findall(r"FINAL (\d) (\w+)", text)) == unbroken  # model, optimizer, RNG and data came back
+
