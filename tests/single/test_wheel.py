@@ -6,6 +6,7 @@ packaging/build_wheel.sh (one compile job; allow it tens of minutes on two cores
 from __future__ import annotations
 
 import shutil
+import os
 import subprocess
 import sys
 import zipfile
@@ -21,6 +22,10 @@ pytestmark = pytest.mark.slow
 
 def _wheel() -> Path:
     found = sorted(WHEELHOUSE.glob(f"lightcc-*-cp{sys.version_info[0]}{sys.version_info[1]}-*{PLAT}.whl"))
+    if not found and os.environ.get("LIGHTCC_BUILD_WHEEL") != "1":
+        # A cold build takes 30-60 min on two cores (zig builds its C runtime first): more than
+        # CI's budget leaves beside the suite. Build it with packaging/build_wheel.sh, or ask here.
+        pytest.skip("no wheel in wheelhouse/: run packaging/build_wheel.sh, or set LIGHTCC_BUILD_WHEEL=1")
     if not found:
         subprocess.run(["bash", str(ROOT / "packaging" / "build_wheel.sh"), sys.executable], check=True,
                        timeout=5400, cwd=str(ROOT))
