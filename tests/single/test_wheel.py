@@ -5,8 +5,8 @@ packaging/build_wheel.sh (one compile job; allow it tens of minutes on two cores
 """
 from __future__ import annotations
 
-import shutil
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
