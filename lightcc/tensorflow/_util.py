@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -120,6 +120,16 @@ def in_xla_context() -> bool:
     return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
 
 
+def _chain_start() -> Tuple[_GraphState, List[tf.Operation]]:
+    """Refuses XLA (at trace time, saying what to do) and returns the graph's collective chain
+    state with the control dependency the next collective must take."""
+    if in_xla_context():
+        raise ValueError("lightcc collectives run as Python ops, which XLA cannot compile; use "
+                         "jit_compile=False (Keras: model.compile(..., jit_compile=False))")
+    st = _state()
+    return st, ([st.last] if st.last is not None else [])
+
+
 def run_in_graph(body: Callable[..., List[np.ndarray]], inputs: List[tf.Tensor], out_dtypes: List[tf.DType],
                  op_name: str) -> List[tf.Tensor]:
     """Adds `body` to the graph being traced as one tf.numpy_function, ordered after the previous
@@ -130,11 +140,7 @@ def run_in_graph(body: Callable[..., List[np.ndarray]], inputs: List[tf.Tensor],
     wait for each other forever. A control dependency chain makes every rank run them in the
     order the program created them.
     """
-    if in_xla_context():
-        raise ValueError("lightcc collectives run as Python ops, which XLA cannot compile; use "
-                         "jit_compile=False (Keras: model.compile(..., jit_compile=False))")
-    st = _state()
-    deps = [st.last] if st.last is not None else []
+    st, deps = _chain_start()
     with tf.control_dependencies(deps):
         results = tf.numpy_function(_guarded(body, out_dtypes, op_name), inputs,
                                     list(out_dtypes) + [tf.int32, tf.string], stateful=True, name=op_name)
@@ -162,11 +168,7 @@ def submit_in_graph(submit: Callable[..., int], inputs: List[tf.Tensor], wait: C
     automatic control dependencies (which put stateful ops in program order) leave it free;
     its handle input is unique, so TF neither merges nor constant-folds it.
     """
-    if in_xla_context():
-        raise ValueError("lightcc collectives run as Python ops, which XLA cannot compile; use "
-                         "jit_compile=False (Keras: model.compile(..., jit_compile=False))")
-    st = _state()
-    deps = [st.last] if st.last is not None else []
+    st, deps = _chain_start()
     with tf.control_dependencies(deps):
         handle = tf.numpy_function(submit, inputs, tf.int64, stateful=True, name=f"{op_name}Submit")
     st.last = handle.op
