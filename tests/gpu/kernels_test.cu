@@ -4,7 +4,7 @@
 // tests/gpu/run.sh runs it plainly and under `compute-sanitizer ... --quick`.
 //
 // Every GPU call goes through the extern "C" tables the core dlopens (lightccCudaRuntimeTableV1,
-// lightccCudaKernelTableV1, lightccCudaTopkTableV1), so the entry points are covered with the
+// lightccCudaKernelTableV1, lightccCudaTopkTableV2), so the entry points are covered with the
 // kernels; the CPU side is the lightcc_core static library. Each group seeds its own data,
 // runs both sides on the same bytes and compares:
 //   - bit for bit, except that two NaNs match whatever their payload where the result comes
@@ -672,7 +672,7 @@ int main(int argc, char** argv) {
   }
   env.rt = lightccCudaRuntimeTableV1();
   env.reduce = lightccCudaKernelTableV1();
-  env.topk = lightccCudaTopkTableV1();
+  env.topk = lightccCudaTopkTableV2();
   if (env.rt->version != 1 || env.reduce->version != 1 || env.topk->version != 1) {
     std::printf("kernels_test: unexpected table versions %d/%d/%d\n", env.rt->version,
                 env.reduce->version, env.topk->version);
