@@ -27,6 +27,14 @@ def test_fused_16bit_topk(size, framework, dtype):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
 
 
+@pytest.mark.parametrize("size,intra", [(4, 2), (3, 1)])
+def test_fused_16bit_topk_2d(size, intra):
+    # Dense inside groups of `intra`, the merge across them over each member's share.
+    env = dict(ENV, LIGHT_2D_ALLREDUCE="1", LIGHT_INTRA_SIZE=str(intra))
+    for res in run_ranks("topk_exchange_worker.py", size, ["numpy", "float16"], timeout=240, env=env):
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+
+
 def test_dense_when_sparse_moves_more():
     # 50 % of float16 values at 2 ranks: 6 bytes a pair for half the elements beats no dense ring.
     env = dict(ENV, LIGHT_TOPK_DENSITY="0.5")
