@@ -1,4 +1,4 @@
-// Two-level (2D) allreduce and top-k compressed allreduce with error feedback.
+// Two-level (2D) allreduce, and the per-tensor state and parameters of top-k compression.
 //
 // 2D (LIGHT_2D_ALLREDUCE). Members form groups of LIGHT_INTRA_SIZE consecutive ranks on one
 // host. Steps: (1) shared-memory reduce-scatter inside the group, member j owning share j of
@@ -7,19 +7,14 @@
 // network flows at once); (3) the group copies all shares out. Bytes over the network per rank
 // for M bytes, n groups of g: 2(n-1)/n * M/g, i.e. the host's NIC carries 2(n-1)/n * M.
 //
-// Top-k (LIGHT_TOPK_ALLREDUCE). Each rank adds its contribution to a per-tensor residual (the
-// error feedback), selects exactly k = ceil(density * count) entries of largest magnitude,
-// zeroes them in the residual, allgathers (index, value) pairs — 8k bytes per rank — and
-// scatter-adds everyone's pairs in rank order, so every rank ends bit-identical. With 2D on, the
-// group first reduces densely in shared memory and only shares cross hosts sparsely
-// (hierarchical top-k): 8k(n-1) bytes per rank on the network instead of 8k(N-1).
+// Top-k (LIGHT_TOPK_ALLREDUCE) runs in sparse_allreduce.h (host) and device_topk.h (device); the
+// state and parameters below are shared by both, the TopkStore and the schedule.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "algorithms/collectives.h"
-#include "kernels/topk.h"
 
 namespace lightcc {
 
@@ -44,12 +39,5 @@ struct TopkParams {
   bool error_feedback = true;  // false: drop what was not sent (biased; for comparisons)
   uint64_t seed = 0;
 };
-
-// Flat top-k over `comm`: out = sum over members of their selections of (residual + prescale*in).
-Status topkAllreduce(SetComm& comm, const float* in, float* out, size_t count, const ReduceSpec& spec,
-                     const TopkParams& params, TopkTensorState& state, kernels::TopkScratch& scratch);
-// Hierarchical top-k: dense inside the group, sparse across groups.
-Status hierTopkAllreduce(HierComm& h, const float* in, float* out, size_t count, const ReduceSpec& spec,
-                         const TopkParams& params, TopkTensorState& state, kernels::TopkScratch& scratch);
 
 }  // namespace lightcc

@@ -37,6 +37,7 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
           return true;
         }
         if (reqs[i] == nullptr) continue;  // back-pressure: retry on the next pass
+        if (op.send) comm.sent_bytes += op.bytes;
       }
       bool finished = false;
       size_t size = 0;

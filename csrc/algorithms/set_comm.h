@@ -24,6 +24,7 @@ struct SetComm {
   uint64_t barrier_count = 0;    // my counter for this set's slot (shared-memory barriers)
   size_t chunk_bytes = 4 << 20;  // one staging slot
   size_t oneshot_bytes = 0;      // LIGHTCC_SHM_ONESHOT_BYTES
+  mutable uint64_t sent_bytes = 0;  // posted on `links` by runP2P (statistics; the owner thread's)
 
   int size() const { return static_cast<int>(ranks.size()); }
   bool member() const { return me >= 0; }

@@ -96,6 +96,10 @@ py::dict stats() {
   d["caller_cycles"] = s.caller_cycles.load();
   d["handoff_waits"] = s.handoff_waits.load();
   d["device_batches"] = s.device_batches.load();
+  d["bytes_sent"] = s.bytes_sent.load();
+  d["topk_bytes_sent"] = s.topk_bytes_sent.load();
+  d["topk_batches"] = s.topk_batches.load();
+  d["topk_dense_batches"] = s.topk_dense_batches.load();
   return d;
 }
 

@@ -261,7 +261,7 @@ const std::vector<FlagSpec>& specs() {
         "Ranks per 2D group (consecutive ranks of one host); 0 = the ranks per host."},
        [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->intra_size); }},
       {{"LIGHT_TOPK_ALLREDUCE", "bool", "0",
-        "Top-k compressed allreduce with error feedback for float32 tensors of at least "
+        "Top-k compressed allreduce with error feedback for float32, float16 and bfloat16 tensors of at least "
         "LIGHT_TOPK_THRESHOLD bytes reduced with Sum or Average."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk_allreduce); }},
       {{"LIGHT_TOPK_THRESHOLD", "bytes", "2097152", "Smallest tensor that top-k compresses."},

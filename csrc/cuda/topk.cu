@@ -227,6 +227,23 @@ __global__ void clearKernel(float* r, const uint32_t* idx, size_t k) {
   }
 }
 
+template <class S>
+__global__ void roundKernel(float* r, const uint32_t* idx, const float* sel, S* wire, size_t k) {
+  size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < k; i += stride) {
+    kernels::storeWire(sel[i], &wire[i]);
+    r[idx[i]] = kernels::wireRemainder(sel[i], kernels::toFloat(wire[i]));
+  }
+}
+
+template <class S>
+__global__ void fromFloatKernel(S* dst, const float* src, size_t n) {
+  size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    kernels::storeWire(src[i], &dst[i]);
+  }
+}
+
 // One rank's pairs. Unique indices make the read-modify-write race-free, and a plain add (not
 // atomicAdd) keeps the CPU's rounding exactly, denormals included.
 template <class S>
@@ -403,6 +420,29 @@ Status momentumCorrectCuda(float* u, float* v, const void* grad, DataType dtype,
   return launchError("momentum correction");
 }
 
+Status roundSelectedCuda(float* residual, const uint32_t* indices, const float* selected, void* wire,
+                         DataType dtype, size_t k, void* stream) {
+  if (!floatingInput(dtype)) return unsupported("top-k wire values", dtype);
+  if (k == 0) return Status::OK();
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  withStorage(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    roundKernel<S><<<gridFor(k), kThreads, 0, s>>>(residual, indices, selected, static_cast<S*>(wire), k);
+  });
+  return launchError("top-k wire values");
+}
+
+Status fromFloatCuda(void* dst, const float* src, size_t count, DataType dtype, void* stream) {
+  if (!floatingInput(dtype)) return unsupported("rounding float32", dtype);
+  if (count == 0) return Status::OK();
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  withStorage(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    fromFloatKernel<S><<<gridFor(count), kThreads, 0, s>>>(static_cast<S*>(dst), src, count);
+  });
+  return launchError("rounding float32");
+}
+
 Status packCuda(void* buffer, const CudaSegment* segments, int n, void* stream) {
   return copySegments(static_cast<char*>(buffer), segments, n, true, stream);
 }
@@ -415,10 +455,10 @@ Status unpackCuda(const void* buffer, const CudaSegment* segments, int n, void* 
 
 }  // namespace lightcc::cuda
 
-extern "C" const lightcc::cuda::CudaTopkTableV1* lightccCudaTopkTableV1() {
+extern "C" const lightcc::cuda::CudaTopkTableV2* lightccCudaTopkTableV2() {
   using namespace lightcc::cuda;
-  static const CudaTopkTableV1 table = {
-      1,
+  static const CudaTopkTableV2 table = {
+      2,
       topkWorkspaceBytesCuda,
       selectTopkCuda,
       scatterAddRanksCuda,
@@ -427,6 +467,8 @@ extern "C" const lightcc::cuda::CudaTopkTableV1* lightccCudaTopkTableV1() {
       momentumCorrectCuda,
       packCuda,
       unpackCuda,
+      roundSelectedCuda,
+      fromFloatCuda,
   };
   return &table;
 }

@@ -54,6 +54,13 @@ Status clearSelectedCuda(float* residual, const uint32_t* indices, size_t k, voi
 Status momentumCorrectCuda(float* u, float* v, const void* grad, DataType dtype, size_t count,
                            float momentum, void* stream);
 
+// 16-bit values on the wire: wire[i] = selected[i] in `dtype` (float32/float16/bfloat16); the
+// residual at indices[i] keeps what the rounding lost (kernels::wireRemainder).
+Status roundSelectedCuda(float* residual, const uint32_t* indices, const float* selected, void* wire,
+                         DataType dtype, size_t k, void* stream);
+// dst = src rounded to `dtype` (float32/float16/bfloat16), count elements.
+Status fromFloatCuda(void* dst, const float* src, size_t count, DataType dtype, void* stream);
+
 // Fusion buffer copies: pack copies every segment's bytes to buffer + offset, unpack copies
 // them back. `segments` is a HOST array (read before the call returns). Segments must not
 // overlap each other in the buffer.
@@ -61,8 +68,8 @@ Status packCuda(void* buffer, const CudaSegment* segments, int n, void* stream);
 Status unpackCuda(const void* buffer, const CudaSegment* segments, int n, void* stream);
 
 // What dlopen users look up: bump the version when a signature changes.
-struct CudaTopkTableV1 {
-  int version;  // 1
+struct CudaTopkTableV2 {
+  int version;  // 2 (added roundSelected, fromFloat)
   size_t (*workspaceBytes)(size_t count);
   Status (*selectTopk)(const void* values, DataType dtype, size_t count, size_t k,
                        uint32_t* indicesOut, void* valuesOut, void* workspace,
@@ -77,8 +84,11 @@ struct CudaTopkTableV1 {
                             float momentum, void* stream);
   Status (*pack)(void* buffer, const CudaSegment* segments, int n, void* stream);
   Status (*unpack)(const void* buffer, const CudaSegment* segments, int n, void* stream);
+  Status (*roundSelected)(float* residual, const uint32_t* indices, const float* selected, void* wire,
+                          DataType dtype, size_t k, void* stream);
+  Status (*fromFloat)(void* dst, const float* src, size_t count, DataType dtype, void* stream);
 };
 
 }  // namespace lightcc::cuda
 
-extern "C" const lightcc::cuda::CudaTopkTableV1* lightccCudaTopkTableV1();
+extern "C" const lightcc::cuda::CudaTopkTableV2* lightccCudaTopkTableV2();

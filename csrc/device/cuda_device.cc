@@ -142,18 +142,17 @@ Status CudaDevice::selectTopk(const float* values, size_t count, size_t k, uint3
 }
 
 Status CudaDevice::scatterAddRanks(float* dst, size_t count, const std::vector<const uint32_t*>& indices,
-                                   const std::vector<const float*>& values, size_t k) {
+                                   const std::vector<const void*>& values, DataType dtype, size_t k) {
   if (k == 0) return Status::OK();
-  std::vector<const void*> vals(values.begin(), values.end());
   // Out-of-range indices from a corrupt peer are skipped on the device and counted; the count is
   // not read back here (that would be a host wait on the data path).
-  return lib_->topk->scatterAddRanks(dst, count, indices.data(), vals.data(), DataType::kFloat32,
+  return lib_->topk->scatterAddRanks(dst, count, indices.data(), values.data(), dtype,
                                      static_cast<int>(indices.size()), k, nullptr, stream_);
 }
 
-Status CudaDevice::accumulateResidual(float* residual, const float* grad, size_t count, float scale) {
+Status CudaDevice::accumulateResidual(float* residual, const void* grad, DataType dtype, size_t count, float scale) {
   if (count == 0) return Status::OK();
-  return lib_->topk->accumulateResidual(residual, grad, DataType::kFloat32, count, scale, stream_);
+  return lib_->topk->accumulateResidual(residual, grad, dtype, count, scale, stream_);
 }
 
 Status CudaDevice::clearSelected(float* residual, const uint32_t* indices, size_t k) {
@@ -161,9 +160,19 @@ Status CudaDevice::clearSelected(float* residual, const uint32_t* indices, size_
   return lib_->topk->clearSelected(residual, indices, k, stream_);
 }
 
-Status CudaDevice::momentumCorrect(float* u, float* v, const float* grad, size_t count, float momentum) {
+Status CudaDevice::momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
+                                   float momentum) {
   if (count == 0) return Status::OK();
-  return lib_->topk->momentumCorrect(u, v, grad, DataType::kFloat32, count, momentum, stream_);
+  return lib_->topk->momentumCorrect(u, v, grad, dtype, count, momentum, stream_);
+}
+
+Status CudaDevice::roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire,
+                                 DataType dtype, size_t k) {
+  return lib_->topk->roundSelected(residual, indices, selected, wire, dtype, k, stream_);
+}
+
+Status CudaDevice::fromFloat(void* dst, const float* src, size_t count, DataType dtype) {
+  return lib_->topk->fromFloat(dst, src, count, dtype, stream_);
 }
 
 Status recordOnStream(int ordinal, void* stream, EventPtr* out) {

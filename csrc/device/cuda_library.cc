@@ -19,7 +19,7 @@ std::string besideCore() {
 }
 
 template <class T>
-const T* table(void* lib, const char* symbol, std::string* why) {
+const T* table(void* lib, const char* symbol, std::string* why, int version = 1) {
   using Getter = const T* (*)();
   auto get = reinterpret_cast<Getter>(dlsym(lib, symbol));
   if (get == nullptr) {
@@ -27,7 +27,7 @@ const T* table(void* lib, const char* symbol, std::string* why) {
     return nullptr;
   }
   const T* t = get();
-  if (t == nullptr || t->version != 1) {
+  if (t == nullptr || t->version != version) {
     *why += std::string(symbol) + " has an unexpected version; ";
     return nullptr;
   }
@@ -51,7 +51,7 @@ const CudaLibrary* CudaLibrary::get(std::string* why) {
     }
     std::string missing;
     lib.reduce = table<cuda::CudaKernelTableV1>(handle, "lightccCudaKernelTableV1", &missing);
-    lib.topk = table<cuda::CudaTopkTableV1>(handle, "lightccCudaTopkTableV1", &missing);
+    lib.topk = table<cuda::CudaTopkTableV2>(handle, "lightccCudaTopkTableV2", &missing, 2);
     lib.rt = table<cuda::CudaRuntimeTableV1>(handle, "lightccCudaRuntimeTableV1", &missing);
     if (!missing.empty()) failure = lib.path + ": " + missing + "rebuild lightcc";
   });

@@ -17,7 +17,7 @@ namespace lightcc::device {
 struct CudaLibrary {
   std::string path;
   const cuda::CudaKernelTableV1* reduce = nullptr;
-  const cuda::CudaTopkTableV1* topk = nullptr;
+  const cuda::CudaTopkTableV2* topk = nullptr;
   const cuda::CudaRuntimeTableV1* rt = nullptr;
 
   // The loaded library, or null with *why saying what failed (not built, no driver, ...).

@@ -84,13 +84,23 @@ class Device {
   virtual size_t topkWorkspaceBytes(size_t count) = 0;
   virtual Status selectTopk(const float* values, size_t count, size_t k, uint32_t* indices, float* selected,
                             void* workspace, size_t workspace_bytes) = 0;
-  // dst = sum over ranks (in rank order) of each rank's k pairs; dst is zeroed first by the caller.
-  // `indices`/`values`: HOST arrays of device pointers.
+  // dst = sum over ranks (in rank order) of each rank's k pairs, values in `dtype` (float32,
+  // float16, bfloat16); dst is zeroed first by the caller. `indices`/`values`: HOST arrays of
+  // device pointers.
   virtual Status scatterAddRanks(float* dst, size_t count, const std::vector<const uint32_t*>& indices,
-                                 const std::vector<const float*>& values, size_t k) = 0;
-  virtual Status accumulateResidual(float* residual, const float* grad, size_t count, float scale) = 0;
+                                 const std::vector<const void*>& values, DataType dtype, size_t k) = 0;
+  // Gradients (`grad`) in float32, float16 or bfloat16; residuals and velocities in float32.
+  virtual Status accumulateResidual(float* residual, const void* grad, DataType dtype, size_t count,
+                                    float scale) = 0;
   virtual Status clearSelected(float* residual, const uint32_t* indices, size_t k) = 0;
-  virtual Status momentumCorrect(float* u, float* v, const float* grad, size_t count, float momentum) = 0;
+  virtual Status momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
+                                 float momentum) = 0;
+  // 16-bit values on the wire: wire[i] = selected[i] rounded to `dtype`, and the residual at
+  // indices[i] keeps what the rounding lost (kernels::wireRemainder).
+  virtual Status roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire,
+                               DataType dtype, size_t k) = 0;
+  // dst (count elements of `dtype`) = src rounded to nearest even.
+  virtual Status fromFloat(void* dst, const float* src, size_t count, DataType dtype) = 0;
 };
 
 // Makes `*buf` hold at least `bytes`, keeping it when it does: scratch reused batch after batch

@@ -6,6 +6,7 @@
 
 #include "algorithms/collectives.h"
 #include "kernels/reduce.h"
+#include "kernels/topk_ops.h"
 
 namespace lightcc::device {
 namespace {
@@ -107,14 +108,14 @@ Status HostDevice::selectTopk(const float* values, size_t count, size_t k, uint3
 }
 
 Status HostDevice::scatterAddRanks(float* dst, size_t count, const std::vector<const uint32_t*>& indices,
-                                   const std::vector<const float*>& values, size_t k) {
+                                   const std::vector<const void*>& values, DataType dtype, size_t k) {
   if (k == 0) return Status::OK();
-  return kernels::scatterAddRanks(dst, count, indices.data(), values.data(), static_cast<int>(indices.size()), k);
+  return kernels::scatterAddRanksAny(dst, count, indices.data(), values.data(), dtype, static_cast<int>(indices.size()),
+                                     k);
 }
 
-Status HostDevice::accumulateResidual(float* residual, const float* grad, size_t count, float scale) {
-  kernels::accumulateResidual(residual, grad, count, scale);
-  return Status::OK();
+Status HostDevice::accumulateResidual(float* residual, const void* grad, DataType dtype, size_t count, float scale) {
+  return kernels::accumulateResidualAny(residual, grad, dtype, count, scale);
 }
 
 Status HostDevice::clearSelected(float* residual, const uint32_t* indices, size_t k) {
@@ -122,8 +123,47 @@ Status HostDevice::clearSelected(float* residual, const uint32_t* indices, size_
   return Status::OK();
 }
 
-Status HostDevice::momentumCorrect(float* u, float* v, const float* grad, size_t count, float momentum) {
-  kernels::momentumCorrect(u, v, grad, count, momentum);
+Status HostDevice::momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
+                                   float momentum) {
+  return kernels::momentumCorrectAny(u, v, grad, dtype, count, momentum);
+}
+
+namespace {
+
+// The host twins of csrc/cuda/topk.cu's roundKernel and fromFloatKernel: the same arithmetic.
+template <class S>
+void roundTo(float* residual, const uint32_t* indices, const float* selected, S* wire, size_t k) {
+  for (size_t i = 0; i < k; ++i) {
+    kernels::storeWire(selected[i], &wire[i]);
+    residual[indices[i]] = kernels::wireRemainder(selected[i], kernels::toFloat(wire[i]));
+  }
+}
+
+template <class S>
+void storeAll(S* dst, const float* src, size_t count) {
+  for (size_t i = 0; i < count; ++i) kernels::storeWire(src[i], &dst[i]);
+}
+
+}  // namespace
+
+Status HostDevice::roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire,
+                                 DataType dtype, size_t k) {
+  switch (dtype) {
+    case DataType::kFloat32: roundTo(residual, indices, selected, static_cast<float*>(wire), k); break;
+    case DataType::kFloat16: roundTo(residual, indices, selected, static_cast<kernels::Half*>(wire), k); break;
+    case DataType::kBFloat16: roundTo(residual, indices, selected, static_cast<kernels::BFloat16*>(wire), k); break;
+    default: return Status::InvalidArgument(std::string("top-k values cannot be ") + dtypeName(dtype));
+  }
+  return Status::OK();
+}
+
+Status HostDevice::fromFloat(void* dst, const float* src, size_t count, DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32: storeAll(static_cast<float*>(dst), src, count); break;
+    case DataType::kFloat16: storeAll(static_cast<kernels::Half*>(dst), src, count); break;
+    case DataType::kBFloat16: storeAll(static_cast<kernels::BFloat16*>(dst), src, count); break;
+    default: return Status::InvalidArgument(std::string("cannot round float32 to ") + dtypeName(dtype));
+  }
   return Status::OK();
 }
 

@@ -30,10 +30,15 @@ class HostDevice : public Device {
   Status selectTopk(const float* values, size_t count, size_t k, uint32_t* indices, float* selected,
                     void* workspace, size_t workspace_bytes) override;
   Status scatterAddRanks(float* dst, size_t count, const std::vector<const uint32_t*>& indices,
-                         const std::vector<const float*>& values, size_t k) override;
-  Status accumulateResidual(float* residual, const float* grad, size_t count, float scale) override;
+                         const std::vector<const void*>& values, DataType dtype, size_t k) override;
+  Status accumulateResidual(float* residual, const void* grad, DataType dtype, size_t count,
+                            float scale) override;
   Status clearSelected(float* residual, const uint32_t* indices, size_t k) override;
-  Status momentumCorrect(float* u, float* v, const float* grad, size_t count, float momentum) override;
+  Status momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
+                         float momentum) override;
+  Status roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire, DataType dtype,
+                       size_t k) override;
+  Status fromFloat(void* dst, const float* src, size_t count, DataType dtype) override;
 
  private:
   kernels::TopkScratch scratch_;

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "algorithms/sparse_allreduce.h"
 #include "kernels/topk.h"
 
 namespace lightcc {
@@ -108,17 +109,24 @@ void CostModel::dense(double* a, double* b) const {
 }
 
 void CostModel::topk(double density, double* a, double* b) const {
-  const double p = ranks, g = per_host, n = hosts;
-  const double wire = 2 * density;  // k = d*M/4 pairs of 8 bytes per rank
+  const double g = per_host;
+  const double wire = 2 * density;  // k = d*M/4 pairs of 8 bytes per member and round
   *a = *b = 0.0;
   if (ranks <= 1) return;
+  // sparse_allreduce.h: log2 of the largest power of two <= members rounds, two more to fold
+  // and unfold the rest.
+  auto steps = [](int members) {
+    int m = 1, s = 0;
+    for (; m * 2 <= members; m *= 2) ++s;
+    return static_cast<double>(m < members ? s + 2 : s);
+  };
   if (hosts > 1 && hierarchical && per_host > 1) {  // dense in the host, sparse across hosts
-    *a = 2 * (g - 1) * shm.alpha + (n - 1) * net.alpha;
-    *b = 2 * (g - 1) / g * shm.beta + (n - 1) * wire / g * net.beta + select_per_byte / g;
+    *a = 2 * (g - 1) * shm.alpha + steps(hosts) * net.alpha;
+    *b = 2 * (g - 1) / g * shm.beta + steps(hosts) * wire / g * net.beta + select_per_byte / g;
   } else {
     const LinkFit& l = hosts > 1 ? net : shm;
-    *a = (p - 1) * l.alpha;
-    *b = (p - 1) * wire * l.beta + select_per_byte;
+    *a = steps(ranks) * l.alpha;
+    *b = steps(ranks) * wire * l.beta + select_per_byte;
   }
 }
 
@@ -142,6 +150,12 @@ int64_t CostModel::topkThresholdBytes(double density) const {
   topk(density, &ta, &tb);
   if (ranks <= 1 || db <= tb) return std::numeric_limits<int64_t>::max();
   return std::max<int64_t>(4, static_cast<int64_t>(std::ceil(ta / (db - tb))));
+}
+
+bool sparseMovesFewerBytes(int p, size_t count, size_t esize, size_t pairs) {
+  if (p <= 1) return true;
+  const double dense = 2.0 * (p - 1) / p * static_cast<double>(count) * static_cast<double>(esize);
+  return static_cast<double>(sparseAllreduceBytes(p, pairs, esize)) < dense;
 }
 
 std::string CostModel::describe() const {

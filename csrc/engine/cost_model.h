@@ -45,6 +45,12 @@ struct CostModel {
   std::string describe() const;
 };
 
+// Top-k's fallback, per batch: true when the sparse exchange of `pairs` pairs over p members
+// moves fewer bytes per rank than a dense ring allreduce of `count` elements of `esize` bytes
+// (sparse_allreduce.h's and collectives.h's byte counts). Always true for one member, whose
+// residuals behave as at any size.
+bool sparseMovesFewerBytes(int p, size_t count, size_t esize, size_t pairs);
+
 // Collective: every rank of `world` calls it at the same point, before any other traffic on the
 // links. `hosts[r]` is rank r's host id.
 Status probeCostModel(const SetComm& world, const std::vector<std::string>& hosts, bool hierarchical,

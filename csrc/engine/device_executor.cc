@@ -368,21 +368,22 @@ Status DeviceExecutor::prepareResidual(DeviceTopkStore::Entry& e, int32_t set, c
 Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
   const Response& r = *b.response;
   const std::string& name = r.names.front();
-  const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / sizeof(float);
+  const size_t esize = dtypeSize(r.dtype);
+  const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / esize;
   const TensorEntry* p = b.entry(0);
   const bool two_level = algo == Algorithm::kTwoLevelTopk;
   const size_t padded = roundUp(std::max<size_t>(count, 1), two_level ? static_cast<size_t>(c.intra->size()) : 1);
   const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
   // The input, or zeros for a joined rank; the output, or scratch.
-  LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, padded * sizeof(float)));
-  float* work = static_cast<float*>(fusion_->data());
-  const float* in = work;
-  float* out = work;
+  LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, padded * esize));
+  void* work = fusion_->data();
+  const void* in = work;
+  void* out = work;
   if (p != nullptr) {
-    in = static_cast<const float*>(p->input);
-    out = static_cast<float*>(p->output);
+    in = p->input;
+    out = p->output;
   } else {
-    LIGHTCC_RETURN_IF_ERROR(dev_->zero(work, padded * sizeof(float)));
+    LIGHTCC_RETURN_IF_ERROR(dev_->zero(work, padded * esize));
   }
   DeviceTopkStore::Entry& e = env_.device_topk->entry(r.process_set_id, name);
   std::lock_guard<std::mutex> lock(e.mu);
@@ -400,11 +401,12 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
   const std::string what = "top-k allreduce of '" + name + "'";
   if (two_level) {
     LIGHTCC_RETURN_IF_ERROR(deviceTwoLevelTopkAllreduce(*dev_, *c.intra, *c.cross, topk_scratch_, state, in, out,
-                                                        work, count, padded, spec, step.params)
+                                                        work, count, padded, r.dtype, spec, step.params)
                                 .withContext("2D " + what));
   } else {
     LIGHTCC_RETURN_IF_ERROR(
-        deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, state, in, out, count, spec, step.params).withContext(what));
+        deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, state, in, out, count, r.dtype, spec, step.params)
+            .withContext(what));
   }
   LIGHTCC_RETURN_IF_ERROR(dev_->record(&e.last));
   return finish(b, {});

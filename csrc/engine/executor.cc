@@ -1,4 +1,4 @@
-// HostExecutor: the data collectives on host buffers — the one algorithm choice, top-k state, completion.
+// HostExecutor: the data collectives on host buffers — the one algorithm choice, bytes sent, completion.
 #include "engine/executor.h"
 
 #include <algorithm>
@@ -7,7 +7,6 @@
 
 #include "algorithms/adasum.h"
 #include "algorithms/collectives.h"
-#include "algorithms/topk_schedule.h"
 #include "engine/fusion.h"
 #include "kernels/reduce.h"
 
@@ -68,12 +67,6 @@ void reduceAlone(const IoVec& io, const Response& r, const ReduceSpec& spec) {
 
 }  // namespace
 
-bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes) {
-  return config.topk_allreduce && r.op == OpType::kAllreduce && r.names.size() == 1 &&
-         r.dtype == DataType::kFloat32 && (r.reduce_op == ReduceOp::kSum || r.reduce_op == ReduceOp::kAverage) &&
-         tensorBytes(r, 0) >= threshold_bytes;
-}
-
 Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set) {
   const Response& r = *b.response;
   if (r.op == OpType::kAllreduce && r.reduce_op == ReduceOp::kAdasum) return Algorithm::kAdasum;
@@ -85,6 +78,13 @@ Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set)
   if (set.members == 1) return Algorithm::kSelf;
   if (two_level) return Algorithm::kTwoLevel;
   return set.all_local ? Algorithm::kSharedMemory : Algorithm::kLinks;
+}
+
+uint64_t HostExecutor::sentBytes(const SetComm& comm, int32_t set) const {
+  uint64_t sent = comm.sent_bytes;
+  auto hier = channel_.hier.find(set);
+  if (hier != channel_.hier.end()) sent += hier->second.intra.sent_bytes + hier->second.cross.sent_bytes;
+  return sent;
 }
 
 void HostExecutor::complete(Batch& b, size_t index, const Status& st, HandleResult result) {
@@ -109,6 +109,7 @@ Status HostExecutor::run(Batch& b) {
   if (trace) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
+  const uint64_t sent_before = sentBytes(comm, r.process_set_id);
   Status st;
   switch (r.op) {
     case OpType::kAllreduce: st = allreduce(b, comm, algo); break;
@@ -126,54 +127,14 @@ Status HostExecutor::run(Batch& b) {
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
   }
+  if (env_.stats != nullptr) {
+    const uint64_t sent = sentBytes(comm, r.process_set_id) - sent_before;
+    env_.stats->bytes_sent.fetch_add(sent, std::memory_order_relaxed);
+    if (algo == Algorithm::kTopk || algo == Algorithm::kTwoLevelTopk) {
+      env_.stats->topk_bytes_sent.fetch_add(sent, std::memory_order_relaxed);
+    }
+  }
   return st;
-}
-
-Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
-  const Response& r = *b.response;
-  const Config& config = *env_.config;
-  const std::string& name = r.names.front();
-  const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / sizeof(float);
-  const TensorEntry* p = b.entry(0);
-  std::vector<float> zeros;
-  const float* in;
-  float* out;
-  if (p != nullptr) {
-    in = static_cast<const float*>(p->input);
-    out = static_cast<float*>(p->output);
-  } else {
-    zeros.assign(count, 0.0f);  // a joined rank contributes nothing
-    in = out = zeros.data();
-  }
-  const ReduceSpec spec = reduceSpecFor(r, comm.size());
-  HierComm* hier = algo == Algorithm::kTwoLevelTopk ? &channel_.hier.at(r.process_set_id) : nullptr;
-  TopkStore::Entry& entry = env_.topk->entry(r.process_set_id, name);
-  Status st;
-  {
-    // Held across the exchange: a tensor is in flight at most once, so no other stream waits here.
-    std::lock_guard<std::mutex> lock(entry.mu);
-    TopkTensorState& state = entry.state;
-    if (state.residual.size() != count) {
-      state.residual.assign(count, 0.0f);
-      state.velocity.assign(config.topk_momentum > 0 ? count : 0, 0.0f);
-    }
-    const TopkStep step = topkStepFor(config, state.steps, env_.rank);
-    ++state.steps;
-    if (step.dense) {
-      IoVec io;
-      io.add(in, out, count * sizeof(float));
-      st = hier != nullptr ? hierAllreduce(*hier, io, spec)
-           : comm.all_local ? shmAllreduce(comm, io, spec)
-                            : (std::memcpy(out, in, count * sizeof(float)), ringAllreduce(comm, out, count, spec));
-    } else if (hier != nullptr) {
-      st = hierTopkAllreduce(*hier, in, out, count, spec, step.params, state, channel_.topk_scratch);
-    } else {
-      st = topkAllreduce(comm, in, out, count, spec, step.params, state, channel_.topk_scratch);
-    }
-  }
-  LIGHTCC_RETURN_IF_ERROR(st.withContext("top-k allreduce of '" + name + "'"));
-  complete(b, 0, Status::OK());
-  return Status::OK();
 }
 
 Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {

@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "engine/batch.h"
 #include "engine/channel.h"
+#include "engine/stats.h"
 #include "engine/timeline.h"
 #include "algorithms/collectives.h"
 #include "engine/topk_store.h"
@@ -38,14 +39,19 @@ struct ExecEnv {
   // GPU data plane: residuals of device tensors, what NCCL loads, the job secret HARP checks.
   DeviceTopkStore* device_topk = nullptr;
   std::atomic<uint64_t>* device_batches = nullptr;  // EngineStats counter
+  EngineStats* stats = nullptr;                     // bytes sent, top-k batches
   DeviceInflight* device_inflight = nullptr;        // LIGHT_DEVICE_INFLIGHT: batches still on the GPU
   std::string net_plugin;    // NCCL_NET_PLUGIN for lightcc's communicators (HARP unless the user chose)
   std::string nccl_library;  // first libnccl tried
   std::string job_secret;
 };
 
-// Does this response take the top-k path (LIGHT_TOPK_ALLREDUCE, one float32 tensor, big enough)?
+// Does this response take the top-k path (LIGHT_TOPK_ALLREDUCE, Sum or Average, every tensor at
+// least the threshold, float32/float16/bfloat16; host: fused or not; device: one tensor a batch)?
 bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes);
+// How fusion treats a response: 0 dense, 1 top-k (fuses only with top-k ones), -1 never fused
+// (a device tensor top-k compresses, one a batch).
+int topkFusionClass(const Response& r, const Config& config, int64_t threshold_bytes);
 // The top-k threshold a batch runs with: its own (autotune), else the environment's.
 inline int64_t topkThresholdFor(const Batch& b, const ExecEnv& env) {
   return b.topk_threshold >= 0 ? b.topk_threshold : env.topk_threshold_bytes;
@@ -107,6 +113,8 @@ class HostExecutor : public Executor {
 
  private:
   void complete(Batch& b, size_t index, const Status& st, HandleResult result = {});
+  // Bytes this channel has posted on the links of the set (and of its 2D communicators).
+  uint64_t sentBytes(const SetComm& comm, int32_t set) const;
   Status allreduce(Batch& b, SetComm& comm, Algorithm algo);
   Status topk(Batch& b, SetComm& comm, Algorithm algo);
   Status allgather(Batch& b, SetComm& comm, Algorithm algo);

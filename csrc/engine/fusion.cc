@@ -40,25 +40,27 @@ void FusedMemo::remember(const std::vector<const ResponsePtr*>& members, Respons
 }
 
 std::vector<ResponsePtr> planFusion(const std::vector<ResponsePtr>& responses, int64_t threshold_bytes,
-                                    const std::function<bool(const Response&)>& alone, FusedMemo* memo) {
+                                    const std::function<int(const Response&)>& kind, FusedMemo* memo) {
   // Buckets are first collected as member lists and only then merged, so a bucket that ends up
   // with one member is passed on without building a new response.
   struct Bucket {
     std::vector<const ResponsePtr*> members;
     int64_t bytes = -1;  // -1 = closed to fusion
     size_t tensors = 0;
+    int kind = 0;
   };
   std::vector<Bucket> buckets;
   buckets.reserve(responses.size());
   for (const ResponsePtr& p : responses) {
     const Response& r = *p;
-    bool candidate = threshold_bytes > 0 && canFuse(r.op) && !r.isError() && !(alone && alone(r));
+    const int k = kind ? kind(r) : 0;
+    bool candidate = threshold_bytes > 0 && canFuse(r.op) && !r.isError() && k >= 0;
     int64_t bytes = 0;
     for (size_t i = 0; candidate && i < r.names.size(); ++i) bytes += tensorBytes(r, i);
     if (candidate && bytes <= threshold_bytes) {
       bool placed = false;
       for (Bucket& b : buckets) {
-        if (b.bytes >= 0 && fusable(**b.members.front(), r) && b.bytes + bytes <= threshold_bytes) {
+        if (b.bytes >= 0 && b.kind == k && fusable(**b.members.front(), r) && b.bytes + bytes <= threshold_bytes) {
           b.members.push_back(&p);
           b.bytes += bytes;
           b.tensors += r.names.size();
@@ -67,9 +69,9 @@ std::vector<ResponsePtr> planFusion(const std::vector<ResponsePtr>& responses, i
         }
       }
       if (placed) continue;
-      buckets.push_back({{&p}, bytes, r.names.size()});
+      buckets.push_back({{&p}, bytes, r.names.size(), k});
     } else {
-      buckets.push_back({{&p}, -1, r.names.size()});
+      buckets.push_back({{&p}, -1, r.names.size(), k});
     }
   }
   std::vector<ResponsePtr> out;

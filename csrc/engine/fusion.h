@@ -37,9 +37,10 @@ class FusedMemo {
 // A fused response keeps the position of its first member; the order inside it is list order.
 // Every rank calls this on the same list and gets the same plan. A response that fuses with
 // nothing is passed on as it is (shared, not copied).
-// `alone(r)` marks responses that must not be fused (e.g. tensors top-k compresses one by one).
+// `kind(r)`: responses fuse only with responses of the same kind (top-k compressed ones apart
+// from dense ones); kind -1 is never fused.
 std::vector<ResponsePtr> planFusion(const std::vector<ResponsePtr>& responses, int64_t threshold_bytes,
-                                    const std::function<bool(const Response&)>& alone = nullptr,
+                                    const std::function<int(const Response&)>& kind = nullptr,
                                     FusedMemo* memo = nullptr);
 
 }  // namespace lightcc

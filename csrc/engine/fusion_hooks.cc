@@ -5,10 +5,10 @@
 namespace lightcc {
 
 void Driver::makeFusion() {
-  // Tensors top-k compresses run one by one, never fused nor held; the threshold is the one in
-  // force when the scheduler looks (autotune moves it).
+  // Tensors top-k compresses are never held and fuse only with each other (device ones run one
+  // by one); the threshold is the one in force when the scheduler looks (autotune moves it).
   fusion_ = std::make_unique<FusionScheduler>(tuning_.live().fusion, [this](const Response& r) {
-    return topkEligible(r, s_.config, tuning_.live().params.topk_threshold);
+    return topkFusionClass(r, s_.config, tuning_.live().params.topk_threshold);
   });
 }
 

@@ -22,17 +22,17 @@ std::string fusableClass(const Response& r) {
 
 }  // namespace
 
-FusionScheduler::FusionScheduler(const Options& options, std::function<bool(const Response&)> alone)
-    : options_(options), alone_(std::move(alone)) {}
+FusionScheduler::FusionScheduler(const Options& options, std::function<int(const Response&)> kind)
+    : options_(options), kind_(std::move(kind)) {}
 
 bool FusionScheduler::bucketable(const Response& r) const {
   return options_.strategy != FusionStrategy::kSize && options_.threshold > 0 && canFuse(r.op) &&
-         !r.isError() && r.names.size() == 1 && !(alone_ && alone_(r));
+         !r.isError() && r.names.size() == 1 && !(kind_ && kind_(r) != 0);
 }
 
 bool FusionScheduler::paceable(const Response& r) const {
   return options_.pace_device && options_.threshold > 0 && r.on_device && canFuse(r.op) && !r.isError() && r.names.size() == 1 &&
-         !(alone_ && alone_(r));
+         !(kind_ && kind_(r) != 0);
 }
 
 std::vector<ResponsePtr> FusionScheduler::pace(const std::vector<ResponsePtr>& agreed, bool flush, bool device_ready) {
@@ -58,7 +58,7 @@ std::vector<ResponsePtr> FusionScheduler::pace(const std::vector<ResponsePtr>& a
       now.push_back(p);
     }
   }
-  return planFusion(now, options_.threshold, alone_, &memo_);
+  return planFusion(now, options_.threshold, kind_, &memo_);
 }
 
 size_t FusionScheduler::assign(const Key& key, const Response& r) {
@@ -113,7 +113,7 @@ std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr
                                                    bool device_ready) {
   if (options_.strategy == FusionStrategy::kSize || options_.threshold <= 0) {
     if (options_.pace_device || !paced_.empty()) return pace(agreed, flush, device_ready);
-    return planFusion(agreed, options_.threshold, alone_, &memo_);
+    return planFusion(agreed, options_.threshold, kind_, &memo_);
   }
   std::vector<ResponsePtr> now, released;
   for (const ResponsePtr& p : agreed) {
@@ -143,8 +143,8 @@ std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr
     LIGHTCC_LOG(kDebug) << "fusion: flushing " << held_ << " held tensors";
     for (Bucket& b : buckets_) flushBucket(b, &released);
   }
-  std::vector<ResponsePtr> out = planFusion(released, options_.threshold, alone_, &memo_);
-  std::vector<ResponsePtr> rest = planFusion(now, options_.threshold, alone_, &memo_);
+  std::vector<ResponsePtr> out = planFusion(released, options_.threshold, kind_, &memo_);
+  std::vector<ResponsePtr> rest = planFusion(now, options_.threshold, kind_, &memo_);
   out.insert(out.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
   return out;
 }

@@ -44,8 +44,9 @@ class FusionScheduler {
     int64_t bucket = 0;        // order/cost: later buckets
     bool pace_device = false;  // size: hold GPU allreduces while the plan says a GPU is busy
   };
-  // `alone(r)`: never fused nor held (tensors top-k compresses one by one).
-  FusionScheduler(const Options& options, std::function<bool(const Response&)> alone);
+  // `kind(r)` (as planFusion's): non-zero ones are never held (tensors top-k compresses); they
+  // fuse only with their own kind, or, at -1, with nothing.
+  FusionScheduler(const Options& options, std::function<int(const Response&)> kind);
 
   // This cycle's agreed responses in, what to execute now out (in order).
   // `device_ready`: the plan's agreed vote that every rank may start another GPU batch.
@@ -78,7 +79,7 @@ class FusionScheduler {
   void release(Bucket& b, std::vector<ResponsePtr>* out);
 
   Options options_;
-  std::function<bool(const Response&)> alone_;
+  std::function<int(const Response&)> kind_;
   FusedMemo memo_;
   std::vector<Bucket> buckets_;
   std::map<Key, size_t> bucket_of_;

@@ -24,6 +24,12 @@ struct EngineStats {
   std::atomic<uint64_t> caller_cycles{0};          // cycles run by a caller waiting on a handle
   std::atomic<uint64_t> handoff_waits{0};          // waits that slept while another thread drove
   std::atomic<uint64_t> device_batches{0};         // batches run by a device executor (GPU, or emulated)
+  // Host executors' data collectives: bytes this rank posted on its links (shared-memory staging
+  // of one-host collectives is not counted), all of them and those of top-k batches.
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> topk_bytes_sent{0};
+  std::atomic<uint64_t> topk_batches{0};        // batches the sparse exchange ran
+  std::atomic<uint64_t> topk_dense_batches{0};  // top-k batches run dense: sparse would move more bytes
 };
 
 }  // namespace lightcc

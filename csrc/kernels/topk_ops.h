@@ -141,4 +141,15 @@ static inline LIGHTCC_HD void momentumStep(float& u, float& v, float grad, float
   v = addRn(v, u);
 }
 
+// A selected value leaving in its wire dtype (float32, or rounded to 16 bits, nearest even).
+static inline LIGHTCC_HD void storeWire(float v, float* out) { *out = v; }
+static inline LIGHTCC_HD void storeWire(float v, Half* out) { out->bits = floatToHalf(v); }
+static inline LIGHTCC_HD void storeWire(float v, BFloat16* out) { out->bits = floatToBf16(v); }
+// What the residual keeps of selected value v once it left as w: the rounding error, or 0 when
+// that is not finite (inf or NaN leave whole, as an exact selection clears them).
+static inline LIGHTCC_HD float wireRemainder(float v, float w) {
+  const float rest = addRn(v, -w);
+  return rest - rest == 0.0f ? rest : 0.0f;
+}
+
 }  // namespace lightcc::kernels

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "kernels/simd_dispatch.h"
 #include "kernels/topk.h"
 #include "kernels/topk_detail.h"
+#include "kernels/topk_ops.h"
 
 namespace lk = lightcc::kernels;
 using lightcc::DataType;
@@ -483,10 +485,43 @@ void testResidualAndMomentum(Tally& t) {
           "accumulateResidualAny accepted int32");
 }
 
+// A selected value leaving in a 16-bit wire dtype: the wire value plus what the residual keeps
+// is the value again, exactly, for every finite value the dtype can hold; what overflows to inf,
+// and inf or NaN themselves, leave whole (remainder 0), as an exact selection clears them.
+void testWireRounding(Tally& t) {
+  Rng rng{99};
+  int exact16 = 0, exactBf = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const float v = static_cast<float>(static_cast<int64_t>(rng.next() % 2000001) - 1000000) * 1e-3f *
+                    std::ldexp(1.0f, static_cast<int>(rng.next() % 20) - 10);
+    lk::Half h;
+    lk::BFloat16 b;
+    float f;
+    lk::storeWire(v, &h);
+    lk::storeWire(v, &b);
+    lk::storeWire(v, &f);
+    exact16 += std::fabs(v) > 65504.0f || lk::toFloat(h) + lk::wireRemainder(v, lk::toFloat(h)) == v;
+    exactBf += lk::toFloat(b) + lk::wireRemainder(v, lk::toFloat(b)) == v;
+    t.check(f == v && lk::wireRemainder(v, f) == 0.0f, "float32 wire value is the value itself");
+  }
+  t.check(exact16 == n, "float16 wire value + remainder == value (" + std::to_string(exact16) + " of " +
+                            std::to_string(n) + ")");
+  t.check(exactBf == n, "bfloat16 wire value + remainder == value");
+  const float inf = std::numeric_limits<float>::infinity();
+  lk::Half h;
+  lk::storeWire(70000.0f, &h);
+  t.check(std::isinf(lk::toFloat(h)) && lk::wireRemainder(70000.0f, lk::toFloat(h)) == 0.0f,
+          "overflow to inf leaves whole");
+  t.check(lk::wireRemainder(inf, inf) == 0.0f && lk::wireRemainder(std::nanf(""), std::nanf("")) == 0.0f,
+          "inf and NaN leave whole");
+}
+
 }  // namespace
 
 int main() {
   Tally t;
+  testWireRounding(t);
   testTopkK(t);
   testSelectTopkApi(t);
   testScatterAdd(t);

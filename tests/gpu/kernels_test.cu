@@ -4,7 +4,7 @@
 // tests/gpu/run.sh runs it plainly and under `compute-sanitizer ... --quick`.
 //
 // Every GPU call goes through the extern "C" tables the core dlopens (lightccCudaRuntimeTableV1,
-// lightccCudaKernelTableV1, lightccCudaTopkTableV1), so the entry points are covered with the
+// lightccCudaKernelTableV1, lightccCudaTopkTableV2), so the entry points are covered with the
 // kernels; the CPU side is the lightcc_core static library. Each group seeds its own data,
 // runs both sides on the same bytes and compares:
 //   - bit for bit, except that two NaNs match whatever their payload where the result comes
@@ -25,6 +25,7 @@
 
 #include "kernels/reduce.h"
 #include "kernels/topk.h"
+#include "kernels/topk_ops.h"
 #include "kernels_test_util.h"
 
 namespace lightcc::gputest {
@@ -403,6 +404,64 @@ void testUpdates(const Env& env, Totals& t) {
       clr.expect(d.empty(), name + ": " + d);
     }
   }
+  // roundSelected / fromFloat: the wire value and the residual's remainder, against the arithmetic
+  // the CPU side runs (kernels::storeWire, kernels::wireRemainder): every bit.
+  Group rnd("roundSelected/fromFloat");
+  for (size_t count : sizes(env, false)) {
+    for (DataType dtype : kTopkTypes) {
+      const size_t k = count / 5 + 1 > count ? count : count / 5 + 1;
+      Rng r(count * 29 + int(dtype));
+      std::vector<uint32_t> idx = distinctIndices(count, k, true, r);
+      std::vector<uint8_t> r0 = randomData(DataType::kFloat32, count, r, true);
+      std::vector<float> sel = fromBytes<float>(randomData(DataType::kFloat32, k, r, true), k);
+      std::vector<float> wantRes = fromBytes<float>(r0, count);
+      std::vector<uint8_t> wantWire(k * dtypeSize(dtype)), wantOut(count * dtypeSize(dtype));
+      std::vector<float> src = fromBytes<float>(r0, count);
+      for (size_t i = 0; i < k; ++i) {
+        float w;
+        if (dtype == DataType::kFloat16) {
+          kernels::Half h;
+          kernels::storeWire(sel[i], &h);
+          std::memcpy(&wantWire[2 * i], &h, 2);
+          w = kernels::toFloat(h);
+        } else if (dtype == DataType::kBFloat16) {
+          kernels::BFloat16 b;
+          kernels::storeWire(sel[i], &b);
+          std::memcpy(&wantWire[2 * i], &b, 2);
+          w = kernels::toFloat(b);
+        } else {
+          std::memcpy(&wantWire[4 * i], &sel[i], 4);
+          w = sel[i];
+        }
+        wantRes[idx[i]] = kernels::wireRemainder(sel[i], w);
+      }
+      for (size_t i = 0; i < count; ++i) {
+        if (dtype == DataType::kFloat16) {
+          kernels::Half h;
+          kernels::storeWire(src[i], &h);
+          std::memcpy(&wantOut[2 * i], &h, 2);
+        } else if (dtype == DataType::kBFloat16) {
+          kernels::BFloat16 b;
+          kernels::storeWire(src[i], &b);
+          std::memcpy(&wantOut[2 * i], &b, 2);
+        } else {
+          std::memcpy(&wantOut[4 * i], &src[i], 4);
+        }
+      }
+      DeviceBuffer dr(env, r0), di(env, asBytes(idx)), ds(env, asBytes(sel)), dw(env, wantWire.size() + 4),
+          dout(env, wantOut.size() + 4);
+      const std::string name = caseName("roundSelected", dtype, count);
+      rnd.expectOk(env.topk->roundSelected(dr.as<float>(), di.as<uint32_t>(), ds.as<float>(), dw.get(), dtype, k,
+                                           env.stream), name);
+      DeviceBuffer dsrc(env, r0);
+      rnd.expectOk(env.topk->fromFloat(dout.get(), dsrc.as<float>(), count, dtype, env.stream), name + " fromFloat");
+      std::string d1 = compareBits(DataType::kFloat32, dr.download(count * 4), asBytes(wantRes), count, false);
+      std::string d2 = compareBits(dtype, dw.download(wantWire.size()), wantWire, k, false);
+      std::string d3 = compareBits(dtype, dout.download(wantOut.size()), wantOut, count, false);
+      rnd.expect(d1.empty() && d2.empty() && d3.empty(), name + ": residual " + d1 + " wire " + d2 + " out " + d3);
+    }
+  }
+  rnd.end(t.checks, t.failed);
   DeviceBuffer any(env, 64);
   res.expect(env.topk->accumulateResidual(any.as<float>(), any.get(), DataType::kInt8, 4, 1.0f,
                                           env.stream).code() == StatusCode::kInvalidArgument,
@@ -672,8 +731,8 @@ int main(int argc, char** argv) {
   }
   env.rt = lightccCudaRuntimeTableV1();
   env.reduce = lightccCudaKernelTableV1();
-  env.topk = lightccCudaTopkTableV1();
-  if (env.rt->version != 1 || env.reduce->version != 1 || env.topk->version != 1) {
+  env.topk = lightccCudaTopkTableV2();
+  if (env.rt->version != 1 || env.reduce->version != 1 || env.topk->version != 2) {
     std::printf("kernels_test: unexpected table versions %d/%d/%d\n", env.rt->version,
                 env.reduce->version, env.topk->version);
     return 1;

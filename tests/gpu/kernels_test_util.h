@@ -23,7 +23,7 @@ namespace lightcc::gputest {
 struct Env {
   const cuda::CudaRuntimeTableV1* rt = nullptr;
   const cuda::CudaKernelTableV1* reduce = nullptr;
-  const cuda::CudaTopkTableV1* topk = nullptr;
+  const cuda::CudaTopkTableV2* topk = nullptr;
   void* stream = nullptr;
   bool quick = false;
 };
