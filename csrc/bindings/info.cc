@@ -96,6 +96,9 @@ py::dict stats() {
   d["caller_cycles"] = s.caller_cycles.load();
   d["handoff_waits"] = s.handoff_waits.load();
   d["device_batches"] = s.device_batches.load();
+  d["device_allocs"] = s.device_allocs.load();
+  d["device_alloc_bytes"] = s.device_alloc_bytes.load();
+  d["device_front_outputs"] = s.device_front_outputs.load();
   return d;
 }
 
@@ -191,6 +194,10 @@ void bindInfo(py::module_& m) {
         "applied them (the same on every rank) and whether the search has frozen.");
   m.def("fusion_info", &fusionInfo, "Fusion strategy, bucket sizes, top-k threshold and (cost) the fitted alpha-beta model.");
   m.def("flags", &flags);
+  m.def(
+      "device_executor_on_host", [] { return engine().config().device_executor_on_host; },
+      "LIGHTCC_DEVICE_EXECUTOR=host: the device executor runs host tensors too (the fronts then hand them over "
+      "as they would GPU tensors).");
   m.def("check_config", [] {
     Config c;
     raise(parseConfig(&c));

@@ -20,7 +20,6 @@ class CudaDevice : public Device {
   // Makes `ordinal` the calling thread's current device (the driving thread can change).
   Status activate() const;
 
-  Status alloc(size_t bytes, BufferPtr* out) override;
   Status waitFor(const EventPtr& event) override;
   Status record(EventPtr* out) override;
   Status copy(void* dst, const void* src, size_t bytes) override;
@@ -37,6 +36,9 @@ class CudaDevice : public Device {
   Status accumulateResidual(float* residual, const float* grad, size_t count, float scale) override;
   Status clearSelected(float* residual, const uint32_t* indices, size_t k) override;
   Status momentumCorrect(float* u, float* v, const float* grad, size_t count, float momentum) override;
+
+ protected:
+  Status allocate(size_t bytes, BufferPtr* out) override;
 
  private:
   CudaDevice(const CudaLibrary* lib, int ordinal) : lib_(lib), ordinal_(ordinal) {}

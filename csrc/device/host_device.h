@@ -17,7 +17,6 @@ class HostDevice : public Device {
  public:
   std::string describe() const override { return "host"; }
   int ordinal() const override { return -1; }
-  Status alloc(size_t bytes, BufferPtr* out) override;
   Status waitFor(const EventPtr& event) override { return Status::OK(); }
   Status record(EventPtr* out) override;
   Status copy(void* dst, const void* src, size_t bytes) override;
@@ -34,6 +33,9 @@ class HostDevice : public Device {
   Status accumulateResidual(float* residual, const float* grad, size_t count, float scale) override;
   Status clearSelected(float* residual, const uint32_t* indices, size_t k) override;
   Status momentumCorrect(float* u, float* v, const float* grad, size_t count, float momentum) override;
+
+ protected:
+  Status allocate(size_t bytes, BufferPtr* out) override;
 
  private:
   kernels::TopkScratch scratch_;

@@ -24,6 +24,9 @@ struct EngineStats {
   std::atomic<uint64_t> caller_cycles{0};          // cycles run by a caller waiting on a handle
   std::atomic<uint64_t> handoff_waits{0};          // waits that slept while another thread drove
   std::atomic<uint64_t> device_batches{0};         // batches run by a device executor (GPU, or emulated)
+  std::atomic<uint64_t> device_allocs{0};          // device executors' own allocations (device::Device::alloc)
+  std::atomic<uint64_t> device_alloc_bytes{0};     // and their bytes
+  std::atomic<uint64_t> device_front_outputs{0};   // device outputs the fronts' allocators made
 };
 
 }  // namespace lightcc
