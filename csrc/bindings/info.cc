@@ -100,6 +100,9 @@ py::dict stats() {
   d["topk_bytes_sent"] = s.topk_bytes_sent.load();
   d["topk_batches"] = s.topk_batches.load();
   d["topk_dense_batches"] = s.topk_dense_batches.load();
+  d["device_allocs"] = s.device_allocs.load();
+  d["device_alloc_bytes"] = s.device_alloc_bytes.load();
+  d["device_front_outputs"] = s.device_front_outputs.load();
   return d;
 }
 
@@ -195,6 +198,10 @@ void bindInfo(py::module_& m) {
         "applied them (the same on every rank) and whether the search has frozen.");
   m.def("fusion_info", &fusionInfo, "Fusion strategy, bucket sizes, top-k threshold and (cost) the fitted alpha-beta model.");
   m.def("flags", &flags);
+  m.def(
+      "device_executor_on_host", [] { return engine().config().device_executor_on_host; },
+      "LIGHTCC_DEVICE_EXECUTOR=host: the device executor runs host tensors too (the fronts then hand them over "
+      "as they would GPU tensors).");
   m.def("check_config", [] {
     Config c;
     raise(parseConfig(&c));

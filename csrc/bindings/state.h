@@ -21,6 +21,7 @@ struct Submission {
   std::vector<std::shared_ptr<Handle>> handles;
   pybind11::object keepalive;
   pybind11::object finish;  // callable(list of result tuples) -> the front's value; None: the list
+  pybind11::object allocate;  // the front's output allocator (bindings/outputs.h), or None
   // GPU tensors: the caller's stream at submission, ordered after the results at synchronize.
   int device = -1;
   uintptr_t stream = 0;

@@ -4,6 +4,7 @@
 
 #include "bindings/casters.h"
 #include "bindings/errors.h"
+#include "bindings/outputs.h"
 #include "bindings/state.h"
 #include "bindings/tensor_args.h"
 #include "common/interrupt.h"
@@ -70,7 +71,7 @@ void orderCallerStream(int device, uintptr_t stream, const std::vector<std::shar
 
 py::tuple resultTuple(const Handle& h) {
   const HandleResult& r = h.result();
-  py::object buf = r.output ? py::cast(r.output) : r.device_output ? py::cast(r.device_output) : py::none();
+  py::object buf = r.output ? py::cast(r.output) : r.device_output ? outputObject(r.device_output) : py::none();
   return py::make_tuple(buf, r.output_shape, r.received_splits, r.value);
 }
 
@@ -102,7 +103,8 @@ py::tuple runNow(const TensorArgs& t) {
 }
 
 // Queues one tensor or a group and registers it; returns the front-level handle id.
-int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object keepalive, py::object finish) {
+int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object keepalive, py::object finish,
+               py::object allocate) {
   Engine& e = engine();
   std::vector<TensorEntry> entries;
   Submission sub;
@@ -111,6 +113,7 @@ int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object kee
     sub.handles.push_back(entries.back().handle);
   }
   markReady(entries, tensors);
+  attachAllocators(entries, tensors, allocate, e.config().device_executor_on_host);
   Status st;
   {
     py::gil_scoped_release release;
@@ -119,6 +122,7 @@ int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object kee
   raise(st);
   sub.keepalive = std::move(keepalive);
   sub.finish = std::move(finish);
+  sub.allocate = std::move(allocate);  // its allocators borrow it until the handles complete
   if (!tensors.empty()) {
     sub.device = tensors.front().device;
     sub.stream = tensors.front().stream;
@@ -174,7 +178,7 @@ int64_t allreduceArrayAsync(py::handle array, const std::string& name, int reduc
   t.prescale = pre;
   t.postscale = post;
   t.process_set_id = set_id;
-  return submit({t}, wake, py::reinterpret_borrow<py::object>(array), py::none());
+  return submit({t}, wake, py::reinterpret_borrow<py::object>(array), py::none(), py::none());
 }
 
 bool poll(int64_t id) {
@@ -248,9 +252,12 @@ void bindSubmissions(py::module_& m) {
       },
       "Address of a contiguous buffer's first byte.");
   m.def("submit", &submit, py::arg("tensors"), py::arg("wake"), py::arg("keepalive"), py::arg("finish"),
+        py::arg("allocate") = py::none(),
         "Queue tensors (one group) and return one handle id. wake=False: the caller synchronizes at once and "
         "runs the engine itself, so the engine thread is not woken. `keepalive` is held until the handle is "
-        "synchronized; `finish(results)` makes synchronize's value (None: `keepalive` is the value).");
+        "synchronized; `finish(results)` makes synchronize's value (None: `keepalive` is the value). "
+        "`allocate(index, shape, nbytes) -> (tensor, address)` makes the outputs a device executor sizes "
+        "(allgather, alltoall, reducescatter) with the tensor's framework; the result carries that tensor.");
   m.def("run", &runNow, py::arg("tensor"),
         "Queue one tensor, run the engine until it completes and return its result (the synchronous ops' path).");
   m.def("allreduce_array_async", &allreduceArrayAsync, py::arg("array"), py::arg("name"), py::arg("reduce_op"),

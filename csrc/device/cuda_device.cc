@@ -74,7 +74,7 @@ CudaDevice::~CudaDevice() {
 
 Status CudaDevice::activate() const { return lib_->rt->setDevice(ordinal_); }
 
-Status CudaDevice::alloc(size_t bytes, BufferPtr* out) {
+Status CudaDevice::allocate(size_t bytes, BufferPtr* out) {
   void* p = nullptr;
   // Never a zero-byte allocation: callers hand out the pointer as a tensor's data.
   LIGHTCC_RETURN_IF_ERROR(lib_->rt->malloc(&p, bytes > 0 ? bytes : 16)

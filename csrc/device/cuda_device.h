@@ -20,7 +20,6 @@ class CudaDevice : public Device {
   // Makes `ordinal` the calling thread's current device (the driving thread can change).
   Status activate() const;
 
-  Status alloc(size_t bytes, BufferPtr* out) override;
   Status waitFor(const EventPtr& event) override;
   Status record(EventPtr* out) override;
   Status copy(void* dst, const void* src, size_t bytes) override;
@@ -42,6 +41,9 @@ class CudaDevice : public Device {
   Status roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire, DataType dtype,
                        size_t k) override;
   Status fromFloat(void* dst, const float* src, size_t count, DataType dtype) override;
+
+ protected:
+  Status allocate(size_t bytes, BufferPtr* out) override;
 
  private:
   CudaDevice(const CudaLibrary* lib, int ordinal) : lib_(lib), ordinal_(ordinal) {}

@@ -2,7 +2,7 @@
 //
 // DESIGN. The device executor (engine/device_executor.h) writes each schedule — fusion layout,
 // 2D phases, the top-k exchange, event ordering — once, against these two interfaces. Two
-// implementations exist: CUDA kernels + NCCL (cuda_device.h, nccl_comm.h), and the host
+// implementations exist: CUDA kernels + NCCL (cuda_device.h, nccl.h), and the host
 // (host_device.h: CPU kernels + the engine's own shared-memory and link collectives), which CI
 // runs on CPU tensors so every schedule is exercised without a GPU.
 //
@@ -11,6 +11,7 @@
 // simply runs it). Pointers are device memory unless a comment says host.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -58,15 +59,41 @@ struct Segment {
   size_t bytes;
 };
 
+// An output made by the tensor's own framework (torch's caching allocator, CuPy's pool, NumPy,
+// TensorFlow), asked for by the executor once the collective has agreed its size (allgather,
+// alltoall, reducescatter). The Python edge implements it (bindings/outputs.h); the executing
+// thread calls it.
+class OutputAllocator {
+ public:
+  virtual ~OutputAllocator() = default;
+  // `*out`: at least `bytes` for an output of `shape`. `*ready` (may stay null): the executor's
+  // stream writes only after it, since the framework may hand out memory its own stream still uses.
+  virtual Status allocate(const std::vector<int64_t>& shape, size_t bytes, BufferPtr* out, EventPtr* ready) = 0;
+};
+using OutputAllocatorPtr = std::shared_ptr<OutputAllocator>;
+
+// Where a Device counts its allocations (EngineStats' counters; null: not counted). A test asserts
+// that none happen per call once the scratch buffers have grown.
+struct AllocCounters {
+  std::atomic<uint64_t>* calls = nullptr;
+  std::atomic<uint64_t>* bytes = nullptr;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
   virtual std::string describe() const = 0;  // "cuda:0", "host"
   virtual int ordinal() const = 0;           // -1 for the host
 
-  // Memory. `alloc` is for buffers kept across batches (fusion, scratch, residuals) and for
-  // outputs handed to the caller; never called per element.
-  virtual Status alloc(size_t bytes, BufferPtr* out) = 0;
+  // Memory the core owns, counted: buffers kept across batches (fusion, scratch, residuals) and
+  // the outputs of callers that gave no OutputAllocator. Never called per element.
+  Status alloc(size_t bytes, BufferPtr* out) {
+    LIGHTCC_RETURN_IF_ERROR(allocate(bytes, out));
+    if (counters_.calls != nullptr) counters_.calls->fetch_add(1, std::memory_order_relaxed);
+    if (counters_.bytes != nullptr) counters_.bytes->fetch_add(bytes, std::memory_order_relaxed);
+    return Status::OK();
+  }
+  void countInto(AllocCounters counters) { counters_ = counters; }
 
   // Ordering with other streams.
   virtual Status waitFor(const EventPtr& event) = 0;  // my stream after `event`
@@ -101,6 +128,12 @@ class Device {
                                DataType dtype, size_t k) = 0;
   // dst (count elements of `dtype`) = src rounded to nearest even.
   virtual Status fromFloat(void* dst, const float* src, size_t count, DataType dtype) = 0;
+
+ protected:
+  virtual Status allocate(size_t bytes, BufferPtr* out) = 0;  // alloc's work, uncounted
+
+ private:
+  AllocCounters counters_;
 };
 
 // Makes `*buf` hold at least `bytes`, keeping it when it does: scratch reused batch after batch

@@ -49,7 +49,7 @@ ReduceSpec plainSpec(DataType dtype, ReduceOp op) { return ReduceSpec{dtype, op,
 
 }  // namespace
 
-Status HostDevice::alloc(size_t bytes, BufferPtr* out) {
+Status HostDevice::allocate(size_t bytes, BufferPtr* out) {
   auto b = std::make_shared<HostMemory>(bytes);
   if (b->data() == nullptr) return Status::SystemError("host: cannot allocate " + std::to_string(bytes) + " bytes");
   *out = std::move(b);

@@ -17,7 +17,6 @@ class HostDevice : public Device {
  public:
   std::string describe() const override { return "host"; }
   int ordinal() const override { return -1; }
-  Status alloc(size_t bytes, BufferPtr* out) override;
   Status waitFor(const EventPtr& event) override { return Status::OK(); }
   Status record(EventPtr* out) override;
   Status copy(void* dst, const void* src, size_t bytes) override;
@@ -39,6 +38,9 @@ class HostDevice : public Device {
   Status roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire, DataType dtype,
                        size_t k) override;
   Status fromFloat(void* dst, const float* src, size_t count, DataType dtype) override;
+
+ protected:
+  Status allocate(size_t bytes, BufferPtr* out) override;
 
  private:
   kernels::TopkScratch scratch_;

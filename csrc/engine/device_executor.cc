@@ -169,6 +169,7 @@ Status DeviceExecutor::ready(const Batch& b) {
                                                std::to_string(ordinal)));
       dev_ = std::move(cuda);
     }
+    dev_->countInto(env_.device_allocs);
   } else if (backend_ == Backend::kCuda) {
     if (ordinal >= 0 && ordinal != dev_->ordinal()) {
       return Status::InvalidArgument("rank " + std::to_string(env_.rank) + " passed tensor '" +
@@ -410,116 +411,6 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
   }
   LIGHTCC_RETURN_IF_ERROR(dev_->record(&e.last));
   return finish(b, {});
-}
-
-Status DeviceExecutor::allgather(Batch& b, SetComms& c) {
-  const Response& r = *b.response;
-  const auto& shape = r.shapes.front();
-  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(rowElements(shape));
-  const int p = c.flat->size();
-  std::vector<size_t> pieces(p);
-  int64_t rows = 0;
-  for (int j = 0; j < p; ++j) {
-    pieces[j] = static_cast<size_t>(r.first_dims[j]) * row_bytes;
-    rows += r.first_dims[j];
-  }
-  const TensorEntry* e = b.entry(0);
-  HandleResult result;
-  LIGHTCC_RETURN_IF_ERROR(dev_->alloc(static_cast<size_t>(rows) * row_bytes, &result.device_output));
-  result.output_shape = shape;
-  result.output_shape[0] = rows;
-  LIGHTCC_RETURN_IF_ERROR(c.flat->allGatherV(e ? e->input : nullptr, result.device_output->data(), pieces)
-                              .withContext("allgather of '" + r.names.front() + "'"));
-  std::vector<HandleResult> results;
-  results.push_back(std::move(result));
-  return finish(b, std::move(results));
-}
-
-Status DeviceExecutor::broadcast(Batch& b, SetComms& c) {
-  const Response& r = *b.response;
-  const size_t bytes = static_cast<size_t>(tensorBytes(r, 0));
-  const int root = memberIndex(channel_.comms.at(r.process_set_id), r.root);
-  const TensorEntry* e = b.entry(0);
-  void* out;
-  if (e != nullptr) {
-    out = e->output;
-    if (c.flat->rank() == root) LIGHTCC_RETURN_IF_ERROR(dev_->copy(out, e->input, bytes));
-  } else {
-    LIGHTCC_RETURN_IF_ERROR(grow(&zeros_, std::max<size_t>(bytes, 16)));  // joined: receive and drop
-    out = zeros_->data();
-  }
-  LIGHTCC_RETURN_IF_ERROR(c.flat->broadcast(out, bytes, root).withContext("broadcast of '" + r.names.front() + "'"));
-  return finish(b, {});
-}
-
-Status DeviceExecutor::alltoall(Batch& b, SetComms& c) {
-  const Response& r = *b.response;
-  const std::string what = "alltoall of '" + r.names.front() + "'";
-  const TensorEntry* e = b.entry(0);
-  if (e == nullptr) return Status::Internal(what + " has no local tensor");
-  const Request& req = e->request;
-  const size_t row_bytes = dtypeSize(r.dtype) * static_cast<size_t>(rowElements(req.shape));
-  // The splits are host numbers: exchanged over the set's host communicator.
-  SetComm& hc = channel_.comms.at(r.process_set_id);
-  SplitMatrix matrix;
-  Status st = hc.size() == 1 ? (matrix = {req.aux}, Status::OK())
-              : hc.all_local ? shmExchangeSplits(hc, req.aux, &matrix)
-                             : linkExchangeSplits(hc, req.aux, &matrix);
-  LIGHTCC_RETURN_IF_ERROR(st.withContext(what));
-  HandleResult result;
-  std::vector<size_t> send(hc.size()), recv(hc.size());
-  int64_t rows = 0;
-  for (int j = 0; j < hc.size(); ++j) {
-    result.received_splits.push_back(matrix[j][hc.me]);
-    rows += matrix[j][hc.me];
-    recv[j] = static_cast<size_t>(matrix[j][hc.me]) * row_bytes;
-    send[j] = static_cast<size_t>(req.aux[j]) * row_bytes;
-  }
-  LIGHTCC_RETURN_IF_ERROR(dev_->alloc(static_cast<size_t>(rows) * row_bytes, &result.device_output));
-  result.output_shape = req.shape;
-  result.output_shape[0] = rows;
-  LIGHTCC_RETURN_IF_ERROR(c.flat->alltoallV(e->input, send, result.device_output->data(), recv).withContext(what));
-  std::vector<HandleResult> results;
-  results.push_back(std::move(result));
-  return finish(b, std::move(results));
-}
-
-Status DeviceExecutor::reducescatter(Batch& b, SetComms& c) {
-  const Response& r = *b.response;
-  const std::string what = "reducescatter of '" + r.names.front() + "'";
-  const TensorEntry* e = b.entry(0);
-  if (e == nullptr) return Status::Internal(what + " has no local tensor");
-  const auto& shape = r.shapes.front();
-  const int p = c.flat->size();
-  const auto rows = reducescatterRows(shape[0], p);
-  const size_t esize = dtypeSize(r.dtype);
-  const size_t row_elems = static_cast<size_t>(rowElements(shape));
-  const size_t slot = static_cast<size_t>(rows[0]) * row_elems;  // the first members hold the most rows
-  const ReduceSpec spec = reduceSpecFor(r, p);
-  // Equal slots for NCCL: member j's rows at slot j, zero-padded.
-  LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, std::max<size_t>(slot * p * esize, 16)));
-  std::vector<device::Segment> segs;
-  size_t row = 0;
-  for (int j = 0; j < p; ++j) {
-    const size_t bytes = static_cast<size_t>(rows[j]) * row_elems * esize;
-    segs.push_back({const_cast<char*>(static_cast<const char*>(e->input)) + row * row_elems * esize, j * slot * esize,
-                    bytes});
-    if (bytes < slot * esize) segs.push_back({nullptr, j * slot * esize + bytes, slot * esize - bytes});
-    row += static_cast<size_t>(rows[j]);
-  }
-  char* buf = static_cast<char*>(fusion_->data());
-  LIGHTCC_RETURN_IF_ERROR(dev_->pack(buf, segs));
-  if (spec.prescale != 1.0) LIGHTCC_RETURN_IF_ERROR(dev_->scale(buf, buf, slot * p, r.dtype, spec.prescale));
-  HandleResult result;
-  const size_t mine = static_cast<size_t>(rows[c.flat->rank()]) * row_elems;
-  LIGHTCC_RETURN_IF_ERROR(dev_->alloc(std::max<size_t>(slot, 1) * esize, &result.device_output));
-  LIGHTCC_RETURN_IF_ERROR(c.flat->reduceScatter(buf, result.device_output->data(), slot, r.dtype, spec.op).withContext(what));
-  LIGHTCC_RETURN_IF_ERROR(deviceFinishScaling(*dev_, result.device_output->data(), mine, r.dtype, spec));
-  result.output_shape = shape;
-  result.output_shape[0] = rows[c.flat->rank()];
-  std::vector<HandleResult> results;
-  results.push_back(std::move(result));
-  return finish(b, std::move(results));
 }
 
 Executor& RoutingExecutor::pick(const Batch& b) {

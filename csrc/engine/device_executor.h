@@ -8,7 +8,9 @@
 // the host; the schedules live beside the host ones in csrc/algorithms (device_allreduce.h,
 // device_topk.h), written against device::Device and device::Comm (device/device.h): CUDA
 // kernels + NCCL on a GPU, or the host implementation, which LIGHTCC_DEVICE_EXECUTOR=host
-// selects for CPU tensors so CI runs every schedule.
+// selects for CPU tensors so CI runs every schedule. Outputs whose size the collective decides
+// come from the tensor's framework (device::OutputAllocator, asked once the size is agreed); the
+// executor allocates only the scratch it keeps across batches (device_collectives.cc).
 //
 // Communicators are made on first use per process set and channel: member 0 of the set draws
 // an NCCL unique id and broadcasts it over the set's own (authenticated) host communicator,
@@ -86,10 +88,14 @@ class DeviceExecutor : public Executor {
   Status topk(Batch& b, SetComms& c, Algorithm algo);
   // The tensor's residual sized for `padded` floats, taken over from a checkpoint when one waits.
   Status prepareResidual(DeviceTopkStore::Entry& e, int32_t set, const std::string& name, size_t count, size_t padded);
+  // device_collectives.cc: the other collectives, and the outputs they size.
   Status allgather(Batch& b, SetComms& c);
   Status broadcast(Batch& b, SetComms& c);
   Status alltoall(Batch& b, SetComms& c);
   Status reducescatter(Batch& b, SetComms& c);
+  // A per-call output of `shape` for `e`: from its front's allocator, else (a caller without
+  // one) the device's, counted in the engine's stats.
+  Status output(const TensorEntry& e, const std::vector<int64_t>& shape, size_t bytes, device::BufferPtr* out);
 
   const ExecEnv& env_;
   Channel& channel_;
@@ -98,7 +104,8 @@ class DeviceExecutor : public Executor {
   std::map<int32_t, SetComms> comms_;
   // Scratch on the device, grown on demand and reused batch after batch (stream order keeps
   // one batch's use from overlapping the next's).
-  device::BufferPtr fusion_, shard_, zeros_;
+  // Per-call outputs are never among them: they come from the tensor's framework (output()).
+  device::BufferPtr fusion_, shard_, zeros_, scatter_;
   DeviceTopkScratch topk_scratch_;
 };
 

@@ -40,6 +40,8 @@ struct ExecEnv {
   DeviceTopkStore* device_topk = nullptr;
   std::atomic<uint64_t>* device_batches = nullptr;  // EngineStats counter
   EngineStats* stats = nullptr;                     // bytes sent, top-k batches
+  std::atomic<uint64_t>* device_front_outputs = nullptr;  // EngineStats counter
+  device::AllocCounters device_allocs;                    // EngineStats counters
   DeviceInflight* device_inflight = nullptr;        // LIGHT_DEVICE_INFLIGHT: batches still on the GPU
   std::string net_plugin;    // NCCL_NET_PLUGIN for lightcc's communicators (HARP unless the user chose)
   std::string nccl_library;  // first libnccl tried

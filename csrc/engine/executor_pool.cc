@@ -18,6 +18,8 @@ Status ExecutorPool::start(Mesh& mesh, int rank, int64_t topk_threshold,
   env_.device_topk = &device_topk_;
   env_.device_batches = &stats_.device_batches;
   env_.stats = &stats_;
+  env_.device_front_outputs = &stats_.device_front_outputs;
+  env_.device_allocs = device::AllocCounters{&stats_.device_allocs, &stats_.device_alloc_bytes};
   env_.device_inflight = &device_inflight_;
   env_.net_plugin = config_.net_plugin.empty() ? options_.bundled_net_plugin : config_.net_plugin;
   env_.nccl_library = config_.nccl_library.empty() ? options_.nccl_library : config_.nccl_library;

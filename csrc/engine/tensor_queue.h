@@ -29,6 +29,9 @@ struct TensorEntry {
   std::shared_ptr<Handle> handle;
   // GPU tensors: recorded on the caller's stream at submission; the engine's stream waits for it.
   device::EventPtr ready;
+  // Outputs the collective sizes (allgather, alltoall, reducescatter) on a device executor: made
+  // by the front's framework allocator (null: the executor allocates them itself).
+  device::OutputAllocatorPtr allocate_output;
   std::chrono::steady_clock::time_point enqueued;
 };
 

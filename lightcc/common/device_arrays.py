@@ -1,15 +1,17 @@
-"""GPU arrays at the core's edge for every front: where a CuPy array lives, and engine outputs as CUDA arrays.
+"""GPU arrays at the core's edge for every front: where a CuPy array lives, outputs from the arrays' own allocator.
 
 The core takes a GPU tensor as (address, device ordinal, the caller's current stream); it orders
 its own stream after that one at submission and the caller's after the result at synchronize.
-Outputs the engine allocates (allgather, alltoall, reducescatter) come back as a core
-`DeviceBuffer`, which the fronts wrap without a copy through ``__cuda_array_interface__``.
-No framework is imported here; CuPy only when a CuPy array is handed in.
+Outputs whose size the collective decides (allgather, alltoall, reducescatter) are made by the
+front's allocator when the device executor has sized them (``array_allocator``: NumPy, or CuPy's
+memory pool on the caller's stream), so the result is the framework's own array. A core
+`DeviceBuffer` (a caller that gave no allocator) is wrapped without a copy through
+``__cuda_array_interface__``. No framework is imported here; CuPy only when a CuPy array is handed in.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence, Tuple
+from typing import Any, Callable, List, Sequence, Tuple
 
 
 class CudaBytes:
@@ -49,6 +51,37 @@ def cupy_empty_like(a: Any) -> Any:
 
     with a.device:
         return cupy.empty_like(a)
+
+
+def array_allocator(arrays: Sequence[Any]) -> Callable[[int, List[int], int], Tuple[Any, int]]:
+    """The core's output allocator (lightcc.common.ops.Allocator) for a submission of NumPy/CuPy arrays.
+
+    NumPy outputs come from NumPy; CuPy outputs from CuPy's memory pool on the input's GPU, with
+    the caller's current stream (as at submission) current, so the pool reuses the memory in that
+    stream's order; the core orders its own stream after the caller's from that point.
+    """
+    streams = [_cupy_stream() if is_cupy(a) else None for a in arrays]
+
+    def allocate(index: int, shape: List[int], nbytes: int) -> Tuple[Any, int]:
+        like, stream = arrays[index], streams[index]
+        if stream is None:
+            import numpy as np
+
+            out = np.empty(shape, dtype=like.dtype)
+            return out, int(out.__array_interface__["data"][0])
+        import cupy
+
+        with cupy.cuda.Device(int(like.device.id)), stream:
+            out = cupy.empty(shape, dtype=like.dtype)
+        return out, int(out.data.ptr)
+
+    return allocate
+
+
+def _cupy_stream() -> Any:
+    import cupy
+
+    return cupy.cuda.get_current_stream()
 
 
 def cupy_from(buf: Any, dtype: Any, shape: Sequence[int]) -> Any:

@@ -100,8 +100,14 @@ class TensorArgs:
                 self.root, self.prescale, self.postscale, self.process_set_id, self.aux, self.device, self.stream)
 
 
-# (buffer or None, output shape, received splits, value) for each tensor of a handle.
+# (buffer or None, output shape, received splits, value) for each tensor of a handle. The buffer
+# is the front's own tensor when its Allocator made it.
 CoreResult = Tuple[Any, List[int], List[int], int]
+
+# allocate(index, shape, nbytes) -> (tensor, address): the output of tensor `index` of a submission,
+# made by its framework when a device executor has sized it (csrc/bindings/outputs.h). Called on
+# the thread that runs the collective, with the GIL; it must not wait for lightcc.
+Allocator = Callable[[int, List[int], int], Tuple[Any, int]]
 
 
 _local = threading.local()
@@ -150,9 +156,13 @@ class HandleManager:
     nothing per handle; whatever synchronize must return is built by the finish step."""
 
     def submit(self, args: Sequence[TensorArgs], keepalive: Any,
-               finish: Callable[[List[CoreResult]], Any]) -> int:
-        """Queue one tensor or a group; `finish(results)` becomes synchronize's value."""
-        return core().submit([a.as_tuple() for a in args], wake_now(), keepalive, _finishing(finish))
+               finish: Callable[[List[CoreResult]], Any], allocate: Optional[Allocator] = None) -> int:
+        """Queue one tensor or a group; `finish(results)` becomes synchronize's value.
+
+        `allocate` makes the outputs whose size the collective decides (allgather, alltoall,
+        reducescatter) with the tensors' framework; without it the core allocates them itself.
+        """
+        return core().submit([a.as_tuple() for a in args], wake_now(), keepalive, _finishing(finish), allocate)
 
     def poll(self, handle: int) -> bool:
         """True once every tensor of the handle has completed (never blocks)."""

@@ -85,6 +85,8 @@ def _empty_like(a: Any) -> Any:
 
 def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> Any:
     buf, shape, _, _ = result
+    if isinstance(buf, np.ndarray) or _gpu.is_cupy(buf):  # made by array_allocator
+        return buf
     if _gpu.on_gpu(buf):
         return _gpu.cupy_from(buf, dtype, shape)
     count = int(np.prod(shape, dtype=np.int64))
@@ -218,7 +220,8 @@ def _allgather_start(tensors: Sequence[np.ndarray], name: Optional[str], process
     args = [_args(a, _ops.ALLGATHER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
                             numpy_code(a.dtype), a.shape, process_set_id=set_id) for i, a in enumerate(arrays)]
     dtypes = [a.dtype for a in arrays]
-    return _ops.handles.submit(args, arrays, lambda res: _pick([_wrap(r, d) for r, d in zip(res, dtypes)], single))
+    return _ops.handles.submit(args, arrays, lambda res: _pick([_wrap(r, d) for r, d in zip(res, dtypes)], single),
+                               _gpu.array_allocator(arrays))
 
 
 def grouped_allgather_async(tensors: Sequence[np.ndarray], name: Optional[str] = None,
@@ -310,7 +313,7 @@ def alltoall_async(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, n
         out = _wrap(res[0], a.dtype)
         return (out, np.asarray(res[0][2], dtype=np.int32)) if with_splits else out
 
-    return _ops.handles.submit(args, a, finish)
+    return _ops.handles.submit(args, a, finish, _gpu.array_allocator([a]))
 
 
 def alltoall(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, name: Optional[str] = None,
@@ -337,7 +340,8 @@ def _reducescatter_start(tensors: Sequence[np.ndarray], name: Optional[str], op:
                             numpy_code(a.dtype), a.shape, op, 0, prescale_factor, postscale_factor, set_id)
             for i, a in enumerate(arrays)]
     dtypes = [a.dtype for a in arrays]
-    return _ops.handles.submit(args, arrays, lambda res: _pick([_wrap(r, d) for r, d in zip(res, dtypes)], single))
+    return _ops.handles.submit(args, arrays, lambda res: _pick([_wrap(r, d) for r, d in zip(res, dtypes)], single),
+                               _gpu.array_allocator(arrays))
 
 
 def grouped_reducescatter_async(tensors: Sequence[np.ndarray], name: Optional[str] = None, op: int = Average,

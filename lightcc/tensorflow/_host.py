@@ -1,8 +1,9 @@
 """Blocking engine calls on host NumPy arrays: what eager ops and tf.numpy_function bodies run.
 
 Inputs are read in place (they alias TF's buffers); outputs are 64-byte aligned arrays, either
-allocated here (allreduce, broadcast) or the engine's own buffer (allgather, alltoall,
-reducescatter), so TF can adopt them without copying.
+allocated here (allreduce, broadcast), here when the device executor has sized them (allgather,
+alltoall, reducescatter under LIGHTCC_DEVICE_EXECUTOR=host: `_allocate`), or the engine's own
+buffer (the same on the host executor), so TF can adopt them without copying.
 """
 from __future__ import annotations
 
@@ -33,12 +34,24 @@ def _names(base: str, n: int) -> List[str]:
     return [base] if n == 1 else [f"{base}.{i}" for i in range(n)]
 
 
-def _run(args: List[_ops.TensorArgs], keepalive: Any, finish) -> Any:
-    return _ops.handles.synchronize(_ops.handles.submit(args, keepalive, finish))
+def _allocate(arrays: Sequence[np.ndarray]) -> _ops.Allocator:
+    """Outputs a device executor sizes, as aligned arrays TF can adopt (lightcc.common.ops.Allocator)."""
+    def allocate(index: int, shape: List[int], nbytes: int) -> Tuple[np.ndarray, int]:
+        out = aligned_empty(shape, arrays[index].dtype)
+        return out, _ptr(out)
+
+    return allocate
+
+
+def _run(args: List[_ops.TensorArgs], keepalive: Any, finish, arrays: Sequence[np.ndarray] = ()) -> Any:
+    allocate = _allocate(arrays) if arrays else None
+    return _ops.handles.synchronize(_ops.handles.submit(args, keepalive, finish, allocate))
 
 
 def _wrap(result: _ops.CoreResult, dtype: np.dtype) -> np.ndarray:
     buf, shape, _, _ = result
+    if isinstance(buf, np.ndarray):  # made by _allocate
+        return buf
     return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
@@ -74,7 +87,7 @@ def allgather(arrays: Sequence[np.ndarray], name: str, set_id: int) -> List[np.n
     args = [_ops.TensorArgs(_ops.ALLGATHER, n, _ptr(a), 0, numpy_code(a.dtype), a.shape, process_set_id=set_id)
             for n, a in zip(_names(name, len(arrays)), arrays)]
     dtypes = [a.dtype for a in arrays]
-    return _run(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)])
+    return _run(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)], arrays)
 
 
 def broadcast(arrays: Sequence[np.ndarray], name: str, root: int, set_id: int) -> List[np.ndarray]:
@@ -98,7 +111,7 @@ def alltoall(array: np.ndarray, splits: Optional[np.ndarray], name: str, set_id:
     def finish(res: List[_ops.CoreResult]) -> Tuple[np.ndarray, np.ndarray]:
         return _wrap(res[0], a.dtype), np.asarray(res[0][2], dtype=np.int32)
 
-    return _run(args, a, finish)
+    return _run(args, a, finish, [a])
 
 
 def reducescatter(arrays: Sequence[np.ndarray], name: str, op: int, prescale: float, postscale: float,
@@ -109,7 +122,7 @@ def reducescatter(arrays: Sequence[np.ndarray], name: str, op: int, prescale: fl
                             postscale, set_id)
             for n, a in zip(_names(name, len(arrays)), arrays)]
     dtypes = [a.dtype for a in arrays]
-    return _run(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)])
+    return _run(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)], arrays)
 
 
 def join() -> int:

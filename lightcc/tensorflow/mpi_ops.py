@@ -55,7 +55,7 @@ from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module
     gpu_available,
     num_rank_is_power_2,
 )
-from lightcc.tensorflow import _errors, _host
+from lightcc.tensorflow import _device, _errors, _host
 from lightcc.tensorflow import _util as u
 
 __all__ = [
@@ -85,12 +85,20 @@ def check_num_rank_power_of_2(num_rank: int) -> bool:
 
 
 def _run(kind: str, tensors: List[tf.Tensor], body: Callable[[List[np.ndarray]], List[np.ndarray]],
-         out_dtypes: List[tf.DType]) -> List[tf.Tensor]:
-    """Run `body` eagerly on zero-copy views, or add it to the graph being traced."""
+         out_dtypes: List[tf.DType],
+         device: Optional[Callable[[List[tf.Tensor]], List[tf.Tensor]]] = None) -> List[tf.Tensor]:
+    """Run `body` eagerly on zero-copy views, or add it to the graph being traced.
+
+    `device` runs the same collective eagerly on the tensors themselves through DLPack, which
+    the device executor's tensors take (lightcc.tensorflow._device).
+    """
     for t in tensors:
         u.dtype_code(t.dtype)  # ValueError for unsupported dtypes, before anything is queued
     if u.executing_eagerly():
         try:
+            if device is not None and _device.takes(tensors):
+                return device(list(tensors))
+            _device.count_host_path(tensors)
             arrays = body([u.to_numpy(t) for t in tensors])
         except Exception as e:  # Horovod's tf.errors classes, lightcc's message
             err = _errors.as_tf_error(e)
@@ -126,7 +134,10 @@ def _grouped_allreduce(tensors: Sequence[Any], op: int = Sum, prescale_factor: f
         if u.executing_eagerly():
             outs = _run("Allreduce", list(inputs),
                         lambda arrays: _host.allreduce(arrays, engine, op, prescale_factor, postscale_factor,
-                                                       set_id), dtypes)
+                                                       set_id), dtypes,
+                        # Adasum runs on the host executor only: GPU tensors keep the host path
+                        None if op == Adasum else
+                        lambda ts: _device.allreduce(ts, engine, op, prescale_factor, postscale_factor, set_id))
         else:
             for x in inputs:
                 u.dtype_code(x.dtype)  # ValueError for unsupported dtypes, at trace time
@@ -181,7 +192,7 @@ def grouped_allgather(tensors: Sequence[Any], name: Optional[str] = None, ignore
     def fn(*inputs: tf.Tensor):
         engine = u.engine_name("allgather", name, ignore_name_scope)
         outs = _run("Allgather", list(inputs), lambda arrays: _host.allgather(arrays, engine, set_id),
-                    [x.dtype for x in inputs])
+                    [x.dtype for x in inputs], lambda ts: _device.allgather(ts, engine, set_id))
         for o, x in zip(outs, inputs):
             o.set_shape(tf.TensorShape([None]).concatenate(x.shape[1:]))
 
@@ -221,7 +232,7 @@ def _grouped_broadcast(tensors: Sequence[Any], root_rank: int, name: Optional[st
     def fn(*inputs: tf.Tensor):
         engine = u.engine_name("broadcast", name, ignore_name_scope)
         outs = _run("Broadcast", list(inputs), lambda arrays: _host.broadcast(arrays, engine, root_rank, set_id),
-                    [x.dtype for x in inputs])
+                    [x.dtype for x in inputs], lambda ts: _device.broadcast(ts, engine, root_rank, set_id))
         for o, x in zip(outs, inputs):
             o.set_shape(x.shape)
 
@@ -340,7 +351,8 @@ def _grouped_reducescatter(tensors: Sequence[Any], op: int = Sum, name: Optional
         engine = u.engine_name("reducescatter", name, ignore_name_scope)
         outs = _run("Reducescatter", list(inputs),
                     lambda arrays: _host.reducescatter(arrays, engine, op, prescale_factor, postscale_factor, set_id),
-                    [x.dtype for x in inputs])
+                    [x.dtype for x in inputs],
+                    lambda ts: _device.reducescatter(ts, engine, op, prescale_factor, postscale_factor, set_id))
         for o, x in zip(outs, inputs):
             o.set_shape(tf.TensorShape([None]).concatenate(x.shape[1:]))
 

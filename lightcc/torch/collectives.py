@@ -4,8 +4,8 @@ CPU and CUDA tensors go to the core by address (`data_ptr`, with the device and 
 current stream for CUDA ones: the engine's device executor runs those through NCCL, ordered
 after the caller's stream). In-place results land in the caller's tensor, out-of-place
 allreduce/broadcast results in a tensor allocated here, and results whose size only the
-collective knows (allgather, alltoall, reducescatter) in an engine buffer wrapped as a tensor
-without a copy, on the input's device. Every call returns an int handle of the core's one
+collective knows (allgather, alltoall, reducescatter) in a tensor from torch's own allocator
+on the input's device, which the core asks for once the size is agreed (tensors.allocator). Every call returns an int handle of the core's one
 registry; what `synchronize` returns is built by the submission's finish step, so this front
 keeps nothing per handle (a sparse allreduce is one submission of two allgathers).
 """
@@ -112,7 +112,7 @@ def grouped_allgather_start(tensors: Sequence[torch.Tensor], name: Optional[str]
     args = [_t.args(a, _ops.ALLGATHER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
                     process_set_id=set_id) for n, a in zip(names, ins)]
     return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, a.dtype, a.device) for r, a in zip(res, ins)],
-                                                            single))
+                                                            single), _t.allocator(ins))
 
 
 def sparse_allreduce_start(tensor: torch.Tensor, name: Optional[str], op: int, process_set: ProcessSet) -> int:
@@ -134,7 +134,7 @@ def sparse_allreduce_start(tensor: torch.Tensor, name: Optional[str], op: int, p
             all_values = all_values / size
         return torch.sparse_coo_tensor(all_indices.t(), all_values, shape, check_invariants=False)
 
-    return _ops.handles.submit(args, (values, indices), finish)
+    return _ops.handles.submit(args, (values, indices), finish, _t.allocator([values, indices]))
 
 
 # ---- broadcast -------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], proce
     def finish(res: List[_ops.CoreResult]) -> tuple:
         return _t.wrap(res[0], a.dtype, a.device), torch.tensor(list(res[0][2]), dtype=torch.int32)
 
-    return _ops.handles.submit(args, a, finish)
+    return _ops.handles.submit(args, a, finish, _t.allocator([a]))
 
 
 # ---- reducescatter ---------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def grouped_reducescatter_start(tensors: Sequence[torch.Tensor], op: int, name: 
     args = [_t.args(a, _ops.REDUCESCATTER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape, op, 0,
                     prescale, postscale, set_id) for n, a in zip(names, ins)]
     return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, a.dtype, a.device) for r, a in zip(res, ins)],
-                                                            single))
+                                                            single), _t.allocator(ins))
 
 
 __all__ = ["global_process_set", "poll", "synchronize"]

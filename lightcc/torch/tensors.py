@@ -1,7 +1,7 @@
 """Torch tensors at the core's edge: dtype codes, argument checks, raw addresses, zero-copy wrapping."""
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
@@ -81,13 +81,36 @@ def ptr(tensor: torch.Tensor) -> int:
     return int(tensor.data_ptr())
 
 
-def wrap(result: _ops.CoreResult, dtype: torch.dtype, device: Any = None) -> torch.Tensor:
-    """A torch tensor over the engine-allocated output buffer (no copy; it keeps the buffer alive).
+def allocator(tensors: Sequence[torch.Tensor]) -> _ops.Allocator:
+    """The core's output allocator for a submission of `tensors`: torch's own allocator on each input's device.
 
-    GPU outputs come back on their GPU through ``__cuda_array_interface__``; `device` places an
-    empty result where the input was.
+    A CUDA output comes from the caching allocator with the caller's current stream (as at
+    submission) current, so torch reuses its memory in that stream's order, as for a tensor the
+    caller made; the core orders its own stream after the caller's from that point.
+    """
+    streams = [torch.cuda.current_stream(t.device) if t.is_cuda else None for t in tensors]
+
+    def allocate(index: int, shape: List[int], nbytes: int) -> Tuple[torch.Tensor, int]:
+        like, stream = tensors[index], streams[index]
+        if stream is None:
+            out = torch.empty(shape, dtype=like.dtype, device=like.device)
+        else:
+            with torch.cuda.stream(stream):
+                out = torch.empty(shape, dtype=like.dtype, device=like.device)
+        return out, int(out.data_ptr())
+
+    return allocate
+
+
+def wrap(result: _ops.CoreResult, dtype: torch.dtype, device: Any = None) -> torch.Tensor:
+    """The output of a result: the tensor `allocator` made, or one over an engine-allocated buffer (no copy).
+
+    Engine GPU buffers come back on their GPU through ``__cuda_array_interface__``; `device`
+    places an empty result where the input was.
     """
     buf, shape, _, _ = result
+    if isinstance(buf, torch.Tensor):
+        return buf
     shape = [int(d) for d in shape]
     itemsize = torch.empty((), dtype=dtype).element_size()
     n = _gpu.nbytes(shape, itemsize)

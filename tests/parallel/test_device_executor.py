@@ -19,6 +19,26 @@ def test_collectives(size):
         assert " 0 failed" in res.stdout, res.stdout
 
 
+@pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.parametrize("front", ["numpy", "torch"])
+def test_outputs_come_from_the_framework_allocator(size, front):
+    # allgather/alltoall/reducescatter outputs are made by the front's allocator once the sizes
+    # are agreed (NumPy / torch here; torch's caching allocator and CuPy's pool on a GPU): after
+    # warm-up the core allocates nothing per call, and results stay exact.
+    if front == "torch":
+        pytest.importorskip("torch")
+    for res in run_ranks("device_alloc_worker.py", size, [front], timeout=180, env=DEVICE):
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
+
+
+def test_tf_tensors_through_dlpack():
+    # Eager TF tensors reach the device executor as DLPack exports and come back as tensors TF
+    # allocated (on a GPU: no host copy either way); in host mode the CPU tensors take that path.
+    pytest.importorskip("tensorflow")
+    for res in run_ranks("tf_dlpack_worker.py", 2, timeout=240, env=DEVICE):
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
+
+
 @pytest.mark.parametrize("size,intra", [(4, 2), (6, 3)])
 def test_2d_allreduce(size, intra):
     env = dict(DEVICE, LIGHT_2D_ALLREDUCE="1", LIGHT_INTRA_SIZE=str(intra))
