@@ -93,9 +93,14 @@ Topology topologyOf(const InitOptions& o, const std::vector<std::string>& hosts,
   t.size = o.size;
   std::vector<std::string> host_order;
   std::map<std::string, std::vector<int>> by_host;
+  std::map<std::string, int> index_of;
   for (int r = 0; r < o.size; ++r) {
-    if (!by_host.count(hosts[r])) host_order.push_back(hosts[r]);
+    if (!by_host.count(hosts[r])) {
+      index_of[hosts[r]] = static_cast<int>(host_order.size());
+      host_order.push_back(hosts[r]);
+    }
     by_host[hosts[r]].push_back(r);
+    t.host_index.push_back(index_of[hosts[r]]);
   }
   *local = by_host[o.hostname];
   t.local_size = static_cast<int>(local->size());

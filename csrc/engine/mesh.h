@@ -44,6 +44,7 @@ struct InitOptions {
 struct Topology {
   int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
   bool homogeneous = true;
+  std::vector<int> host_index;  // per rank: its host, numbered in order of the hosts' lowest ranks
 };
 
 class Mesh {
