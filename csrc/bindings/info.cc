@@ -12,6 +12,7 @@
 #include "common/config.h"
 #include "device/cuda_library.h"
 #include "device/nccl.h"
+#include "engine/fd_count.h"
 #include "kernels/reduce.h"
 
 namespace py = pybind11;
@@ -96,6 +97,11 @@ py::dict stats() {
   d["caller_cycles"] = s.caller_cycles.load();
   d["handoff_waits"] = s.handoff_waits.load();
   d["device_batches"] = s.device_batches.load();
+  d["net_links"] = s.net_links.load();
+  d["shm_links"] = s.shm_links.load();
+  const FdCount fds = countOpenFds();  // the whole process's, read now
+  d["open_fds"] = fds.fds;
+  d["open_sockets"] = fds.sockets;
   return d;
 }
 

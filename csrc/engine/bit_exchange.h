@@ -55,7 +55,7 @@ class BitExchange {
   };
   static constexpr int kFinal = -1;
 
-  Link* link(int peer) const { return main_.world_links[static_cast<size_t>(peer)]; }
+  Link* link(int peer) const { return main_.peer(peer); }
   int slotOf(int peer) const;
   Status postSlot(Slot& s, size_t words);
   Status testSlot(Slot& s);

@@ -51,7 +51,7 @@ Status parseBundle(const std::string& bytes, int from, std::vector<BundleEntry>*
 }  // namespace
 
 Status Negotiator::sendBytes(int peer, const std::string& bytes) {
-  Link* link = main_.world_links[static_cast<size_t>(peer)];
+  Link* link = main_.peer(peer);
   uint64_t n = bytes.size();
   std::vector<P2POp> ops = {{link, true, &n, sizeof(n)},
                             {link, true, const_cast<char*>(bytes.data()), bytes.size()}};
@@ -59,7 +59,7 @@ Status Negotiator::sendBytes(int peer, const std::string& bytes) {
 }
 
 Status Negotiator::recvBytes(int peer, std::string* bytes) {
-  Link* link = main_.world_links[static_cast<size_t>(peer)];
+  Link* link = main_.peer(peer);
   uint64_t n = 0;
   const SetComm& world = main_.comms.at(0);
   std::vector<P2POp> head = {{link, false, &n, sizeof(n)}};

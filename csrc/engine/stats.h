@@ -24,6 +24,8 @@ struct EngineStats {
   std::atomic<uint64_t> caller_cycles{0};          // cycles run by a caller waiting on a handle
   std::atomic<uint64_t> handoff_waits{0};          // waits that slept while another thread drove
   std::atomic<uint64_t> device_batches{0};         // batches run by a device executor (GPU, or emulated)
+  std::atomic<uint64_t> net_links{0};              // links to ranks on other hosts, all channels (set at init)
+  std::atomic<uint64_t> shm_links{0};              // links to ranks on this host, all channels (set at init)
 };
 
 }  // namespace lightcc
