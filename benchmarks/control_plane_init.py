@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests import netns  # noqa: E402
-from tests.ranks import run_ranks  # noqa: E402
+from tests import netns
+from tests.ranks import run_ranks
 
 
 def one_run(tree: str, hosts: int, per_host: int) -> tuple:

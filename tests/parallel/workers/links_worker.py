@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import common  # noqa: F401  (puts the repo on sys.path)
-from common import Checker
-
 import numpy as np
+from common import Checker
 
 import lightcc as hvd
 from lightcc.common.native import core
