@@ -141,8 +141,8 @@ Status adasumBlockSum(SetComm& c, std::vector<double>& vals, int block) {
   std::vector<double> theirs(vals.size());
   for (int l = 1; l < block; l <<= 1) {
     const int peer = c.me ^ l;
-    std::vector<P2POp> ops = {{c.links[peer], true, vals.data(), vals.size() * sizeof(double)},
-                              {c.links[peer], false, theirs.data(), theirs.size() * sizeof(double)}};
+    std::vector<P2POp> ops = {{c.link(peer), true, vals.data(), vals.size() * sizeof(double)},
+                              {c.link(peer), false, theirs.data(), theirs.size() * sizeof(double)}};
     LIGHTCC_RETURN_IF_ERROR(runP2P(c, ops, "Adasum dot-product sum"));
     // Lower member's values first, so both sides add in the same order.
     const bool lower = (c.me & l) == 0;
@@ -166,7 +166,7 @@ Status adasumAllreduce(SetComm& c, void* data, const std::vector<size_t>& counts
   std::vector<double> vals(3 * tensors);
   for (size_t k = 0; k < steps.size(); ++k) {
     const AdasumStep& s = steps[k];
-    LIGHTCC_RETURN_IF_ERROR(exchange(c, c.links[s.peer_member], buf, s, tmp.data(), esize, "Adasum halving step"));
+    LIGHTCC_RETURN_IF_ERROR(exchange(c, c.link(s.peer_member), buf, s, tmp.data(), esize, "Adasum halving step"));
     // Per tensor: [dot, |lower's|^2, |upper's|^2] over my kept piece.
     for (size_t t = 0; t < tensors; ++t) {
       Overlap o = overlap(bounds, t, s.keep_lo, s.keep_hi);
@@ -200,7 +200,7 @@ Status adasumAllreduce(SetComm& c, void* data, const std::vector<size_t>& counts
     AdasumStep back = s;  // roles swapped: send what I kept, receive what I gave
     back.give_lo = s.keep_lo, back.give_hi = s.keep_hi;
     back.keep_lo = s.give_lo, back.keep_hi = s.give_hi;
-    LIGHTCC_RETURN_IF_ERROR(exchange(c, c.links[s.peer_member], buf, back, buf + s.give_lo * esize, esize,
+    LIGHTCC_RETURN_IF_ERROR(exchange(c, c.link(s.peer_member), buf, back, buf + s.give_lo * esize, esize,
                                      "Adasum gathering step"));
   }
   return Status::OK();

@@ -8,8 +8,8 @@
 namespace lightcc {
 namespace {
 
-Link* nextLink(const SetComm& c) { return c.links[(c.me + 1) % c.size()]; }
-Link* prevLink(const SetComm& c) { return c.links[(c.me - 1 + c.size()) % c.size()]; }
+Link* nextLink(const SetComm& c) { return c.link((c.me + 1) % c.size()); }
+Link* prevLink(const SetComm& c) { return c.link((c.me - 1 + c.size()) % c.size()); }
 
 // Element segments [start, start+len) of a ring over `count` elements.
 void segments(size_t count, int p, std::vector<size_t>* start, std::vector<size_t>* len) {
@@ -123,8 +123,8 @@ Status linkExchangeSplits(SetComm& c, const std::vector<int64_t>& send_rows, Spl
   std::vector<P2POp> ops;
   for (int j = 0; j < p; ++j) {
     if (j == c.me) continue;
-    ops.push_back({c.links[j], true, const_cast<int64_t*>(send_rows.data()), sizeof(int64_t) * p});
-    ops.push_back({c.links[j], false, (*matrix)[j].data(), sizeof(int64_t) * p});
+    ops.push_back({c.link(j), true, const_cast<int64_t*>(send_rows.data()), sizeof(int64_t) * p});
+    ops.push_back({c.link(j), false, (*matrix)[j].data(), sizeof(int64_t) * p});
   }
   return runP2P(c, ops, "alltoall split exchange");
 }
@@ -143,9 +143,9 @@ Status linkAlltoallData(SetComm& c, const void* in, size_t row_bytes, const Spli
   std::vector<P2POp> ops;
   for (int j = 0; j < p; ++j) {
     if (j == c.me) continue;
-    ops.push_back({c.links[j], true, const_cast<char*>(src + send_off[j]),
+    ops.push_back({c.link(j), true, const_cast<char*>(src + send_off[j]),
                    static_cast<size_t>(matrix[c.me][j]) * row_bytes});
-    ops.push_back({c.links[j], false, dst + recv_off[j], static_cast<size_t>(matrix[j][c.me]) * row_bytes});
+    ops.push_back({c.link(j), false, dst + recv_off[j], static_cast<size_t>(matrix[j][c.me]) * row_bytes});
   }
   return runP2P(c, ops, "alltoall exchange");
 }

@@ -1,7 +1,13 @@
-// SetComm: shared-memory barrier and the driver that completes a batch of link operations.
+// SetComm: links on first use, the shared-memory barrier, and the driver of a batch of link operations.
 #include "algorithms/set_comm.h"
 
 namespace lightcc {
+
+Link* SetComm::link(int m) const {
+  Link*& l = links[static_cast<size_t>(m)];
+  if (l == nullptr && dialer != nullptr) l = dialer->link(ranks[static_cast<size_t>(m)]);
+  return l;
+}
 
 Status SetComm::shmBarrier(const std::string& what) {
   const uint64_t target = ++barrier_count;

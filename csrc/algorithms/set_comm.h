@@ -11,7 +11,15 @@
 
 namespace lightcc {
 
-// Owned by the engine thread. Algorithms reach peers only through `links` (any host) or, when
+// Makes a link to a global rank on first use (the engine's PeerDialer); algorithms see only this.
+class LinkSource {
+ public:
+  virtual ~LinkSource() = default;
+  // Never null for another rank: a peer that cannot be reached gets a link that fails every call.
+  virtual Link* link(int global_rank) = 0;
+};
+
+// Owned by the engine thread. Algorithms reach peers only through link(m) (any host) or, when
 // every member shares this host, through the host group's staging areas and counters.
 struct SetComm {
   int32_t id = 0;
@@ -19,7 +27,9 @@ struct SetComm {
   int me = -1;                   // my index in ranks, -1 if not a member
   const shm::HostGroup* host = nullptr;
   std::vector<int> local_index;  // per member: index in the host group, -1 on another host
-  std::vector<Link*> links;      // per member: null for me
+  // Per member: null for me and for peers not linked yet; read through link(m).
+  mutable std::vector<Link*> links;
+  LinkSource* dialer = nullptr;  // the channel's, for peers init did not link (null: all linked)
   bool all_local = false;
   uint64_t barrier_count = 0;    // my counter for this set's slot (shared-memory barriers)
   size_t chunk_bytes = 4 << 20;  // one staging slot
@@ -28,6 +38,9 @@ struct SetComm {
 
   int size() const { return static_cast<int>(ranks.size()); }
   bool member() const { return me >= 0; }
+  // Member m's link, connected on first use (LinkSource). Never null for m != me: a peer that
+  // cannot be reached yields a link whose every call fails with an error naming it.
+  Link* link(int m) const;
 
   // Every member arrives before any leaves; shared-memory members only.
   Status shmBarrier(const std::string& what);

@@ -198,10 +198,10 @@ class Merger {
     if (send != nullptr) {
       out_.resize(bytes);
       encode(*send, layout_.dtype, out_.data());
-      ops.push_back({c_.links[peer], true, out_.data(), bytes});
+      ops.push_back({c_.link(peer), true, out_.data(), bytes});
     }
     in_.resize(bytes + extra);
-    ops.push_back({c_.links[peer], false, in_.data(), bytes + extra});
+    ops.push_back({c_.link(peer), false, in_.data(), bytes + extra});
     const int rank = c_.ranks[peer];
     LIGHTCC_RETURN_IF_ERROR(runP2P(c_, ops, std::string(what) + " with rank " + std::to_string(rank)));
     return decode(in_.data(), n_, layout_.count(), layout_.dtype, rank, recv);
@@ -211,7 +211,7 @@ class Merger {
     const size_t bytes = wireBytes(n_, layout_.dtype);
     out_.resize(bytes);
     encode(mine, layout_.dtype, out_.data());
-    std::vector<P2POp> send = {{c_.links[host], true, out_.data(), bytes}};
+    std::vector<P2POp> send = {{c_.link(host), true, out_.data(), bytes}};
     LIGHTCC_RETURN_IF_ERROR(runP2P(c_, send, "top-k fold to rank " + std::to_string(c_.ranks[host])));
     LIGHTCC_RETURN_IF_ERROR(exchange(host, nullptr, result, (n_ + 7) / 8, "top-k unfold"));
     const auto* bits = reinterpret_cast<const uint8_t*>(in_.data() + bytes);
@@ -225,7 +225,7 @@ class Merger {
     encode(final_pairs, layout_.dtype, out_.data());
     auto* bits = reinterpret_cast<uint8_t*>(out_.data() + bytes);
     for (size_t i = 0; i < n_; ++i) bits[i / 8] |= static_cast<uint8_t>(extra_alive[i] << (i % 8));
-    std::vector<P2POp> send = {{c_.links[extra], true, out_.data(), out_.size()}};
+    std::vector<P2POp> send = {{c_.link(extra), true, out_.data(), out_.size()}};
     return runP2P(c_, send, "top-k unfold to rank " + std::to_string(c_.ranks[extra]));
   }
 

@@ -12,6 +12,7 @@
 #include "common/config.h"
 #include "device/cuda_library.h"
 #include "device/nccl.h"
+#include "engine/fd_count.h"
 #include "kernels/reduce.h"
 
 namespace py = pybind11;
@@ -103,6 +104,11 @@ py::dict stats() {
   d["device_allocs"] = s.device_allocs.load();
   d["device_alloc_bytes"] = s.device_alloc_bytes.load();
   d["device_front_outputs"] = s.device_front_outputs.load();
+  d["net_links"] = s.net_links.load();
+  d["shm_links"] = s.shm_links.load();
+  const FdCount fds = countOpenFds();  // the whole process's, read now
+  d["open_fds"] = fds.fds;
+  d["open_sockets"] = fds.sockets;
   return d;
 }
 

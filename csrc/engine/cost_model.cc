@@ -29,7 +29,7 @@ double median(std::vector<double> v) {
 
 // One-way time per size between me and `peer` (rank 0 leads); only the two ranks call this.
 Status pingPong(const SetComm& world, int peer, bool lead, std::vector<double>* one_way) {
-  Link* link = world.links[peer];
+  Link* link = world.link(peer);
   std::vector<char> buf(kProbeBytes.back());
   one_way->clear();
   for (size_t bytes : kProbeBytes) {
@@ -202,10 +202,10 @@ Status probeCostModel(const SetComm& world, const std::vector<std::string>& host
     if (measure_selection) fit[4] = measureSelection(density);
     fit[5] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     std::vector<P2POp> sends;
-    for (int r = 1; r < size; ++r) sends.push_back({world.links[r], true, fit.data(), fit.size() * sizeof(double)});
+    for (int r = 1; r < size; ++r) sends.push_back({world.link(r), true, fit.data(), fit.size() * sizeof(double)});
     LIGHTCC_RETURN_IF_ERROR(runP2P(world, sends, "sending the cost model"));
   } else {
-    std::vector<P2POp> recv = {{world.links[0], false, fit.data(), fit.size() * sizeof(double)}};
+    std::vector<P2POp> recv = {{world.link(0), false, fit.data(), fit.size() * sizeof(double)}};
     LIGHTCC_RETURN_IF_ERROR(runP2P(world, recv, "receiving the cost model from rank 0"));
   }
   m.shm = {shm_peer >= 0, fit[0], fit[1]};

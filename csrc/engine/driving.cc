@@ -40,6 +40,8 @@ Status Driver::bootstrap() {
   LIGHTCC_RETURN_IF_ERROR(Mesh::build(s_.options, s_.config, s_.life.abortFlag(), &mesh_));
   s_.topo = mesh_->topology();
   main_ = &mesh_->channel(0);
+  s_.stats.net_links = static_cast<uint64_t>(mesh_->netLinks());
+  s_.stats.shm_links = static_cast<uint64_t>(mesh_->shmLinks());
   host_ = main_->host.get();
   for (const auto& [id, ranks] : s_.sets.init(s_.topo.size, s_.options.process_sets)) mesh_->addSet(id, ranks);
   negotiator_ = std::make_unique<Negotiator>(s_.config, s_.topo, *main_, s_.queue, s_.timeline, s_.stats);

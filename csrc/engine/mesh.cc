@@ -61,29 +61,58 @@ Status compareFingerprints(const std::string& mine, const std::string& theirs, i
   return Status::InvalidArgument("ranks run different lightcc versions (settings differ)");
 }
 
-// Every rank's host id and pid, checking that all run with the same settings.
+// Every rank's settings against rank 0's: one value read per rank. A rank that disagrees says so
+// under "settings/why" (the first one to take the ticket), so every rank can name the setting.
+Status checkSettings(const InitOptions& o, const Config& config, rendezvous::StoreClient& store) {
+  const std::string mine = fingerprint(config);
+  if (o.rank == 0) return store.set("settings", mine);
+  std::string theirs;
+  LIGHTCC_RETURN_IF_ERROR(store.get("settings", &theirs, config.timeout_seconds));
+  Status agreed = compareFingerprints(mine, theirs, 0);
+  if (agreed.ok()) return agreed;
+  int64_t ticket = 0;
+  if (store.add("settings/bad", 1, &ticket).ok() && ticket == 1) {
+    (void)store.set("settings/why", "rank " + std::to_string(o.rank) + ": " + agreed.message());
+  }
+  return agreed;
+}
+
+// Every rank's host id, checking that all run with the same settings. Rank 0 gathers the host
+// ids and publishes them as one value, so each rank makes one read of O(p) bytes (the topology
+// needs every host id) instead of p reads of every rank's settings.
 Status meet(const InitOptions& o, const Config& config, rendezvous::StoreClient& store, std::vector<std::string>* hosts) {
   const double timeout = config.timeout_seconds;
-  std::vector<std::string> info;
-  const std::string mine = o.hostname + "\n" + std::to_string(::getpid()) + "\n" + fingerprint(config);
-  LIGHTCC_RETURN_IF_ERROR(rendezvous::allgather(store, "host", o.rank, o.size, mine, &info, timeout));
-  Status agreed;
-  for (int r = 0; r < o.size && agreed.ok(); ++r) {
-    auto parts = split(info[r], '\n');
-    if (parts.size() != 3) {
-      agreed = Status::PeerFailure("rank " + std::to_string(r) + " sent malformed host info");
-      break;
+  Status agreed = checkSettings(o, config, store);
+  LIGHTCC_RETURN_IF_ERROR(store.set("host/" + std::to_string(o.rank), o.hostname));
+  std::string all;
+  if (o.rank == 0) {
+    for (int r = 0; r < o.size; ++r) {
+      std::string h = o.hostname;
+      if (r > 0) LIGHTCC_RETURN_IF_ERROR(store.get("host/" + std::to_string(r), &h, timeout));
+      all += (r > 0 ? "\n" : "") + h;
     }
-    (*hosts)[r] = parts[0];
-    agreed = compareFingerprints(fingerprint(config), parts[2], r);
+    LIGHTCC_RETURN_IF_ERROR(store.set("hosts", all));
+  } else {
+    LIGHTCC_RETURN_IF_ERROR(store.get("hosts", &all, timeout));
   }
-  // Every rank has read every rank's settings once all pass this barrier; only then may rank 0
-  // (whose store the others read) leave with an error, so each rank names the bad setting. Rank
-  // 0 may close its store before a peer reads the barrier's reply: a rank that already found a
-  // disagreement reports that, not the reset.
+  auto parts = split(all, '\n');
+  if (static_cast<int>(parts.size()) != o.size) {
+    return Status::PeerFailure("rank 0 published " + std::to_string(parts.size()) + " host ids for " +
+                               std::to_string(o.size) + " ranks");
+  }
+  *hosts = std::move(parts);
+  // Every rank has checked its settings once all pass this barrier; only then may rank 0 (whose
+  // store the others read) leave with an error. Rank 0 may close its store before a peer reads
+  // the verdict: a rank that found the disagreement itself reports that, not the reset.
   Status passed = rendezvous::barrier(store, "checked", o.size, timeout);
   if (!agreed.ok()) return agreed;
-  return passed;
+  LIGHTCC_RETURN_IF_ERROR(passed);
+  int64_t bad = 0;
+  LIGHTCC_RETURN_IF_ERROR(store.add("settings/bad", 0, &bad));
+  if (bad == 0) return Status::OK();
+  std::string why;
+  LIGHTCC_RETURN_IF_ERROR(store.get("settings/why", &why, timeout));
+  return Status::InvalidArgument(why);
 }
 
 // Hosts ordered by their first rank; local ranks ascending.
@@ -93,9 +122,14 @@ Topology topologyOf(const InitOptions& o, const std::vector<std::string>& hosts,
   t.size = o.size;
   std::vector<std::string> host_order;
   std::map<std::string, std::vector<int>> by_host;
+  std::map<std::string, int> index_of;
   for (int r = 0; r < o.size; ++r) {
-    if (!by_host.count(hosts[r])) host_order.push_back(hosts[r]);
+    if (!by_host.count(hosts[r])) {
+      index_of[hosts[r]] = static_cast<int>(host_order.size());
+      host_order.push_back(hosts[r]);
+    }
     by_host[hosts[r]].push_back(r);
+    t.host_index.push_back(index_of[hosts[r]]);
   }
   *local = by_host[o.hostname];
   t.local_size = static_cast<int>(local->size());
@@ -205,15 +239,16 @@ Status Mesh::mapSharedMemory(rendezvous::StoreClient* store, const std::vector<i
   header->magic = shm::kRankAreaMagic;
   header->pid = ::getpid();
   header->global_rank = rank;
+  // Segment names stay within their host: each rank reads only its host peers' keys.
   std::vector<std::string> segnames(size, segname.str());
-  if (size > 1) {
-    LIGHTCC_RETURN_IF_ERROR(rendezvous::allgather(*store, "shm", rank, size, segname.str(), &segnames, timeout));
-  }
+  if (size > 1) LIGHTCC_RETURN_IF_ERROR(store->set("shm/" + std::to_string(rank), segname.str()));
   for (int r : local) {
     if (r == rank) {
       segments->push_back(std::move(own));
       continue;
     }
+    LIGHTCC_RETURN_IF_ERROR(store->get("shm/" + std::to_string(r), &segnames[r], timeout)
+                                .withContext("waiting for rank " + std::to_string(r) + "'s shared-memory name"));
     std::unique_ptr<shm::ShmSegment> seg;
     LIGHTCC_RETURN_IF_ERROR(shm::ShmSegment::open(segnames[r], layout->total, &seg)
                                 .withContext("mapping rank " + std::to_string(r) + "'s shared memory"));
@@ -229,8 +264,9 @@ Status Mesh::mapSharedMemory(rendezvous::StoreClient* store, const std::vector<i
   return Status::OK();
 }
 
-// A channel's links: shared-memory rings of that channel to host peers, and fresh net comms (its
-// own HARP flows) to every remote peer.
+// A channel's links: shared-memory rings of that channel to every host peer; fresh net comms (its
+// own HARP flows) to the remote peers its algorithms need from the start (eagerPeers); a dialer
+// for the other remote peers, linked the first time an algorithm asks (PeerDialer).
 Status Mesh::connectChannel(Channel& ch, rendezvous::StoreClient* store) {
   const int rank = topo_.rank, size = topo_.size;
   ch.world_links.assign(size, nullptr);
@@ -246,15 +282,22 @@ Status Mesh::connectChannel(Channel& ch, rendezvous::StoreClient* store) {
     }
   }
   if (remote.empty()) return Status::OK();
-  std::vector<std::unique_ptr<Link>> net_links;
-  const std::string key = ch.index == 0 ? "net" : "net" + std::to_string(ch.index);
-  Status st = connectNetPeers(config_, options_, rank, size, remote, *store, key, &net_plugin_, &net_links);
-  if (ch.index > 0) st = st.withContext("links of stream " + std::to_string(ch.index));
-  LIGHTCC_RETURN_IF_ERROR(st);
-  for (size_t i = 0; i < remote.size(); ++i) {
-    ch.world_links[remote[i]] = net_links[i].get();
-    ch.owned_links.push_back(std::move(net_links[i]));
+  const std::string suffix = ch.index == 0 ? "" : std::to_string(ch.index);
+  const std::string where = ch.index > 0 ? "links of stream " + std::to_string(ch.index) : "links";
+  const std::vector<int> eager = eagerPeers(config_, topo_, ch.index, remote);
+  if (!eager.empty()) {
+    std::vector<std::unique_ptr<Link>> net_links;
+    LIGHTCC_RETURN_IF_ERROR(
+        connectNetPeers(config_, options_, rank, size, eager, *store, "net" + suffix, &net_plugin_, &net_links)
+            .withContext(where));
+    for (size_t i = 0; i < eager.size(); ++i) {
+      ch.world_links[eager[i]] = net_links[i].get();
+      ch.owned_links.push_back(std::move(net_links[i]));
+    }
   }
+  LIGHTCC_RETURN_IF_ERROR(makeDialer(config_, options_, size, remote, hosts_, *store, "dial" + suffix, &net_plugin_,
+                                     &ch.world_links, &ch.dialer)
+                              .withContext(where));
   // Network links cannot ring our doorbell: keep polling them while waiting. (A stream's idle
   // waits use a view of their own without this cap; see streams.cc.)
   ch.host->setMaxSleepUs(200);
@@ -276,6 +319,7 @@ SetComm Mesh::makeSetComm(const Channel& ch, int32_t id, const std::vector<int>&
     if (li < 0) c.all_local = false;
     c.links.push_back(ch.world_links[ranks[i]]);
   }
+  c.dialer = ch.dialer.get();
   return c;
 }
 
@@ -309,6 +353,14 @@ void Mesh::buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks)
   h.cross = makeSetComm(ch, 2 * shm::kMaxProcessSets + id, cross);
   if (!h.intra.all_local) return;
   ch.hier[id] = std::move(h);
+}
+
+int Mesh::countLinks(bool local) const {
+  int n = 0;
+  for (const auto& ch : channels_) {
+    for (const auto& l : ch->owned_links) n += (l->kind() == "shm") == local ? 1 : 0;
+  }
+  return n;
 }
 
 void Mesh::addSet(int32_t id, const std::vector<int>& ranks) {

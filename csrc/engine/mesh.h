@@ -4,7 +4,11 @@
 // (elastic training) is a new Mesh. Steps: every rank meets at rank 0's store (job secret,
 // settings fingerprint), the hosts are ordered by their first rank, each rank creates its
 // shared-memory area and maps its host peers' (then unlinks its own, so a crash leaks nothing),
-// and opens net links (the NCCL net plugin, HARP) to ranks on other hosts — once per channel.
+// and opens net links (the NCCL net plugin, HARP) to the ranks on other hosts that the
+// configured algorithms need from the start (net_peers.h: eagerPeers) — once per channel; each
+// channel's PeerDialer links any other remote peer on first use. Through rank 0's store passes
+// nothing world-wide the algorithms do not need: each rank reads rank 0's settings, one list of
+// host ids, its host peers' segment names and its peers' listen handles (docs/scale.md).
 // Afterwards the Mesh owns the channels and makes each process set's communicators on every
 // channel (addSet/eraseSet, on the engine's driving thread). Nothing here negotiates or runs
 // collectives; the Negotiator and the Executors borrow the channels.
@@ -44,6 +48,7 @@ struct InitOptions {
 struct Topology {
   int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
   bool homogeneous = true;
+  std::vector<int> host_index;  // per rank: its host, numbered in order of the hosts' lowest ranks
 };
 
 class Mesh {
@@ -61,6 +66,10 @@ class Mesh {
   Channel& channel(int c) { return *channels_[static_cast<size_t>(c)]; }
   shm::HostGroup& host() const { return *channels_.front()->host; }
 
+  // Links this rank holds over all channels: to other hosts (net) and to this host (shm).
+  int netLinks() const { return countLinks(false); }
+  int shmLinks() const { return countLinks(true); }
+
   // Communicators of a process set on every channel (and its 2D pair where that applies).
   void addSet(int32_t id, const std::vector<int>& ranks);
   void eraseSet(int32_t id);
@@ -73,6 +82,7 @@ class Mesh {
   Status connectChannel(Channel& ch, rendezvous::StoreClient* store);
   SetComm makeSetComm(const Channel& ch, int32_t id, const std::vector<int>& ranks) const;
   void buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const;
+  int countLinks(bool local) const;
 
   const InitOptions options_;
   const Config config_;

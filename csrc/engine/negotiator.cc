@@ -16,7 +16,6 @@
 #include <algorithm>
 
 #include "common/logging.h"
-#include "engine/message.h"
 
 namespace lightcc {
 namespace {
@@ -29,12 +28,14 @@ Negotiator::Negotiator(const Config& config, const Topology& topo, Channel& main
                        Timeline& timeline, EngineStats& stats)
     : config_(config),
       topo_(topo),
+      tree_(NegotiationTree::build(topo.rank, topo.size, topo.host_index)),
       main_(main),
       queue_(queue),
       timeline_(timeline),
       stats_(stats),
       cache_(static_cast<size_t>(config.cache_capacity)),
-      tune_words_(config.autotune ? kTuneWords : 0) {
+      tune_words_(config.autotune ? kTuneWords : 0),
+      exchange_(tree_, main) {
   if (topo_.rank == 0) {
     coordinator_ = std::make_unique<Coordinator>(topo_.size, [this](int32_t id) -> const std::vector<int>* {
       auto it = main_.comms.find(id);
@@ -45,111 +46,17 @@ Negotiator::Negotiator(const Config& config, const Topology& topo, Channel& main
 
 Status Negotiator::start() { return postReceives(); }
 
-Status Negotiator::postReceives() {
-  const size_t words = 1 + 2 * ((cache_.capacity() + 63) / 64) + tune_words_;
-  if (cycle_in_.size() != static_cast<size_t>(topo_.size)) {
-    cycle_in_.assign(topo_.size, std::vector<uint64_t>(words, 0));  // reused every cycle
-  }
-  cycle_req_.assign(topo_.size, nullptr);
-  cycle_done_.assign(topo_.size, false);
-  for (int r = 0; r < topo_.size; ++r) {
-    if (r == topo_.rank) continue;
-    LIGHTCC_RETURN_IF_ERROR(main_.world_links[r]->irecv(cycle_in_[r].data(), words * 8, &cycle_req_[r]));
-    if (cycle_req_[r] == nullptr) return Status::Internal("link to rank " + std::to_string(r) + " is busy between cycles");
-  }
-  return Status::OK();
-}
+Status Negotiator::postReceives() { return exchange_.post(1 + 2 * ((cache_.capacity() + 63) / 64) + tune_words_); }
 
-bool Negotiator::incoming() {
-  if (!link_error_.ok()) return true;
-  bool any = false;
-  for (int r = 0; r < topo_.size; ++r) {
-    if (r == topo_.rank) continue;
-    if (!cycle_done_[r]) {
-      bool done = false;
-      size_t size = 0;
-      Status st = main_.world_links[r]->test(cycle_req_[r], &done, &size);
-      if (!st.ok()) {
-        link_error_ = st.withContext("negotiation with rank " + std::to_string(r));
-        return true;
-      }
-      if (done) {
-        cycle_done_[r] = true;
-        if (size != cycle_in_[r].size() * 8) {
-          link_error_ = Status::PeerFailure("rank " + std::to_string(r) + " sent a " + std::to_string(size) +
-                                            "-byte negotiation vector, expected " +
-                                            std::to_string(cycle_in_[r].size() * 8));
-        }
-      }
-    }
-    any = any || cycle_done_[r];
-  }
-  return any;
-}
+bool Negotiator::incoming() { return exchange_.incoming(); }
 
 Status Negotiator::exchangeBits(std::vector<uint64_t>* bits) {
-  std::vector<LinkRequest*> sends(topo_.size, nullptr);
-  std::vector<bool> sent(topo_.size, false);
-  Status error;
-  auto progress = [&]() -> bool {
-    bool all = true;
-    for (int r = 0; r < topo_.size; ++r) {
-      if (r == topo_.rank) continue;
-      if (!sent[r]) {
-        if (sends[r] == nullptr) {
-          error = main_.world_links[r]->isend(bits->data(), bits->size() * 8, &sends[r]);
-          if (!error.ok()) return true;
-        }
-        if (sends[r] != nullptr) {
-          bool done = false;
-          size_t n = 0;
-          error = main_.world_links[r]->test(sends[r], &done, &n);
-          if (!error.ok()) return true;
-          sent[r] = done;
-        }
-      }
-      all = all && sent[r];
-    }
-    incoming();
-    if (!link_error_.ok()) return true;
-    for (int r = 0; r < topo_.size; ++r) {
-      if (r != topo_.rank && !cycle_done_[r]) all = false;
-    }
-    return all;
-  };
   const auto wait_start = Clock::now();
-  LIGHTCC_RETURN_IF_ERROR(main_.host->waitUntil(progress, "negotiation (cycle " + std::to_string(cycle_) + ")", true));
+  Status st = exchange_.allreduce(bits, "negotiation (cycle " + std::to_string(cycle_) + ")");
   stats_.negotiate_wait_ns.fetch_add(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - wait_start).count(),
       std::memory_order_relaxed);
-  LIGHTCC_RETURN_IF_ERROR(error);
-  LIGHTCC_RETURN_IF_ERROR(link_error_);
-  for (int r = 0; r < topo_.size; ++r) {
-    if (r == topo_.rank) continue;
-    for (size_t w = 0; w < bits->size(); ++w) (*bits)[w] &= cycle_in_[r][w];
-  }
-  return Status::OK();
-}
-
-Status Negotiator::sendBytes(Link* link, const std::string& bytes) {
-  uint64_t n = bytes.size();
-  std::vector<P2POp> ops = {{link, true, &n, sizeof(n)},
-                            {link, true, const_cast<char*>(bytes.data()), bytes.size()}};
-  return runP2P(main_.comms.at(0), ops, "negotiation message to rank " + std::to_string(link->peer()));
-}
-
-Status Negotiator::recvBytes(Link* link, std::string* bytes) {
-  uint64_t n = 0;
-  const SetComm& world = main_.comms.at(0);
-  std::vector<P2POp> head = {{link, false, &n, sizeof(n)}};
-  LIGHTCC_RETURN_IF_ERROR(runP2P(world, head, "negotiation message from rank " + std::to_string(link->peer())));
-  if (n > (uint64_t{1} << 32)) {
-    return Status::PeerFailure("rank " + std::to_string(link->peer()) + " announced a " + std::to_string(n) +
-                               "-byte negotiation message");
-  }
-  bytes->resize(n);
-  std::vector<P2POp> body = {{link, false, bytes->data(), n}};
-  return runP2P(world, body, "negotiation message from rank " + std::to_string(link->peer()));
+  return st;
 }
 
 void Negotiator::classifyNewEntries() {
@@ -188,49 +95,6 @@ void Negotiator::maintenance(Clock::time_point now, bool* want_cycle) {
       *want_cycle = true;
     }
   }
-}
-
-Status Negotiator::slowPath(std::vector<ResponsePtr>* responses) {
-  std::vector<Request> mine;
-  for (TensorId id : tensors_.pending()) {
-    if (tensors_.at(id).state == TensorTable::State::kToSend) {
-      mine.push_back(tensors_.at(id).entry.request);
-      tensors_.setState(id, TensorTable::State::kSubmitted);
-    }
-  }
-  if (topo_.rank != 0) {
-    LIGHTCC_RETURN_IF_ERROR(sendBytes(main_.world_links[0], serializeRequests(mine)));
-    std::string bytes;
-    LIGHTCC_RETURN_IF_ERROR(recvBytes(main_.world_links[0], &bytes));
-    std::vector<Response> got;
-    LIGHTCC_RETURN_IF_ERROR(parseResponses(bytes, 0, &got));
-    for (Response& r : got) responses->push_back(std::make_shared<const Response>(std::move(r)));
-    return Status::OK();
-  }
-  auto now = Clock::now();
-  std::vector<Response> made = std::move(stall_responses_);
-  stall_responses_.clear();
-  for (const auto& r : mine) {
-    timeline_.instant(r.name, "0");
-    coordinator_->add(r, now, &made);
-  }
-  for (int peer = 1; peer < topo_.size; ++peer) {
-    std::string bytes;
-    LIGHTCC_RETURN_IF_ERROR(recvBytes(main_.world_links[peer], &bytes));
-    std::vector<Request> theirs;
-    LIGHTCC_RETURN_IF_ERROR(parseRequests(bytes, peer, &theirs));
-    for (auto& r : theirs) {
-      r.rank = peer;  // a rank speaks only for itself
-      timeline_.instant(r.name, std::to_string(peer));
-      coordinator_->add(r, now, &made);
-    }
-  }
-  const std::string out = serializeResponses(made);
-  for (int peer = 1; peer < topo_.size; ++peer) {
-    LIGHTCC_RETURN_IF_ERROR(sendBytes(main_.world_links[peer], out));
-  }
-  for (Response& r : made) responses->push_back(std::make_shared<const Response>(std::move(r)));
-  return Status::OK();
 }
 
 // Entries of sets this rank is not in are always "ready" here. A set's membership never changes
@@ -351,7 +215,7 @@ void Negotiator::markAgreed(const Plan& plan) {
 }
 
 Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
-  LIGHTCC_RETURN_IF_ERROR(link_error_);
+  LIGHTCC_RETURN_IF_ERROR(exchange_.error());
   ++cycle_;
   classifyNewEntries();
   // Bits at or above the cache's extent are free everywhere, so only used_words are scanned.

@@ -4,12 +4,13 @@
 // caller holding the progress lock). A cycle (negotiate()):
 //   1. drain the queue into the tensor table; a request that repeats a cached one announces its
 //      cache bit, any other goes to the coordinator;
-//   2. AND-allreduce a bit vector with every rank over channel 0's links (layout in
-//      negotiator.cc): status votes, "ready" bits per cache entry, "valid" bits per entry;
+//   2. AND-allreduce a bit vector with every rank over channel 0's links, through the host then
+//      the hosts' leaders (negotiation_tree.h, bit_exchange.h; layout in negotiator.cc): status
+//      votes, "ready" bits per cache entry, "valid" bits per entry;
 //   3. take the responses every rank has ready from the cache, in bit order (the fast path); if
 //      anyone has uncached work, a mismatch or joined, run the coordinator round trip through
-//      rank 0 (the slow path), whose answer every rank then inserts into its cache in list order,
-//      so all caches stay identical without ever being sent.
+//      rank 0 along the tree's slow-path edges (slow_path.cc), whose answer every rank then
+//      inserts into its cache in list order, so all caches stay identical without being sent.
 // Agreed tensors stay pending here until dispatch takes them (take()) or completes them
 // (complete()). Peers' first cycle messages are received into buffers posted at the end of the
 // previous cycle, so an idle engine notices a peer's cycle without a timer (incoming()).
@@ -25,9 +26,11 @@
 #include "common/config.h"
 #include "engine/autotuner.h"
 #include "engine/batch.h"
+#include "engine/bit_exchange.h"
 #include "engine/channel.h"
 #include "engine/coordinator.h"
 #include "engine/mesh.h"
+#include "engine/negotiation_tree.h"
 #include "engine/response_cache.h"
 #include "engine/stats.h"
 #include "engine/tensor_queue.h"
@@ -91,8 +94,11 @@ class Negotiator {
  private:
   Status postReceives();
   Status exchangeBits(std::vector<uint64_t>* bits);
-  Status sendBytes(Link* link, const std::string& bytes);
-  Status recvBytes(Link* link, std::string* bytes);
+  // The slow path (slow_path.cc): requests up the tree to rank 0, its responses back down.
+  Status sendBytes(int peer, const std::string& bytes);
+  Status recvBytes(int peer, std::string* bytes);
+  Status gatherRequests(const std::vector<Request>& mine, std::string* bundle);
+  Status coordinate(const std::string& bundle, std::vector<Response>* made);
   Status slowPath(std::vector<ResponsePtr>* responses);
   void classifyNewEntries();
   void updateAbsentMask();
@@ -111,6 +117,7 @@ class Negotiator {
 
   const Config& config_;
   const Topology topo_;
+  const NegotiationTree tree_;
   Channel& main_;
   TensorQueue& queue_;
   Timeline& timeline_;
@@ -129,10 +136,7 @@ class Negotiator {
   bool joined_ = false;            // this rank called join() and waits for the others
   uint64_t cycle_ = 0;
   const size_t tune_words_;  // kTuneWords with HOROVOD_AUTOTUNE, else 0
-  std::vector<std::vector<uint64_t>> cycle_in_;  // posted receive buffers for peers' bits
-  std::vector<LinkRequest*> cycle_req_;
-  std::vector<bool> cycle_done_;
-  Status link_error_;                      // a failure seen while polling for cycle messages
+  BitExchange exchange_;     // the bit vector's tree AND and its posted receives
   std::vector<Response> stall_responses_;  // rank 0: stalled tensors to fail next cycle
 };
 

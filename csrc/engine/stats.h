@@ -33,6 +33,8 @@ struct EngineStats {
   std::atomic<uint64_t> device_allocs{0};          // device executors' own allocations (device::Device::alloc)
   std::atomic<uint64_t> device_alloc_bytes{0};     // and their bytes
   std::atomic<uint64_t> device_front_outputs{0};   // device outputs the fronts' allocators made
+  std::atomic<uint64_t> net_links{0};              // links to ranks on other hosts, all channels (set at init)
+  std::atomic<uint64_t> shm_links{0};              // links to ranks on this host, all channels (set at init)
 };
 
 }  // namespace lightcc

@@ -1,13 +1,18 @@
 // Tests Negotiator::negotiate with ranks as threads over in-memory links (fake_link.h), as gloo
 // tests its algorithms: the uncached slow path through rank 0's coordinator, the cached fast path,
 // mismatches (uncached and against the cache) and one rank's own rejection becoming the same
-// error on every rank, and the shutdown votes — at 2, 3 and 4 thread-ranks.
+// error on every rank, and the shutdown votes — at 2 to 8 thread-ranks spread over "hosts" of
+// several shapes (one host, a host per rank, uneven hosts, odd host counts), since the host
+// layout shapes the negotiation tree (negotiation_tree.h). The tree itself and BitExchange are
+// tested too: the AND is right, a single rank starting a cycle wakes every idle rank, and no rank
+// sends more than its stage budget (log p, not p) of messages.
 //
 // Every wait has the host group's timeout (a hang fails the test). Each rank's shared-memory
 // area is unlinked as soon as it is made, so nothing is left in /dev/shm whatever happens.
 // tests/single/test_cpp_units.py builds it against lightcc_core and runs it.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -16,6 +21,8 @@
 #include <vector>
 
 #include "check.h"
+#include "engine/bit_exchange.h"
+#include "engine/negotiation_tree.h"
 #include "engine/negotiator.h"
 #include "fake_link.h"
 
@@ -74,9 +81,10 @@ struct Rank {
   std::unique_ptr<Negotiator> negotiator;
   std::vector<CycleSeen> seen;
 
-  Rank(int rank, int size, testing::FakeFabric& fabric) {
+  Rank(int rank, int size, testing::FakeFabric& fabric, const std::vector<int>& host_of) {
     topo.rank = rank;
     topo.size = size;
+    topo.host_index = host_of;
     topo.cross_rank = rank;
     topo.cross_size = size;
     channel.host = makeHost(rank);
@@ -145,11 +153,14 @@ struct Rank {
   }
 };
 
+// The host layout every multi-rank test runs under (host index per rank; empty: a host per rank).
+std::vector<int> g_hosts;
+
 // Runs body(rank) on `size` threads, one Rank each; returns the ranks once all threads have ended.
 std::vector<std::unique_ptr<Rank>> runRanks(int size, const std::function<void(Rank&)>& body) {
   testing::FakeFabric fabric(size);
   std::vector<std::unique_ptr<Rank>> ranks;
-  for (int r = 0; r < size; ++r) ranks.push_back(std::make_unique<Rank>(r, size, fabric));
+  for (int r = 0; r < size; ++r) ranks.push_back(std::make_unique<Rank>(r, size, fabric, g_hosts));
   std::vector<std::thread> threads;
   for (auto& rank : ranks) {
     Rank* me = rank.get();
@@ -252,13 +263,138 @@ void testShutdownVotes(int n) {
   check(f.size() == 1 && f[0].stop, "one rank's expired grace stops every rank" + at);
 }
 
+// Shapes of n ranks over hosts: host index per rank.
+std::vector<std::vector<int>> shapesOf(int n) {
+  std::vector<std::vector<int>> shapes;
+  shapes.push_back(std::vector<int>(static_cast<size_t>(n), 0));  // one host
+  std::vector<int> own, pairs, uneven;
+  for (int r = 0; r < n; ++r) {
+    own.push_back(r);         // a host per rank
+    pairs.push_back(r / 2);   // two per host (the last alone when n is odd)
+    uneven.push_back(r < 3 ? 0 : 1 + (r - 3) % 2);  // 3 on host 0, the rest dealt round-robin
+  }
+  shapes.push_back(own);
+  if (n > 2) shapes.push_back(pairs);
+  if (n > 3) shapes.push_back(uneven);
+  return shapes;
+}
+
+std::string shapeName(const std::vector<int>& hosts) {
+  std::string s = "[";
+  for (size_t i = 0; i < hosts.size(); ++i) s += (i ? "," : "") + std::to_string(hosts[i]);
+  return s + "]";
+}
+
+// The tree's shape: every rank's stage peers are symmetric, the slow-path tree spans every rank
+// once with rank 0 at its root, and a rank's doubling rounds stay within ceil(log2 hosts).
+void testTreeShape(const std::vector<int>& hosts) {
+  const int n = static_cast<int>(hosts.size());
+  const std::string at = " for hosts " + shapeName(hosts);
+  std::vector<NegotiationTree> t;
+  for (int r = 0; r < n; ++r) t.push_back(NegotiationTree::build(r, n, hosts));
+  bool symmetric = true, bounded = true, spans = true;
+  std::vector<int> parents_seen(static_cast<size_t>(n), 0);
+  for (int r = 0; r < n; ++r) {
+    for (int peer : t[r].cyclePeers()) {
+      const auto theirs = t[peer].cyclePeers();
+      symmetric = symmetric && std::find(theirs.begin(), theirs.end(), r) != theirs.end();
+    }
+    int log_h = 0;
+    while ((1 << log_h) < t[r].hosts) ++log_h;
+    bounded = bounded && static_cast<int>(t[r].rounds.size()) <= log_h;
+    for (int c : t[r].children) {
+      ++parents_seen[static_cast<size_t>(c)];
+      spans = spans && t[c].parent == r;
+    }
+  }
+  for (int r = 0; r < n; ++r) spans = spans && parents_seen[static_cast<size_t>(r)] == (r == 0 ? 0 : 1);
+  check(symmetric, "every cycle peer of a rank has that rank as a cycle peer" + at);
+  check(bounded, "leaders double in at most ceil(log2 hosts) rounds" + at);
+  check(spans && t[0].parent == -1, "the slow-path tree reaches every rank once, from rank 0" + at);
+  // Subtrees: rank 0 vouches for everyone through its children, no child for a rank outside.
+  bool vouched = true;
+  for (int r = 1; r < n; ++r) {
+    int covering = 0;
+    for (int c : t[0].children) covering += t[0].inSubtree(c, r) ? 1 : 0;
+    vouched = vouched && covering == 1;
+  }
+  check(vouched, "each rank lies below exactly one of rank 0's children" + at);
+}
+
+// BitExchange alone: one rank starts the cycle, the others sit idle until incoming() says a
+// peer has started; every rank must end with the AND of all vectors, and send no more messages
+// than its stages need.
+void testExchange(const std::vector<int>& hosts, int starter) {
+  const int n = static_cast<int>(hosts.size());
+  const std::string at = " for hosts " + shapeName(hosts) + ", rank " + std::to_string(starter) + " starting";
+  testing::FakeFabric fabric(n);
+  std::vector<std::unique_ptr<Rank>> ranks;
+  std::vector<NegotiationTree> trees;
+  for (int r = 0; r < n; ++r) {
+    ranks.push_back(std::make_unique<Rank>(r, n, fabric, hosts));
+    trees.push_back(NegotiationTree::build(r, n, hosts));
+  }
+  const size_t words = 3;
+  std::vector<std::vector<uint64_t>> result(static_cast<size_t>(n));
+  std::vector<Status> status(static_cast<size_t>(n));
+  std::vector<size_t> sends(static_cast<size_t>(n), 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      BitExchange ex(trees[static_cast<size_t>(r)], ranks[static_cast<size_t>(r)]->channel);
+      Status st = ex.post(words);
+      // Each rank clears its own bit in word 0 and one bit per rank in word 1; word 2 stays all ones.
+      std::vector<uint64_t> bits = {~(uint64_t{1} << r), ~uint64_t{0} ^ (uint64_t{1} << (r % 7)), ~uint64_t{0}};
+      if (st.ok() && r != starter) {
+        st = ranks[static_cast<size_t>(r)]->channel.host->waitUntil([&] { return ex.incoming(); }, "idle", true);
+      }
+      if (st.ok()) st = ex.allreduce(&bits, "test exchange");
+      if (st.ok()) st = ex.post(words);  // the next cycle's receives, as finishCycle posts them
+      status[static_cast<size_t>(r)] = st;
+      result[static_cast<size_t>(r)] = bits;
+      sends[static_cast<size_t>(r)] = ex.lastSends();
+    });
+  }
+  for (auto& th : threads) th.join();
+  uint64_t w0 = ~uint64_t{0}, w1 = ~uint64_t{0};
+  for (int r = 0; r < n; ++r) {
+    w0 &= ~(uint64_t{1} << r);
+    w1 &= ~uint64_t{0} ^ (uint64_t{1} << (r % 7));
+  }
+  bool ok = true, right = true, budget = true;
+  for (int r = 0; r < n; ++r) {
+    ok = ok && status[static_cast<size_t>(r)].ok();
+    right = right && result[static_cast<size_t>(r)] == std::vector<uint64_t>{w0, w1, ~uint64_t{0}};
+    const NegotiationTree& t = trees[static_cast<size_t>(r)];
+    // Host peers, then (leaders) fold + rounds + results to the host and the folded leader.
+    size_t most = t.host_peers.size();
+    if (t.isLeader() && t.hosts > 1) most += t.rounds.size() + 2 + t.host_peers.size();
+    budget = budget && sends[static_cast<size_t>(r)] <= most;
+  }
+  check(ok, "every rank woke and finished the exchange" + at);
+  check(right, "every rank holds the AND of all vectors" + at);
+  check(budget, "no rank sent more than its stages' messages" + at);
+}
+
 }  // namespace
 
 int main() {
-  for (int n = 2; n <= 4; ++n) {
-    testFastAndSlowPaths(n);
-    testMismatches(n);
-    testShutdownVotes(n);
+  for (int n = 2; n <= 8; ++n) {
+    for (const auto& hosts : shapesOf(n)) {
+      testTreeShape(hosts);
+      for (int starter : {0, n / 2, n - 1}) testExchange(hosts, starter);
+      g_hosts = hosts;
+      if (n > 5 && hosts != shapesOf(n)[2]) continue;  // the full suite at 2-5, one shape above
+      testFastAndSlowPaths(n);
+      testMismatches(n);
+      testShutdownVotes(n);
+    }
   }
+  // A message count that grows as log p: a leader of 16 hosts sends 4 rounds + its host's share.
+  std::vector<int> big;
+  for (int r = 0; r < 64; ++r) big.push_back(r / 4);
+  const NegotiationTree leader = NegotiationTree::build(4, 64, big);
+  check(leader.rounds.size() == 4 && leader.host_peers.size() == 3 && leader.cyclePeers().size() == 7,
+        "at 16 hosts x 4 a leader talks to 3 host peers and 4 doubling partners, not 63 ranks");
   return testing::summary();
 }
