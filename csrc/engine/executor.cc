@@ -68,6 +68,12 @@ void reduceAlone(const IoVec& io, const Response& r, const ReduceSpec& spec) {
 
 }  // namespace
 
+int64_t responseBytes(const Response& r) {
+  int64_t n = 0;
+  for (size_t i = 0; i < r.names.size(); ++i) n += tensorBytes(r, i);
+  return n;
+}
+
 bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes) {
   return config.topk_allreduce && r.op == OpType::kAllreduce && r.names.size() == 1 &&
          r.dtype == DataType::kFloat32 && (r.reduce_op == ReduceOp::kSum || r.reduce_op == ReduceOp::kAverage) &&
@@ -84,7 +90,12 @@ Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set)
   }
   if (set.members == 1) return Algorithm::kSelf;
   if (two_level) return Algorithm::kTwoLevel;
-  return set.all_local ? Algorithm::kSharedMemory : Algorithm::kLinks;
+  if (set.all_local) return Algorithm::kSharedMemory;
+  // Latency-bound sizes: a ring's 2(p-1) rounds cost more than log2(p) whole-buffer exchanges.
+  if (r.op == OpType::kAllreduce && responseBytes(r) <= env.config->rd_allreduce_bytes) {
+    return Algorithm::kRecursiveDoubling;
+  }
+  return Algorithm::kLinks;
 }
 
 void HostExecutor::complete(Batch& b, size_t index, const Status& st, HandleResult result) {
@@ -213,6 +224,13 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
       LIGHTCC_RETURN_IF_ERROR(hierAllreduce(channel_.hier.at(r.process_set_id), io, spec).withContext("2D " + what));
       break;
     case Algorithm::kSharedMemory: LIGHTCC_RETURN_IF_ERROR(shmAllreduce(comm, io, spec).withContext(what)); break;
+    case Algorithm::kRecursiveDoubling: {
+      char* buf = io.stage(channel_.fusion_buffer);
+      LIGHTCC_RETURN_IF_ERROR(
+          recursiveDoublingAllreduce(comm, buf, io.total() / dtypeSize(r.dtype), spec).withContext(what));
+      io.unstage(buf);
+      break;
+    }
     case Algorithm::kLinks:
     case Algorithm::kTopk:  // top-k rows went to topk() above
     case Algorithm::kTwoLevelTopk: {
