@@ -47,6 +47,9 @@ def table(doc: dict) -> str:
                 run = by.get((label, s))
                 cells.append("—" if run is None else ("error" if "error" in run else _fmt(run["row"][key])))
             lines.append(f"| {title}{' (' + unit + ')' if unit else ''} | {label} | " + " | ".join(cells) + " |")
+    for label in labels:  # noise: every figure shares the machine with whatever else ran
+        cells = [by[(label, s)]["load"].split()[0] if (label, s) in by else "—" for s in shapes]
+        lines.append(f"| load average (1 min) at the run's start | {label} | " + " | ".join(cells) + " |")
     wrong = [f"{r['label']} {r['shape']}" for r in runs if "row" in r and not r["row"]["ok"]]
     lines.append("")
     lines.append("Every allreduce result was checked on every rank: " +
