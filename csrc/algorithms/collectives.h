@@ -7,7 +7,8 @@
 // Results are bit-identical on every member (each element is reduced once, in member order).
 //
 // Ring algorithms (members on several hosts, or LIGHTCC_FORCE_RING). Bytes each rank sends for
-// an M-byte allreduce: 2(p-1)/p * M in 2(p-1) steps; allgather and reducescatter (p-1)/p * M;
+// an M-byte allreduce: 2(p-1)/p * M in 2(p-1) steps (recursive doubling, for small M: log2(p) * M
+// in log2(p) steps, +2 where p is not a power of two); allgather and reducescatter (p-1)/p * M;
 // broadcast M, pipelined along a chain from the root in chunk-sized pieces; alltoall sends each
 // peer its slice directly.
 #pragma once
@@ -50,6 +51,10 @@ Status shmAlltoallData(SetComm& c, const void* in, size_t row_bytes, const Split
 
 // Links.
 Status ringAllreduce(SetComm& c, void* buf, size_t count, const ReduceSpec& spec);
+// Latency-bound sizes (LIGHTCC_RD_ALLREDUCE_BYTES): log2(p) rounds of whole-buffer exchanges,
+// with a fold-in/fold-out step for the members beyond the largest power of two (see
+// recursive_doubling.cc for the schedule and bytes).
+Status recursiveDoublingAllreduce(SetComm& c, void* buf, size_t count, const ReduceSpec& spec);
 Status ringAllgather(SetComm& c, const void* in, const std::vector<size_t>& piece_bytes, void* out);
 Status chainBroadcast(SetComm& c, void* buf, size_t bytes, int root_member);
 Status linkExchangeSplits(SetComm& c, const std::vector<int64_t>& send_rows, SplitMatrix* matrix);

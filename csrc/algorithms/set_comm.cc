@@ -1,6 +1,8 @@
 // SetComm: links on first use, the shared-memory barrier, and the driver of a batch of link operations.
 #include "algorithms/set_comm.h"
 
+#include "transport/net/peer_probe.h"
+
 namespace lightcc {
 
 Link* SetComm::link(int m) const {
@@ -22,9 +24,27 @@ Status SetComm::shmBarrier(const std::string& what) {
     return true;
   };
   const int ch = host->channelIndex();
-  return host->waitUntil(ready, what + " in process set " + std::to_string(id) +
-                                    (ch > 0 ? " (stream " + std::to_string(ch) + ")" : ""), true);
+  Status st = host->waitUntil(ready, what + " in process set " + std::to_string(id) +
+                                         (ch > 0 ? " (stream " + std::to_string(ch) + ")" : ""), true);
+  if (st.code() != StatusCode::kTimeout) return st;
+  std::string late;  // who never arrived
+  for (int m = 0; m < size(); ++m) {
+    if (host->counter(local_index[m], id).load(std::memory_order_acquire) < target) {
+      late += (late.empty() ? "" : ", ") + host->describeLocal(local_index[m]);
+    }
+  }
+  return Status(st.code(), st.message() + "; not arrived: " + late);
 }
+
+namespace {
+
+// A link error names its peer once: net links already do, shared-memory ones get it here.
+Status namingPeer(const Status& st, const Link& link) {
+  const std::string who = link.describePeer();
+  return st.message().find(who) == std::string::npos ? st.withContext(who) : st;
+}
+
+}  // namespace
 
 Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& what) {
   std::vector<LinkRequest*> reqs(ops.size(), nullptr);
@@ -39,7 +59,7 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
         Status st = op.send ? op.link->isend(op.buf, op.bytes, &reqs[i])
                             : op.link->irecv(op.buf, op.bytes, &reqs[i]);
         if (!st.ok()) {
-          error = st.withContext("rank " + std::to_string(op.link->peer()));
+          error = namingPeer(st, *op.link);
           return true;
         }
         if (reqs[i] == nullptr) continue;  // back-pressure: retry on the next pass
@@ -49,12 +69,12 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
       size_t size = 0;
       Status st = op.link->test(reqs[i], &finished, &size);
       if (!st.ok()) {
-        error = st.withContext("rank " + std::to_string(op.link->peer()));
+        error = namingPeer(st, *op.link);
         return true;
       }
       if (finished) {
         if (!op.send && size != op.bytes) {
-          error = Status::PeerFailure("rank " + std::to_string(op.link->peer()) + " sent " +
+          error = Status::PeerFailure(op.link->describePeer() + " sent " +
                                       std::to_string(size) + " bytes, expected " +
                                       std::to_string(op.bytes));
           return true;
@@ -65,8 +85,19 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
     }
     return remaining == 0;
   };
-  LIGHTCC_RETURN_IF_ERROR(comm.host->waitUntil(progress, what, true));
-  return error;
+  Status waited = comm.host->waitUntil(progress, what, true);
+  if (waited.code() == StatusCode::kTimeout) {
+    // Name whom we were waiting on; the engine's peer check then says which of them is lost.
+    std::string pending;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (done[i]) continue;
+      pending += std::string(pending.empty() ? "" : ", ") + (ops[i].send ? "send to " : "receive from ") +
+                 ops[i].link->describePeer();
+    }
+    waited = Status(waited.code(), waited.message() + "; still waiting on " + pending);
+  }
+  if (waited.ok()) waited = error;
+  return net::withPeerCheck(waited, comm.links, comm.host->timeoutSeconds());
 }
 
 }  // namespace lightcc

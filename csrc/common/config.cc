@@ -237,6 +237,13 @@ const std::vector<FlagSpec>& specs() {
       {{"LIGHTCC_FORCE_RING", "bool", "0",
         "Use the link-based ring algorithms even between ranks of one host (tests, benchmarks)."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->force_ring); }},
+      {{"LIGHTCC_RD_ALLREDUCE_BYTES", "bytes", "65536",
+        "Allreduces over links (members on several hosts) up to this size run by recursive doubling: "
+        "log2(p) whole-buffer exchanges instead of the ring's 2(p-1) steps; larger ones take the "
+        "ring; 0 = always the ring. Must match on every rank."},
+       [](auto& n, auto& v, Config* c) {
+         return parseInt(n, v, 0, int64_t{1} << 40, &c->rd_allreduce_bytes);
+       }},
       {{"LIGHT_2D_ALLREDUCE", "bool", "0",
         "Hierarchical (2D) allreduce: reduce-scatter inside each group of LIGHT_INTRA_SIZE ranks "
         "(shared memory), allreduce each shard across groups (every local rank its own flows), "

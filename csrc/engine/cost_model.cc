@@ -108,6 +108,43 @@ void CostModel::dense(double* a, double* b) const {
   }
 }
 
+namespace {
+// Rounds of recursive doubling among p: log2 of the largest power of two q <= p, plus the
+// fold-in and fold-out rounds when q < p.
+int rdRounds(int p) {
+  int q = 1, rounds = 0;
+  while (q * 2 <= p) {
+    q *= 2;
+    ++rounds;
+  }
+  return q < p ? rounds + 2 : rounds;
+}
+}  // namespace
+
+double CostModel::recursiveDoublingSeconds(double m) const {
+  return rdRounds(ranks) * (net.alpha + m * net.beta);
+}
+
+double CostModel::allreduceSeconds(double m) const {
+  if (ranks > 1 && hosts > 1 && !hierarchical && m <= static_cast<double>(rd_max_bytes)) {
+    return recursiveDoublingSeconds(m);
+  }
+  double a = 0, b = 0;
+  dense(&a, &b);
+  return a + b * m;
+}
+
+int64_t CostModel::rdCrossoverBytes() const {
+  if (ranks <= 1 || hosts <= 1 || !net.present) return 0;
+  // ring: 2(p-1) alpha + 2(p-1)/p beta m; recursive doubling: k (alpha + beta m), k its rounds.
+  const double p = ranks, k = rdRounds(ranks);
+  const double ring_a = 2 * (p - 1) * net.alpha, ring_b = 2 * (p - 1) / p * net.beta;
+  const double rd_a = k * net.alpha, rd_b = k * net.beta;
+  if (rd_a >= ring_a) return 0;
+  if (rd_b <= ring_b) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>((ring_a - rd_a) / (rd_b - ring_b));
+}
+
 void CostModel::topk(double density, double* a, double* b) const {
   const double g = per_host;
   const double wire = 2 * density;  // k = d*M/4 pairs of 8 bytes per member and round
@@ -165,6 +202,10 @@ std::string CostModel::describe() const {
   if (shm.present) os << "; shm alpha " << shm.alpha * 1e6 << " us, beta " << shm.beta * 1e9 << " ns/B";
   if (net.present) os << "; net alpha " << net.alpha * 1e6 << " us, beta " << net.beta * 1e9 << " ns/B";
   if (select_per_byte > 0) os << "; top-k selection " << select_per_byte * 1e9 << " ns/B";
+  if (hosts > 1 && net.present) {
+    os << "; recursive doubling predicted faster than the ring up to " << rdCrossoverBytes()
+       << " bytes (LIGHTCC_RD_ALLREDUCE_BYTES=" << rd_max_bytes << ")";
+  }
   os << "; probe " << probe_ms << " ms";
   return os.str();
 }

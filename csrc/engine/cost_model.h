@@ -31,9 +31,19 @@ struct CostModel {
   int ranks = 1, hosts = 1, per_host = 1;
   bool hierarchical = false;     // LIGHT_2D_ALLREDUCE applies to the world set
   double probe_ms = 0.0;         // how long the probe took on rank 0
+  int64_t rd_max_bytes = 0;      // LIGHTCC_RD_ALLREDUCE_BYTES (pickAlgorithm's recursive-doubling cut)
 
   // Predicted time of one allreduce of m bytes with the executor's algorithm: a + b * m.
+  // (the ring or the shared-memory or 2D schedule; for fusion buckets, which are large).
   void dense(double* a, double* b) const;
+  // Predicted seconds of one allreduce of m bytes with the algorithm pickAlgorithm() gives it:
+  // recursive doubling for a flat cross-host allreduce up to rd_max_bytes, else dense().
+  double allreduceSeconds(double m) const;
+  // Recursive doubling's predicted time over the net: rounds x (alpha + m beta).
+  double recursiveDoublingSeconds(double m) const;
+  // Largest m at which recursive doubling is predicted no slower than the flat ring over the
+  // net (0 on one host or without a net fit): a value for LIGHTCC_RD_ALLREDUCE_BYTES.
+  int64_t rdCrossoverBytes() const;
   void topk(double density, double* a, double* b) const;
   // Bytes at which a dense allreduce is 95 % bandwidth-bound (19 x a/b), within [64 KiB, cap].
   int64_t bucketBytes(int64_t cap) const;

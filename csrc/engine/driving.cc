@@ -12,6 +12,7 @@
 #include "common/interrupt.h"
 #include "common/logging.h"
 #include "engine/driver.h"
+#include "transport/net/peer_probe.h"
 
 namespace lightcc {
 namespace {
@@ -147,6 +148,9 @@ void Driver::end(const Status& why) {
     s_.life.ended(st);
     st = Status::Aborted("lightcc was shut down before this operation completed");
   } else {
+    // The peer we waited on may only be stuck behind the lost one: say which remote ranks
+    // still answer (a no-op when the data path's error already says).
+    if (main_ != nullptr) st = net::withPeerCheck(st, main_->world_links, s_.config.timeout_seconds);
     LIGHTCC_LOG(kError) << st.message();
     s_.life.ended(st);
     // This process may live on (a caught KeyboardInterrupt): host peers must not wait for it.

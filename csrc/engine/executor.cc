@@ -67,6 +67,12 @@ void reduceAlone(const IoVec& io, const Response& r, const ReduceSpec& spec) {
 
 }  // namespace
 
+int64_t responseBytes(const Response& r) {
+  int64_t n = 0;
+  for (size_t i = 0; i < r.names.size(); ++i) n += tensorBytes(r, i);
+  return n;
+}
+
 Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set) {
   const Response& r = *b.response;
   if (r.op == OpType::kAllreduce && r.reduce_op == ReduceOp::kAdasum) return Algorithm::kAdasum;
@@ -77,7 +83,12 @@ Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set)
   }
   if (set.members == 1) return Algorithm::kSelf;
   if (two_level) return Algorithm::kTwoLevel;
-  return set.all_local ? Algorithm::kSharedMemory : Algorithm::kLinks;
+  if (set.all_local) return Algorithm::kSharedMemory;
+  // Latency-bound sizes: a ring's 2(p-1) rounds cost more than log2(p) whole-buffer exchanges.
+  if (r.op == OpType::kAllreduce && responseBytes(r) <= env.config->rd_allreduce_bytes) {
+    return Algorithm::kRecursiveDoubling;
+  }
+  return Algorithm::kLinks;
 }
 
 uint64_t HostExecutor::sentBytes(const SetComm& comm, int32_t set) const {
@@ -174,6 +185,13 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
       LIGHTCC_RETURN_IF_ERROR(hierAllreduce(channel_.hier.at(r.process_set_id), io, spec).withContext("2D " + what));
       break;
     case Algorithm::kSharedMemory: LIGHTCC_RETURN_IF_ERROR(shmAllreduce(comm, io, spec).withContext(what)); break;
+    case Algorithm::kRecursiveDoubling: {
+      char* buf = io.stage(channel_.fusion_buffer);
+      LIGHTCC_RETURN_IF_ERROR(
+          recursiveDoublingAllreduce(comm, buf, io.total() / dtypeSize(r.dtype), spec).withContext(what));
+      io.unstage(buf);
+      break;
+    }
     case Algorithm::kLinks:
     case Algorithm::kTopk:  // top-k rows went to topk() above
     case Algorithm::kTwoLevelTopk: {

@@ -48,6 +48,8 @@ struct ExecEnv {
   std::string job_secret;
 };
 
+// Bytes of all of a response's tensors (a fused batch's total).
+int64_t responseBytes(const Response& r);
 // Does this response take the top-k path (LIGHT_TOPK_ALLREDUCE, Sum or Average, every tensor at
 // least the threshold, float32/float16/bfloat16; host: fused or not; device: one tensor a batch)?
 bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes);
@@ -93,6 +95,8 @@ enum class Algorithm {
   kSelf,          // a one-member set: a local copy (and scaling)
   kSharedMemory,  // every member on this host
   kLinks,         // ring/chain/direct over links (members on several hosts, or LIGHTCC_FORCE_RING)
+  kRecursiveDoubling,  // an allreduce over links of at most LIGHTCC_RD_ALLREDUCE_BYTES: log2(p)
+                       // rounds instead of the ring's 2(p-1) (the device executor runs it flat)
   kTwoLevel,      // LIGHT_2D_ALLREDUCE: in the group first, then across groups
   kTopk,          // LIGHT_TOPK_ALLREDUCE over the flat set
   kTwoLevelTopk,  // top-k across groups, dense inside them

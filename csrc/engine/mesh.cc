@@ -35,7 +35,8 @@ std::string fingerprint(const Config& c) {
      << ";LIGHTCC_SHM_ONESHOT_BYTES=" << c.shm_oneshot_bytes
      << ";LIGHTCC_SHM_RING_BYTES=" << c.shm_ring_bytes
      << ";HOROVOD_DYNAMIC_PROCESS_SETS=" << c.dynamic_process_sets
-     << ";LIGHTCC_FORCE_RING=" << c.force_ring << ";LIGHT_2D_ALLREDUCE=" << c.hierarchical_allreduce
+     << ";LIGHTCC_FORCE_RING=" << c.force_ring << ";LIGHTCC_RD_ALLREDUCE_BYTES=" << c.rd_allreduce_bytes
+     << ";LIGHT_2D_ALLREDUCE=" << c.hierarchical_allreduce
      << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk_allreduce
      << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
      << ";LIGHT_TOPK_WARMUP_STEPS=" << c.topk_warmup_steps << ";LIGHT_TOPK_WARMUP=" << c.topk_warmup_decay
@@ -190,6 +191,7 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
   shm::WaitOptions wait;
   wait.spin_us = config_.spin_us;
   wait.timeout_s = timeout;
+  wait.host_id = options_.hostname;
   auto main = std::make_unique<Channel>();
   main->host = std::make_unique<shm::HostGroup>(topo_.local_rank, local, std::move(segments), layout, wait);
   main->host->setAbortFlag(abort);
@@ -276,6 +278,7 @@ Status Mesh::connectChannel(Channel& ch, rendezvous::StoreClient* store) {
     int li = ch.host->localIndexOf(r);
     if (li >= 0) {
       ch.owned_links.push_back(std::make_unique<shm::ShmLink>(ch.host.get(), li));
+      ch.owned_links.back()->setPeerHost(options_.hostname);
       ch.world_links[r] = ch.owned_links.back().get();
     } else {
       remote.push_back(r);
@@ -291,6 +294,7 @@ Status Mesh::connectChannel(Channel& ch, rendezvous::StoreClient* store) {
         connectNetPeers(config_, options_, rank, size, eager, *store, "net" + suffix, &net_plugin_, &net_links)
             .withContext(where));
     for (size_t i = 0; i < eager.size(); ++i) {
+      net_links[i]->setPeerHost(hosts_[eager[i]]);
       ch.world_links[eager[i]] = net_links[i].get();
       ch.owned_links.push_back(std::move(net_links[i]));
     }

@@ -139,6 +139,7 @@ void PeerDialer::finishLinks() {
       continue;
     }
     owned_.push_back(std::make_unique<net::NetLink>(&plugin_, it->first, it->second.send_comm, acc->second));
+    owned_.back()->setPeerHost(hosts_[static_cast<size_t>(it->first)]);
     (*world_)[static_cast<size_t>(it->first)] = owned_.back().get();
     accepted_.erase(acc);
     it = out_.erase(it);

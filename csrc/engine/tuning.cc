@@ -12,6 +12,7 @@ Status Tuning::probe(const SetComm& world, const std::vector<std::string>& hosts
   LIGHTCC_RETURN_IF_ERROR(probeCostModel(world, hosts, config_.hierarchical_allreduce && two_d_world,
                                          config_.topk_allreduce, config_.topk_density, &cost_model_)
                               .withContext("LIGHT_FUSION_STRATEGY=cost: probing the links"));
+  cost_model_.rd_max_bytes = config_.rd_allreduce_bytes;
   if (config_.topk_allreduce) topk_threshold_ = cost_model_.topkThresholdBytes(config_.topk_density);
   const int64_t bucket = cost_model_.bucketBytes(config_.fusion_threshold_bytes);
   LIGHTCC_LOG(kInfo) << "cost model: " << cost_model_.describe() << "; buckets "

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "common/status.h"
 
@@ -39,6 +40,23 @@ class Link {
   virtual int peer() const = 0;
   // "shm" or "net:<plugin name>", for logs and the timeline.
   virtual std::string kind() const = 0;
+  // Where the peer listens ("10.0.0.4:40123"), for net links; "" where there is no address.
+  virtual std::string peerAddress() const { return ""; }
+
+  // The peer's host id (LIGHTCC_HOSTNAME), told by whoever builds the link: a peer-caused error
+  // must let the user find the machine, not only the rank.
+  void setPeerHost(std::string host) { peer_host_ = std::move(host); }
+  const std::string& peerHost() const { return peer_host_; }
+  // "rank 6 (host node3, 10.0.0.4:40123)", or "rank 2 (host node0, shm)": every error a peer
+  // causes on this link names it this way.
+  std::string describePeer() const {
+    const std::string addr = peerAddress();
+    return "rank " + std::to_string(peer()) + " (host " + (peer_host_.empty() ? "?" : peer_host_) + ", " +
+           (addr.empty() ? kind() : addr) + ")";
+  }
+
+ private:
+  std::string peer_host_;
 };
 
 }  // namespace lightcc

@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lightcc-bench",
         description="nccl-tests-style benchmarks of lightcc collectives, optionally beside gloo and MPI. "
         "`lightcc-bench autotune-plot LOG.csv --out PNG` draws an autotune log instead; "
-        "`lightcc-bench simulate --help` predicts step times at 8-1,024 GPUs.",
+        "`lightcc-bench simulate --help` predicts step times at 8-1,024 GPUs; "
+        "`lightcc-bench scale --help` runs the emulated cluster (network-namespace hosts).",
     )
     p.add_argument(
         "command",
@@ -183,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         from lightcc.bench.autotune_plot import main as autotune_plot
 
         return autotune_plot(argv[1:])
+    if argv and argv[0] == "scale":  # the emulated cluster: network-namespace hosts (docs/scale.md)
+        from lightcc.bench.scale.cli import main as scale
+
+        return scale(argv[1:])
     if argv and argv[0] == "simulate":  # predicts from a model; measures nothing (docs/simulator.md)
         from lightcc.bench.simulate.cli import main as simulate
 

@@ -151,6 +151,10 @@ def _parses(command: str) -> str:
             from lightcc.bench.autotune_plot import build_parser as plot_parser
 
             plot_parser().parse_args(args[1:])
+        elif tool == "lightcc-bench" and args[:1] == ["scale"]:
+            from lightcc.bench.scale.cli import build_parser as scale_parser
+
+            scale_parser().parse_args(args[1:])
         elif tool == "lightcc-bench" and args[:1] == ["simulate"]:
             from lightcc.bench.simulate.cli import build_parser as simulate_parser
 

@@ -8,6 +8,7 @@
 
 #include "common/interrupt.h"
 #include "transport/net/net_link.h"
+#include "transport/net/peer_probe.h"
 
 namespace lightcc {
 namespace net {
@@ -125,12 +126,13 @@ class Connector {
     return Status::OK();
   }
 
-  // The peers whose link is not up both ways, "1, 3".
+  // The peers whose link is not up both ways, "1 (10.0.0.2:4000), 3 (10.0.0.3:4000)".
   std::string missing() const {
     std::string text;
     for (const Outbound& o : out) {
       if (o.stage == OutStage::kUp && recv_by_rank.count(o.peer) != 0) continue;
-      text += (text.empty() ? "" : ", ") + std::to_string(o.peer);
+      const std::string addr = handleAddress(o.handle);
+      text += (text.empty() ? "" : ", ") + std::to_string(o.peer) + (addr.empty() ? "" : " (" + addr + ")");
     }
     return text;
   }
@@ -168,7 +170,11 @@ Status connectNetLinks(
   std::vector<std::string> handles;
   LIGHTCC_RETURN_IF_ERROR(allgather_handles(my_handle, &handles).withContext("net handle allgather"));
   LIGHTCC_RETURN_IF_ERROR(checkHandles(handles, my_rank, remote_peers));
-  for (int peer : remote_peers) c.out.push_back({peer, handles[static_cast<size_t>(peer)]});
+  std::vector<std::string> addresses;
+  for (int peer : remote_peers) {
+    c.out.push_back({peer, handles[static_cast<size_t>(peer)]});
+    addresses.push_back(handleAddress(handles[static_cast<size_t>(peer)]));
+  }
   const double deadline = nowSeconds() + timeout_s;
   while (!c.done()) {
     for (Outbound& o : c.out) LIGHTCC_RETURN_IF_ERROR(c.advance(o));
@@ -183,8 +189,12 @@ Status connectNetLinks(
                              " s");
     }
   }
-  for (Outbound& o : c.out) {
-    links_out->push_back(std::make_unique<NetLink>(&plugin, o.peer, o.send_comm, c.recv_by_rank[o.peer]));
+  auto listener = std::make_shared<NetListener>(&plugin, cleanup.listen_comm);
+  cleanup.listen_comm = nullptr;
+  for (size_t k = 0; k < c.out.size(); ++k) {
+    Outbound& o = c.out[k];
+    links_out->push_back(
+        std::make_unique<NetLink>(&plugin, o.peer, o.send_comm, c.recv_by_rank[o.peer], addresses[k], listener));
     o.send_comm = nullptr;
     for (Inbound& i : c.in) if (i.rank == o.peer) i.recv_comm = nullptr;
   }

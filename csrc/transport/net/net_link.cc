@@ -35,9 +35,10 @@ struct NetLink::Direction {
   MrEntry cache[kMrCacheEntries] = {};
 };
 
-NetLink::NetLink(NetPlugin* plugin, int peer, void* send_comm, void* recv_comm)
-    : plugin_(plugin), peer_(peer), send_(std::make_unique<Direction>()),
-      recv_(std::make_unique<Direction>()) {
+NetLink::NetLink(NetPlugin* plugin, int peer, void* send_comm, void* recv_comm, std::string address,
+                 std::shared_ptr<NetListener> listener)
+    : plugin_(plugin), peer_(peer), address_(std::move(address)), listener_(std::move(listener)),
+      send_(std::make_unique<Direction>()), recv_(std::make_unique<Direction>()) {
   send_->is_send = true;
   send_->comm = send_comm;
   recv_->comm = recv_comm;
@@ -51,6 +52,10 @@ NetLink::~NetLink() {
   }
   plugin_->closeSend(send_->comm);
   plugin_->closeRecv(recv_->comm);
+}
+
+NetListener::~NetListener() {
+  if (comm != nullptr) plugin->closeListen(comm);
 }
 
 namespace {
@@ -104,8 +109,7 @@ Status NetLink::post(Direction& d, Request& r, bool* stalled) {
     int rc = d.is_send ? plugin_->isend(d.comm, r.data + r.next_off, len, mh, &preq)
                        : plugin_->irecv(d.comm, r.data + r.next_off, len, mh, &preq);
     if (rc != 0) {
-      return NetPlugin::toStatus(rc, std::string(d.is_send ? "isend to" : "irecv from") +
-                                         " rank " + std::to_string(peer_));
+      return NetPlugin::toStatus(rc, std::string(d.is_send ? "isend to " : "irecv from ") + describePeer());
     }
     if (preq == nullptr) {
       *stalled = true;  // plugin back-pressure: retry on the next test()
@@ -143,7 +147,7 @@ Status NetLink::isend(const void* data, size_t size, LinkRequest** req) {
     r->mr = acquire(plugin_, send_->cache, kMrCacheEntries, send_->comm, r->data, size, ++clock_, &st);
     if (r->mr == nullptr) {
       r->in_use = false;
-      return st.withContext("isend to rank " + std::to_string(peer_));
+      return st.withContext("isend to " + describePeer());
     }
   }
   send_->order.push_back(r);
@@ -167,7 +171,7 @@ Status NetLink::irecv(void* data, size_t capacity, LinkRequest** req) {
     r->mr = acquire(plugin_, recv_->cache, kMrCacheEntries, recv_->comm, r->data, capacity, ++clock_, &st);
     if (r->mr == nullptr) {
       r->in_use = false;
-      return st.withContext("irecv from rank " + std::to_string(peer_));
+      return st.withContext("irecv from " + describePeer());
     }
   }
   recv_->order.push_back(r);
@@ -181,8 +185,7 @@ Status NetLink::test(LinkRequest* req, bool* done, size_t* size) {
   bool is_send = r >= send_->reqs && r < send_->reqs + kMaxLinkRequests;
   bool is_recv = r >= recv_->reqs && r < recv_->reqs + kMaxLinkRequests;
   if ((!is_send && !is_recv) || !r->in_use) {
-    return Status::Internal("test on a request that is not in flight on the link to rank " +
-                            std::to_string(peer_));
+    return Status::Internal("test on a request that is not in flight on the link to " + describePeer());
   }
   Direction& d = is_send ? *send_ : *recv_;
   const size_t m = plugin_->maxMessageBytes();
@@ -191,8 +194,7 @@ Status NetLink::test(LinkRequest* req, bool* done, size_t* size) {
     int part_done = 0, part_size = 0;
     int rc = plugin_->test(r->parts.front().preq, &part_done, &part_size);
     if (rc != 0) {
-      return NetPlugin::toStatus(rc, std::string(is_send ? "send to" : "receive from") + " rank " +
-                                         std::to_string(peer_));
+      return NetPlugin::toStatus(rc, std::string(is_send ? "send to " : "receive from ") + describePeer());
     }
     if (!part_done) break;
     r->parts.pop_front();

@@ -27,10 +27,24 @@
 namespace lightcc {
 namespace net {
 
+// This rank's listen comm, kept open while any of the links made with it lives: a live rank's
+// listen address accepts TCP connections, a dead one's refuses them, which is how a survivor
+// tells a lost peer from one that is only stuck behind it (peer_probe.h).
+struct NetListener {
+  NetPlugin* plugin = nullptr;
+  void* comm = nullptr;
+  NetListener(NetPlugin* p, void* c) : plugin(p), comm(c) {}
+  ~NetListener();
+  NetListener(const NetListener&) = delete;
+  NetListener& operator=(const NetListener&) = delete;
+};
+
 class NetLink : public Link {
  public:
-  // Takes ownership of both comms (closed in the destructor).
-  NetLink(NetPlugin* plugin, int peer, void* send_comm, void* recv_comm);
+  // Takes ownership of both comms (closed in the destructor). `address` is where the peer
+  // listens ("" when the plugin's handle does not say); `listener` is shared by a call's links.
+  NetLink(NetPlugin* plugin, int peer, void* send_comm, void* recv_comm, std::string address = "",
+          std::shared_ptr<NetListener> listener = nullptr);
   ~NetLink() override;
 
   Status isend(const void* data, size_t size, LinkRequest** req) override;
@@ -38,6 +52,7 @@ class NetLink : public Link {
   Status test(LinkRequest* req, bool* done, size_t* size) override;
   int peer() const override { return peer_; }
   std::string kind() const override { return "net:" + plugin_->name(); }
+  std::string peerAddress() const override { return address_; }
 
   struct Request;  // defined in net_link.cc; handed out as LinkRequest*
 
@@ -56,6 +71,8 @@ class NetLink : public Link {
 
   NetPlugin* plugin_;
   int peer_;
+  std::string address_;
+  std::shared_ptr<NetListener> listener_;
   std::unique_ptr<Direction> send_;
   std::unique_ptr<Direction> recv_;
   uint64_t clock_ = 0;

@@ -139,25 +139,36 @@ void HostGroup::readDone(int owner_li) const {
 }
 
 Status HostGroup::waitStagingFree() const {
+  auto owes = [&](int li) {
+    return li != local_rank_ &&
+           counter(li, kReadDoneSlotBase + local_rank_).load(std::memory_order_acquire) < reads_owed_[li];
+  };
   auto ready = [&] {
     for (int li = 0; li < localSize(); ++li) {
-      if (li != local_rank_ &&
-          counter(li, kReadDoneSlotBase + local_rank_).load(std::memory_order_acquire) < reads_owed_[li]) {
-        return false;
-      }
+      if (owes(li)) return false;
     }
     return true;
   };
   if (ready()) return Status::OK();
-  return waitUntil(ready, "local peers to finish reading this rank's staging area", true);
+  Status st = waitUntil(ready, "local peers to finish reading this rank's staging area", true);
+  if (st.code() != StatusCode::kTimeout) return st;
+  std::string who;
+  for (int li = 0; li < localSize(); ++li) {
+    if (owes(li)) who += (who.empty() ? "" : ", ") + describeLocal(li);
+  }
+  return Status(st.code(), st.message() + "; still reading: " + who);
+}
+
+std::string HostGroup::describeLocal(int li) const {
+  return "rank " + std::to_string(global_ranks_[li]) + " (host " +
+         (options_.host_id.empty() ? "?" : options_.host_id) + ", pid " + std::to_string(header(li)->pid) + ")";
 }
 
 Status HostGroup::checkPeersAlive() const {
   for (int li = 0; li < localSize(); ++li) {
     if (li == local_rank_) continue;
     const RankHeader* h = header(li);
-    const std::string who = "rank " + std::to_string(global_ranks_[li]) + " (pid " + std::to_string(h->pid) +
-                            ", same host)";
+    const std::string who = describeLocal(li);
     if (h->failed.load(std::memory_order_acquire) != 0) {
       const char* text = h->failure;
       return Status::PeerFailure(who + " stopped: " + std::string(text, strnlen(text, kFailureTextBytes)));

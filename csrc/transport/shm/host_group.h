@@ -29,6 +29,7 @@ struct WaitOptions {
   double timeout_s = 60.0;
   // With links that cannot ring our doorbell (network), sleeps are capped so polls continue.
   double max_sleep_us = 1e6;
+  std::string host_id;  // this host's id (LIGHTCC_HOSTNAME), for naming peers in errors
 };
 
 class HostGroup {
@@ -77,12 +78,15 @@ class HostGroup {
   void readDone(int owner_li) const;
   Status waitStagingFree() const;
 
+  // "rank 3 (host node0, pid 1234)": how errors name local peer li.
+  std::string describeLocal(int li) const;
   // Returns PeerFailure naming the first local peer whose process is gone or whose engine has
   // stopped on an error (markFailed).
   Status checkPeersAlive() const;
   // This rank's engine stopped on an error: tell host peers (their waits fail with `why`).
   void markFailed(const std::string& why) const;
   void setMaxSleepUs(double us) { options_.max_sleep_us = us; }
+  double timeoutSeconds() const { return options_.timeout_s; }
   // Waits with check_peers fail with Aborted once *flag is true; the flag must outlive the view.
   void setAbortFlag(const std::atomic<bool>* flag) { abort_ = flag; }
 

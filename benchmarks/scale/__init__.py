@@ -1,0 +1,1 @@
+"""The emulated-cluster benchmark: `python -m benchmarks.scale` runs `lightcc-bench scale` (lightcc/bench/scale/)."""

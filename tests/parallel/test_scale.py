@@ -1,0 +1,73 @@
+"""The emulated cluster (lightcc-bench scale): correct results at 8 hosts x 4 ranks, and a lost host named by every survivor.
+
+Real ranks in network-namespace hosts (root only; skipped elsewhere). A host is lost by cutting
+its link (`ip link set down` inside it: packets vanish, nothing is reset) or by SIGKILLing its
+ranks; every survivor must raise within LIGHTCC_TIMEOUT (plus the bounded peer check) with an
+error naming the lost host's id and address, and nothing may hang or be left behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lightcc.bench.scale import cluster, netns
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 8.0  # LIGHTCC_TIMEOUT of the fault runs
+pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
+
+
+def _check_survivors(res: dict) -> None:
+    assert not res["hung"], f"survivors {res['hung']} hung: {json.dumps(res, indent=1)[:4000]}"
+    for s in res["survivors"]:
+        msg = f"rank {s['rank']} on {s['host']}: {s['message']}"
+        assert s["raised"], msg
+        assert s["names_host"] and s["names_address"], f"the error does not name {res['lost_host']} " \
+                                                       f"({res['lost_address']}): {msg}"
+        # The cut is only visible as silence, so it takes LIGHTCC_TIMEOUT plus the peer check
+        # (a tenth of it); the rest is slack for 16+ processes on two shared cores.
+        assert s["after_s"] < TIMEOUT_S * 1.1 + 4, msg
+
+
+@pytest.mark.parametrize("mode", ["cut", "kill"])
+@pytest.mark.parametrize("hosts,per_host", [(2, 2), (4, 4)])
+def test_every_survivor_names_the_lost_host(mode, hosts, per_host):
+    with netns.hosts(hosts) as h:
+        prefix = h.prefix
+        res = cluster.fault(h, per_host, str(ROOT), mode, hosts - 1, TIMEOUT_S, {})
+    assert not netns.list_namespaces(prefix), "namespaces left behind"
+    assert res["lost_ranks"] == list(range((hosts - 1) * per_host, hosts * per_host))
+    _check_survivors(res)
+    if mode == "cut":
+        # The survivors cannot see the host: the peer check says it does not answer.
+        assert all("does not answer" in s["message"] for s in res["survivors"]), res["survivors"][0]["message"]
+
+
+def test_eight_hosts_of_four_correct_and_cut_link_named(tmp_path):
+    """The CI configuration of `lightcc-bench scale`: 32 ranks, every result checked, then one host's link cut."""
+    out = tmp_path / "scale"
+    cmd = [sys.executable, "-m", "lightcc.bench", "scale", "--shapes", "8x4", "--reps", "5", "--steps", "2",
+           "--big-reps", "1", "--fault", "cut", "--fault-shapes", "8x4", "--fault-timeout", str(TIMEOUT_S),
+           "--out", str(out), "--no-plot", "--timeout", "200"]
+    p = subprocess.Popen(cmd, cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = p.communicate(timeout=420)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGINT)  # the harness removes its namespaces on the way out
+        stdout, stderr = p.communicate(timeout=60)
+        pytest.fail(f"lightcc-bench scale ran past 420 s:\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    doc = json.loads((out / "scale.json").read_text())
+    assert p.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    run = doc["runs"][0]
+    assert "error" not in run, run["error"]
+    assert run["row"]["ok"] and run["row"]["p"] == 32
+    assert all(run["row"][k] > 0 for k in ("lat4k_ms", "step100_ms", "big4m_ms", "init_s", "fds", "threads"))
+    _check_survivors(doc["faults"][0]["result"])
+    assert "Every allreduce result was checked on every rank: all correct." in (out / "scale.md").read_text()
