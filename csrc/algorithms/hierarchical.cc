@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/reduce.h"
+#include "kernels/topk_train.h"
 
 namespace lightcc {
 namespace {
@@ -25,8 +26,9 @@ Status sparseExchange(SetComm& comm, const float* contrib, float contrib_scale, 
                       size_t offset, const TopkParams& params, TopkTensorState& st, kernels::TopkScratch& scratch,
                       bool staging_busy) {
   float* residual = st.residual.data() + offset;
-  if (params.momentum > 0) {
-    kernels::momentumCorrect(st.velocity.data() + offset, residual, contrib, count, params.momentum);
+  if (params.momentum > 0) {  // float32 is always accepted
+    (void)kernels::dgcAccumulate(st.velocity.data() + offset, residual, contrib, DataType::kFloat32, count,
+                                 contrib_scale, params.momentum, params.nesterov);
   } else {
     kernels::accumulateResidual(residual, contrib, count, contrib_scale);
   }

@@ -71,7 +71,8 @@ void reduceAlone(const IoVec& io, const Response& r, const ReduceSpec& spec) {
 bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes) {
   return config.topk_allreduce && r.op == OpType::kAllreduce && r.names.size() == 1 &&
          r.dtype == DataType::kFloat32 && (r.reduce_op == ReduceOp::kSum || r.reduce_op == ReduceOp::kAverage) &&
-         tensorBytes(r, 0) >= threshold_bytes;
+         tensorBytes(r, 0) >= threshold_bytes && !r.shapes.empty() &&
+         static_cast<int64_t>(r.shapes.front().size()) >= config.topk_min_dims;
 }
 
 Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set) {
@@ -145,7 +146,7 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
     zeros.assign(count, 0.0f);  // a joined rank contributes nothing
     in = out = zeros.data();
   }
-  const ReduceSpec spec = reduceSpecFor(r, comm.size());
+  ReduceSpec spec = reduceSpecFor(r, comm.size());
   HierComm* hier = algo == Algorithm::kTwoLevelTopk ? &channel_.hier.at(r.process_set_id) : nullptr;
   TopkStore::Entry& entry = env_.topk->entry(r.process_set_id, name);
   Status st;
@@ -153,18 +154,22 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
     // Held across the exchange: a tensor is in flight at most once, so no other stream waits here.
     std::lock_guard<std::mutex> lock(entry.mu);
     TopkTensorState& state = entry.state;
-    if (state.residual.size() != count) {
-      state.residual.assign(count, 0.0f);
-      state.velocity.assign(config.topk_momentum > 0 ? count : 0, 0.0f);
-    }
-    const TopkStep step = topkStepFor(config, state.steps, env_.rank);
+    const TopkStep step = topkStepFor(config, state.steps, env_.rank, entry.options);
+    if (state.residual.size() != count) state.residual.assign(count, 0.0f);
+    if (step.params.momentum > 0 && state.velocity.size() != count) state.velocity.assign(count, 0.0f);
     ++state.steps;
+    entry.train.applied_momentum = step.params.momentum;
+    spec.prescale *= topkClipScale(config, entry.train, in, count, spec.prescale);
     if (step.dense) {
+      const float* send = topkDenseInput(state, step, in, count, spec.prescale);
+      ReduceSpec dense = spec;
+      if (send != in) dense.prescale = 1.0;  // already applied while accumulating
       IoVec io;
-      io.add(in, out, count * sizeof(float));
-      st = hier != nullptr ? hierAllreduce(*hier, io, spec)
-           : comm.all_local ? shmAllreduce(comm, io, spec)
-                            : (std::memcpy(out, in, count * sizeof(float)), ringAllreduce(comm, out, count, spec));
+      io.add(send, out, count * sizeof(float));
+      st = hier != nullptr ? hierAllreduce(*hier, io, dense)
+           : comm.all_local ? shmAllreduce(comm, io, dense)
+                            : (std::memcpy(out, send, count * sizeof(float)), ringAllreduce(comm, out, count, dense));
+      topkDenseSent(state, step);
     } else if (hier != nullptr) {
       st = hierTopkAllreduce(*hier, in, out, count, spec, step.params, state, channel_.topk_scratch);
     } else {

@@ -183,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         from lightcc.bench.autotune_plot import main as autotune_plot
 
         return autotune_plot(argv[1:])
+    if argv and argv[0] == "quality":  # trains to a target accuracy on emulated hosts (docs/topk.md)
+        from lightcc.bench.quality.cli import main as quality
+
+        return quality(argv[1:])
     if argv and argv[0] == "simulate":  # predicts from a model; measures nothing (docs/simulator.md)
         from lightcc.bench.simulate.cli import main as simulate
 
