@@ -66,7 +66,7 @@ def resume(recipe: Recipe) -> dict:
 
     def continue_from(state: dict) -> str:
         trainer.model.load_state_dict(saved[0])
-        trainer.opt.load_state_dict(saved[1])
+        trainer.opt.load_state_dict(copy.deepcopy(saved[1]))  # torch aliases the tensors it is given
         load_topk_state_dict(state)
         trainer.step_count = saved[3]
         trainer.epoch(recipe.epochs // 2, until=saved[3] + 2 * trainer.steps_per_epoch // 3)
