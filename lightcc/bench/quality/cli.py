@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 from lightcc.bench.quality.digits import Recipe
 from lightcc.bench.quality.hosts import Hosts, hosts, unavailable
 
-TOPK = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "1024"}
+TOPK = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "512"}  # every weight of the width-16 CNN
 # name -> (LIGHT_* settings, gradient compression of the torch front)
 SETTINGS: Dict[str, Any] = {
     "dense": ({}, None),
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", default="nesterov", help="sgd, nesterov, adam or adamw (default nesterov)")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--epochs", type=int, default=12)
-    p.add_argument("--width", type=int, default=32, help="CNN channels (default 32)")
+    p.add_argument("--width", type=int, default=16, help="CNN channels (default 16)")
     p.add_argument("--target", type=float, default=97.5, help="test accuracy to reach, percent (default 97.5)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per run before its ranks are killed")
     p.add_argument("--json", help="write every run and the crossovers here")
