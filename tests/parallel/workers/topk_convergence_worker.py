@@ -18,6 +18,7 @@ import torch
 
 import lightcc.torch as hvd
 from lightcc.bench.quality.digits import Recipe, Trainer, param_digest
+from lightcc.common import native
 from lightcc.common.topk_state import load_topk_state_dict, topk_state_dict
 
 RECIPES = {
@@ -48,7 +49,9 @@ def train(recipe: Recipe, setting: str) -> dict:
     out = trainer.run()
     compressed = sorted(k for k in topk_state_dict() if not k.startswith("velocity:"))
     velocities = sorted(k for k in topk_state_dict() if k.startswith("velocity:"))
-    return {"setting": setting, "accuracy": out.accuracy, "loss": out.loss, "steps": out.steps,
+    core = native.core()
+    clipped = sum(core.topk_progress(0, n)[2] for n in compressed) if hasattr(core, "topk_progress") else None
+    return {"setting": setting, "accuracy": out.accuracy, "clipped_steps": clipped, "loss": out.loss, "steps": out.steps,
             "wall_s": round(out.wall_s, 2), "identical": digests_agree(out.digest), "compressed": compressed,
             "velocities": velocities}
 
