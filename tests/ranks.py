@@ -14,6 +14,10 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = Path(__file__).resolve().parent / "parallel" / "workers"
+# Top-k as a bare exchange, for tests that check its arithmetic on plain arrays (error feedback
+# conserves mass, exactly k pairs per rank): DGC's training recipe off — vectors compressed too,
+# no warm-up, no clipping (docs/topk.md).
+TOPK_BARE = {"LIGHT_TOPK_MIN_DIMS": "1", "LIGHT_TOPK_WARMUP_STEPS": "0", "LIGHT_TOPK_CLIP": "0"}
 
 
 @dataclass

@@ -24,6 +24,10 @@ def all_configs(ranks_per_host: int) -> list[Config]:
         "LIGHT_TOPK_ALLREDUCE": "1",
         "LIGHT_TOPK_THRESHOLD": str(TOPK_THRESHOLD),
         "LIGHT_TOPK_DENSITY": str(TOPK_DENSITY),
+        # The replay sends flattened gradients at full density from the first step: keep them
+        # compressed (vectors too) and skip the warm-up, so step times measure the exchange.
+        "LIGHT_TOPK_MIN_DIMS": "1",
+        "LIGHT_TOPK_WARMUP_STEPS": "0",
     }
     return [
         Config("flat", "flat ring", {}),

@@ -36,6 +36,7 @@ struct TopkTensorState {
 struct TopkParams {
   double density = 0.01;
   float momentum = 0.0f;  // 0 = plain error feedback
+  bool nesterov = false;  // with momentum: Nesterov's rule (algorithms/topk_schedule.h)
   bool error_feedback = true;  // false: drop what was not sent (biased; for comparisons)
   uint64_t seed = 0;
 };

@@ -8,6 +8,7 @@
 #include "kernels/half.h"
 #include "kernels/reduce.h"
 #include "kernels/topk_ops.h"
+#include "kernels/topk_train.h"
 
 namespace lightcc {
 namespace {
@@ -126,12 +127,7 @@ void keepSurvivors(const Pairs& list, const Pairs& watched, std::vector<uint8_t>
 Status selectLocal(const SparseLayout& layout, const void* contrib, float scale, const SparseState& state,
                    const TopkParams& params, kernels::TopkScratch& scratch, Pairs* mine) {
   const size_t count = layout.count();
-  if (params.momentum > 0) {
-    LIGHTCC_RETURN_IF_ERROR(
-        kernels::momentumCorrectAny(state.velocity, state.residual, contrib, layout.dtype, count, params.momentum));
-  } else {
-    LIGHTCC_RETURN_IF_ERROR(kernels::accumulateResidualAny(state.residual, contrib, layout.dtype, count, scale));
-  }
+  LIGHTCC_RETURN_IF_ERROR(sparseAccumulate(layout, contrib, scale, state));
   mine->idx.resize(layout.pairs());
   mine->val.resize(layout.pairs());
   size_t at = 0;
@@ -148,7 +144,11 @@ Status selectLocal(const SparseLayout& layout, const void* contrib, float scale,
     state.residual[mine->idx[i]] = kernels::wireRemainder(v, w);
     mine->val[i] = w;
   }
-  if (params.momentum > 0) kernels::clearSelected(state.velocity, mine->idx.data(), mine->idx.size());
+  at = 0;
+  for (const SparseSegment& s : layout.segments) {  // momentum factor masking
+    if (s.momentum > 0 && s.k > 0) kernels::clearSelected(state.velocity, &mine->idx[at], s.k);
+    at += s.k;
+  }
   if (!params.error_feedback) std::memset(state.residual, 0, count * sizeof(float));
   return Status::OK();
 }
@@ -256,6 +256,21 @@ size_t SparseLayout::pairs() const {
   return k;
 }
 
+// Tensors of one fused batch may differ in momentum: each segment accumulates by its own.
+Status sparseAccumulate(const SparseLayout& layout, const void* contrib, float scale, const SparseState& state) {
+  const size_t esize = dtypeSize(layout.dtype);
+  for (const SparseSegment& s : layout.segments) {
+    const void* g = static_cast<const char*>(contrib) + s.offset * esize;
+    if (s.momentum > 0) {
+      LIGHTCC_RETURN_IF_ERROR(kernels::dgcAccumulate(state.velocity + s.offset, state.residual + s.offset, g,
+                                                     layout.dtype, s.count, scale, s.momentum, s.nesterov));
+    } else {
+      LIGHTCC_RETURN_IF_ERROR(kernels::accumulateResidualAny(state.residual + s.offset, g, layout.dtype, s.count, scale));
+    }
+  }
+  return Status::OK();
+}
+
 bool sparseDtype(DataType dtype) {
   return dtype == DataType::kFloat32 || dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
 }
@@ -308,7 +323,7 @@ Status hierSparseAllreduce(HierComm& h, const SparseLayout& layout, const void* 
   auto hook = [&](char* share, size_t offset, size_t n) -> Status {
     SparseLayout part;
     part.dtype = dtype;
-    part.segments = {{0, n, n == 0 ? 0 : kernels::topkK(n, params.density)}};
+    part.segments = {{0, n, n == 0 ? 0 : kernels::topkK(n, params.density), params.momentum, params.nesterov}};
     const SparseState at{state.residual + offset, state.velocity != nullptr ? state.velocity + offset : nullptr};
     LIGHTCC_RETURN_IF_ERROR(sparseAllreduce(h.cross, part, share, 1.0f, share, at, params, scratch));
     if (spec.postscale != 1.0) kernels::scale(share, share, n, dtype, spec.postscale);

@@ -37,6 +37,8 @@ struct SparseSegment {
   size_t offset = 0;  // first element in the batch's index space
   size_t count = 0;
   size_t k = 0;       // pairs this segment keeps (0 only when count is 0)
+  float momentum = 0.0f;  // DGC momentum correction of this segment's tensor (0: plain error feedback)
+  bool nesterov = false;
 };
 
 // The batch as the exchange sees it: segments in ascending, non-overlapping order.
@@ -53,6 +55,11 @@ struct SparseState {
   float* residual = nullptr;
   float* velocity = nullptr;
 };
+
+// Error feedback of one step: each segment's contribution * scale joins the residual (through
+// DGC's momentum correction where the segment has momentum). The exchange starts with this; a
+// dense step of tensors with training state uses it alone.
+Status sparseAccumulate(const SparseLayout& layout, const void* contrib, float scale, const SparseState& state);
 
 // True for the value dtypes the exchange carries (float32, float16, bfloat16).
 bool sparseDtype(DataType dtype);

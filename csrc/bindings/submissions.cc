@@ -9,6 +9,7 @@
 #include "bindings/tensor_args.h"
 #include "common/interrupt.h"
 #include "device/cuda_device.h"
+#include "engine/topk_store.h"
 
 namespace py = pybind11;
 
@@ -264,6 +265,29 @@ void bindSubmissions(py::module_& m) {
         py::arg("prescale"), py::arg("postscale"), py::arg("process_set_id"), py::arg("wake"),
         "In-place async allreduce of a writable C-contiguous buffer; synchronize returns the buffer. -1: use "
         "the general path (read-only, non-contiguous or unknown format).");
+  m.def(
+      "topk_declare",
+      [](int32_t set, const std::string& name, bool sgd, double momentum, bool nesterov) {
+        if (!(momentum >= 0.0 && momentum < 1.0)) {
+          throw py::value_error("top-k declaration of '" + name + "': momentum must be in [0, 1), got " +
+                                std::to_string(momentum));
+        }
+        TopkTensorOptions options;
+        options.sgd = sgd;
+        options.momentum = static_cast<float>(momentum);
+        options.nesterov = nesterov;
+        engine().topkStore().declare(set, name, options);
+      },
+      py::arg("process_set_id"), py::arg("name"), py::arg("sgd"), py::arg("momentum"), py::arg("nesterov"),
+      "Declare a host tensor's optimizer for top-k (DGC momentum correction; algorithms/topk_schedule.h).");
+  m.def(
+      "topk_progress",
+      [](int32_t set, const std::string& name) {
+        const TopkStore::Progress p = engine().topkStore().progress(set, name);
+        return py::make_tuple(p.steps, p.momentum, p.clipped);
+      },
+      py::arg("process_set_id"), py::arg("name"),
+      "(top-k steps taken, momentum correction of the last one, steps clipped) of a host tensor.");
   m.def("poll", &poll, "True when every tensor of the handle has completed (never blocks).");
   m.def("synchronize", &synchronize, py::arg("handle"),
         "Wait for the handle, release it and return finish(results) (raises the first error).");

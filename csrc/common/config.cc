@@ -268,8 +268,9 @@ const std::vector<FlagSpec>& specs() {
         "Ranks per 2D group (consecutive ranks of one host); 0 = the ranks per host."},
        [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->intra_size); }},
       {{"LIGHT_TOPK_ALLREDUCE", "bool", "0",
-        "Top-k compressed allreduce with error feedback for float32, float16 and bfloat16 tensors of at least "
-        "LIGHT_TOPK_THRESHOLD bytes reduced with Sum or Average."},
+        "Top-k compressed allreduce with error feedback for float32, float16 and bfloat16 tensors of at "
+        "least LIGHT_TOPK_THRESHOLD bytes and LIGHT_TOPK_MIN_DIMS dimensions reduced with Sum or Average, "
+        "with Deep Gradient Compression's training recipe (docs/topk.md)."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk_allreduce); }},
       {{"LIGHT_TOPK_THRESHOLD", "bytes", "2097152", "Smallest tensor that top-k compresses."},
        [](auto& n, auto& v, Config* c) {
@@ -277,12 +278,17 @@ const std::vector<FlagSpec>& specs() {
        }},
       {{"LIGHT_TOPK_DENSITY", "fraction", "0.01", "Fraction of elements each rank sends (0 < d <= 1)."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 1e-6, 1.0, &c->topk_density); }},
-      {{"LIGHT_TOPK_WARMUP_STEPS", "steps", "0",
-        "Steps per tensor before full compression (dense, or decaying density; LIGHT_TOPK_WARMUP)."},
+      {{"LIGHT_TOPK_MIN_DIMS", "dims", "2",
+        "Tensors with fewer dimensions stay dense under top-k: biases and norm scales are small and "
+        "every element matters (DGC). 1 compresses vectors too. Must match on every rank."},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 64, &c->topk_min_dims); }},
+      {{"LIGHT_TOPK_WARMUP_STEPS", "steps", "200",
+        "Steps per tensor before full compression (decaying density or dense; LIGHT_TOPK_WARMUP). "
+        "0 = compress at the target density from the first step."},
        [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, int64_t{1} << 40, &c->topk_warmup_steps); }},
-      {{"LIGHT_TOPK_WARMUP", "mode", "dense",
-        "dense: warm-up steps are plain allreduces; decay: density falls from 25 % to "
-        "LIGHT_TOPK_DENSITY over the warm-up (Deep Gradient Compression's schedule)."},
+      {{"LIGHT_TOPK_WARMUP", "mode", "decay",
+        "decay: density falls from 25 % to LIGHT_TOPK_DENSITY over the warm-up (Deep Gradient "
+        "Compression's schedule); dense: warm-up steps are plain allreduces."},
        [](auto& n, auto& v, Config* c) {
          if (v == "dense" || v == "decay") {
            c->topk_warmup_decay = v == "decay";
@@ -290,10 +296,19 @@ const std::vector<FlagSpec>& specs() {
          }
          return badValue(n, v, "dense or decay");
        }},
-      {{"LIGHT_TOPK_MOMENTUM", "factor", "0",
-        "DGC momentum correction for SGD-with-momentum users: accumulate velocity locally with "
-        "this factor and send top-k of it (0 = off; then pass plain gradients)."},
-       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 0.999999, &c->topk_momentum); }},
+      {{"LIGHT_TOPK_MOMENTUM", "factor", "",
+        "DGC momentum correction factor. Unset: the torch DistributedOptimizer declares its SGD "
+        "optimizer's momentum per tensor and steps compressed tensors without the optimizer's own "
+        "momentum. Set: replaces that factor (0 = off), and applies to tensors no front declared "
+        "(whose callers then step by the result as plain SGD)."},
+       [](auto& n, auto& v, Config* c) {
+         c->topk_momentum_set = true;
+         return parseDouble(n, v, 0.0, 0.999999, &c->topk_momentum);
+       }},
+      {{"LIGHT_TOPK_CLIP", "factor", "4",
+        "Local gradient clipping before accumulation: a rank's gradient of a compressed tensor is "
+        "scaled down to at most this many times the running mean of its recent norms (0 = off)."},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->topk_clip); }},
       {{"LIGHT_TOPK_ERROR_FEEDBACK", "bool", "1",
         "Keep what top-k did not send and add it next step; 0 drops it (biased; for comparison only)."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk_error_feedback); }},

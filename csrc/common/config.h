@@ -48,9 +48,12 @@ struct Config {
   bool topk_allreduce = false;                  // LIGHT_TOPK_ALLREDUCE
   int64_t topk_threshold_bytes = 2097152;       // LIGHT_TOPK_THRESHOLD
   double topk_density = 0.01;                   // LIGHT_TOPK_DENSITY
-  int64_t topk_warmup_steps = 0;                // LIGHT_TOPK_WARMUP_STEPS
-  bool topk_warmup_decay = false;               // LIGHT_TOPK_WARMUP=decay (default dense)
+  int64_t topk_warmup_steps = 200;              // LIGHT_TOPK_WARMUP_STEPS
+  bool topk_warmup_decay = true;                // LIGHT_TOPK_WARMUP=decay (the default) or dense
   double topk_momentum = 0.0;                   // LIGHT_TOPK_MOMENTUM (DGC momentum correction)
+  bool topk_momentum_set = false;               // LIGHT_TOPK_MOMENTUM was given: it overrides fronts
+  int64_t topk_min_dims = 2;                    // LIGHT_TOPK_MIN_DIMS (fewer dimensions stay dense)
+  double topk_clip = 4.0;                       // LIGHT_TOPK_CLIP (local clipping; 0 = off)
   bool topk_error_feedback = true;              // LIGHT_TOPK_ERROR_FEEDBACK
   int64_t num_streams = 1;                      // LIGHT_NUM_STREAMS (fused batches in flight at once)
   // Fusion strategies (csrc/engine/fusion_scheduler.h).

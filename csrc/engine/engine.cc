@@ -58,6 +58,8 @@ Status Engine::setTopkResidual(const std::string& name, const float* data, size_
   return driver_->executors().setTopkResidual(name, data, count);
 }
 
+TopkStore& Engine::topkStore() { return driver_->executors().topkStore(); }
+
 const Tuning& Engine::tuning() const { return driver_->tuning(); }
 
 void Engine::nudgeFusion() { driver_->nudgeFusion(); }

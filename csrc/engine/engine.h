@@ -37,6 +37,7 @@
 namespace lightcc {
 
 class Driver;
+class TopkStore;
 
 class Engine {
  public:
@@ -64,6 +65,8 @@ class Engine {
   // GPU tensors' residuals are copied from the device (after their last step finished).
   Status topkResiduals(std::map<std::string, std::vector<float>>* out);
   Status setTopkResidual(const std::string& name, const float* data, size_t count);
+  // Any thread: per-tensor top-k declarations from the fronts and their read-back (topk_store.h).
+  TopkStore& topkStore();
   // The tunables in force (current(): any thread), the cost model fixed at init.
   const Tuning& tuning() const;
   // A caller is about to block on a handle: wake the engine if it holds tensors for a bucket.

@@ -59,6 +59,8 @@ class ExecutorPool {
   // Any thread: top-k residuals by name for checkpoints (as Engine::topkResiduals says).
   Status topkResiduals(std::map<std::string, std::vector<float>>* out);
   Status setTopkResidual(const std::string& name, const float* data, size_t count);
+  // Any thread: what fronts declare per tensor, and read back after a step (host tensors).
+  TopkStore& topkStore() { return topk_; }
 
  private:
   const Config& config_;

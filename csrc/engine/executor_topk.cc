@@ -1,14 +1,17 @@
 // HostExecutor's top-k path: a batch's per-tensor residuals laid end to end, sparse or dense, the exchange.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
 
+#include "algorithms/hierarchical.h"
 #include "algorithms/sparse_allreduce.h"
 #include "algorithms/topk_schedule.h"
 #include "engine/cost_model.h"
 #include "engine/executor.h"
 #include "engine/fusion.h"
 #include "kernels/reduce.h"
+#include "kernels/topk_ops.h"
 
 namespace lightcc {
 namespace {
@@ -18,7 +21,8 @@ namespace {
 // tensor's state staying in its own TopkStore entry between steps.
 class TopkBatch {
  public:
-  TopkBatch(const Batch& b, const Config& config, TopkStore& store, int rank) : b_(b) {
+  // `prescale`: the batch's own (clipping measures what would be accumulated).
+  TopkBatch(const Batch& b, const Config& config, TopkStore& store, int rank, double prescale) : b_(b) {
     const Response& r = *b.response;
     layout_.dtype = r.dtype;
     size_t offset = 0;
@@ -27,15 +31,21 @@ class TopkBatch {
       locks_.emplace_back(e.mu);  // held across the exchange: a tensor is in flight at most once
       TopkTensorState& st = e.state;
       const size_t count = static_cast<size_t>(tensorBytes(r, i)) / dtypeSize(r.dtype);
-      if (st.residual.size() != count) {
-        st.residual.assign(count, 0.0f);
-        st.velocity.assign(config.topk_momentum > 0 ? count : 0, 0.0f);
-      }
-      const TopkStep step = topkStepFor(config, st.steps, rank);
+      const TopkStep step = topkStepFor(config, st.steps, rank, e.options);
       ++st.steps;
+      if (st.residual.size() != count) st.residual.assign(count, 0.0f);
+      if (step.params.momentum > 0 && st.velocity.size() != count) st.velocity.assign(count, 0.0f);
+      e.train.applied_momentum = step.params.momentum;
+      momentum_ = momentum_ || step.params.momentum > 0;
+      // Local clipping measures float32 gradients; 16-bit ones are accumulated unclipped.
+      const TensorEntry* in = b.entry(i);
+      clips_.push_back(in != nullptr && r.dtype == DataType::kFloat32
+                           ? topkClipScale(config, e.train, static_cast<const float*>(in->input), count, prescale)
+                           : 1.0);
       dense_ = dense_ || step.dense;
       if (i == 0) params_ = step.params;
-      layout_.segments.push_back({offset, count, count == 0 ? 0 : kernels::topkK(count, step.params.density)});
+      layout_.segments.push_back({offset, count, count == 0 ? 0 : kernels::topkK(count, step.params.density),
+                                  step.params.momentum, step.params.nesterov});
       offset += count;
       states_.push_back(&st);
     }
@@ -44,6 +54,16 @@ class TopkBatch {
   const SparseLayout& layout() const { return layout_; }
   const TopkParams& params() const { return params_; }
   bool warmupDense() const { return dense_; }
+  bool momentum() const { return momentum_; }
+  bool clipped() const {
+    for (double c : clips_) {
+      if (c != 1.0) return true;
+    }
+    return false;
+  }
+  // The clipping factor the caller folds into its prescale: a lone tensor's (a fused batch's
+  // are applied to its packed copy by stage()).
+  double loneClip() const { return b_.entries.size() == 1 ? clips_.front() : 1.0; }
 
   // Points the exchange at contiguous input, output and state (packing a fused batch).
   void stage(const void** in, void** out, SparseState* state) {
@@ -55,14 +75,21 @@ class TopkBatch {
       *state = {states_[0]->residual.data(), states_[0]->velocity.empty() ? nullptr : states_[0]->velocity.data()};
       return;
     }
+
     data_.assign(count * esize, 0);  // a joined rank's tensors contribute zeros
     residual_.resize(count);
-    velocity_.resize(params_.momentum > 0 ? count : 0);
+    velocity_.assign(momentum_ ? count : 0, 0.0f);
     for (size_t i = 0; i < states_.size(); ++i) {
       const SparseSegment& s = layout_.segments[i];
-      if (const TensorEntry* e = b_.entry(i)) std::memcpy(&data_[s.offset * esize], e->input, s.count * esize);
+      if (const TensorEntry* e = b_.entry(i)) {
+        char* at = &data_[s.offset * esize];
+        std::memcpy(at, e->input, s.count * esize);
+        if (clips_[i] != 1.0) kernels::scale(at, at, s.count, layout_.dtype, clips_[i]);
+      }
       std::memcpy(&residual_[s.offset], states_[i]->residual.data(), s.count * sizeof(float));
-      if (!velocity_.empty()) std::memcpy(&velocity_[s.offset], states_[i]->velocity.data(), s.count * sizeof(float));
+      if (!velocity_.empty() && !states_[i]->velocity.empty()) {
+        std::memcpy(&velocity_[s.offset], states_[i]->velocity.data(), s.count * sizeof(float));
+      }
     }
     *in = *out = data_.data();
     *state = {residual_.data(), velocity_.empty() ? nullptr : velocity_.data()};
@@ -76,7 +103,9 @@ class TopkBatch {
       const SparseSegment& s = layout_.segments[i];
       if (const TensorEntry* e = b_.entry(i)) std::memcpy(e->output, &data_[s.offset * esize], s.count * esize);
       std::memcpy(states_[i]->residual.data(), &residual_[s.offset], s.count * sizeof(float));
-      if (!velocity_.empty()) std::memcpy(states_[i]->velocity.data(), &velocity_[s.offset], s.count * sizeof(float));
+      if (!velocity_.empty() && !states_[i]->velocity.empty()) {
+        std::memcpy(states_[i]->velocity.data(), &velocity_[s.offset], s.count * sizeof(float));
+      }
     }
   }
 
@@ -85,11 +114,49 @@ class TopkBatch {
   SparseLayout layout_;
   TopkParams params_;
   bool dense_ = false;
+  bool momentum_ = false;        // some tensor has DGC momentum correction this step
+  std::vector<double> clips_;    // per tensor, local clipping's factor (1: none)
   std::vector<std::unique_lock<std::mutex>> locks_;
   std::vector<TopkTensorState*> states_;
   std::vector<char> data_;
   std::vector<float> residual_, velocity_;
 };
+
+template <class S>
+void storeAll(S* dst, const float* src, size_t count) {
+  for (size_t i = 0; i < count; ++i) kernels::storeWire(src[i], &dst[i]);
+}
+
+// A dense step of a batch whose tensors carry training state (momentum correction, clipping):
+// every contribution joins its residual (through the velocity where declared) and the residuals
+// go out whole, so a dense step is exactly momentum SGD; the residuals empty, velocities stay.
+Status denseFromResiduals(TopkBatch& batch, SetComm& comm, HierComm* hier, const ReduceSpec& spec) {
+  const SparseLayout& layout = batch.layout();
+  const size_t count = layout.count();
+  const void* in = nullptr;
+  void* out = nullptr;
+  SparseState state;
+  batch.stage(&in, &out, &state);
+  LIGHTCC_RETURN_IF_ERROR(sparseAccumulate(layout, in, static_cast<float>(spec.prescale), state));
+  std::vector<float> sum(state.residual, state.residual + count);
+  std::fill(state.residual, state.residual + count, 0.0f);
+  ReduceSpec dense{DataType::kFloat32, spec.op, 1.0, spec.postscale};
+  IoVec io;
+  io.add(sum.data(), sum.data(), count * sizeof(float));
+  Status st = hier != nullptr       ? hierAllreduce(*hier, io, dense)
+              : comm.size() == 1    ? Status::OK()
+              : comm.all_local      ? shmAllreduce(comm, io, dense)
+                                    : ringAllreduce(comm, sum.data(), count, dense);
+  if (comm.size() == 1 && dense.postscale != 1.0) kernels::scale(sum.data(), sum.data(), count, dense.dtype, dense.postscale);
+  LIGHTCC_RETURN_IF_ERROR(st);
+  switch (layout.dtype) {
+    case DataType::kFloat16: storeAll(static_cast<kernels::Half*>(out), sum.data(), count); break;
+    case DataType::kBFloat16: storeAll(static_cast<kernels::BFloat16*>(out), sum.data(), count); break;
+    default: std::memcpy(out, sum.data(), count * sizeof(float));
+  }
+  batch.unstage();
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -102,6 +169,8 @@ bool topkEligible(const Response& r, const Config& config, int64_t threshold_byt
   if (!sparseDtype(r.dtype) || (device && r.names.size() != 1)) return false;
   for (size_t i = 0; i < r.names.size(); ++i) {
     if (tensorBytes(r, i) < threshold_bytes) return false;
+    // Vectors (biases, norm scales) stay dense: few elements, each of them matters (DGC).
+    if (i < r.shapes.size() && static_cast<int64_t>(r.shapes[i].size()) < config.topk_min_dims) return false;
   }
   return !r.names.empty();
 }
@@ -115,7 +184,9 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
   const Response& r = *b.response;
   const bool two_level = algo == Algorithm::kTwoLevelTopk;
   HierComm* hier = two_level ? &channel_.hier.at(r.process_set_id) : nullptr;
-  TopkBatch batch(b, *env_.config, *env_.topk, env_.rank);
+  ReduceSpec spec = reduceSpecFor(r, comm.size());
+  TopkBatch batch(b, *env_.config, *env_.topk, env_.rank, spec.prescale);
+  spec.prescale *= batch.loneClip();
   const SparseLayout& layout = batch.layout();
   const size_t esize = dtypeSize(r.dtype);
   // The exchange whose bytes decide: the flat one, or 2D's cross-group step over one share.
@@ -129,9 +200,13 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
                             : comm.all_local ? Algorithm::kSharedMemory
                                              : Algorithm::kLinks;
     if (!batch.warmupDense() && env_.stats != nullptr) env_.stats->topk_dense_batches.fetch_add(1);
-    return allreduce(b, comm, dense);
+    if (!batch.momentum() && !batch.clipped()) return allreduce(b, comm, dense);
+    LIGHTCC_RETURN_IF_ERROR(denseFromResiduals(batch, comm, hier, spec)
+                                .withContext("rank " + std::to_string(env_.rank) + ": dense top-k step of '" +
+                                             r.names.front() + "'"));
+    for (size_t i = 0; i < r.names.size(); ++i) complete(b, i, Status::OK());
+    return Status::OK();
   }
-  const ReduceSpec spec = reduceSpecFor(r, comm.size());
   const void* in = nullptr;
   void* out = nullptr;
   SparseState state;

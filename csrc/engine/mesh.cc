@@ -39,6 +39,7 @@ std::string fingerprint(const Config& c) {
      << ";LIGHT_2D_ALLREDUCE=" << c.hierarchical_allreduce
      << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk_allreduce
      << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
+     << ";LIGHT_TOPK_MIN_DIMS=" << c.topk_min_dims
      << ";LIGHT_TOPK_WARMUP_STEPS=" << c.topk_warmup_steps << ";LIGHT_TOPK_WARMUP=" << c.topk_warmup_decay
      << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback
      << ";LIGHT_NUM_STREAMS=" << c.num_streams

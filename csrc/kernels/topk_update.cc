@@ -8,6 +8,7 @@
 #include "kernels/topk.h"
 #include "kernels/topk_detail.h"
 #include "kernels/topk_ops.h"
+#include "kernels/topk_train.h"
 
 namespace lightcc::kernels {
 namespace {
@@ -62,6 +63,12 @@ void scatterAddTyped(float* dst, const uint32_t* const* indices, const void* con
                      int nranks, size_t k, bool ascending) {
   if (ascending) return scatterAddWindowed<S>(dst, indices, values, nranks, k);
   scatterAddInOrder<S>(dst, indices, values, nranks, k);
+}
+
+template <class S>
+void dgcTyped(float* u, float* v, const void* grad, size_t count, float scale, float momentum, bool nesterov) {
+  const S* g = static_cast<const S*>(grad);
+  for (size_t i = 0; i < count; ++i) dgcStep(u[i], v[i], mulRn(scale, toFloat(g[i])), momentum, nesterov);
 }
 
 }  // namespace
@@ -146,6 +153,23 @@ Status momentumCorrectAny(float* u, float* v, const void* grad, DataType dtype, 
   if (!floatingInput(dtype)) return unsupported("top-k momentum correction", dtype);
   topkKernels().momentum(u, v, grad, dtype, count, momentum);
   return Status::OK();
+}
+
+Status dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
+                     float momentum, bool nesterov) {
+  switch (dtype) {
+    case DataType::kFloat32: dgcTyped<float>(u, v, grad, count, scale, momentum, nesterov); break;
+    case DataType::kFloat16: dgcTyped<Half>(u, v, grad, count, scale, momentum, nesterov); break;
+    case DataType::kBFloat16: dgcTyped<BFloat16>(u, v, grad, count, scale, momentum, nesterov); break;
+    default: return unsupported("top-k momentum correction", dtype);
+  }
+  return Status::OK();
+}
+
+double squaredNorm(const float* values, size_t count) {
+  double sum = 0.0;
+  for (size_t i = 0; i < count; ++i) sum += double(values[i]) * double(values[i]);
+  return sum;
 }
 
 }  // namespace lightcc::kernels

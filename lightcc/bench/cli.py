@@ -188,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         from lightcc.bench.scale.cli import main as scale
 
         return scale(argv[1:])
+    if argv and argv[0] == "quality":  # trains to a target accuracy on emulated hosts (docs/topk.md)
+        from lightcc.bench.quality.cli import main as quality
+
+        return quality(argv[1:])
     if argv and argv[0] == "simulate":  # predicts from a model; measures nothing (docs/simulator.md)
         from lightcc.bench.simulate.cli import main as simulate
 

@@ -5,7 +5,9 @@ counts down `backward_passes_per_step` and, at zero, starts an in-place async al
 gradient (or of its whole group once every member is ready) -> `step()` calls `synchronize()`,
 which starts allreduces for parameters whose hooks never fired (zero-filled, so ranks with a
 different dynamic graph still submit every tensor), waits for every handle, writes the results
-into `.grad`, and then the user's optimizer class steps.
+into `.grad`, and then the user's optimizer class steps. Under top-k compression with an SGD
+optimizer, parameters whose momentum the core already applied (DGC momentum correction) are
+stepped as plain SGD first and hidden from that step (`topk_training.py`).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.common.util import split_list
 from lightcc.torch import mpi_ops as M
 from lightcc.torch.compression import Compression
+from lightcc.torch.topk_training import TopkTraining
 
 Group = Tuple[torch.Tensor, ...]
 Key = Union[torch.Tensor, Group]
@@ -49,8 +52,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._should_synchronize = True
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {p: backward_passes_per_step for g in self.param_groups for p in g["params"]}
+        self._topk: Optional[TopkTraining] = None
         if process_set.included() and process_set.size() > 1:
             self._register_hooks()
+            self._topk = TopkTraining(self, self._parameter_names, self._requires_update, process_set)
 
     # ---- naming and grouping ----------------------------------------------------------------
 
@@ -228,7 +233,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                               "`with optimizer.skip_synchronize():` when you call synchronize() yourself.")
             self.synchronize()
         self._synchronized = False
-        return self._lightcc_base.step(self, closure)
+        if self._topk is None:
+            return self._lightcc_base.step(self, closure)
+        taken = self._topk.corrected()
+        self._topk.apply(taken)
+        hidden = self._topk.hide(taken)
+        try:
+            return self._lightcc_base.step(self, closure)
+        finally:
+            self._topk.restore(hidden)
+            self._topk.declare()  # a scheduler may have changed a group's momentum
 
     def _lightcc_base_step(self, closure: Any = None) -> Any:
         return self._lightcc_base.step(self, closure)

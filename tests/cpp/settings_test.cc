@@ -70,6 +70,7 @@ void testTopkStep() {
   Config config;
   config.topk_density = 0.01;
   config.topk_warmup_steps = 4;
+  config.topk_warmup_decay = false;
   TopkStep s = topkStepFor(config, 0, 0);
   check(s.dense, "warm-up without decay runs dense");
   s = topkStepFor(config, 4, 0);

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.ranks import run_ranks
+from tests.ranks import TOPK_BARE, run_ranks
 
 FAST = {"HOROVOD_AUTOTUNE": "1", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1", "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2",
         "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "3"}
@@ -56,7 +56,7 @@ def test_ranks_apply_identical_settings_and_stay_exact(size, tmp_path):
 
 def test_topk_threshold_is_tuned_when_topk_is_on(tmp_path):
     log = tmp_path / "autotune.csv"
-    env = {**FAST, "HOROVOD_AUTOTUNE_LOG": str(log), "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "1.0",
+    env = {**FAST, "HOROVOD_AUTOTUNE_LOG": str(log), **TOPK_BARE, "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "1.0",
            "LIGHT_TOPK_THRESHOLD": "65536", "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "4", "AUTOTUNE_TEST_STEPS": "30"}
     # Density 1: top-k sends everything, so results stay exact whichever tensors it takes.
     got = states(run_ranks("autotune_worker.py", 2, timeout=240, env=env))

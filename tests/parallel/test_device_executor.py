@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ranks import run_ranks
+from tests.ranks import TOPK_BARE, run_ranks
 
 DEVICE = {"LIGHTCC_DEVICE_EXECUTOR": "host"}
 
@@ -48,7 +48,7 @@ def test_2d_allreduce(size, intra):
 
 @pytest.mark.parametrize("size,extra", [(2, {}), (3, {}), (4, {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": "2"})])
 def test_topk_matches_model(size, extra):
-    env = dict(DEVICE, LIGHT_TOPK_ALLREDUCE="1", LIGHT_TOPK_THRESHOLD="262144", LIGHT_TOPK_DENSITY="0.01", **extra)
+    env = dict(DEVICE, **TOPK_BARE, LIGHT_TOPK_ALLREDUCE="1", LIGHT_TOPK_THRESHOLD="262144", LIGHT_TOPK_DENSITY="0.01", **extra)
     for res in run_ranks("device_topk_worker.py", size, timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
 
@@ -57,7 +57,7 @@ def test_topk_matches_model(size, extra):
 def test_topk_residuals_save_and_restore(size, extra):
     # topk_worker checks error-feedback conservation through topk_state_dict() and restores a
     # residual: on the device executor the residuals live in device memory.
-    env = dict(DEVICE, LIGHT_TOPK_ALLREDUCE="1", LIGHT_TOPK_THRESHOLD="262144", LIGHT_TOPK_DENSITY="0.01", **extra)
+    env = dict(DEVICE, **TOPK_BARE, LIGHT_TOPK_ALLREDUCE="1", LIGHT_TOPK_THRESHOLD="262144", LIGHT_TOPK_DENSITY="0.01", **extra)
     for res in run_ranks("topk_worker.py", size, timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
 

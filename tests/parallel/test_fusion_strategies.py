@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests import netns
-from tests.ranks import run_ranks
+from tests.ranks import TOPK_BARE, run_ranks
 
 
 @pytest.mark.parametrize("size", [2, 3])
@@ -29,7 +29,7 @@ def test_held_buckets_release_without_timer(strategy):
 
 def test_cost_routes_topk_by_model():
     # With top-k on, the cost model sets the top-k threshold; results stay identical across ranks.
-    env = {"LIGHT_FUSION_STRATEGY": "cost", "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.01"}
+    env = {**TOPK_BARE, "LIGHT_FUSION_STRATEGY": "cost", "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.01"}
     for res in run_ranks("fusion_topk_worker.py", 3, timeout=180, env=env):
         assert " 0 failed" in res.stdout, res.stdout
 
@@ -65,7 +65,7 @@ def test_cost_routes_topk_across_slow_hosts():
         results = run_ranks("fusion_topk_worker.py", 4, timeout=300, hosts=[h.names[i] for i in layout],
                             prefixes=[h.prefix(i) for i in layout], rendezvous_host=h.addrs[0],
                             env={"HARP_IFNAME": h.ifname, "LIGHTCC_TIMEOUT": "120", "LIGHT_FUSION_STRATEGY": "cost",
-                                 "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.01"})
+                                 "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.01", **TOPK_BARE})
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout
     assert "'topk_threshold_bytes': None" not in results[0].stdout, results[0].stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests import netns
-from tests.ranks import run_ranks
+from tests.ranks import TOPK_BARE, run_ranks
 
 
 @pytest.mark.parametrize("size,intra", [(4, 2), (3, 1), (6, 3)])
@@ -30,21 +30,21 @@ def test_2d_allreduce_across_emulated_hosts():
 @pytest.mark.parametrize("size", [2, 3, 4])
 @pytest.mark.parametrize("density", ["0.01", "1.0"])
 def test_topk_flat(size, density):
-    env = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144", "LIGHT_TOPK_DENSITY": density}
+    env = {**TOPK_BARE, "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144", "LIGHT_TOPK_DENSITY": density}
     for res in run_ranks("topk_worker.py", size, timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout
 
 
 def test_topk_warmup_is_dense():
-    env = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144", "LIGHT_TOPK_DENSITY": "0.01",
-           "LIGHT_TOPK_WARMUP_STEPS": "2"}
+    env = {**TOPK_BARE, "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144", "LIGHT_TOPK_DENSITY": "0.01",
+           "LIGHT_TOPK_WARMUP_STEPS": "2", "LIGHT_TOPK_WARMUP": "dense"}
     for res in run_ranks("topk_worker.py", 3, timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout
 
 
 @pytest.mark.parametrize("size,intra", [(4, 2), (3, 1)])
 def test_hierarchical_topk(size, intra):
-    env = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144", "LIGHT_TOPK_DENSITY": "0.01",
+    env = {**TOPK_BARE, "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144", "LIGHT_TOPK_DENSITY": "0.01",
            "LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": str(intra)}
     for res in run_ranks("topk_worker.py", size, timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import netns
-from tests.ranks import run_ranks
+from tests.ranks import TOPK_BARE, run_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
 # Small fused buffers so one step makes many batches and every stream gets several.
@@ -39,6 +39,7 @@ def test_2d_and_topk_on_streams(size, intra, streams):
         "LIGHT_NUM_STREAMS": streams,
         "LIGHT_2D_ALLREDUCE": "1",
         "LIGHT_INTRA_SIZE": str(intra),
+        **TOPK_BARE,
         "LIGHT_TOPK_ALLREDUCE": "1",
         "LIGHT_TOPK_THRESHOLD": "262144",
         "LIGHT_TOPK_DENSITY": "0.01",
@@ -51,6 +52,7 @@ def test_topk_residuals_stay_exact_on_streams(size, intra):
     # The top-k worker's conservation check (residual + delivered == contributed) per step.
     env = {
         "LIGHT_NUM_STREAMS": "2",
+        **TOPK_BARE,
         "LIGHT_TOPK_ALLREDUCE": "1",
         "LIGHT_TOPK_THRESHOLD": "262144",
         "LIGHT_TOPK_DENSITY": "0.01",
@@ -148,7 +150,8 @@ def test_ranks_must_agree_on_the_stream_count():
         ([0, 0, 1, 1], {}),
         ([0, 1, 1], {}),
         # 2D + top-k across hosts: each stream's cross-host rings run over its own HARP comms.
-        ([0, 0, 1, 1], {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144"}),
+        ([0, 0, 1, 1], {**TOPK_BARE, "LIGHT_2D_ALLREDUCE": "1", "LIGHT_TOPK_ALLREDUCE": "1",
+                        "LIGHT_TOPK_THRESHOLD": "262144"}),
     ],
 )
 def test_streams_across_hosts_over_harp(layout, extra):

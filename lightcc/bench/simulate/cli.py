@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--connect-ms", type=float, help=f"set-up per remote peer ({Engine.connect_s * 1e3:g})")
     e.add_argument("--select-ns-per-byte", type=float,
                    help=f"top-k selection + residual update per byte ({Engine.select_s_per_byte * 1e9:g})")
+    p.add_argument("--crossover", action="store_true",
+                   help="also find, per GPU count, the NIC rate below which top-k reaches the target accuracy sooner "
+                   "than its dense twin (topk vs flat, 2d_topk vs 2d), with the steps ratio lightcc-bench quality "
+                   "measured (docs/simulator.md)")
     o = p.add_argument_group("output")
     o.add_argument("--json", metavar="PATH", help="write inputs and rows as JSON")
     o.add_argument("--plot", metavar="PATH", help="draw efficiency and img/s against GPUs as a PNG")
@@ -115,6 +119,11 @@ def run(args: argparse.Namespace) -> dict:
           f"{cluster.nic_efficiency:g}, {cluster.nic_latency_us:g} us, {cluster.flows} flows/connection; "
           f"in-host {cluster.intra_gbit:g} Gbit/s, {cluster.intra_latency_us:g} us")
     print(report.format_table(rows))
+    if args.crossover:
+        from lightcc.bench.simulate.crossover import crossover_rows, format_rows
+
+        doc["crossover"] = crossover_rows(w, cluster, configs, engine, gpus)
+        print(format_rows(doc["crossover"]))
     return doc
 
 

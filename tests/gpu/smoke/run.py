@@ -4,15 +4,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.ranks import run_ranks
+from tests.ranks import TOPK_BARE, run_ranks
 
 WORKER = str(Path(__file__).resolve().parent / "worker.py")
 CASES = [
     (2, {}),
     (3, {}),
-    (2, {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144"}),
+    (2, {**TOPK_BARE, "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "262144"}),
     (4, {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": "2"}),
-    (4, {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": "2", "LIGHT_TOPK_ALLREDUCE": "1",
+    (4, {**TOPK_BARE, "LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": "2", "LIGHT_TOPK_ALLREDUCE": "1",
          "LIGHT_TOPK_THRESHOLD": "262144"}),
 ]
 

@@ -1,0 +1,1 @@
+"""Training quality and time to accuracy under gradient compression (`lightcc-bench quality`, docs/topk.md)."""

@@ -1,0 +1,53 @@
+"""Time-to-accuracy arithmetic (lightcc/bench/quality/report.py) and the simulator's top-k crossover search."""
+from __future__ import annotations
+
+import math
+
+from lightcc.bench.quality.report import crossovers, markdown, time_to_target
+
+
+def run(setting: str, rate: str, train_s: float, sent: int, reach_epoch: int) -> dict:
+    curve = [{"epoch": e, "step": 10 * e, "wall_s": train_s * e / 4, "accuracy": 99.0 if e >= reach_epoch else 90.0}
+             for e in range(1, 5)]
+    return {"setting": setting, "rate": rate, "accuracy": 99.0, "steps": 40, "train_s": train_s,
+            "bytes_per_host": {"h0": sent, "h1": sent // 2}, "identical_weights": True, "curve": curve}
+
+
+def test_time_to_target_is_the_first_epoch_at_or_above_it():
+    assert time_to_target(run("dense", "none", 4.0, 4000, 2), 97) == {"train_s": 2.0, "step": 20}
+    assert time_to_target(run("dense", "none", 4.0, 4000, 9), 97) is None
+
+
+def test_crossover_solves_the_time_to_accuracy_model():
+    # dense: 20 steps x (0.1 s + 1000 B / B); top-k: 20 x (0.11 s + 100 B / B) -> equal at B = 900 / 0.01 B/s.
+    doc = {"target": 97, "rows": [run("dense", "none", 4.0, 40_000, 2), run("topk1", "none", 4.4, 4_000, 2),
+                                  run("dense", "1gbit", 4.0, 40_000, 2)]}
+    (c,) = crossovers(doc)
+    assert math.isclose(c["crossover_mbit_s"], 900 / 0.01 * 8 / 1e6, rel_tol=1e-9), c
+    assert "wins below" in c["note"]
+    assert doc["model_checks"][0]["setting"] == "dense"
+    assert "| topk1 |" in markdown(dict(doc, crossovers=[c]))
+
+
+def test_crossover_edges():
+    faster = {"target": 97, "rows": [run("dense", "none", 4.0, 40_000, 2), run("topk1", "none", 3.0, 4_000, 2)]}
+    assert crossovers(faster)[0]["crossover_mbit_s"] == math.inf
+    heavier = {"target": 97, "rows": [run("dense", "none", 4.0, 4_000, 2), run("topk1", "none", 4.4, 40_000, 2)]}
+    assert crossovers(heavier)[0]["crossover_mbit_s"] is None
+    never = {"target": 97, "rows": [run("dense", "none", 4.0, 4_000, 2), run("topk1", "none", 4.4, 400, 9)]}
+    assert crossovers(never)[0]["note"] == "did not reach the target"
+
+
+def test_simulator_crossover_changes_sign_at_the_rate_it_reports():
+    from lightcc.bench.simulate import crossover
+    from lightcc.bench.simulate.cluster import preset
+    from lightcc.bench.simulate.report import config_settings
+    from lightcc.bench.simulate.settings import Engine, Settings
+    from lightcc.bench.simulate.workload import named
+
+    w, c, e = named("resnet101"), preset("vpc25").with_gpus(64), Engine()
+    cfg = config_settings(["flat", "topk"], Settings())
+    b = crossover.crossover_gbit(w, c, cfg["flat"], cfg["topk"], e, 1.0)
+    assert b is not None and 0.01 < b < 10000
+    gap = crossover._gap  # noqa: SLF001 - the function the search inverts
+    assert gap(w, c, cfg["flat"], cfg["topk"], e, 1.0, b * 0.9) < 0 < gap(w, c, cfg["flat"], cfg["topk"], e, 1.0, b * 1.1)
