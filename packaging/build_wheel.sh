@@ -32,9 +32,12 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK="$ROOT/build/wheel"
 if [ "${1:-}" = "--work" ]; then
-  WORK=$(mkdir -p "$2" && cd "$2" && pwd)
+  WORK=$2
   shift 2
 fi
+# Physical path: setup.py hands CMake resolved paths, so a work dir reached through a link must
+# name the same tree each time or CMake reconfigures and recompiles everything.
+WORK=$(mkdir -p "$WORK" && cd "$WORK" && pwd -P)
 PYTHON=${1:-python3}
 PLAT=manylinux_2_28_x86_64
 TOOLS=(setuptools==84.2.1 wheel==0.48.0 pybind11==3.1.0 cmake==4.4.4 ziglang==0.17.0

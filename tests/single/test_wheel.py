@@ -105,6 +105,10 @@ def test_wheel_runs_the_main_job_without_a_compiler(wheel, tmp_path):
     assert where.returncode == 0 and where.stdout.strip().startswith(str(venv)), where.stdout
     check = _run([str(venv / "bin" / "lightccrun"), "--check-build"], 300, env=env, cwd=str(job))
     assert check.returncode == 0, check.stdout
+    # HARP from the wheel: its harp-bench loads the wheel's plugin and moves data through it.
+    harp = _run([str(venv / "bin" / "harp-bench"), "--modes", "harp", "--sizes", "64K", "--mb-per-size", "2"], 300,
+                env=env, cwd=str(job))
+    assert harp.returncode == 0 and "bench mode=harp" in harp.stdout, harp.stdout
     out = _run(MAIN_JOB.split(), 1200, env=env, cwd=str(job))
     assert out.returncode == 0, out.stdout[-4000:]
     # The result table's row: one lightcc job of 2 ranks (not two jobs of one) finished its iterations.
