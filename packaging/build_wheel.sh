@@ -14,9 +14,8 @@
 # sources come from `git archive HEAD` (uncommitted edits are not in the wheel) and timestamps
 # from the commit (SOURCE_DATE_EPOCH), so the same commit gives the same wheel.
 #
-# Only what the wheel ships is compiled: HARP's conformance/unit tests and its fuzzer are off.
-# The fuzzer mattered most: its -fsanitize=fuzzer probe made zig build libFuzzer and a second
-# libc++/libc++abi/libunwind for it, about a third of a cold build.
+# Only what the wheel ships is compiled: HARP's conformance/unit tests and its fuzzer are off
+# (14 files, and libFuzzer, which zig builds from source for the fuzzer's -fsanitize=fuzzer probe).
 #
 # CUDA kernels are left out: nvcc refuses a libc++ host compiler, and nvcc with the system GCC
 # binds glibc 2.34+ symbols. The wheel's engine uses its CPU reduction kernels (SIMD paths chosen

@@ -1,7 +1,7 @@
 """The binary wheel: built from this commit, installed into a fresh venv with no compiler on PATH, it runs the README's job.
 
-packaging/build_wheel.sh builds it into wheelhouse/ (incremental in build/wheel; cold, about
-15 minutes on two free cores: docs/install.md). The job runs from a directory outside the
+packaging/build_wheel.sh builds it into wheelhouse/ (incremental in build/wheel; a cold build is
+about 8 minutes of CPU, docs/install.md has the numbers). The job runs from a directory outside the
 repository, so lightcc is imported from the venv, never from this tree.
 """
 from __future__ import annotations
