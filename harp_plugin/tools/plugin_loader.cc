@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <memory>
-#include <type_traits>
 
 #include <cstdarg>
 #include <cstdio>
@@ -71,9 +70,40 @@ std::vector<int> harpToolsVersions(void* dl) {
 
 namespace {
 
+// getProperties from v9 on, whose properties also carry maxP2pBytes.
+template <typename Props, typename Net>
+void bindPropsWithP2p(const Net* n, NetApi* a) {
+  a->getProperties = [n](int d, NetProps* out) {
+    Props pr{};
+    Res rc = n->getProperties(d, &pr);
+    if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
+    return rc;
+  };
+}
+
+// listen before v11, which has no context from init yet.
+template <typename Net>
+void bindListenWithoutCtx(const Net* n, NetApi* a) {
+  a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
+}
+
+// isend and irecv from v10 on: size_t sizes plus profiler handles, which the tools do not use.
+template <typename Net>
+void bindSendRecvWithPhandles(const Net* n, NetApi* a) {
+  a->isend = [n](void* c, void* d, size_t s, void* m, void** r) {
+    return n->isend(c, d, s, 0, m, nullptr, r);
+  };
+  a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
+    std::vector<int> tags(static_cast<size_t>(k > 0 ? k : 1), 0);
+    std::vector<void*> ph(tags.size(), nullptr);
+    return n->irecv(c, k, d, s, tags.data(), m, ph.data(), r);
+  };
+}
+
 // One binder per ABI version: NetApi's calls forwarded to that version's struct.
 void bindV8(const ncclNet_v8_t* n, NetApi* a) {
   common(n, a);
+  bindListenWithoutCtx(n, a);
   a->init = [n](ncclDebugLogger_t l) { return n->init(l); };
   a->getProperties = [n](int d, NetProps* out) {
     ncclNetProperties_v8_t pr{};
@@ -81,7 +111,6 @@ void bindV8(const ncclNet_v8_t* n, NetApi* a) {
     if (rc == 0) copyProps(pr, out);
     return rc;
   };
-  a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
   a->connect = [n](int d, void* h, void** c) {
     ncclNetDeviceHandle_t* dh = nullptr;
     return n->connect(d, h, c, &dh);
@@ -99,14 +128,9 @@ void bindV8(const ncclNet_v8_t* n, NetApi* a) {
 
 void bindV9(const ncclNet_v9_t* n, NetApi* a) {
   common(n, a);
+  bindListenWithoutCtx(n, a);
+  bindPropsWithP2p<ncclNetProperties_v9_t>(n, a);
   a->init = [n](ncclDebugLogger_t l) { return n->init(l); };
-  a->getProperties = [n](int d, NetProps* out) {
-    ncclNetProperties_v9_t pr{};
-    Res rc = n->getProperties(d, &pr);
-    if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
-    return rc;
-  };
-  a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
   a->connect = [n](int d, void* h, void** c) {
     ncclNetDeviceHandle_t* dh = nullptr;
     return n->connect(d, h, c, &dh);
@@ -120,26 +144,14 @@ void bindV9(const ncclNet_v9_t* n, NetApi* a) {
 
 void bindV10(const ncclNet_v10_t* n, NetApi* a) {
   common(n, a);
+  bindListenWithoutCtx(n, a);
+  bindPropsWithP2p<ncclNetProperties_v10_t>(n, a);
+  bindSendRecvWithPhandles(n, a);
   a->init = [n](ncclDebugLogger_t l) { return n->init(l, nullptr); };
-  a->getProperties = [n](int d, NetProps* out) {
-    ncclNetProperties_v10_t pr{};
-    Res rc = n->getProperties(d, &pr);
-    if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
-    return rc;
-  };
-  a->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
   a->connect = [n](int d, void* h, void** c) {
     ncclNetDeviceHandle_t* dh = nullptr;
     ncclNetCommConfig_t cfg{-1};
     return n->connect(d, &cfg, h, c, &dh);
-  };
-  a->isend = [n](void* c, void* d, size_t s, void* m, void** r) {
-    return n->isend(c, d, s, 0, m, nullptr, r);
-  };
-  a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
-    std::vector<int> tags(static_cast<size_t>(k > 0 ? k : 1), 0);
-    std::vector<void*> ph(tags.size(), nullptr);
-    return n->irecv(c, k, d, s, tags.data(), m, ph.data(), r);
   };
 }
 
@@ -147,30 +159,18 @@ void bindV10(const ncclNet_v10_t* n, NetApi* a) {
 template <typename Net>
 void bindV11(const Net* n, NetApi* a) {
   common(n, a);
+  bindPropsWithP2p<typename Net::PropsType>(n, a);
+  bindSendRecvWithPhandles(n, a);
   auto ctx = std::make_shared<void*>(nullptr);
   a->init = [n, ctx](ncclDebugLogger_t l) {
     ncclNetCommConfig_t cfg{-1};
     return n->init(ctx.get(), 0, &cfg, l, nullptr);
   };
   a->finalize = [n, ctx] { return n->finalize(*ctx); };
-  a->getProperties = [n](int d, NetProps* out) {
-    typename std::remove_pointer<decltype(n)>::type::PropsType pr{};
-    Res rc = n->getProperties(d, &pr);
-    if (rc == 0) copyProps(pr, out), out->max_p2p_bytes = pr.maxP2pBytes;
-    return rc;
-  };
   a->listen = [n, ctx](int d, void* h, void** l) { return n->listen(*ctx, d, h, l); };
   a->connect = [n, ctx](int d, void* h, void** c) {
     ncclNetDeviceHandle_t* dh = nullptr;
     return n->connect(*ctx, d, h, c, &dh);
-  };
-  a->isend = [n](void* c, void* d, size_t s, void* m, void** r) {
-    return n->isend(c, d, s, 0, m, nullptr, r);
-  };
-  a->irecv = [n](void* c, int k, void** d, size_t* s, void** m, void** r) {
-    std::vector<int> tags(static_cast<size_t>(k > 0 ? k : 1), 0);
-    std::vector<void*> ph(tags.size(), nullptr);
-    return n->irecv(c, k, d, s, tags.data(), m, ph.data(), r);
   };
 }
 

@@ -20,7 +20,7 @@ import socket
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Mapping, NamedTuple, Tuple
 
 UNKNOWN = -1
 LAUNCHERS = ("lightccrun", "horovod", "mpi", "torchrun", "slurm", "single")
@@ -138,7 +138,27 @@ Pair = Tuple[int, int]
 Exchange = Callable[[_Names, Mapping[str, str], int, int, Pair, Pair, str], LaunchInfo]
 
 
-def _detect_from(names: _Names, env: Mapping[str, str], exchange: Optional[Exchange] = None) -> LaunchInfo:
+def placed(
+    launcher: str, rank: int, size: int, local: Pair, cross: Pair, hostname: str, rendezvous: tuple[str, int, str]
+) -> LaunchInfo:
+    """The :class:`LaunchInfo` of a launcher's placement and the ``(host, port, secret)`` agreed on."""
+    host, port, secret = rendezvous
+    return LaunchInfo(
+        rank=rank,
+        size=size,
+        local_rank=local[0],
+        local_size=local[1],
+        cross_rank=cross[0],
+        cross_size=cross[1],
+        hostname=hostname,
+        rendezvous_host=host,
+        rendezvous_port=port,
+        secret=secret,
+        launcher=launcher,
+    )
+
+
+def _detect_from(names: _Names, env: Mapping[str, str], exchange: Exchange | None = None) -> LaunchInfo:
     """Reads ``names``' variables; with several processes and no ``LIGHTCC_RENDEZVOUS_ADDR``,
     ``exchange`` (MPI's own for ``mpi``) agrees on the address and secret."""
     for name in (names.rank, names.size):
@@ -180,19 +200,7 @@ def _finish(
         raise ValueError(_no_rendezvous_message(names, size))
     else:
         host, port = "", 0
-    return LaunchInfo(
-        rank=rank,
-        size=size,
-        local_rank=local[0],
-        local_size=local[1],
-        cross_rank=cross[0],
-        cross_size=cross[1],
-        hostname=hostname,
-        rendezvous_host=host,
-        rendezvous_port=port,
-        secret=secret,
-        launcher=names.launcher,
-    )
+    return placed(names.launcher, rank, size, local, cross, hostname, (host, port, secret))
 
 
 def _no_rendezvous_message(names: _Names, size: int) -> str:
@@ -335,20 +343,7 @@ def detect_with_file(
         atexit.register(_remove_quietly, path)
     else:
         offer = read_rendezvous_file(path, job, RENDEZVOUS_FILE_TIMEOUT_S)
-    host, port, secret = offer
-    return LaunchInfo(
-        rank=rank,
-        size=size,
-        local_rank=local[0],
-        local_size=local[1],
-        cross_rank=cross[0],
-        cross_size=cross[1],
-        hostname=hostname,
-        rendezvous_host=host,
-        rendezvous_port=port,
-        secret=secret,
-        launcher=launcher,
-    )
+    return placed(launcher, rank, size, local, cross, hostname, offer)
 
 
 def write_rendezvous_file(path: str, job: str, host: str, port: int, secret: str) -> None:
@@ -419,20 +414,8 @@ def _detect_with_mpi4py(comm: Any, env: Mapping[str, str]) -> LaunchInfo:
     if rank == 0:
         host = "127.0.0.1" if local_size == size else _routable_address(env)
         offer = (host, free_port(), env.get(JOB_SECRET_VAR) or secrets.token_hex(32))
-    host, port, secret = comm.bcast(offer, root=0)
-    return LaunchInfo(
-        rank=rank,
-        size=size,
-        local_rank=local_rank,
-        local_size=local_size,
-        cross_rank=cross_rank,
-        cross_size=cross_size,
-        hostname=socket.gethostname(),
-        rendezvous_host=host,
-        rendezvous_port=port,
-        secret=secret,
-        launcher="mpi",
-    )
+    agreed = comm.bcast(offer, root=0)
+    return placed("mpi", rank, size, (local_rank, local_size), (cross_rank, cross_size), socket.gethostname(), agreed)
 
 
 def free_port(bind_host: str = "0.0.0.0") -> int:

@@ -89,19 +89,7 @@ def _torch_store_exchange(
         secret = env.get(le.JOB_SECRET_VAR, "")
         if not secret:
             raise ValueError(f"rank {rank}: rank 0 was given {le.JOB_SECRET_VAR} but this rank was not; set it on every rank")
-    return le.LaunchInfo(
-        rank=rank,
-        size=size,
-        local_rank=local[0],
-        local_size=local[1],
-        cross_rank=cross[0],
-        cross_size=cross[1],
-        hostname=hostname,
-        rendezvous_host=host,
-        rendezvous_port=port,
-        secret=secret,
-        launcher=names.launcher,
-    )
+    return le.placed(names.launcher, rank, size, local, cross, hostname, (host, port, secret))
 
 
 def _c10d_store(env: Mapping[str, str], who: str, master: str, port: int, rank: int, size: int):
