@@ -40,7 +40,8 @@ def run_once(size: int, elements: int, steps: int, topk: bool, density: float, t
              hosts: netns.Hosts | None) -> list[dict]:
     """Runs `size` ranks; returns each rank's RESULT record. Every rank is killed at the deadline."""
     env = dict(SMALL_SHM, LIGHT_TOPK_ALLREDUCE="1" if topk else "0", LIGHT_TOPK_DENSITY=str(density),
-               LIGHT_TOPK_THRESHOLD="1024", LIGHTCC_FORCE_RING="1")
+               LIGHT_TOPK_THRESHOLD="1024", LIGHTCC_FORCE_RING="1",
+               LIGHT_TOPK_MIN_DIMS="1", LIGHT_TOPK_WARMUP_STEPS="0", LIGHT_TOPK_CLIP="0")  # 1-D, measured at full compression
     port, secret = free_port(), secrets.token_hex(16)
     n_hosts = len(hosts.names) if hosts else 1
     procs = []
