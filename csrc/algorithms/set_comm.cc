@@ -97,7 +97,8 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
     waited = Status(waited.code(), waited.message() + "; still waiting on " + pending);
   }
   if (waited.ok()) waited = error;
-  return net::withPeerCheck(waited, comm.links, comm.host->timeoutSeconds());
+  return net::withPeerCheck(waited, comm.dialer != nullptr ? comm.dialer->peerTargets() : net::linkTargets(comm.links),
+                            comm.host->timeoutSeconds());
 }
 
 }  // namespace lightcc

@@ -7,6 +7,7 @@
 
 #include "common/status.h"
 #include "transport/link.h"
+#include "transport/net/peer_probe.h"
 #include "transport/shm/host_group.h"
 
 namespace lightcc {
@@ -17,6 +18,9 @@ class LinkSource {
   virtual ~LinkSource() = default;
   // Never null for another rank: a peer that cannot be reached gets a link that fails every call.
   virtual Link* link(int global_rank) = 0;
+  // Every remote rank's listen address, linked yet or not: a peer check must reach the lost
+  // host even from a rank that never needed a link to it.
+  virtual std::vector<net::PeerTarget> peerTargets() const = 0;
 };
 
 // Owned by the engine thread. Algorithms reach peers only through link(m) (any host) or, when

@@ -150,7 +150,10 @@ void Driver::end(const Status& why) {
   } else {
     // The peer we waited on may only be stuck behind the lost one: say which remote ranks
     // still answer (a no-op when the data path's error already says).
-    if (main_ != nullptr) st = net::withPeerCheck(st, main_->world_links, s_.config.timeout_seconds);
+    if (main_ != nullptr) {
+      const auto targets = main_->dialer ? main_->dialer->peerTargets() : net::linkTargets(main_->world_links);
+      st = net::withPeerCheck(st, targets, s_.config.timeout_seconds);
+    }
     LIGHTCC_LOG(kError) << st.message();
     s_.life.ended(st);
     // This process may live on (a caught KeyboardInterrupt): host peers must not wait for it.

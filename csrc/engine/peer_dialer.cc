@@ -146,6 +146,20 @@ void PeerDialer::finishLinks() {
   }
 }
 
+std::vector<net::PeerTarget> PeerDialer::peerTargets() const {
+  std::vector<net::PeerTarget> targets;
+  for (size_t r = 0; r < handles_.size(); ++r) {
+    const Link* l = (*world_)[r];
+    if (l != nullptr && !l->peerAddress().empty()) {
+      targets.push_back({static_cast<int>(r), hosts_[r], l->peerAddress()});
+    } else if (!handles_[r].empty()) {  // not linked: its dialer still listens there
+      const std::string address = net::handleAddress(handles_[r]);
+      if (!address.empty()) targets.push_back({static_cast<int>(r), hosts_[r], address});
+    }
+  }
+  return targets;
+}
+
 Status PeerDialer::dial(int peer) {
   if (peer < 0 || static_cast<size_t>(peer) >= handles_.size() || handles_[static_cast<size_t>(peer)].empty()) {
     return Status::InvalidArgument("rank " + std::to_string(rank_) + " has no net handle for " + who(peer));

@@ -40,6 +40,7 @@ class PeerDialer : public LinkSource {
   // The link to `peer`, connecting it now if needed. Never null: when the peer cannot be reached
   // within LIGHTCC_TIMEOUT the link returned fails every call with an error naming the peer.
   Link* link(int peer) override;
+  std::vector<net::PeerTarget> peerTargets() const override;
   int made() const { return static_cast<int>(owned_.size()); }
 
  private:

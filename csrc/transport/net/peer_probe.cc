@@ -141,15 +141,19 @@ std::vector<PeerAnswer> probeAddresses(const std::vector<std::string>& addresses
   return result;
 }
 
-std::string diagnoseLinks(const std::vector<Link*>& links, double budget_s) {
-  std::vector<Link*> probed;
-  std::vector<std::string> addresses;
+std::vector<PeerTarget> linkTargets(const std::vector<Link*>& links) {
+  std::vector<PeerTarget> targets;
   for (Link* l : links) {
     if (l == nullptr || l->peerAddress().empty()) continue;
-    probed.push_back(l);
-    addresses.push_back(l->peerAddress());
+    targets.push_back({l->peer(), l->peerHost(), l->peerAddress()});
   }
-  if (probed.empty()) return "";
+  return targets;
+}
+
+std::string diagnosePeers(const std::vector<PeerTarget>& targets, double budget_s) {
+  if (targets.empty()) return "";
+  std::vector<std::string> addresses;
+  for (const PeerTarget& t : targets) addresses.push_back(t.address);
   const std::vector<PeerAnswer> answers = probeAddresses(addresses, budget_s);
   // Per host and answer, the ranks: a host whose ranks all went the same way is named once.
   struct HostSeen {
@@ -157,11 +161,11 @@ std::string diagnoseLinks(const std::vector<Link*>& links, double budget_s) {
     std::map<PeerAnswer, std::vector<int>> ranks;
   };
   std::map<std::string, HostSeen> hosts;
-  for (size_t i = 0; i < probed.size(); ++i) {
-    const std::string id = probed[i]->peerHost().empty() ? addresses[i] : probed[i]->peerHost();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const std::string id = targets[i].host.empty() ? addresses[i] : targets[i].host;
     HostSeen& h = hosts[id];
     h.ip = hostPart(addresses[i]);
-    h.ranks[answers[i]].push_back(probed[i]->peer());
+    h.ranks[answers[i]].push_back(targets[i].rank);
   }
   // Whole hosts first (the likely cause), hosts where only some ranks are gone after; the text
   // may be cut to fit a failure record, so the cause must come early.
@@ -185,11 +189,11 @@ std::string diagnoseLinks(const std::vector<Link*>& links, double budget_s) {
   return "peer check (TCP connect to each remote rank, " + budget + "): " + text;
 }
 
-Status withPeerCheck(const Status& st, const std::vector<Link*>& links, double timeout_s) {
+Status withPeerCheck(const Status& st, const std::vector<PeerTarget>& targets, double timeout_s) {
   const StatusCode code = st.code();
   if (code != StatusCode::kPeerFailure && code != StatusCode::kTimeout && code != StatusCode::kSystemError) return st;
   if (st.message().find("peer check") != std::string::npos) return st;
-  const std::string seen = diagnoseLinks(links, std::clamp(timeout_s / 10, 0.2, 2.0));
+  const std::string seen = diagnosePeers(targets, std::clamp(timeout_s / 10, 0.2, 2.0));
   return seen.empty() ? st : Status(st.code(), st.message() + "; " + seen);
 }
 

@@ -6,7 +6,9 @@
 // kernel of a live rank completes a TCP handshake on it, that of a dead rank's host answers
 // with a reset, and a host that is cut off answers nothing. A survivor that fails because of a
 // peer probes every remote rank it has a link to — one non-blocking connect each, all at once,
-// for a bounded time — and names the hosts that no longer answer. Runs on the thread that owns
+// for a bounded time — and names the hosts that no longer answer. With links made on demand a
+// rank may hold no link to the lost host, so the engine also passes the listen addresses of the
+// remote ranks it has not linked yet (the peer dialer's handles). Runs on the thread that owns
 // the links, once per failure, after the data path has given up; nothing here touches the links.
 #pragma once
 
@@ -33,14 +35,24 @@ const char* peerAnswerName(PeerAnswer a);
 // Connects to every address at once; gives up on the silent ones after `budget_s`.
 std::vector<PeerAnswer> probeAddresses(const std::vector<std::string>& addresses, double budget_s);
 
-// One sentence for an error message naming, host by host, the remote ranks among `links` (null
-// and address-less links skipped) that no longer answer, e.g. "peer check: host node3
-// (10.0.0.4; ranks 12, 13) does not answer (cut off or down)"; or that every remote rank answers.
-std::string diagnoseLinks(const std::vector<Link*>& links, double budget_s);
+// A remote rank to probe: its listen address and host id.
+struct PeerTarget {
+  int rank = -1;
+  std::string host;
+  std::string address;
+};
 
-// `st` with diagnoseLinks() appended when a peer caused it (PeerFailure, Timeout) and no peer
+// The targets of `links` (null and address-less links skipped).
+std::vector<PeerTarget> linkTargets(const std::vector<Link*>& links);
+
+// One sentence for an error message naming, host by host, the targets that no longer answer,
+// e.g. "peer check: host node3 (10.0.0.4; ranks 12, 13) does not answer (cut off or down)"; or
+// that every remote rank answers.
+std::string diagnosePeers(const std::vector<PeerTarget>& targets, double budget_s);
+
+// `st` with diagnosePeers() appended when a peer caused it (PeerFailure, Timeout) and no peer
 // check is in it yet; the probe gets a tenth of LIGHTCC_TIMEOUT (0.2 to 2 s).
-Status withPeerCheck(const Status& st, const std::vector<Link*>& links, double timeout_s);
+Status withPeerCheck(const Status& st, const std::vector<PeerTarget>& targets, double timeout_s);
 
 }  // namespace net
 }  // namespace lightcc
