@@ -40,11 +40,11 @@ Status recursiveDoublingAllreduce(SetComm& c, void* data, size_t count, const Re
     int vrank = c.me - r;  // members at 2r and above
     if (c.me < 2 * r) {
       if (c.me % 2 == 0) {
-        std::vector<P2POp> ops = {{c.links[c.me + 1], true, buf, bytes}};
+        std::vector<P2POp> ops = {{c.link(c.me + 1), true, buf, bytes}};
         LIGHTCC_RETURN_IF_ERROR(runP2P(c, ops, "recursive-doubling fold-in"));
         vrank = -1;
       } else {
-        std::vector<P2POp> ops = {{c.links[c.me - 1], false, tmp.data(), bytes}};
+        std::vector<P2POp> ops = {{c.link(c.me - 1), false, tmp.data(), bytes}};
         LIGHTCC_RETURN_IF_ERROR(runP2P(c, ops, "recursive-doubling fold-in"));
         reduceInto(buf, tmp.data(), true, count, spec);
         vrank = c.me / 2;
@@ -52,14 +52,14 @@ Status recursiveDoublingAllreduce(SetComm& c, void* data, size_t count, const Re
     }
     for (int mask = 1; vrank >= 0 && mask < q; mask <<= 1) {
       const int vpeer = vrank ^ mask;
-      Link* peer = c.links[memberOf(vpeer, r)];
+      Link* peer = c.link(memberOf(vpeer, r));
       std::vector<P2POp> ops = {{peer, true, buf, bytes}, {peer, false, tmp.data(), bytes}};
       LIGHTCC_RETURN_IF_ERROR(runP2P(c, ops, "recursive-doubling step"));
       reduceInto(buf, tmp.data(), vpeer < vrank, count, spec);
     }
     if (c.me < 2 * r) {
       const bool odd = c.me % 2 == 1;
-      std::vector<P2POp> ops = {{c.links[odd ? c.me - 1 : c.me + 1], odd, buf, bytes}};
+      std::vector<P2POp> ops = {{c.link(odd ? c.me - 1 : c.me + 1), odd, buf, bytes}};
       LIGHTCC_RETURN_IF_ERROR(runP2P(c, ops, "recursive-doubling fold-out"));
     }
   }
