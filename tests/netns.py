@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 import uuid
-from typing import Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 
 def available() -> Optional[str]:
@@ -32,6 +32,11 @@ class Hosts:
 
     def prefix(self, i: int) -> List[str]:
         return ["ip", "netns", "exec", self.names[i]]
+
+    def placement(self, layout: List[int]) -> Dict[str, Any]:
+        """run_ranks' keyword arguments that put rank r on host layout[r] (rendezvous on rank 0's host)."""
+        return {"hosts": [self.names[i] for i in layout], "prefixes": [self.prefix(i) for i in layout],
+                "rendezvous_host": self.addrs[layout[0]]}
 
 
 @contextlib.contextmanager

@@ -1,5 +1,5 @@
 // SHA-256 and HMAC-SHA256 implementation (FIPS 180-4, RFC 2104).
-#include "hmac.h"
+#include "harp/hmac.h"
 
 #include <cstring>
 
@@ -112,8 +112,11 @@ void HmacSha256::finish(uint8_t out[kSha256Bytes]) {
 }
 
 bool harpMacEqual(const uint8_t* a, const uint8_t* b, size_t n) {
+  // volatile keeps the compiler from turning the loop into an early-exit memcmp.
+  const volatile uint8_t* x = a;
+  const volatile uint8_t* y = b;
   uint8_t diff = 0;
-  for (size_t i = 0; i < n; ++i) diff |= a[i] ^ b[i];
+  for (size_t i = 0; i < n; ++i) diff |= static_cast<uint8_t>(x[i] ^ y[i]);
   return diff == 0;
 }
 

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "hmac.h"
+#include "harp/hmac.h"
 
 namespace harp {
 namespace {

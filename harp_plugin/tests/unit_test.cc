@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "hmac.h"
+#include "harp/hmac.h"
 #include "params.h"
 #include "wire.h"
 

@@ -62,8 +62,7 @@ def test_cost_routes_topk_across_slow_hosts():
     # wire costs far more per byte than the selection) and the worker checks both sides of it.
     with netns.hosts(2, rate="200mbit") as h:
         layout = [0, 0, 1, 1]
-        results = run_ranks("fusion_topk_worker.py", 4, timeout=300, hosts=[h.names[i] for i in layout],
-                            prefixes=[h.prefix(i) for i in layout], rendezvous_host=h.addrs[0],
+        results = run_ranks("fusion_topk_worker.py", 4, timeout=300, **h.placement(layout),
                             env={"HARP_IFNAME": h.ifname, "LIGHTCC_TIMEOUT": "120", "LIGHT_FUSION_STRATEGY": "cost",
                                  "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.01", **TOPK_BARE})
     for res in results:

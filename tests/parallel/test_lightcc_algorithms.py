@@ -20,8 +20,7 @@ def test_2d_allreduce_matches_reference(size, intra):
 def test_2d_allreduce_across_emulated_hosts():
     with netns.hosts(2) as h:
         layout = [0, 0, 1, 1]
-        results = run_ranks("collectives_worker.py", 4, timeout=300, hosts=[h.names[i] for i in layout],
-                            prefixes=[h.prefix(i) for i in layout], rendezvous_host=h.addrs[0],
+        results = run_ranks("collectives_worker.py", 4, timeout=300, **h.placement(layout),
                             env={"HARP_IFNAME": h.ifname, "LIGHT_2D_ALLREDUCE": "1", "LIGHTCC_TIMEOUT": "60"})
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout

@@ -25,8 +25,7 @@ def test_peers_not_needed_at_init_connect_on_first_use(layout):
     with netns.hosts(n_hosts) as h:
         results = run_ranks(
             "links_worker.py", len(layout), timeout=240,
-            hosts=[h.names[i] for i in layout], prefixes=[h.prefix(i) for i in layout],
-            rendezvous_host=h.addrs[layout[0]],
+            **h.placement(layout),
             env={"HARP_IFNAME": h.ifname, "HARP_NFLOWS": "2", "HARP_NINSTANCES": "1", "LIGHTCC_TIMEOUT": "60"})
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout + res.stderr

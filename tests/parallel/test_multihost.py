@@ -15,8 +15,7 @@ def test_collectives_across_hosts_over_harp(layout):
     with netns.hosts(n_hosts) as h:
         results = run_ranks(
             "collectives_worker.py", len(layout), timeout=300,
-            hosts=[h.names[i] for i in layout], prefixes=[h.prefix(i) for i in layout],
-            rendezvous_host=h.addrs[layout[0]],
+            **h.placement(layout),
             env={"HARP_IFNAME": h.ifname, "HARP_NFLOWS": "2", "HARP_NINSTANCES": "1", "LIGHTCC_TIMEOUT": "60"})
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout

@@ -161,9 +161,7 @@ def test_streams_across_hosts_over_harp(layout, extra):
             len(layout),
             ["mixed", "2"],
             timeout=300,
-            hosts=[h.names[i] for i in layout],
-            prefixes=[h.prefix(i) for i in layout],
-            rendezvous_host=h.addrs[layout[0]],
+            **h.placement(layout),
             env={
                 **BASE,
                 **extra,
