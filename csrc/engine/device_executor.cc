@@ -13,8 +13,10 @@
 #include "device/cuda_device.h"
 #include "device/host_device.h"
 #include "device/nccl.h"
+#include "engine/cost_model.h"
 #include "engine/device_pacing.h"
 #include "engine/fusion.h"
+#include "kernels/topk.h"
 
 namespace lightcc {
 namespace {
@@ -392,7 +394,13 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
   LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));
   const TopkStep step = topkStepFor(*env_.config, e.steps, env_.rank);
   ++e.steps;
-  if (step.dense) {
+  // As the host executor: dense when the merge would move more bytes than a dense allreduce
+  // (the exchange that decides is 2D's cross-group one over a shard).
+  const int groups = two_level ? c.cross->size() : c.flat->size();
+  const size_t share = padded / (two_level ? static_cast<size_t>(c.intra->size()) : 1);
+  const bool cheaper = sparseMovesFewerBytes(groups, share, esize, kernels::topkK(share, step.params.density));
+  if (!step.dense && !cheaper && env_.stats != nullptr) env_.stats->topk_dense_batches.fetch_add(1);
+  if (step.dense || !cheaper) {
     // Completes the handle itself.
     LIGHTCC_RETURN_IF_ERROR(allreduce(b, c, two_level ? Algorithm::kTwoLevel : Algorithm::kLinks));
     return dev_->record(&e.last);
@@ -410,6 +418,7 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
             .withContext(what));
   }
   LIGHTCC_RETURN_IF_ERROR(dev_->record(&e.last));
+  if (env_.stats != nullptr) env_.stats->topk_batches.fetch_add(1);
   return finish(b, {});
 }
 

@@ -6,6 +6,7 @@ the CUDA + NCCL path runs on a GPU (tests/gpu/ checks that path itself).
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.ranks import TOPK_BARE, run_ranks
@@ -51,6 +52,27 @@ def test_topk_matches_model(size, extra):
     env = dict(DEVICE, **TOPK_BARE, LIGHT_TOPK_ALLREDUCE="1", LIGHT_TOPK_THRESHOLD="262144", LIGHT_TOPK_DENSITY="0.01", **extra)
     for res in run_ranks("device_topk_worker.py", size, timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_topk_device_executor_matches_host_executor(size, dtype, tmp_path):
+    # The same job through both executors: outputs and residuals bit for bit (one merge schedule,
+    # one set of kernels; the device side here runs them through the device interface).
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    env = {**TOPK_BARE, "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "4096", "LIGHT_TOPK_DENSITY": "0.02"}
+    runs = {}
+    for label, extra in (("host", {}), ("device", DEVICE)):
+        prefix = str(tmp_path / label)
+        for res in run_ranks("topk_executors_worker.py", size, [dtype, prefix], timeout=180, env=dict(env, **extra)):
+            assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
+        runs[label] = [dict(np.load(f"{prefix}.{r}.npz")) for r in range(size)]
+    for r in range(size):
+        host, dev = runs["host"][r], runs["device"][r]
+        assert sorted(host) == sorted(dev), (sorted(host), sorted(dev))
+        differ = [k for k in host if not np.array_equal(host[k], dev[k])]
+        assert not differ, f"rank {r}: {differ} differ between the executors"
 
 
 @pytest.mark.parametrize("size,extra", [(3, {}), (4, {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": "2"})])
