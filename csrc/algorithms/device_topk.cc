@@ -136,8 +136,8 @@ Status sparseExchange(device::Device& dev, device::Comm& comm, DeviceTopkScratch
                       const void* contrib, DataType dtype, float scale, void* out, size_t count,
                       const TopkParams& params) {
   if (params.momentum > 0) {
-    LIGHTCC_RETURN_IF_ERROR(
-        dev.momentumCorrect(state.velocity, state.residual, contrib, dtype, count, params.momentum));
+    LIGHTCC_RETURN_IF_ERROR(dev.dgcAccumulate(state.velocity, state.residual, contrib, dtype, count, scale,
+                                              params.momentum, params.nesterov));
   } else {
     LIGHTCC_RETURN_IF_ERROR(dev.accumulateResidual(state.residual, contrib, dtype, count, scale));
   }

@@ -175,6 +175,11 @@ Status CudaDevice::fromFloat(void* dst, const float* src, size_t count, DataType
   return lib_->topk->fromFloat(dst, src, count, dtype, stream_);
 }
 
+Status CudaDevice::dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
+                                 float momentum, bool nesterov) {
+  return lib_->train->dgcAccumulate(u, v, grad, dtype, count, scale, momentum, nesterov, stream_);
+}
+
 Status CudaDevice::mergeUnion(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val,
                               size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) {
   return lib_->merge->mergeUnion(a_idx, a_val, b_idx, b_val, n, dtype, slot_idx, slot_val, slot_rank, stream_);

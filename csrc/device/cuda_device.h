@@ -38,6 +38,8 @@ class CudaDevice : public Device {
   Status clearSelected(float* residual, const uint32_t* indices, size_t k) override;
   Status momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
                          float momentum) override;
+  Status dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
+                       float momentum, bool nesterov) override;
   Status roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire, DataType dtype,
                        size_t k) override;
   Status fromFloat(void* dst, const float* src, size_t count, DataType dtype) override;

@@ -122,6 +122,9 @@ class Device {
   virtual Status clearSelected(float* residual, const uint32_t* indices, size_t k) = 0;
   virtual Status momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
                                  float momentum) = 0;
+  // DGC's momentum correction with the gradient scaled, plain or Nesterov (kernels::dgcAccumulate).
+  virtual Status dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
+                               float momentum, bool nesterov) = 0;
   // 16-bit values on the wire: wire[i] = selected[i] rounded to `dtype`, and the residual at
   // indices[i] keeps what the rounding lost (kernels::wireRemainder).
   virtual Status roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire,

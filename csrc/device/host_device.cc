@@ -9,6 +9,7 @@
 #include "kernels/reduce.h"
 #include "kernels/topk_merge.h"
 #include "kernels/topk_ops.h"
+#include "kernels/topk_train.h"
 
 namespace lightcc::device {
 namespace {
@@ -170,6 +171,11 @@ Status HostDevice::fromFloat(void* dst, const float* src, size_t count, DataType
 }
 
 // The merge's host twins are the host executor's own kernels (kernels/topk_merge.h).
+Status HostDevice::dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
+                                 float momentum, bool nesterov) {
+  return kernels::dgcAccumulate(u, v, grad, dtype, count, scale, momentum, nesterov);
+}
+
 Status HostDevice::mergeUnion(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val,
                               size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) {
   return kernels::mergeUnion(a_idx, a_val, b_idx, b_val, n, dtype, slot_idx, slot_val, slot_rank);
