@@ -13,8 +13,8 @@ namespace lightcc {
 namespace {
 
 // A list of n pairs, as the host executor's (sparse_allreduce.cc) and on the wire: n uint32
-// indices, then n values in the wire dtype (2n bytes of 16-bit values keep the next 4-byte
-// aligned only by luck, so each list buffer starts on its own allocation).
+// indices, then n values in the wire dtype. Each list has a buffer of its own, so the indices
+// start aligned; the unfold's n survivor flag bytes follow the values.
 size_t listBytes(size_t n, DataType dtype) { return n * (4 + dtypeSize(dtype)); }
 
 // Selects this member's k pairs into `list`: indices, then values in `dtype`. float32 values are
