@@ -450,9 +450,15 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
                                                         work, count, padded, r.dtype, spec, step.params)
                                 .withContext("2D " + what));
   } else {
+    // On host memory the exchange's bytes are the SetComm's to count (NCCL's are not visible).
+    const SetComm* host = backend_ == Backend::kHost ? &channel_.comms.at(r.process_set_id) : nullptr;
+    const uint64_t sent_before = host != nullptr ? host->sent_bytes : 0;
     LIGHTCC_RETURN_IF_ERROR(
         deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, state, in, out, count, r.dtype, spec, step.params)
             .withContext(what));
+    if (host != nullptr && env_.stats != nullptr) {
+      env_.stats->topk_bytes_sent.fetch_add(host->sent_bytes - sent_before, std::memory_order_relaxed);
+    }
   }
   LIGHTCC_RETURN_IF_ERROR(dev_->record(&e.last));
   if (env_.stats != nullptr) env_.stats->topk_batches.fetch_add(1);

@@ -52,14 +52,14 @@ class Frame:
         return t.astype(np.float64)
 
 
-def expected_bytes(rank: int, size: int, pairs: int, value_bytes: int) -> int:
+def expected_bytes(rank: int, size: int, pairs: int, value_bytes: int, flag_bytes: bool = False) -> int:
     """Bytes this rank sends in one exchange (csrc/algorithms/sparse_allreduce.h)."""
     m = 1 << math.floor(math.log2(size))
     rounds, msg = int(math.log2(m)), pairs * (4 + value_bytes)
     if rank >= m:
         return msg
     if rank + m < size:
-        return (rounds + 1) * msg + (pairs + 7) // 8
+        return (rounds + 1) * msg + (pairs if flag_bytes else (pairs + 7) // 8)
     return rounds * msg
 
 
@@ -107,6 +107,10 @@ def main() -> None:
     after = dict(core().stats())
     if device:
         c.check(after["device_batches"] - before["device_batches"] >= STEPS * len(COUNTS), "device executor ran")
+        if not two_d:  # one merge per tensor; the unfold's survivor flags are bytes, not bits, on the device
+            sent = after["topk_bytes_sent"] - before["topk_bytes_sent"]
+            want = STEPS * sum(expected_bytes(r, p, k, wbytes, flag_bytes=True) for k in ks)
+            c.check(sent == want, f"device executor: bytes sent {sent}, expected {want}")
     elif sparse:
         c.check(after["topk_batches"] - before["topk_batches"] == STEPS,
                 f"one sparse exchange per fused group: {after['topk_batches'] - before['topk_batches']}")
