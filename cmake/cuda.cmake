@@ -59,7 +59,8 @@ function(lightcc_add_cuda_objects target)
   endif()
   set(c "${LIGHTCC_CUDA_CSRC_DIR}")
   add_library(lightcc_cuda SHARED "${c}/cuda/reduce.cu" "${c}/common/dtype.cc")
-  target_sources(lightcc_cuda PRIVATE "${c}/cuda/topk.cu" "${c}/cuda/runtime.cu")
+  target_sources(lightcc_cuda PRIVATE "${c}/cuda/topk.cu" "${c}/cuda/topk_merge.cu" "${c}/cuda/topk_train.cu"
+                 "${c}/cuda/runtime.cu")
   target_include_directories(lightcc_cuda PRIVATE "${c}")
   set_target_properties(lightcc_cuda PROPERTIES
                         CUDA_STANDARD 17

@@ -5,22 +5,25 @@
 #include <vector>
 
 #include "algorithms/device_allreduce.h"
+#include "algorithms/topk_merge_schedule.h"
 #include "kernels/topk.h"
+#include "kernels/topk_merge.h"
 
 namespace lightcc {
 namespace {
 
-// One rank's block in the gathered pairs: k uint32 indices, then k values in the wire dtype,
-// padded so the next rank's indices stay 4-byte aligned.
-size_t blockBytes(size_t k, DataType dtype) { return 4 * k + (dtypeSize(dtype) * k + 3) / 4 * 4; }
+// A list of n pairs, as the host executor's (sparse_allreduce.cc) and on the wire: n uint32
+// indices, then n values in the wire dtype. Each list has a buffer of its own, so the indices
+// start aligned; the unfold's n survivor flag bytes follow the values.
+size_t listBytes(size_t n, DataType dtype) { return n * (4 + dtypeSize(dtype)); }
 
-// Selects this member's k pairs into s.pairs: indices, then values in `dtype`. float32 values are
+// Selects this member's k pairs into `list`: indices, then values in `dtype`. float32 values are
 // selected in place; 16-bit ones are rounded from a float32 selection, the residual keeping what
 // the rounding lost.
 Status selectPairs(device::Device& dev, DeviceTopkScratch& s, const DeviceTopkResidual& state, DataType dtype,
-                   size_t count, size_t k, const TopkParams& params) {
-  auto* idx = static_cast<uint32_t*>(s.pairs->data());
-  void* wire = static_cast<char*>(s.pairs->data()) + 4 * k;
+                   size_t count, size_t k, const TopkParams& params, void* list) {
+  auto* idx = static_cast<uint32_t*>(list);
+  void* wire = static_cast<char*>(list) + 4 * k;
   LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.workspace, std::max<size_t>(dev.topkWorkspaceBytes(count), 16)));
   if (dtype == DataType::kFloat32) {
     LIGHTCC_RETURN_IF_ERROR(dev.selectTopk(state.residual, count, k, idx, static_cast<float*>(wire),
@@ -37,42 +40,120 @@ Status selectPairs(device::Device& dev, DeviceTopkScratch& s, const DeviceTopkRe
   return Status::OK();
 }
 
-// One sparse exchange over `comm`: out[0, count) (in `dtype`) = sum of every member's top-k of
-// residual[0, count) after adding `contrib` (scaled). `state` points at this exchange's part.
+// runTopkMerge's Ops (topk_merge_schedule.h) over a device::Comm, with the device's merge
+// kernels; every list and flag array lives in device memory, and nothing waits on the host.
+class DeviceMergeOps {
+ public:
+  // `segments`: where each segment's pairs sit in every list (one per fused tensor or 2D share).
+  DeviceMergeOps(device::Device& dev, device::Comm& comm, DeviceTopkScratch& s, size_t n, DataType dtype,
+                 std::vector<kernels::MergeSegment> segments)
+      : dev_(dev),
+        comm_(comm),
+        s_(s),
+        n_(n),
+        dtype_(dtype),
+        bytes_(listBytes(n, dtype)),
+        segments_(std::move(segments)) {}
+
+  // Grows every buffer; the final message carries a list and n flag bytes.
+  Status prepare() {
+    for (auto& l : s_.lists) LIGHTCC_RETURN_IF_ERROR(device::grow(dev_, &l, std::max<size_t>(bytes_ + n_, 8)));
+    LIGHTCC_RETURN_IF_ERROR(device::grow(dev_, &s_.next, std::max<size_t>(bytes_ + n_, 8)));
+    LIGHTCC_RETURN_IF_ERROR(device::grow(dev_, &s_.dropped, std::max<size_t>(2 * n_, 8)));
+    LIGHTCC_RETURN_IF_ERROR(device::grow(dev_, &s_.slots, std::max<size_t>(2 * n_ * 12, 8)));
+    LIGHTCC_RETURN_IF_ERROR(device::grow(dev_, &s_.pos, std::max<size_t>(n_ * 8, 8)));
+    return device::grow(dev_, &s_.workspace, std::max<size_t>(dev_.topkWorkspaceBytes(2 * n_), 16));
+  }
+  char* list(PairRole r) const { return static_cast<char*>(s_.lists[static_cast<int>(r)]->data()); }
+  uint32_t* idx(PairRole r) const { return reinterpret_cast<uint32_t*>(list(r)); }
+  char* val(PairRole r) const { return list(r) + 4 * n_; }
+  uint8_t* dropped(PairRole r) const {
+    return static_cast<uint8_t*>(s_.dropped->data()) + (r == PairRole::kExtra ? n_ : 0);
+  }
+
+  Status clearDropped() { return dev_.zero(s_.dropped->data(), 2 * n_); }
+  Status start() { return dev_.copy(list(PairRole::kCur), list(PairRole::kMine), bytes_); }
+  Status send(int member, PairRole r, const char* what) {
+    return comm_.sendRecv(member, list(r), bytes_, nullptr, 0).withContext(std::string(what));
+  }
+  Status recv(int member, PairRole into, const char* what) {
+    return comm_.sendRecv(member, nullptr, 0, list(into), bytes_).withContext(std::string(what));
+  }
+  Status swap(int member, const char* what) {
+    return comm_.sendRecv(member, list(PairRole::kCur), bytes_, list(PairRole::kTheirs), bytes_)
+        .withContext(std::string(what));
+  }
+  // kCur = the top k of the union of kCur and `other`, through the 2n slots.
+  Status merge(PairRole other) {
+    char* slots = static_cast<char*>(s_.slots->data());
+    auto* slot_idx = reinterpret_cast<uint32_t*>(slots);
+    auto* slot_val = reinterpret_cast<float*>(slots + 8 * n_);
+    auto* slot_rank = reinterpret_cast<float*>(slots + 16 * n_);
+    auto* pos = static_cast<uint32_t*>(s_.pos->data());
+    auto* picked = reinterpret_cast<float*>(pos + n_);
+    LIGHTCC_RETURN_IF_ERROR(dev_.mergeUnion(idx(PairRole::kCur), val(PairRole::kCur), idx(other), val(other), n_,
+                                            dtype_, slot_idx, slot_val, slot_rank));
+    auto* next = static_cast<char*>(s_.next->data());
+    const size_t esize = dtypeSize(dtype_);
+    for (const kernels::MergeSegment& seg : segments_) {  // as kernels::mergePairs, a launch at a time
+      if (seg.k == 0) continue;
+      const size_t at = 2 * seg.at;
+      LIGHTCC_RETURN_IF_ERROR(dev_.selectTopk(slot_rank + at, 2 * seg.k, seg.k, pos, picked, s_.workspace->data(),
+                                              s_.workspace->size()));
+      LIGHTCC_RETURN_IF_ERROR(dev_.gatherSlots(slot_idx + at, slot_val + at, pos, seg.k, dtype_,
+                                               reinterpret_cast<uint32_t*>(next) + seg.at,
+                                               next + 4 * n_ + seg.at * esize));
+    }
+    s_.lists[static_cast<int>(PairRole::kCur)].swap(s_.next);
+    return Status::OK();
+  }
+  Status mark(PairRole watched) {
+    return dev_.markDropped(idx(PairRole::kCur), n_, idx(watched), n_, dropped(watched));
+  }
+  Status sendFinal(int member) {
+    LIGHTCC_RETURN_IF_ERROR(dev_.copy(list(PairRole::kCur) + bytes_, dropped(PairRole::kExtra), n_));
+    return comm_.sendRecv(member, list(PairRole::kCur), bytes_ + n_, nullptr, 0).withContext("top-k unfold");
+  }
+  Status receiveFinal(int member) {
+    LIGHTCC_RETURN_IF_ERROR(
+        comm_.sendRecv(member, nullptr, 0, list(PairRole::kCur), bytes_ + n_).withContext("top-k unfold"));
+    return dev_.copy(dropped(PairRole::kMine), list(PairRole::kCur) + bytes_, n_);
+  }
+
+ private:
+  device::Device& dev_;
+  device::Comm& comm_;
+  DeviceTopkScratch& s_;
+  const size_t n_;
+  const DataType dtype_;
+  const size_t bytes_;
+  const std::vector<kernels::MergeSegment> segments_;
+};
+
+// One sparse exchange over `comm`: out[0, count) (in `dtype`) = the merged top-k of every
+// member's residual[0, count) after adding `contrib` (scaled). `state` points at this exchange's part.
 Status sparseExchange(device::Device& dev, device::Comm& comm, DeviceTopkScratch& s, const DeviceTopkResidual& state,
                       const void* contrib, DataType dtype, float scale, void* out, size_t count,
                       const TopkParams& params) {
   if (params.momentum > 0) {
-    LIGHTCC_RETURN_IF_ERROR(
-        dev.momentumCorrect(state.velocity, state.residual, contrib, dtype, count, params.momentum));
+    LIGHTCC_RETURN_IF_ERROR(dev.dgcAccumulate(state.velocity, state.residual, contrib, dtype, count, scale,
+                                              params.momentum, params.nesterov));
   } else {
     LIGHTCC_RETURN_IF_ERROR(dev.accumulateResidual(state.residual, contrib, dtype, count, scale));
   }
   const size_t k = count == 0 ? 0 : kernels::topkK(count, params.density);
-  const size_t block = blockBytes(k, dtype);
-  const int p = comm.size();
-  LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.pairs, std::max<size_t>(block, 8)));
-  LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.gathered, std::max<size_t>(block * p, 8)));
-  if (k > 0) LIGHTCC_RETURN_IF_ERROR(selectPairs(dev, s, state, dtype, count, k, params));
+  DeviceMergeOps ops(dev, comm, s, k, dtype, {{0, k}});
+  LIGHTCC_RETURN_IF_ERROR(ops.prepare());
+  if (k > 0) LIGHTCC_RETURN_IF_ERROR(selectPairs(dev, s, state, dtype, count, k, params, ops.list(PairRole::kMine)));
   if (!params.error_feedback) LIGHTCC_RETURN_IF_ERROR(dev.zero(state.residual, count * sizeof(float)));
-  LIGHTCC_RETURN_IF_ERROR(comm.allGather(s.pairs->data(), s.gathered->data(), block));
-  std::vector<const uint32_t*> idx_of(p);
-  std::vector<const void*> val_of(p);
-  char* all = static_cast<char*>(s.gathered->data());
-  for (int j = 0; j < p; ++j) {
-    idx_of[j] = reinterpret_cast<const uint32_t*>(all + block * j);
-    val_of[j] = all + block * j + 4 * k;
+  LIGHTCC_RETURN_IF_ERROR(runTopkMerge(ops, comm.size(), comm.rank()));
+  if (params.error_feedback) {
+    // What the merges dropped reached no one: it goes back to the residual.
+    LIGHTCC_RETURN_IF_ERROR(dev.restoreDropped(state.residual, ops.idx(PairRole::kMine), ops.val(PairRole::kMine),
+                                               dtype, ops.dropped(PairRole::kMine), k));
   }
-  // Sums accumulate in float32 (bit-identical to the host's scatterAddRanksAny), then round once.
-  float* sum = static_cast<float*>(out);
-  if (dtype != DataType::kFloat32) {
-    LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.sum, std::max<size_t>(count * sizeof(float), 4)));
-    sum = static_cast<float*>(s.sum->data());
-  }
-  LIGHTCC_RETURN_IF_ERROR(dev.zero(sum, count * sizeof(float)));
-  LIGHTCC_RETURN_IF_ERROR(dev.scatterAddRanks(sum, count, idx_of, val_of, dtype, k));
-  if (dtype != DataType::kFloat32) LIGHTCC_RETURN_IF_ERROR(dev.fromFloat(out, sum, count, dtype));
-  return Status::OK();
+  LIGHTCC_RETURN_IF_ERROR(dev.zero(out, count * dtypeSize(dtype)));
+  return dev.placePairs(out, count, dtype, ops.idx(PairRole::kCur), ops.val(PairRole::kCur), k);
 }
 
 DeviceTopkResidual at(const DeviceTopkResidual& state, size_t offset) {

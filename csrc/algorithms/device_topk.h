@@ -1,15 +1,16 @@
 // Device top-k allreduce against device::Device and device::Comm: flat, and 2D (hierarchical).
 //
-// The same schedule as the host's (hierarchical.h), step for step, so both end bit-identical:
-// each rank adds its contribution to the tensor's residual (error feedback; with momentum, DGC's
-// momentum correction), selects exactly k = ceil(density * count) entries of largest magnitude,
-// zeroes them in the residual (and velocity), allgathers the (index, value) pairs — 8k bytes per
-// rank, 8k(p-1) received; 6k for float16/bfloat16 values, which travel in their own dtype while
-// the residual keeps their rounding error — and scatter-adds everyone's pairs in rank order
-// (in float32, rounded once to the tensor's dtype). Unlike the host's merge
-// (sparse_allreduce.h) this exchange grows with p, and takes one tensor a batch. 2D: a dense
-// reduce-scatter inside the group, the sparse exchange across groups on the member's own shard
-// (8k(n-1) bytes per rank on the network instead of 8k(N-1)), and an allgather inside the group.
+// The same exchange as the host executor's (sparse_allreduce.h), step for step and through the
+// same schedule (topk_merge_schedule.h) and per-element arithmetic (kernels/topk_merge_ops.h), so
+// both end bit-identical: each rank adds its contribution to the tensor's residual (error
+// feedback; with momentum, DGC's momentum correction), selects exactly k = ceil(density * count)
+// entries of largest magnitude, zeroes them in the residual (and velocity) — 16-bit values
+// travel in their own dtype, the residual keeping their rounding error — and gTop-k's merge by
+// recursive doubling combines the pairs: k(4+w) bytes sent per round, ceil(log2 p) rounds, so a
+// rank's traffic grows with log p instead of the (p-1)k(4+w) an allgather receives. Pairs the
+// merges dropped return to their rank's residual. The device executor runs one tensor a batch.
+// 2D: a dense reduce-scatter inside the group, the sparse exchange across groups on the
+// member's own shard, and an allgather inside the group.
 // What the step does (dense warm-up, density) comes from topk_schedule.h.
 #pragma once
 
@@ -24,8 +25,11 @@ namespace lightcc {
 // Device scratch the exchanges grow on demand and reuse step after step (stream order keeps
 // one step's use from overlapping the next's).
 struct DeviceTopkScratch {
-  device::BufferPtr pairs, gathered, workspace, shard;
-  device::BufferPtr selected, sum;  // 16-bit values: the float32 selection, the float32 sums
+  device::BufferPtr lists[4], next;  // the merge's pair lists, by PairRole, and the one it writes
+  device::BufferPtr dropped;          // survivor flags of my pairs and of a folded member's
+  device::BufferPtr slots, pos;       // a merge's 2n slots; the positions its selection picks
+  device::BufferPtr workspace, shard;
+  device::BufferPtr selected;  // 16-bit values: the float32 selection
 };
 
 // A tensor's error-feedback state in device memory: `padded` floats each (velocity only with

@@ -1,24 +1,20 @@
 // Sparse allreduce: local selection, the recursive-doubling merge of (index, value) pairs, error feedback.
 #include "algorithms/sparse_allreduce.h"
 
+#include "algorithms/topk_merge_schedule.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "kernels/half.h"
 #include "kernels/reduce.h"
+#include "kernels/topk_merge.h"
 #include "kernels/topk_ops.h"
 #include "kernels/topk_train.h"
 
 namespace lightcc {
 namespace {
-
-// A member's pairs: indices strictly ascending over the batch's index space; every value exactly
-// representable in the wire dtype, so what a member holds is what its partner receives.
-struct Pairs {
-  std::vector<uint32_t> idx;
-  std::vector<float> val;
-};
 
 float roundToWire(float v, DataType dtype) {
   switch (dtype) {
@@ -28,225 +24,151 @@ float roundToWire(float v, DataType dtype) {
   }
 }
 
-size_t wireBytes(size_t pairs, DataType dtype) { return pairs * (4 + dtypeSize(dtype)); }
+// A list of n pairs as the wire carries it: n uint32 indices strictly ascending over the
+// batch's index space, then n values in the wire dtype.
+struct PairBlob {
+  std::vector<char> bytes;
+  uint32_t* idx() { return reinterpret_cast<uint32_t*>(bytes.data()); }
+  char* val(size_t n) { return bytes.data() + 4 * n; }
+};
 
-void encode(const Pairs& p, DataType dtype, char* buf) {
-  const size_t n = p.idx.size();
-  std::memcpy(buf, p.idx.data(), 4 * n);
-  char* vals = buf + 4 * n;
-  for (size_t i = 0; i < n; ++i) {
-    if (dtype == DataType::kFloat32) {
-      std::memcpy(vals + 4 * i, &p.val[i], 4);
-    } else {
-      const uint16_t h = dtype == DataType::kFloat16 ? kernels::floatToHalf(p.val[i]) : kernels::floatToBf16(p.val[i]);
-      std::memcpy(vals + 2 * i, &h, 2);
-    }
-  }
-}
-
-// Indices come from a peer: each must fall in [0, count) and ascend, or the merge is wrong.
-Status decode(const char* buf, size_t n, size_t count, DataType dtype, int peer, Pairs* p) {
-  p->idx.resize(n);
-  p->val.resize(n);
-  std::memcpy(p->idx.data(), buf, 4 * n);
-  const char* vals = buf + 4 * n;
-  for (size_t i = 0; i < n; ++i) {
-    if (p->idx[i] >= count || (i > 0 && p->idx[i] <= p->idx[i - 1])) {
-      return Status::PeerFailure("rank " + std::to_string(peer) + " sent top-k pair " + std::to_string(i) +
-                                 " with index " + std::to_string(p->idx[i]) + " (" + std::to_string(count) +
-                                 " elements, indices must ascend)");
-    }
-    if (dtype == DataType::kFloat32) {
-      std::memcpy(&p->val[i], vals + 4 * i, 4);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, vals + 2 * i, 2);
-      p->val[i] = dtype == DataType::kFloat16 ? kernels::halfToFloat(h) : kernels::bf16ToFloat(h);
-    }
-  }
-  return Status::OK();
-}
-
-// Larger magnitude first (NaN above inf, as the selection kernels order them), then lower index.
-bool before(float a, uint32_t ia, float b, uint32_t ib) {
-  const uint32_t ka = kernels::floatBits(a) & 0x7fffffffu, kb = kernels::floatBits(b) & 0x7fffffffu;
-  return ka != kb ? ka > kb : ia < ib;
-}
-
-// out = per segment, the k_s largest of the union of a and b (equal indices summed, rounded).
-void merge(const Pairs& a, const Pairs& b, const SparseLayout& layout, Pairs* out) {
-  Pairs u;
-  u.idx.reserve(a.idx.size() + b.idx.size());
-  u.val.reserve(a.idx.size() + b.idx.size());
-  size_t i = 0, j = 0;
-  while (i < a.idx.size() || j < b.idx.size()) {
-    if (j == b.idx.size() || (i < a.idx.size() && a.idx[i] < b.idx[j])) {
-      u.idx.push_back(a.idx[i]);
-      u.val.push_back(a.val[i++]);
-    } else if (i == a.idx.size() || b.idx[j] < a.idx[i]) {
-      u.idx.push_back(b.idx[j]);
-      u.val.push_back(b.val[j++]);
-    } else {
-      u.idx.push_back(a.idx[i]);
-      u.val.push_back(roundToWire(a.val[i++] + b.val[j++], layout.dtype));
-    }
-  }
-  out->idx.clear();
-  out->val.clear();
-  std::vector<size_t> pos;
+std::vector<kernels::MergeSegment> mergeSegments(const SparseLayout& layout) {
+  std::vector<kernels::MergeSegment> out;
   size_t at = 0;
   for (const SparseSegment& s : layout.segments) {
-    const size_t lo = at;
-    while (at < u.idx.size() && u.idx[at] < s.offset + s.count) ++at;
-    pos.resize(at - lo);
-    for (size_t q = 0; q < pos.size(); ++q) pos[q] = lo + q;
-    const size_t keep = std::min(s.k, pos.size());
-    auto first = [&](size_t x, size_t y) { return before(u.val[x], u.idx[x], u.val[y], u.idx[y]); };
-    if (keep < pos.size()) {
-      std::nth_element(pos.begin(), pos.begin() + static_cast<std::ptrdiff_t>(keep), pos.end(), first);
-      pos.resize(keep);
-      std::sort(pos.begin(), pos.end());  // positions ascend as indices do
-    }
-    for (size_t x : pos) {
-      out->idx.push_back(u.idx[x]);
-      out->val.push_back(u.val[x]);
-    }
+    out.push_back({at, s.k});
+    at += s.k;
   }
+  return out;
 }
 
-// alive[i] stays set only while watched.idx[i] is in `list` (both ascending).
-void keepSurvivors(const Pairs& list, const Pairs& watched, std::vector<uint8_t>* alive) {
-  size_t j = 0;
-  for (size_t i = 0; i < watched.idx.size(); ++i) {
-    while (j < list.idx.size() && list.idx[j] < watched.idx[i]) ++j;
-    if (j == list.idx.size() || list.idx[j] != watched.idx[i]) (*alive)[i] = 0;
-  }
-}
-
-// Adds the contribution into the residual and selects this member's pairs per segment.
+// Adds the contribution into the residual and selects this member's pairs per segment into
+// `mine`; the residual keeps what rounding the values to the wire dtype lost.
 Status selectLocal(const SparseLayout& layout, const void* contrib, float scale, const SparseState& state,
-                   const TopkParams& params, kernels::TopkScratch& scratch, Pairs* mine) {
-  const size_t count = layout.count();
+                   const TopkParams& params, kernels::TopkScratch& scratch, PairBlob* mine) {
+  const size_t count = layout.count(), n = layout.pairs();
   LIGHTCC_RETURN_IF_ERROR(sparseAccumulate(layout, contrib, scale, state));
-  mine->idx.resize(layout.pairs());
-  mine->val.resize(layout.pairs());
+  mine->bytes.resize(n * (4 + dtypeSize(layout.dtype)));
+  uint32_t* idx = mine->idx();
+  std::vector<float> val(n);
   size_t at = 0;
   for (const SparseSegment& s : layout.segments) {
     if (s.k == 0) continue;
-    kernels::selectTopk(state.residual + s.offset, s.count, s.k, params.seed + s.offset, &mine->idx[at],
-                        &mine->val[at], scratch);
-    for (size_t i = at; i < at + s.k; ++i) mine->idx[i] += static_cast<uint32_t>(s.offset);
+    kernels::selectTopk(state.residual + s.offset, s.count, s.k, params.seed + s.offset, &idx[at], &val[at], scratch);
+    for (size_t i = at; i < at + s.k; ++i) idx[i] += static_cast<uint32_t>(s.offset);
     at += s.k;
   }
-  for (size_t i = 0; i < mine->idx.size(); ++i) {
-    // What leaves is the value as the wire carries it; the residual keeps what rounding lost.
-    const float v = mine->val[i], w = roundToWire(v, layout.dtype);
-    state.residual[mine->idx[i]] = kernels::wireRemainder(v, w);
-    mine->val[i] = w;
+  for (size_t i = 0; i < n; ++i) {
+    const float w = roundToWire(val[i], layout.dtype);
+    state.residual[idx[i]] = kernels::wireRemainder(val[i], w);
+    val[i] = w;
+  }
+  switch (layout.dtype) {  // exact: every value is representable in the wire dtype now
+    case DataType::kFloat16:
+      for (size_t i = 0; i < n; ++i) kernels::storeWire(val[i], reinterpret_cast<kernels::Half*>(mine->val(n)) + i);
+      break;
+    case DataType::kBFloat16:
+      for (size_t i = 0; i < n; ++i) {
+        kernels::storeWire(val[i], reinterpret_cast<kernels::BFloat16*>(mine->val(n)) + i);
+      }
+      break;
+    default: std::memcpy(mine->val(n), val.data(), n * sizeof(float));
   }
   at = 0;
   for (const SparseSegment& s : layout.segments) {  // momentum factor masking
-    if (s.momentum > 0 && s.k > 0) kernels::clearSelected(state.velocity, &mine->idx[at], s.k);
+    if (s.momentum > 0 && s.k > 0) kernels::clearSelected(state.velocity, &idx[at], s.k);
     at += s.k;
   }
   if (!params.error_feedback) std::memset(state.residual, 0, count * sizeof(float));
   return Status::OK();
 }
 
-// The fold/rounds/unfold of the header over `comm`; `alive` ends marking which of `mine` reached
-// `result`.
-class Merger {
+// runTopkMerge's Ops over SetComm links, with the CPU merge kernels.
+class HostMergeOps {
  public:
-  Merger(SetComm& comm, const SparseLayout& layout) : c_(comm), layout_(layout), n_(layout.pairs()) {}
+  HostMergeOps(SetComm& comm, const SparseLayout& layout, kernels::MergeScratch& scratch, PairBlob mine)
+      : c_(comm),
+        layout_(layout),
+        segments_(mergeSegments(layout)),
+        n_(layout.pairs()),
+        bytes_(n_ * (4 + dtypeSize(layout.dtype))),
+        scratch_(scratch) {
+    lists_[static_cast<int>(PairRole::kMine)] = std::move(mine);
+  }
 
-  Status run(const Pairs& mine, Pairs* result, std::vector<uint8_t>* alive) {
-    const int p = c_.size(), me = c_.me;
-    int m = 1;
-    while (m * 2 <= p) m *= 2;
-    alive->assign(n_, 1);
-    if (me >= m) return asExtra(me - m, result, mine, alive);
-    Pairs cur = mine, theirs, next, extra;
-    std::vector<uint8_t> extra_alive;
-    const bool folds = me + m < p;
-    if (folds) {
-      LIGHTCC_RETURN_IF_ERROR(exchange(me + m, nullptr, &extra, 0, "top-k fold"));
-      merge(cur, extra, layout_, &next);
-      cur.idx.swap(next.idx);
-      cur.val.swap(next.val);
-      extra_alive.assign(n_, 1);
-      keepSurvivors(cur, extra, &extra_alive);
-      keepSurvivors(cur, mine, alive);
-    }
-    for (int step = 1; step < m; step *= 2) {
-      LIGHTCC_RETURN_IF_ERROR(exchange(me ^ step, &cur, &theirs, 0, "top-k merge round"));
-      merge(cur, theirs, layout_, &next);
-      cur.idx.swap(next.idx);
-      cur.val.swap(next.val);
-      keepSurvivors(cur, mine, alive);
-      if (folds) keepSurvivors(cur, extra, &extra_alive);
-    }
-    if (folds) LIGHTCC_RETURN_IF_ERROR(sendFinal(me + m, cur, extra_alive));
-    *result = std::move(cur);
+  PairBlob& list(PairRole r) { return lists_[static_cast<int>(r)]; }
+  std::vector<uint8_t>& dropped(PairRole r) { return r == PairRole::kExtra ? extra_dropped_ : mine_dropped_; }
+
+  Status clearDropped() {
+    mine_dropped_.assign(n_, 0);
+    extra_dropped_.assign(n_, 0);
+    return Status::OK();
+  }
+  Status start() {
+    list(PairRole::kCur) = list(PairRole::kMine);
+    return Status::OK();
+  }
+  Status send(int member, PairRole r, const char* what) {
+    std::vector<P2POp> ops = {{c_.link(member), true, list(r).bytes.data(), bytes_}};
+    return runP2P(c_, ops, std::string(what) + " to rank " + std::to_string(c_.ranks[member]));
+  }
+  Status recv(int member, PairRole into, const char* what) { return transfer(member, nullptr, into, 0, what); }
+  Status swap(int member, const char* what) {
+    return transfer(member, &list(PairRole::kCur), PairRole::kTheirs, 0, what);
+  }
+  Status merge(PairRole other) {
+    PairBlob& cur = list(PairRole::kCur);
+    PairBlob& b = list(other);
+    next_.bytes.resize(bytes_);
+    LIGHTCC_RETURN_IF_ERROR(kernels::mergePairs(cur.idx(), cur.val(n_), b.idx(), b.val(n_), n_, segments_,
+                                                layout_.dtype, next_.idx(), next_.val(n_), scratch_));
+    cur.bytes.swap(next_.bytes);
+    return Status::OK();
+  }
+  Status mark(PairRole watched) {
+    kernels::markDropped(list(PairRole::kCur).idx(), n_, list(watched).idx(), n_, dropped(watched).data());
+    return Status::OK();
+  }
+  // The final list, then the folded member's dropped flags as bits.
+  Status sendFinal(int member) {
+    PairBlob msg;
+    msg.bytes = list(PairRole::kCur).bytes;
+    msg.bytes.resize(bytes_ + (n_ + 7) / 8, 0);
+    auto* bits = reinterpret_cast<uint8_t*>(msg.bytes.data() + bytes_);
+    for (size_t i = 0; i < n_; ++i) bits[i / 8] |= static_cast<uint8_t>(extra_dropped_[i] << (i % 8));
+    std::vector<P2POp> ops = {{c_.link(member), true, msg.bytes.data(), msg.bytes.size()}};
+    return runP2P(c_, ops, "top-k unfold to rank " + std::to_string(c_.ranks[member]));
+  }
+  Status receiveFinal(int member) {
+    LIGHTCC_RETURN_IF_ERROR(transfer(member, nullptr, PairRole::kCur, (n_ + 7) / 8, "top-k unfold"));
+    PairBlob& cur = list(PairRole::kCur);
+    const auto* bits = reinterpret_cast<const uint8_t*>(cur.bytes.data() + bytes_);
+    for (size_t i = 0; i < n_; ++i) mine_dropped_[i] = (bits[i / 8] >> (i % 8)) & 1u;
+    cur.bytes.resize(bytes_);
     return Status::OK();
   }
 
  private:
-  // Sends `send` (if any) to member `peer` and receives its n_ pairs plus `extra` bytes.
-  Status exchange(int peer, const Pairs* send, Pairs* recv, size_t extra, const char* what) {
-    const size_t bytes = wireBytes(n_, layout_.dtype);
+  // Sends `send` (if any) to `member` and receives its list (plus `extra` bytes) into `into`.
+  Status transfer(int member, PairBlob* send, PairRole into, size_t extra, const char* what) {
     std::vector<P2POp> ops;
-    if (send != nullptr) {
-      out_.resize(bytes);
-      encode(*send, layout_.dtype, out_.data());
-      ops.push_back({c_.link(peer), true, out_.data(), bytes});
-    }
-    in_.resize(bytes + extra);
-    ops.push_back({c_.link(peer), false, in_.data(), bytes + extra});
-    const int rank = c_.ranks[peer];
+    if (send != nullptr) ops.push_back({c_.link(member), true, send->bytes.data(), bytes_});
+    PairBlob& in = list(into);
+    in.bytes.resize(bytes_ + extra);
+    ops.push_back({c_.link(member), false, in.bytes.data(), bytes_ + extra});
+    const int rank = c_.ranks[member];
     LIGHTCC_RETURN_IF_ERROR(runP2P(c_, ops, std::string(what) + " with rank " + std::to_string(rank)));
-    return decode(in_.data(), n_, layout_.count(), layout_.dtype, rank, recv);
-  }
-
-  Status asExtra(int host, Pairs* result, const Pairs& mine, std::vector<uint8_t>* alive) {
-    const size_t bytes = wireBytes(n_, layout_.dtype);
-    out_.resize(bytes);
-    encode(mine, layout_.dtype, out_.data());
-    std::vector<P2POp> send = {{c_.link(host), true, out_.data(), bytes}};
-    LIGHTCC_RETURN_IF_ERROR(runP2P(c_, send, "top-k fold to rank " + std::to_string(c_.ranks[host])));
-    LIGHTCC_RETURN_IF_ERROR(exchange(host, nullptr, result, (n_ + 7) / 8, "top-k unfold"));
-    const auto* bits = reinterpret_cast<const uint8_t*>(in_.data() + bytes);
-    for (size_t i = 0; i < n_; ++i) (*alive)[i] = (bits[i / 8] >> (i % 8)) & 1u;
-    return Status::OK();
-  }
-
-  Status sendFinal(int extra, const Pairs& final_pairs, const std::vector<uint8_t>& extra_alive) {
-    const size_t bytes = wireBytes(n_, layout_.dtype);
-    out_.assign(bytes + (n_ + 7) / 8, 0);
-    encode(final_pairs, layout_.dtype, out_.data());
-    auto* bits = reinterpret_cast<uint8_t*>(out_.data() + bytes);
-    for (size_t i = 0; i < n_; ++i) bits[i / 8] |= static_cast<uint8_t>(extra_alive[i] << (i % 8));
-    std::vector<P2POp> send = {{c_.link(extra), true, out_.data(), out_.size()}};
-    return runP2P(c_, send, "top-k unfold to rank " + std::to_string(c_.ranks[extra]));
+    return kernels::checkPairs(in.idx(), n_, layout_.count(), rank);
   }
 
   SetComm& c_;
   const SparseLayout& layout_;
-  const size_t n_;
-  std::vector<char> out_, in_;
+  const std::vector<kernels::MergeSegment> segments_;
+  const size_t n_, bytes_;
+  kernels::MergeScratch& scratch_;
+  PairBlob lists_[4], next_;
+  std::vector<uint8_t> mine_dropped_, extra_dropped_;
 };
-
-void writeDense(const Pairs& pairs, DataType dtype, size_t count, void* out) {
-  std::memset(out, 0, count * dtypeSize(dtype));
-  for (size_t i = 0; i < pairs.idx.size(); ++i) {
-    const uint32_t at = pairs.idx[i];
-    const float v = pairs.val[i];
-    switch (dtype) {
-      case DataType::kFloat16: static_cast<uint16_t*>(out)[at] = kernels::floatToHalf(v); break;
-      case DataType::kBFloat16: static_cast<uint16_t*>(out)[at] = kernels::floatToBf16(v); break;
-      default: static_cast<float*>(out)[at] = v; break;
-    }
-  }
-}
 
 }  // namespace
 
@@ -288,7 +210,7 @@ uint64_t sparseAllreduceBytes(int p, size_t pairs, size_t value_bytes) {
 }
 
 Status sparseAllreduce(SetComm& comm, const SparseLayout& layout, const void* contrib, float scale, void* out,
-                       const SparseState& state, const TopkParams& params, kernels::TopkScratch& scratch) {
+                       const SparseState& state, const TopkParams& params, kernels::MergeScratch& scratch) {
   if (!sparseDtype(layout.dtype)) {
     return Status::InvalidArgument(std::string("top-k cannot compress ") + dtypeName(layout.dtype));
   }
@@ -296,24 +218,25 @@ Status sparseAllreduce(SetComm& comm, const SparseLayout& layout, const void* co
   if (count > kernels::kMaxTopkCount) {
     return Status::InvalidArgument("top-k batch of " + std::to_string(count) + " elements exceeds uint32 indices");
   }
-  Pairs mine, result;
-  LIGHTCC_RETURN_IF_ERROR(selectLocal(layout, contrib, scale, state, params, scratch, &mine));
-  std::vector<uint8_t> alive;
-  Merger merger(comm, layout);
-  LIGHTCC_RETURN_IF_ERROR(merger.run(mine, &result, &alive));
+  PairBlob mine;
+  LIGHTCC_RETURN_IF_ERROR(selectLocal(layout, contrib, scale, state, params, scratch.select, &mine));
+  HostMergeOps ops(comm, layout, scratch, std::move(mine));
+  LIGHTCC_RETURN_IF_ERROR(runTopkMerge(ops, comm.size(), comm.me));
+  const size_t n = layout.pairs();
+  PairBlob& own = ops.list(PairRole::kMine);
   if (params.error_feedback) {
     // Error feedback keeps what the merges dropped: those pairs reached no one.
-    for (size_t i = 0; i < mine.idx.size(); ++i) {
-      if (!alive[i]) state.residual[mine.idx[i]] += mine.val[i];
-    }
+    LIGHTCC_RETURN_IF_ERROR(kernels::restoreDropped(state.residual, own.idx(), own.val(n), layout.dtype,
+                                                    ops.dropped(PairRole::kMine).data(), n));
   }
-  writeDense(result, layout.dtype, count, out);
-  return Status::OK();
+  std::memset(out, 0, count * dtypeSize(layout.dtype));
+  PairBlob& result = ops.list(PairRole::kCur);
+  return kernels::placePairs(out, count, layout.dtype, result.idx(), result.val(n), n);
 }
 
 Status hierSparseAllreduce(HierComm& h, const SparseLayout& layout, const void* in, void* out,
                            const ReduceSpec& spec, const SparseState& state, const TopkParams& params,
-                           kernels::TopkScratch& scratch) {
+                           kernels::MergeScratch& scratch) {
   const DataType dtype = layout.dtype;
   // The group reduces with the prescale; the cross step applies the postscale on each share.
   ReduceSpec intra = spec;

@@ -29,7 +29,7 @@
 #include "algorithms/collectives.h"
 #include "algorithms/hierarchical.h"
 #include "common/dtype.h"
-#include "kernels/topk.h"
+#include "kernels/topk_merge.h"
 
 namespace lightcc {
 
@@ -70,12 +70,12 @@ uint64_t sparseAllreduceBytes(int p, size_t pairs, size_t value_bytes);
 // Flat: out = the merged top-k of every member's residual + scale * contrib, zeros elsewhere, in
 // layout.dtype. `contrib` may equal `out`. No postscale: the caller applies it.
 Status sparseAllreduce(SetComm& comm, const SparseLayout& layout, const void* contrib, float scale, void* out,
-                       const SparseState& state, const TopkParams& params, kernels::TopkScratch& scratch);
+                       const SparseState& state, const TopkParams& params, kernels::MergeScratch& scratch);
 
 // 2D: `in` reduced densely inside h.intra with spec's prescale, its shares exchanged sparsely
 // across h.cross (one segment per share, at `density`), spec's postscale applied at the end.
 Status hierSparseAllreduce(HierComm& h, const SparseLayout& layout, const void* in, void* out,
                            const ReduceSpec& spec, const SparseState& state, const TopkParams& params,
-                           kernels::TopkScratch& scratch);
+                           kernels::MergeScratch& scratch);
 
 }  // namespace lightcc

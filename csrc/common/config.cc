@@ -307,7 +307,8 @@ const std::vector<FlagSpec>& specs() {
        }},
       {{"LIGHT_TOPK_CLIP", "factor", "4",
         "Local gradient clipping before accumulation: a rank's gradient of a compressed tensor is "
-        "scaled down to at most this many times the running mean of its recent norms (0 = off)."},
+        "scaled down to at most this many times the running mean of its recent norms (0 = off). "
+        "Host executor only: GPU tensors are not clipped yet."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->topk_clip); }},
       {{"LIGHT_TOPK_ERROR_FEEDBACK", "bool", "1",
         "Keep what top-k did not send and add it next step; 0 drops it (biased; for comparison only)."},

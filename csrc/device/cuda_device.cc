@@ -175,6 +175,35 @@ Status CudaDevice::fromFloat(void* dst, const float* src, size_t count, DataType
   return lib_->topk->fromFloat(dst, src, count, dtype, stream_);
 }
 
+Status CudaDevice::dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
+                                 float momentum, bool nesterov) {
+  return lib_->train->dgcAccumulate(u, v, grad, dtype, count, scale, momentum, nesterov, stream_);
+}
+
+Status CudaDevice::mergeUnion(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val,
+                              size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) {
+  return lib_->merge->mergeUnion(a_idx, a_val, b_idx, b_val, n, dtype, slot_idx, slot_val, slot_rank, stream_);
+}
+
+Status CudaDevice::gatherSlots(const uint32_t* slot_idx, const float* slot_val, const uint32_t* pos, size_t k,
+                               DataType dtype, uint32_t* out_idx, void* out_val) {
+  return lib_->merge->gatherSlots(slot_idx, slot_val, pos, k, dtype, out_idx, out_val, stream_);
+}
+
+Status CudaDevice::markDropped(const uint32_t* list, size_t n, const uint32_t* watched, size_t m, uint8_t* dropped) {
+  return lib_->merge->markDropped(list, n, watched, m, dropped, stream_);
+}
+
+Status CudaDevice::restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype,
+                                  const uint8_t* dropped, size_t n) {
+  return lib_->merge->restoreDropped(residual, idx, val, dtype, dropped, n, stream_);
+}
+
+Status CudaDevice::placePairs(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val,
+                              size_t n) {
+  return lib_->merge->placePairs(out, count, dtype, idx, val, n, stream_);
+}
+
 Status recordOnStream(int ordinal, void* stream, EventPtr* out) {
   std::string why;
   const CudaLibrary* lib = CudaLibrary::get(&why);

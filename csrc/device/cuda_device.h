@@ -38,9 +38,20 @@ class CudaDevice : public Device {
   Status clearSelected(float* residual, const uint32_t* indices, size_t k) override;
   Status momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
                          float momentum) override;
+  Status dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
+                       float momentum, bool nesterov) override;
   Status roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire, DataType dtype,
                        size_t k) override;
   Status fromFloat(void* dst, const float* src, size_t count, DataType dtype) override;
+  Status mergeUnion(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val, size_t n,
+                    DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) override;
+  Status gatherSlots(const uint32_t* slot_idx, const float* slot_val, const uint32_t* pos, size_t k, DataType dtype,
+                     uint32_t* out_idx, void* out_val) override;
+  Status markDropped(const uint32_t* list, size_t n, const uint32_t* watched, size_t m, uint8_t* dropped) override;
+  Status restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype, const uint8_t* dropped,
+                        size_t n) override;
+  Status placePairs(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val,
+                    size_t n) override;
 
  protected:
   Status allocate(size_t bytes, BufferPtr* out) override;

@@ -122,12 +122,33 @@ class Device {
   virtual Status clearSelected(float* residual, const uint32_t* indices, size_t k) = 0;
   virtual Status momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
                                  float momentum) = 0;
+  // DGC's momentum correction with the gradient scaled, plain or Nesterov (kernels::dgcAccumulate).
+  virtual Status dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
+                               float momentum, bool nesterov) = 0;
   // 16-bit values on the wire: wire[i] = selected[i] rounded to `dtype`, and the residual at
   // indices[i] keeps what the rounding lost (kernels::wireRemainder).
   virtual Status roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire,
                                DataType dtype, size_t k) = 0;
   // dst (count elements of `dtype`) = src rounded to nearest even.
   virtual Status fromFloat(void* dst, const float* src, size_t count, DataType dtype) = 0;
+
+  // gTop-k's pair merge (kernels/topk_merge.h semantics, bit for bit). A pair list is n uint32
+  // indices ascending, then n values in `dtype`. mergeUnion fills 2n slots; selectTopk over a
+  // segment's slot_rank picks the positions gatherSlots turns back into pairs.
+  virtual Status mergeUnion(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val,
+                            size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) = 0;
+  virtual Status gatherSlots(const uint32_t* slot_idx, const float* slot_val, const uint32_t* pos, size_t k,
+                             DataType dtype, uint32_t* out_idx, void* out_val) = 0;
+  // dropped[i] = 1 where watched[i] is not among list's n indices (m watched; never cleared).
+  virtual Status markDropped(const uint32_t* list, size_t n, const uint32_t* watched, size_t m,
+                             uint8_t* dropped) = 0;
+  // residual[idx[i]] += val[i] where dropped[i].
+  virtual Status restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype,
+                                const uint8_t* dropped, size_t n) = 0;
+  // out[idx[i]] = val[i], out (count elements of `dtype`) zeroed by the caller. An index >= count
+  // (a corrupt peer) is an error where the device can tell at once, else skipped.
+  virtual Status placePairs(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val,
+                            size_t n) = 0;
 
  protected:
   virtual Status allocate(size_t bytes, BufferPtr* out) = 0;  // alloc's work, uncounted
@@ -162,6 +183,9 @@ class Comm {
   // send[k]/recv[k]: bytes to / from member k; `in` and `out` hold them in member order.
   virtual Status alltoallV(const void* in, const std::vector<size_t>& send, void* out,
                            const std::vector<size_t>& recv) = 0;
+  // Point to point with member `peer`: sends send_bytes from `send` while receiving recv_bytes
+  // into `recv` (either side may be empty), as one step.
+  virtual Status sendRecv(int peer, const void* send, size_t send_bytes, void* recv, size_t recv_bytes) = 0;
   // Stops every call in flight (a peer failed); the communicator is unusable afterwards.
   virtual void abort() = 0;
   // A failure NCCL noticed on its own (a broken peer) while calls were in flight.

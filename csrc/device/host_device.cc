@@ -3,10 +3,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "algorithms/collectives.h"
 #include "kernels/reduce.h"
+#include "kernels/topk_merge.h"
 #include "kernels/topk_ops.h"
+#include "kernels/topk_train.h"
 
 namespace lightcc::device {
 namespace {
@@ -167,6 +170,37 @@ Status HostDevice::fromFloat(void* dst, const float* src, size_t count, DataType
   return Status::OK();
 }
 
+// The merge's host twins are the host executor's own kernels (kernels/topk_merge.h).
+Status HostDevice::dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
+                                 float momentum, bool nesterov) {
+  return kernels::dgcAccumulate(u, v, grad, dtype, count, scale, momentum, nesterov);
+}
+
+Status HostDevice::mergeUnion(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val,
+                              size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) {
+  return kernels::mergeUnion(a_idx, a_val, b_idx, b_val, n, dtype, slot_idx, slot_val, slot_rank);
+}
+
+Status HostDevice::gatherSlots(const uint32_t* slot_idx, const float* slot_val, const uint32_t* pos, size_t k,
+                               DataType dtype, uint32_t* out_idx, void* out_val) {
+  return kernels::gatherSlots(slot_idx, slot_val, pos, k, dtype, out_idx, out_val);
+}
+
+Status HostDevice::markDropped(const uint32_t* list, size_t n, const uint32_t* watched, size_t m, uint8_t* dropped) {
+  kernels::markDropped(list, n, watched, m, dropped);
+  return Status::OK();
+}
+
+Status HostDevice::restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype,
+                                  const uint8_t* dropped, size_t n) {
+  return kernels::restoreDropped(residual, idx, val, dtype, dropped, n);
+}
+
+Status HostDevice::placePairs(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val,
+                              size_t n) {
+  return kernels::placePairs(out, count, dtype, idx, val, n);
+}
+
 Status HostComm::allreduce(void* buf, size_t count, DataType dtype, ReduceOp op) {
   if (c_.size() == 1 || count == 0) return Status::OK();
   const ReduceSpec spec = plainSpec(dtype, op);
@@ -216,6 +250,13 @@ Status HostComm::alltoallV(const void* in, const std::vector<size_t>& send, void
   SplitMatrix matrix;
   LIGHTCC_RETURN_IF_ERROR(c_.all_local ? shmExchangeSplits(c_, mine, &matrix) : linkExchangeSplits(c_, mine, &matrix));
   return c_.all_local ? shmAlltoallData(c_, in, 1, matrix, out) : linkAlltoallData(c_, in, 1, matrix, out);
+}
+
+Status HostComm::sendRecv(int peer, const void* send, size_t send_bytes, void* recv, size_t recv_bytes) {
+  std::vector<P2POp> ops;
+  if (send_bytes > 0) ops.push_back({c_.link(peer), true, const_cast<void*>(send), send_bytes});
+  if (recv_bytes > 0) ops.push_back({c_.link(peer), false, recv, recv_bytes});
+  return runP2P(c_, ops, "exchange with rank " + std::to_string(c_.ranks[peer]));
 }
 
 }  // namespace lightcc::device

@@ -226,4 +226,17 @@ Status NcclComm::alltoallV(const void* in, const std::vector<size_t>& send, void
   return st.ok() ? end : st;
 }
 
+Status NcclComm::sendRecv(int peer, const void* send, size_t send_bytes, void* recv, size_t recv_bytes) {
+  LIGHTCC_RETURN_IF_ERROR(nccl_->check(nccl_->groupStart(), "ncclGroupStart"));
+  Status st;
+  if (send_bytes > 0) {
+    st = nccl_->check(nccl_->send(send, send_bytes, kNcclUint8, peer, comm_, stream_), "ncclSend", comm_);
+  }
+  if (st.ok() && recv_bytes > 0) {
+    st = nccl_->check(nccl_->recv(recv, recv_bytes, kNcclUint8, peer, comm_, stream_), "ncclRecv", comm_);
+  }
+  Status end = nccl_->check(nccl_->groupEnd(), "ncclGroupEnd", comm_);
+  return st.ok() ? end : st;
+}
+
 }  // namespace lightcc::device

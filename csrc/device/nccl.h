@@ -79,6 +79,7 @@ class NcclComm : public Comm {
   Status broadcast(void* buf, size_t bytes, int root) override;
   Status alltoallV(const void* in, const std::vector<size_t>& send, void* out,
                    const std::vector<size_t>& recv) override;
+  Status sendRecv(int peer, const void* send, size_t send_bytes, void* recv, size_t recv_bytes) override;
   void abort() override;
   Status asyncError() override;
 

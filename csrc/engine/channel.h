@@ -15,7 +15,7 @@
 #include "algorithms/hierarchical.h"
 #include "algorithms/set_comm.h"
 #include "engine/peer_dialer.h"
-#include "kernels/topk.h"
+#include "kernels/topk_merge.h"
 #include "transport/link.h"
 #include "transport/shm/host_group.h"
 
@@ -30,7 +30,7 @@ struct Channel {
   std::map<int32_t, SetComm> comms;
   std::map<int32_t, HierComm> hier;  // 2D communicators of the sets where LIGHT_2D_ALLREDUCE applies
   std::vector<char> fusion_buffer;
-  kernels::TopkScratch topk_scratch;
+  kernels::MergeScratch topk_scratch;
 
   // The link to a global rank, dialed now if init did not make it. Null only for self.
   Link* peer(int rank) {

@@ -13,8 +13,10 @@
 #include "device/cuda_device.h"
 #include "device/host_device.h"
 #include "device/nccl.h"
+#include "engine/cost_model.h"
 #include "engine/device_pacing.h"
 #include "engine/fusion.h"
+#include "kernels/topk.h"
 
 namespace lightcc {
 namespace {
@@ -79,6 +81,12 @@ Status DeviceTopkStore::residuals(std::map<std::string, std::vector<float>>* out
     LIGHTCC_RETURN_IF_ERROR(e->residual->download(values.data(), values.size() * sizeof(float))
                                 .withContext("reading the top-k residual of '" + name + "'"));
     (*out)[name] = std::move(values);
+    if (e->velocity) {  // momentum correction's velocity, named as the host store names it
+      std::vector<float> velocity(e->elements);
+      LIGHTCC_RETURN_IF_ERROR(e->velocity->download(velocity.data(), velocity.size() * sizeof(float))
+                                  .withContext("reading the top-k velocity of '" + name + "'"));
+      (*out)[TopkStore::kVelocityPrefix + name] = std::move(velocity);
+    }
   }
   return Status::OK();
 }
@@ -86,16 +94,20 @@ Status DeviceTopkStore::residuals(std::map<std::string, std::vector<float>>* out
 Status DeviceTopkStore::setResidual(const std::string& name, const float* data, size_t count, uint64_t warmup_steps,
                                     bool* found) {
   *found = false;
+  const std::string prefix = TopkStore::kVelocityPrefix;
+  const bool velocity = name.compare(0, prefix.size(), prefix) == 0;
+  const std::string tensor = velocity ? name.substr(prefix.size()) : name;
   Entry* e = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, entry] : entries_) {
-      if (residualName(key) == name) e = entry.get();
+      if (residualName(key) == tensor) e = entry.get();
     }
   }
   if (e == nullptr) return Status::OK();
   std::lock_guard<std::mutex> lock(e->mu);
-  if (!e->residual) return Status::OK();
+  device::BufferPtr& target = velocity ? e->velocity : e->residual;
+  if (!target) return Status::OK();  // a velocity not made yet waits in the host store
   *found = true;
   if (count != e->elements) {
     return Status::InvalidArgument("top-k residual for '" + name + "' has " + std::to_string(e->elements) +
@@ -104,8 +116,8 @@ Status DeviceTopkStore::setResidual(const std::string& name, const float* data, 
   if (e->last) LIGHTCC_RETURN_IF_ERROR(e->last->synchronize());
   std::vector<float> padded(e->count, 0.0f);
   std::copy(data, data + count, padded.begin());
-  LIGHTCC_RETURN_IF_ERROR(e->residual->upload(padded.data(), padded.size() * sizeof(float)));
-  e->steps = std::max(e->steps, warmup_steps);
+  LIGHTCC_RETURN_IF_ERROR(target->upload(padded.data(), padded.size() * sizeof(float)));
+  if (!velocity) e->steps = std::max(e->steps, warmup_steps);
   return Status::OK();
 }
 
@@ -355,10 +367,7 @@ Status DeviceExecutor::prepareResidual(DeviceTopkStore::Entry& e, int32_t set, c
     }
   }
   if (!restored) LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.residual->data(), padded * sizeof(float)));
-  if (config.topk_momentum > 0) {
-    LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.velocity));
-    LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.velocity->data(), padded * sizeof(float)));
-  }
+  e.velocity.reset();  // made by the first step with momentum correction
   e.count = padded;
   e.elements = count;
   e.steps = restored ? topkRestoredSteps(config) : 0;
@@ -390,26 +399,93 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
   std::lock_guard<std::mutex> lock(e.mu);
   LIGHTCC_RETURN_IF_ERROR(prepareResidual(e, r.process_set_id, name, count, padded));
   LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));
-  const TopkStep step = topkStepFor(*env_.config, e.steps, env_.rank);
+  // The front's declarations (momentum, Nesterov) and its progress live in the host's store,
+  // as for the host executor: read the one, report the other.
+  TopkStore::Entry& declared = env_.topk->entry(r.process_set_id, name);
+  TopkTensorOptions options;
+  {
+    std::lock_guard<std::mutex> hold(declared.mu);
+    options = declared.options;
+  }
+  const TopkStep step = topkStepFor(*env_.config, e.steps, env_.rank, options);
   ++e.steps;
-  if (step.dense) {
-    // Completes the handle itself.
-    LIGHTCC_RETURN_IF_ERROR(allreduce(b, c, two_level ? Algorithm::kTwoLevel : Algorithm::kLinks));
-    return dev_->record(&e.last);
+  {
+    std::lock_guard<std::mutex> hold(declared.mu);
+    declared.state.steps = e.steps;
+    declared.train.applied_momentum = step.params.momentum;
+  }
+  if (step.params.momentum > 0 && !e.velocity) {
+    LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.velocity));
+    std::lock_guard<std::mutex> hold(declared.mu);  // a velocity restored before its first step
+    if (declared.state.velocity.size() == count) {
+      std::vector<float> padded_copy(padded, 0.0f);
+      std::copy(declared.state.velocity.begin(), declared.state.velocity.end(), padded_copy.begin());
+      LIGHTCC_RETURN_IF_ERROR(e.velocity->upload(padded_copy.data(), padded * sizeof(float)));
+      declared.state.velocity.clear();
+    } else {
+      LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.velocity->data(), padded * sizeof(float)));
+    }
   }
   const DeviceTopkResidual state{static_cast<float*>(e.residual->data()),
                                  e.velocity ? static_cast<float*>(e.velocity->data()) : nullptr};
+  // As the host executor: dense when the merge would move more bytes than a dense allreduce
+  // (the exchange that decides is 2D's cross-group one over a shard).
+  const int groups = two_level ? c.cross->size() : c.flat->size();
+  const size_t share = padded / (two_level ? static_cast<size_t>(c.intra->size()) : 1);
+  const bool cheaper = sparseMovesFewerBytes(groups, share, esize, kernels::topkK(share, step.params.density));
+  if (!step.dense && !cheaper && env_.stats != nullptr) env_.stats->topk_dense_batches.fetch_add(1);
+  if (step.dense || !cheaper) {
+    // Both complete the handle themselves; without momentum the residual waits untouched.
+    if (step.params.momentum > 0) {
+      LIGHTCC_RETURN_IF_ERROR(denseFromResidual(b, c, state, step, spec, two_level, in, out, count, padded)
+                                  .withContext("dense top-k step of '" + name + "'"));
+    } else {
+      LIGHTCC_RETURN_IF_ERROR(allreduce(b, c, two_level ? Algorithm::kTwoLevel : Algorithm::kLinks));
+    }
+    return dev_->record(&e.last);
+  }
   const std::string what = "top-k allreduce of '" + name + "'";
   if (two_level) {
     LIGHTCC_RETURN_IF_ERROR(deviceTwoLevelTopkAllreduce(*dev_, *c.intra, *c.cross, topk_scratch_, state, in, out,
                                                         work, count, padded, r.dtype, spec, step.params)
                                 .withContext("2D " + what));
   } else {
+    // On host memory the exchange's bytes are the SetComm's to count (NCCL's are not visible).
+    const SetComm* host = backend_ == Backend::kHost ? &channel_.comms.at(r.process_set_id) : nullptr;
+    const uint64_t sent_before = host != nullptr ? host->sent_bytes : 0;
     LIGHTCC_RETURN_IF_ERROR(
         deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, state, in, out, count, r.dtype, spec, step.params)
             .withContext(what));
+    if (host != nullptr && env_.stats != nullptr) {
+      env_.stats->topk_bytes_sent.fetch_add(host->sent_bytes - sent_before, std::memory_order_relaxed);
+    }
   }
   LIGHTCC_RETURN_IF_ERROR(dev_->record(&e.last));
+  if (env_.stats != nullptr) env_.stats->topk_batches.fetch_add(1);
+  return finish(b, {});
+}
+
+Status DeviceExecutor::denseFromResidual(Batch& b, SetComms& c, const DeviceTopkResidual& state,
+                                         const TopkStep& step, const ReduceSpec& spec, bool two_level,
+                                         const void* in, void* out, size_t count, size_t padded) {
+  const DataType dtype = b.response->dtype;
+  LIGHTCC_RETURN_IF_ERROR(dev_->dgcAccumulate(state.velocity, state.residual, in, dtype, count,
+                                              static_cast<float>(spec.prescale), step.params.momentum,
+                                              step.params.nesterov));
+  LIGHTCC_RETURN_IF_ERROR(grow(&dense_, padded * sizeof(float)));
+  auto* sum = static_cast<float*>(dense_->data());
+  LIGHTCC_RETURN_IF_ERROR(dev_->copy(sum, state.residual, padded * sizeof(float)));
+  LIGHTCC_RETURN_IF_ERROR(dev_->zero(state.residual, padded * sizeof(float)));
+  const ReduceSpec dense{DataType::kFloat32, spec.op, 1.0, spec.postscale};
+  if (two_level) {
+    LIGHTCC_RETURN_IF_ERROR(grow(&shard_, padded / static_cast<size_t>(c.intra->size()) * sizeof(float)));
+    LIGHTCC_RETURN_IF_ERROR(
+        deviceTwoLevelAllreduce(*c.intra, *c.cross, sum, shard_->data(), padded, DataType::kFloat32, dense.op));
+  } else {
+    LIGHTCC_RETURN_IF_ERROR(c.flat->allreduce(sum, count, DataType::kFloat32, dense.op));
+  }
+  LIGHTCC_RETURN_IF_ERROR(deviceFinishScaling(*dev_, sum, count, DataType::kFloat32, dense));
+  LIGHTCC_RETURN_IF_ERROR(dev_->fromFloat(out, sum, count, dtype));
   return finish(b, {});
 }
 

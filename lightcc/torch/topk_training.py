@@ -6,7 +6,7 @@ SGD with momentum, Deep Gradient Compression accumulates the momentum *before* c
 optimizer's own momentum must then stay out of those parameters, or momentum is applied twice.
 So the front
 
-1. declares every host parameter's optimizer to the core (`topk_declare`): SGD-like with its
+1. declares every parameter's optimizer (host or GPU: both executors read declarations) to the core (`topk_declare`): SGD-like with its
    momentum and Nesterov flag, or not (Adam, AdamW, ... keep their own moments: plain error
    feedback), again whenever a parameter group's momentum changes (schedulers cycle it);
 2. after each synchronize, asks the core which parameters took a top-k step with momentum
@@ -16,8 +16,8 @@ So the front
    momentum SGD amplifies it by that factor in steady state; the compressed result already
    carries the momentum of the gradient.
 
-Everything else (dense parameters, non-SGD optimizers, GPU tensors: the device executor does
-not take declarations yet) is stepped by the wrapped optimizer unchanged.
+Everything else (dense parameters, non-SGD optimizers) is stepped by the wrapped optimizer
+unchanged.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class TopkTraining:
         self._optimizer = optimizer
         self._set = process_set.process_set_id or 0
         self._names = {p: tensor_name("allreduce", names[p]) for p in params if p in names}
-        self._params = [p for p in params if p in self._names and p.device.type == "cpu"]
+        self._params = [p for p in params if p in self._names]
         self._declared: Dict[int, Tuple[bool, float, bool]] = {}  # per group index
         self._steps: Dict[torch.Tensor, int] = {}
         info = core().fusion_info()

@@ -4,7 +4,8 @@
 // tests/gpu/run.sh runs it plainly and under `compute-sanitizer ... --quick`.
 //
 // Every GPU call goes through the extern "C" tables the core dlopens (lightccCudaRuntimeTableV1,
-// lightccCudaKernelTableV1, lightccCudaTopkTableV2), so the entry points are covered with the
+// lightccCudaKernelTableV1, lightccCudaTopkTableV2, lightccCudaMergeTableV1,
+// lightccCudaTrainTableV1), so the entry points are covered with the
 // kernels; the CPU side is the lightcc_core static library. Each group seeds its own data,
 // runs both sides on the same bytes and compares:
 //   - bit for bit, except that two NaNs match whatever their payload where the result comes
@@ -25,6 +26,8 @@
 
 #include "kernels/reduce.h"
 #include "kernels/topk.h"
+#include "kernels/topk_merge.h"
+#include "kernels/topk_train.h"
 #include "kernels/topk_ops.h"
 #include "kernels_test_util.h"
 
@@ -352,7 +355,7 @@ void testScatter(const Env& env, Totals& t) {
 }
 
 void testUpdates(const Env& env, Totals& t) {
-  Group res("accumulateResidual"), clr("clearSelected"), mom("momentumCorrect");
+  Group res("accumulateResidual"), clr("clearSelected"), mom("momentumCorrect"), dgc("dgcAccumulate");
   for (size_t count : sizes(env, false)) {
     for (DataType dtype : kTopkTypes) {
       Rng r(count * 17 + int(dtype));
@@ -385,6 +388,21 @@ void testUpdates(const Env& env, Totals& t) {
         std::string d2 = compareBits(DataType::kFloat32, dv.download(count * 4), asBytes(v), count,
                                      true);
         mom.expect(d1.empty() && d2.empty(), name + ": u " + d1 + " v " + d2);
+      }
+      // DGC's momentum correction with the gradient's scale, plain and Nesterov (topk_train.h).
+      for (bool nesterov : {false, true}) {
+        const float m = 0.9f, f = 0.25f;
+        std::string name = caseName("dgc", dtype, count) + (nesterov ? " nesterov" : " plain");
+        std::vector<float> u = fromBytes<float>(r0, count), v = fromBytes<float>(v0, count);
+        dgc.expectOk(kernels::dgcAccumulate(u.data(), v.data(), grad.data(), dtype, count, f, m, nesterov),
+                     name + " (CPU)");
+        DeviceBuffer du(env, r0), dv(env, v0);
+        dgc.expectOk(env.train->dgcAccumulate(du.as<float>(), dv.as<float>(), dGrad.get(), dtype, count, f, m,
+                                              nesterov, env.stream),
+                     name);
+        std::string d1 = compareBits(DataType::kFloat32, du.download(count * 4), asBytes(u), count, true);
+        std::string d2 = compareBits(DataType::kFloat32, dv.download(count * 4), asBytes(v), count, true);
+        dgc.expect(d1.empty() && d2.empty(), name + ": u " + d1 + " v " + d2);
       }
     }
     // clearSelected: a copy of zeros, so every bit must match.
@@ -469,6 +487,7 @@ void testUpdates(const Env& env, Totals& t) {
   res.end(t.checks, t.failed);
   clr.end(t.checks, t.failed);
   mom.end(t.checks, t.failed);
+  dgc.end(t.checks, t.failed);
 }
 
 // ---- fusion pack / unpack ----
@@ -513,6 +532,96 @@ void packCase(const Env& env, Group& g, int nseg, size_t maxBytes, Rng& r) {
   g.expectOk(env.topk->unpack(dBuffer.get(), segs.data(), nseg, env.stream), name + " unpack");
   d = compareBits(DataType::kUInt8, dTensors.download(arena), wantT, arena, false);
   g.expect(d.empty(), name + " unpack: " + d);
+}
+
+// ---- gTop-k's merge (kernels/topk_merge.h): the slots, the gathered pairs, survivors, restore,
+// placing. Two lists of n pairs over `count` elements, values in the wire dtype with specials
+// (merged sums: NaNs match whatever their payload); the selection between union and gather is
+// the CPU's, so each kernel is held to its twin on the same input.
+std::vector<uint8_t> wireValues(DataType dtype, size_t n, Rng& r) {
+  std::vector<uint8_t> out(n * dtypeSize(dtype));
+  for (size_t i = 0; i < n; ++i) {
+    const float v = randomFloat(r, true);
+    if (dtype == DataType::kFloat32) std::memcpy(&out[4 * i], &v, 4);
+    if (dtype == DataType::kFloat16) kernels::storeWire(v, reinterpret_cast<Half*>(&out[2 * i]));
+    if (dtype == DataType::kBFloat16) kernels::storeWire(v, reinterpret_cast<BFloat16*>(&out[2 * i]));
+  }
+  return out;
+}
+
+void testMerge(const Env& env, Totals& t) {
+  Group uni("mergeUnion"), gat("gatherSlots"), sur("markDropped/restore"), pla("placePairs");
+  for (size_t count : sizes(env, false)) {
+    for (DataType dtype : kTopkTypes) {
+      const size_t n = count / 3 + (count > 0 ? 1 : 0) > count ? count : count / 3 + (count > 0 ? 1 : 0);
+      const size_t es = dtypeSize(dtype);
+      Rng r(count * 31 + int(dtype));
+      std::vector<uint32_t> ai = distinctIndices(count, n, true, r), bi = distinctIndices(count, n, true, r);
+      std::vector<uint8_t> av = wireValues(dtype, n, r), bv = wireValues(dtype, n, r);
+      const std::string name = caseName("merge", dtype, count);
+      std::vector<uint32_t> si(2 * n);
+      std::vector<float> sv(2 * n), sr(2 * n);
+      uni.expectOk(kernels::mergeUnion(ai.data(), av.data(), bi.data(), bv.data(), n, dtype, si.data(), sv.data(),
+                                       sr.data()),
+                   name + " (CPU)");
+      DeviceBuffer dai(env, asBytes(ai)), dbi(env, asBytes(bi)), dav(env, av), dbv(env, bv);
+      DeviceBuffer dsi(env, 8 * n + 4), dsv(env, 8 * n + 4), dsr(env, 8 * n + 4);
+      uni.expectOk(env.merge->mergeUnion(dai.as<uint32_t>(), dav.get(), dbi.as<uint32_t>(), dbv.get(), n, dtype,
+                                         dsi.as<uint32_t>(), dsv.as<float>(), dsr.as<float>(), env.stream),
+                   name);
+      const std::string d1 = compareBits(DataType::kInt32, dsi.download(8 * n), asBytes(si), 2 * n, false);
+      const std::string d2 = compareBits(DataType::kFloat32, dsv.download(8 * n), asBytes(sv), 2 * n, true);
+      const std::string d3 = compareBits(DataType::kFloat32, dsr.download(8 * n), asBytes(sr), 2 * n, true);
+      uni.expect(d1.empty() && d2.empty() && d3.empty(), name + ": idx " + d1 + " val " + d2 + " rank " + d3);
+      if (n == 0) continue;
+      // The CPU's selection over the slots, then the gather on both sides.
+      std::vector<uint32_t> pos(n);
+      std::vector<float> picked(n);
+      kernels::TopkScratch scratch;
+      kernels::selectTopk(sr.data(), 2 * n, n, 1, pos.data(), picked.data(), scratch);
+      std::vector<uint32_t> oi(n);
+      std::vector<uint8_t> ov(n * es);
+      gat.expectOk(kernels::gatherSlots(si.data(), sv.data(), pos.data(), n, dtype, oi.data(), ov.data()),
+                   name + " gather (CPU)");
+      DeviceBuffer dpos(env, asBytes(pos)), doi(env, 4 * n), dov(env, n * es);
+      gat.expectOk(env.merge->gatherSlots(dsi.as<uint32_t>(), dsv.as<float>(), dpos.as<uint32_t>(), n, dtype,
+                                          doi.as<uint32_t>(), dov.get(), env.stream),
+                   name + " gather");
+      const std::string g1 = compareBits(DataType::kInt32, doi.download(4 * n), asBytes(oi), n, false);
+      const std::string g2 = compareBits(dtype, dov.download(n * es), ov, n, false);
+      gat.expect(g1.empty() && g2.empty(), name + " gather: idx " + g1 + " val " + g2);
+      // Survivors of a against the merged list, then a's dropped pairs back into a residual.
+      std::vector<uint8_t> dropped(n, 0);
+      kernels::markDropped(oi.data(), n, ai.data(), n, dropped.data());
+      DeviceBuffer ddr(env, std::vector<uint8_t>(n, 0));
+      sur.expectOk(env.merge->markDropped(doi.as<uint32_t>(), n, dai.as<uint32_t>(), n, ddr.as<uint8_t>(), env.stream),
+                   name + " survivors");
+      const std::vector<uint8_t> gotDropped = ddr.download(n);
+      sur.expect(gotDropped == dropped, name + ": survivor flags differ");
+      std::vector<uint8_t> r0 = randomData(DataType::kFloat32, count, r, true);
+      std::vector<float> res = fromBytes<float>(r0, count);
+      sur.expectOk(kernels::restoreDropped(res.data(), ai.data(), av.data(), dtype, dropped.data(), n),
+                   name + " restore (CPU)");
+      DeviceBuffer dres(env, r0);
+      sur.expectOk(env.merge->restoreDropped(dres.as<float>(), dai.as<uint32_t>(), dav.get(), dtype,
+                                             ddr.as<uint8_t>(), n, env.stream),
+                   name + " restore");
+      const std::string d4 = compareBits(DataType::kFloat32, dres.download(count * 4), asBytes(res), count, true);
+      sur.expect(d4.empty(), name + " restore: " + d4);
+      // The merged pairs placed into a zeroed output: a copy, every bit.
+      std::vector<uint8_t> out(count * es, 0);
+      pla.expectOk(kernels::placePairs(out.data(), count, dtype, oi.data(), ov.data(), n), name + " place (CPU)");
+      DeviceBuffer dout(env, std::vector<uint8_t>(count * es, 0));
+      pla.expectOk(env.merge->placePairs(dout.get(), count, dtype, doi.as<uint32_t>(), dov.get(), n, env.stream),
+                   name + " place");
+      const std::string d5 = compareBits(dtype, dout.download(count * es), out, count, false);
+      pla.expect(d5.empty(), name + " place: " + d5);
+    }
+  }
+  uni.end(t.checks, t.failed);
+  gat.end(t.checks, t.failed);
+  sur.end(t.checks, t.failed);
+  pla.end(t.checks, t.failed);
 }
 
 void testPack(const Env& env, Totals& t) {
@@ -732,7 +841,10 @@ int main(int argc, char** argv) {
   env.rt = lightccCudaRuntimeTableV1();
   env.reduce = lightccCudaKernelTableV1();
   env.topk = lightccCudaTopkTableV2();
-  if (env.rt->version != 1 || env.reduce->version != 1 || env.topk->version != 2) {
+  env.merge = lightccCudaMergeTableV1();
+  env.train = lightccCudaTrainTableV1();
+  if (env.rt->version != 1 || env.reduce->version != 1 || env.topk->version != 2 || env.merge->version != 1 ||
+      env.train->version != 1) {
     std::printf("kernels_test: unexpected table versions %d/%d/%d\n", env.rt->version,
                 env.reduce->version, env.topk->version);
     return 1;
@@ -755,6 +867,7 @@ int main(int argc, char** argv) {
   testSelect(env, t);
   testScatter(env, t);
   testUpdates(env, t);
+  testMerge(env, t);
   testPack(env, t);
   testCast(env, t);
   testDivide(env, t);

@@ -15,6 +15,8 @@
 #include "cuda/reduce_cuda.h"
 #include "cuda/runtime_cuda.h"
 #include "cuda/topk_cuda.h"
+#include "cuda/topk_merge_cuda.h"
+#include "cuda/topk_train_cuda.h"
 #include "kernels/half.h"
 
 namespace lightcc::gputest {
@@ -24,6 +26,8 @@ struct Env {
   const cuda::CudaRuntimeTableV1* rt = nullptr;
   const cuda::CudaKernelTableV1* reduce = nullptr;
   const cuda::CudaTopkTableV2* topk = nullptr;
+  const cuda::CudaMergeTableV1* merge = nullptr;
+  const cuda::CudaTrainTableV1* train = nullptr;
   void* stream = nullptr;
   bool quick = false;
 };

@@ -6,6 +6,7 @@ the CUDA + NCCL path runs on a GPU (tests/gpu/ checks that path itself).
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.ranks import TOPK_BARE, run_ranks
@@ -51,6 +52,55 @@ def test_topk_matches_model(size, extra):
     env = dict(DEVICE, **TOPK_BARE, LIGHT_TOPK_ALLREDUCE="1", LIGHT_TOPK_THRESHOLD="262144", LIGHT_TOPK_DENSITY="0.01", **extra)
     for res in run_ranks("device_topk_worker.py", size, timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
+
+
+def _both_executors(worker: str, size: int, args: list, env: dict, tmp_path) -> None:
+    """Runs `worker` with the host executor and with the device executor's schedules; every saved array must match."""
+    runs = {}
+    for label, extra in (("host", {}), ("device", DEVICE)):
+        prefix = str(tmp_path / label)
+        for res in run_ranks(worker, size, [*args, prefix], timeout=180, env=dict(env, **extra)):
+            assert " 0 failed" in res.stdout, res.stdout + res.stderr[-2000:]
+        runs[label] = [dict(np.load(f"{prefix}.{r}.npz")) for r in range(size)]
+    for r in range(size):
+        host, dev = runs["host"][r], runs["device"][r]
+        assert sorted(host) == sorted(dev), (sorted(host), sorted(dev))
+        differ = [k for k in host if not np.array_equal(host[k], dev[k])]
+        assert not differ, f"rank {r}: {differ} differ between the executors"
+
+
+TOPK_ON = {**TOPK_BARE, "LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "4096", "LIGHT_TOPK_DENSITY": "0.02"}
+
+
+@pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_topk_device_executor_matches_host_executor(size, dtype, tmp_path):
+    # The same job through both executors: outputs and residuals bit for bit (one merge schedule,
+    # one set of kernels; the device side here runs them through the device interface).
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    _both_executors("topk_executors_worker.py", size, [dtype], TOPK_ON, tmp_path)
+
+
+@pytest.mark.parametrize("size,dtype", [(2, "float32"), (3, "bfloat16")])
+def test_topk_momentum_matches_host_executor(size, dtype, tmp_path):
+    # LIGHT_TOPK_MOMENTUM on every tensor, two dense warm-up steps first (the residual goes out
+    # whole through the velocity), then sparse steps with momentum correction and masking.
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    env = dict(TOPK_ON, LIGHT_TOPK_MOMENTUM="0.9", LIGHT_TOPK_WARMUP="dense", LIGHT_TOPK_WARMUP_STEPS="2")
+    _both_executors("topk_executors_worker.py", size, [dtype], env, tmp_path)
+
+
+@pytest.mark.parametrize("size,optimizer", [(2, "sgd"), (3, "nesterov")])
+def test_topk_declarations_reach_the_device_executor(size, optimizer, tmp_path):
+    # The torch front declares each parameter's momentum (and Nesterov) and steps the corrected
+    # ones from topk_progress; both executors must end with the same weights, residuals and
+    # velocities (decay warm-up, 1-D biases dense; clipping off, which the device lacks).
+    pytest.importorskip("torch")
+    env = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "1024", "LIGHT_TOPK_DENSITY": "0.05",
+           "LIGHT_TOPK_WARMUP_STEPS": "3", "LIGHT_TOPK_CLIP": "0", "HOROVOD_FUSION_THRESHOLD": "0"}
+    _both_executors("topk_declared_worker.py", size, [optimizer], env, tmp_path)
 
 
 @pytest.mark.parametrize("size,extra", [(3, {}), (4, {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": "2"})])

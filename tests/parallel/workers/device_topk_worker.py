@@ -1,10 +1,11 @@
 """Top-k allreduce through the device executor's schedules (LIGHTCC_DEVICE_EXECUTOR=host), against a NumPy model.
 
 The model replays the schedule exactly: flat — every rank adds its gradient to its residual,
-sends its k largest entries and keeps the rest; 2D — each group of LIGHT_INTRA_SIZE ranks sums
-densely, member j of each group sparsifies shard j of the group sum against its own residual
-and the groups exchange those. Integer-valued gradients keep every sum exact, so the
-comparison is exact too.
+selects its k largest entries, and gTop-k's merge (fold, recursive doubling, unfold) keeps the
+k largest of each union; a rank's pairs that some merge dropped go back to its residual; 2D —
+each group of LIGHT_INTRA_SIZE ranks sums densely, member j of each group sparsifies shard j of
+the group sum against its own residual and the groups merge those. Integer-valued gradients
+keep every sum exact, so the comparison is exact too (ties go to the lower index).
 """
 from __future__ import annotations
 
@@ -41,6 +42,54 @@ def k_of(count: int) -> int:
     return max(1, math.ceil(count * DENSITY - 1e-9))
 
 
+def merge(a: dict, b: dict, k: int) -> dict:
+    """The k largest of the union of two pair lists, equal indices summed (ties to the lower index)."""
+    u = dict(a)
+    for i, v in b.items():
+        u[i] = np.float32(u[i] + v) if i in u else v
+    keep = sorted(u, key=lambda i: (-abs(float(u[i])), i))[:k]
+    return {i: u[i] for i in keep}
+
+
+def gtopk(lists: list, k: int) -> tuple:
+    """sparse_allreduce.h's merge over len(lists) members: the final pairs, and each member's survivors."""
+    p = len(lists)
+    m = 1 << (p.bit_length() - 1)
+    alive = [set(x) for x in lists]
+    cur = [dict(lists[q]) for q in range(m)]
+    for j in range(p - m):  # fold
+        cur[j] = merge(cur[j], lists[m + j], k)
+        alive[j] &= set(cur[j])
+        alive[m + j] &= set(cur[j])
+    step = 1
+    while step < m:
+        cur = [merge(cur[q], cur[q ^ step], k) for q in range(m)]
+        for q in range(m):
+            alive[q] &= set(cur[q])
+            if q + m < p:
+                alive[q + m] &= set(cur[q])
+        step *= 2
+    return cur[0], alive
+
+
+def exchange(residuals: list, k: int) -> np.ndarray:
+    """Selects, merges and feeds back over these residual views; returns the dense result."""
+    lists = []
+    for res in residuals:
+        idx = topk(res, k)
+        lists.append({int(i): res[i] for i in idx})
+        res[idx] = 0
+    final, alive = gtopk(lists, k)
+    for q, res in enumerate(residuals):
+        for i, v in lists[q].items():
+            if i not in alive[q]:
+                res[i] += v
+    out = np.zeros(residuals[0].size, np.float32)
+    for i, v in final.items():
+        out[i] = v
+    return out
+
+
 def model(p: int, g: int, n: int, steps: int) -> list:
     """Expected Sum results per step for p ranks in groups of g (g = 1: flat)."""
     groups = p // g
@@ -51,26 +100,18 @@ def model(p: int, g: int, n: int, steps: int) -> list:
     for step in range(steps):
         grads = [np.pad(grad(q, step, n), (0, padded - n)) for q in range(p)]
         if g == 1:
-            contrib = grads
-            out = np.zeros(padded, np.float32)
             for q in range(p):
-                residual[q] += contrib[q]
-                idx = topk(residual[q], k_of(n))
-                out[idx] += residual[q][idx]
-                residual[q][idx] = 0
-            results.append(out[:n])
+                residual[q] += grads[q]
+            results.append(exchange(residual, k_of(n))[:n])
             continue
         out = np.zeros(padded, np.float32)
         sums = [sum(grads[grp * g + j] for j in range(g)) for grp in range(groups)]
         for j in range(g):
             lo = j * shard
+            views = [residual[grp * g + j][lo:lo + shard] for grp in range(groups)]
             for grp in range(groups):
-                q = grp * g + j
-                res = residual[q][lo:lo + shard]
-                res += sums[grp][lo:lo + shard]
-                idx = topk(res, k_of(shard))
-                out[lo + idx] += res[idx]
-                res[idx] = 0
+                views[grp] += sums[grp][lo:lo + shard]
+            out[lo:lo + shard] = exchange(views, k_of(shard))
         results.append(out[:n])
     return results
 

@@ -1,8 +1,8 @@
 """Top-k exchange: fused batches, float16/bfloat16 values, bytes sent per rank, dense fallback.
 
 Usage: topk_exchange_worker.py FRAMEWORK DTYPE (numpy|torch, float32|float16|bfloat16). With
-LIGHTCC_DEVICE_EXECUTOR=host the device executor's exchange runs instead (one tensor a batch, an
-allgather of the pairs: up to p*k nonzeros; the host executor's counters stay out of it).
+LIGHTCC_DEVICE_EXECUTOR=host the device executor's exchange runs instead (one tensor a batch, the
+same merge: at most k nonzeros; the host executor's counters stay out of it).
 """
 from __future__ import annotations
 
@@ -52,14 +52,14 @@ class Frame:
         return t.astype(np.float64)
 
 
-def expected_bytes(rank: int, size: int, pairs: int, value_bytes: int) -> int:
+def expected_bytes(rank: int, size: int, pairs: int, value_bytes: int, flag_bytes: bool = False) -> int:
     """Bytes this rank sends in one exchange (csrc/algorithms/sparse_allreduce.h)."""
     m = 1 << math.floor(math.log2(size))
     rounds, msg = int(math.log2(m)), pairs * (4 + value_bytes)
     if rank >= m:
         return msg
     if rank + m < size:
-        return (rounds + 1) * msg + (pairs + 7) // 8
+        return (rounds + 1) * msg + (pairs if flag_bytes else (pairs + 7) // 8)
     return rounds * msg
 
 
@@ -99,7 +99,7 @@ def main() -> None:
             contributed[i] += sum(f.back(f.make(grad(q, step, n))) for q in range(p))
             nz = int(np.count_nonzero(outs[i]))
             if sparse:
-                most = p * ks[i] if device else n if two_d else ks[i]
+                most = n if two_d and not device else ks[i]
                 c.check(0 < nz <= most, f"step {step}: tensor {i} keeps {nz} of at most {most} pairs")
             else:
                 c.check(np.allclose(delivered[i], contributed[i], atol=TOL[f.dtype]),
@@ -107,6 +107,10 @@ def main() -> None:
     after = dict(core().stats())
     if device:
         c.check(after["device_batches"] - before["device_batches"] >= STEPS * len(COUNTS), "device executor ran")
+        if not two_d:  # one merge per tensor; the unfold's survivor flags are bytes, not bits, on the device
+            sent = after["topk_bytes_sent"] - before["topk_bytes_sent"]
+            want = STEPS * sum(expected_bytes(r, p, k, wbytes, flag_bytes=True) for k in ks)
+            c.check(sent == want, f"device executor: bytes sent {sent}, expected {want}")
     elif sparse:
         c.check(after["topk_batches"] - before["topk_batches"] == STEPS,
                 f"one sparse exchange per fused group: {after['topk_batches'] - before['topk_batches']}")
