@@ -19,6 +19,13 @@
 namespace lightcc {
 namespace {
 
+// The host's online cores (what os.cpu_count() says), not this process's affinity mask: with
+// LIGHTCC_BIND=core each rank sees one core although every rank has one of its own.
+int onlineCores() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -191,6 +198,7 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
   const int streams = static_cast<int>(config_.num_streams);
   shm::WaitOptions wait;
   wait.spin_us = config_.spin_us;
+  wait.oversubscribed = topo_.local_size > onlineCores();
   wait.timeout_s = timeout;
   wait.host_id = options_.hostname;
   auto main = std::make_unique<Channel>();

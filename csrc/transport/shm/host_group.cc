@@ -29,8 +29,6 @@
 namespace lightcc::shm {
 namespace {
 
-// How long a wait spins before it starts yielding the core between polls.
-constexpr int kPureSpinUs = 3;
 
 void futexWait(std::atomic<uint32_t>* word, uint32_t expected, double timeout_us) {
   struct timespec ts;
@@ -201,10 +199,10 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
   if (ready()) return Status::OK();
   const auto start = Clock::now();
   const auto spin_end = start + std::chrono::nanoseconds(static_cast<int64_t>(spin ? options_.spin_us * 1e3 : 0));
-  // Spin briefly, then spin yielding the core: when more threads are runnable than there are
-  // cores, the peer we wait for may be queued behind us on this very core, and a pure spin would
-  // hold it off for the whole spin time (and then a futex round trip) at every sync point.
-  const auto yield_from = start + std::chrono::microseconds(kPureSpinUs);
+  // Oversubscribed, spin yielding the core: the peer we wait for may be queued behind us on this
+  // very core, and a pure spin would hold it off for the whole spin time (and then a futex round
+  // trip) at every sync point. With a core per rank the peer is running: pure spin.
+  const auto yield_from = options_.oversubscribed ? start : spin_end;
   while (true) {
     for (int i = 0; i < 64; ++i) LIGHTCC_CPU_RELAX();
     if (ready()) return Status::OK();
