@@ -197,8 +197,12 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
   LIGHTCC_RETURN_IF_ERROR(mapSharedMemory(store.get(), local, &layout, &segments));
   const int streams = static_cast<int>(config_.num_streams);
   shm::WaitOptions wait;
-  wait.spin_us = config_.spin_us;
-  wait.oversubscribed = topo_.local_size > onlineCores();
+  const int cores = onlineCores();
+  wait.oversubscribed = topo_.local_size > cores;
+  // Oversubscribed, a sync point needs every local rank to get a core once; a waiter's spin
+  // yields, so it may last as many rounds as ranks share a core before a futex sleep (whose
+  // wake-up, on a busy core, costs far more) without taking time from the ranks it waits for.
+  wait.spin_us = config_.spin_us * (wait.oversubscribed ? (topo_.local_size + cores - 1) / cores : 1);
   wait.timeout_s = timeout;
   wait.host_id = options_.hostname;
   auto main = std::make_unique<Channel>();
