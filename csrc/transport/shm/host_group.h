@@ -27,8 +27,7 @@ namespace lightcc::shm {
 struct WaitOptions {
   double spin_us = 50.0;
   // More ranks on this host than cores: a waiter yields its core from the first poll, since the
-  // peer it waits for may be queued behind it. Otherwise it spins without yielding (a
-  // sched_yield is a system call of its own, paid at every sync point of a small collective).
+  // peer it waits for may be queued behind it (otherwise after a few microseconds of pure spin).
   bool oversubscribed = false;
   double timeout_s = 60.0;
   // With links that cannot ring our doorbell (network), sleeps are capped so polls continue.
