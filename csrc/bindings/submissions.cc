@@ -76,9 +76,9 @@ py::tuple resultTuple(const Handle& h) {
   return py::make_tuple(buf, r.output_shape, r.received_splits, r.value);
 }
 
-// enqueue + wait + result for one tensor, without a handle id: the synchronous ops' path, where
-// the front's handle bookkeeping cost more than the engine's own work for a small tensor.
-py::tuple runNow(const TensorArgs& t) {
+// enqueue + wait for one tensor, without a handle id: the synchronous ops' path, where the
+// front's handle bookkeeping cost more than the engine's own work for a small tensor.
+std::shared_ptr<Handle> runToCompletion(const TensorArgs& t) {
   std::shared_ptr<Engine> e = state().engine;
   if (!e) throw py::value_error("lightcc has not been initialized; use hvd.init().");
   std::vector<TensorEntry> entries;
@@ -100,8 +100,10 @@ py::tuple runNow(const TensorArgs& t) {
   raisePendingSignal();
   raise(st);
   orderCallerStream(t.device, t.stream, {h});
-  return resultTuple(*h);
+  return h;
 }
+
+py::tuple runNow(const TensorArgs& t) { return resultTuple(*runToCompletion(t)); }
 
 // Queues one tensor or a group and registers it; returns the front-level handle id.
 int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object keepalive, py::object finish,
@@ -159,27 +161,47 @@ int formatCode(const char* format, Py_ssize_t itemsize) {
 // gives address, dtype and shape, the array is kept alive, and synchronize returns it. Returns
 // -1 (nothing queued) for arrays the general path must handle (read-only, not C-contiguous, a
 // dtype without a struct format), so that path gives the error or the wrapping.
-int64_t allreduceArrayAsync(py::handle array, const std::string& name, int reduce_op, double pre, double post,
-                            int set_id, bool wake) {
-  engine();  // ValueError before init, as every other call
+// The in-place allreduce of a writable C-contiguous buffer as core arguments; false (and `t`
+// unset) for arrays the general path must handle.
+bool inPlaceAllreduceArgs(py::handle array, const std::string& name, int reduce_op, double pre, double post,
+                          int set_id, TensorArgs* t) {
   Py_buffer view;
   if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
     PyErr_Clear();
-    return -1;
+    return false;
   }
-  TensorArgs t;
-  t.dtype = formatCode(view.format, view.itemsize);
-  t.shape.assign(view.shape, view.shape + view.ndim);
-  t.input = t.output = reinterpret_cast<uintptr_t>(view.buf);
+  t->dtype = formatCode(view.format, view.itemsize);
+  t->shape.assign(view.shape, view.shape + view.ndim);
+  t->input = t->output = reinterpret_cast<uintptr_t>(view.buf);
   PyBuffer_Release(&view);
-  if (t.dtype < 0) return -1;
-  t.op = static_cast<int>(OpType::kAllreduce);
-  t.name = name;
-  t.reduce_op = reduce_op;
-  t.prescale = pre;
-  t.postscale = post;
-  t.process_set_id = set_id;
+  if (t->dtype < 0) return false;
+  t->op = static_cast<int>(OpType::kAllreduce);
+  t->name = name;
+  t->reduce_op = reduce_op;
+  t->prescale = pre;
+  t->postscale = post;
+  t->process_set_id = set_id;
+  return true;
+}
+
+int64_t allreduceArrayAsync(py::handle array, const std::string& name, int reduce_op, double pre, double post,
+                            int set_id, bool wake) {
+  engine();  // ValueError before init, as every other call
+  TensorArgs t;
+  if (!inPlaceAllreduceArgs(array, name, reduce_op, pre, post, set_id, &t)) return -1;
   return submit({t}, wake, py::reinterpret_borrow<py::object>(array), py::none(), py::none());
+}
+
+// The synchronous form (hvd.allreduce_ on a NumPy array): the whole call in C++, which for a
+// small tensor saves the front's argument building, several microseconds of Python per call.
+// False: nothing ran, the general path must handle the array.
+bool allreduceArray(py::handle array, const std::string& name, int reduce_op, double pre, double post,
+                    int set_id) {
+  engine();
+  TensorArgs t;
+  if (!inPlaceAllreduceArgs(array, name, reduce_op, pre, post, set_id, &t)) return false;
+  runToCompletion(t);  // the caller's reference keeps the array alive throughout
+  return true;
 }
 
 bool poll(int64_t id) {
@@ -261,6 +283,10 @@ void bindSubmissions(py::module_& m) {
         "(allgather, alltoall, reducescatter) with the tensor's framework; the result carries that tensor.");
   m.def("run", &runNow, py::arg("tensor"),
         "Queue one tensor, run the engine until it completes and return its result (the synchronous ops' path).");
+  m.def("allreduce_array", &allreduceArray, py::arg("array"), py::arg("name"), py::arg("reduce_op"),
+        py::arg("prescale"), py::arg("postscale"), py::arg("process_set_id"),
+        "In-place synchronous allreduce of a writable C-contiguous buffer. False: nothing ran; use the general "
+        "path (read-only, non-contiguous or unknown format).");
   m.def("allreduce_array_async", &allreduceArrayAsync, py::arg("array"), py::arg("name"), py::arg("reduce_op"),
         py::arg("prescale"), py::arg("postscale"), py::arg("process_set_id"), py::arg("wake"),
         "In-place async allreduce of a writable C-contiguous buffer; synchronize returns the buffer. -1: use "

@@ -204,7 +204,7 @@ const std::vector<FlagSpec>& specs() {
          return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm_ring_bytes);
        }},
       {{"LIGHTCC_SPIN_US", "us", "50",
-        "How long a waiting engine spins before it sleeps on a futex."},
+        "How long a waiting engine spins before it sleeps on a futex (times the local ranks per core, yielding, when they outnumber the cores)."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->spin_us); }},
       {{"LIGHTCC_NET_PLUGIN", "path", "",
         "NCCL net plugin used between hosts; empty = the bundled HARP libnccl-net-harp.so."},

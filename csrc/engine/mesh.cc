@@ -19,6 +19,13 @@
 namespace lightcc {
 namespace {
 
+// The host's online cores (what os.cpu_count() says), not this process's affinity mask: with
+// LIGHTCC_BIND=core each rank sees one core although every rank has one of its own.
+int onlineCores() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -190,7 +197,12 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
   LIGHTCC_RETURN_IF_ERROR(mapSharedMemory(store.get(), local, &layout, &segments));
   const int streams = static_cast<int>(config_.num_streams);
   shm::WaitOptions wait;
-  wait.spin_us = config_.spin_us;
+  const int cores = onlineCores();
+  wait.oversubscribed = topo_.local_size > cores;
+  // Oversubscribed, a sync point needs every local rank to get a core once; a waiter's spin
+  // yields, so it may last as many rounds as ranks share a core before a futex sleep (whose
+  // wake-up, on a busy core, costs far more) without taking time from the ranks it waits for.
+  wait.spin_us = config_.spin_us * (wait.oversubscribed ? (topo_.local_size + cores - 1) / cores : 1);
   wait.timeout_s = timeout;
   wait.host_id = options_.hostname;
   auto main = std::make_unique<Channel>();

@@ -186,7 +186,17 @@ def allreduce_(tensor: np.ndarray, average: Optional[bool] = None, name: Optiona
                op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                process_set: ProcessSet = global_process_set) -> np.ndarray:
     """In-place allreduce; returns `tensor`."""
+    op = _ops.resolve_op(average, op)
+    if op != Adasum and type(tensor) is np.ndarray:
+        # A small synchronous allreduce costs little more in the engine than this front did in
+        # Python: one core call reads the buffer and runs the op. False: the general path below.
+        full = _ops.tensor_name("allreduce", name)
+        if core().allreduce_array(tensor, full, op, float(prescale_factor), float(postscale_factor),
+                                  _id_of(process_set)):
+            return tensor
+        name = full[len("allreduce."):]  # named now: an unnamed tensor takes one number, not two
     a = _check_array(tensor, "allreduce_", writeable=True)
+    average = None
     return _allreduce_now(a, a, average, name, op, prescale_factor, postscale_factor, process_set)
 
 

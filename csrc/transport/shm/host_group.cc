@@ -201,10 +201,11 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
   if (ready()) return Status::OK();
   const auto start = Clock::now();
   const auto spin_end = start + std::chrono::nanoseconds(static_cast<int64_t>(spin ? options_.spin_us * 1e3 : 0));
-  // Spin briefly, then spin yielding the core: when more threads are runnable than there are
-  // cores, the peer we wait for may be queued behind us on this very core, and a pure spin would
-  // hold it off for the whole spin time (and then a futex round trip) at every sync point.
-  const auto yield_from = start + std::chrono::microseconds(kPureSpinUs);
+  // Spin briefly, then spin yielding the core: the thread we wait for may be queued behind us on
+  // this very core (another rank when the host is oversubscribed, or with a core per rank this
+  // rank's own engine or stream thread), and a pure spin would hold it off for the whole spin
+  // time (and then a futex round trip) at every sync point. Oversubscribed, yield at once.
+  const auto yield_from = start + std::chrono::microseconds(options_.oversubscribed ? 0 : kPureSpinUs);
   while (true) {
     for (int i = 0; i < 64; ++i) LIGHTCC_CPU_RELAX();
     if (ready()) return Status::OK();

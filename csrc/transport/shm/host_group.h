@@ -26,6 +26,9 @@ namespace lightcc::shm {
 
 struct WaitOptions {
   double spin_us = 50.0;
+  // More ranks on this host than cores: a waiter yields its core from the first poll, since the
+  // peer it waits for may be queued behind it (otherwise after a few microseconds of pure spin).
+  bool oversubscribed = false;
   double timeout_s = 60.0;
   // With links that cannot ring our doorbell (network), sleeps are capped so polls continue.
   double max_sleep_us = 1e6;
