@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         print("lightcc-bench scale: interrupted; ranks, namespaces and shared memory removed", file=sys.stderr)
         return 130
     paths = write(doc, Path(args.out), plots=not args.no_plot)
-    print(table(doc) + topk_table(doc["topk"]))
+    print((table(doc) if doc["runs"] or doc["faults"] else "") + topk_table(doc["topk"]))
     print("wrote " + ", ".join(str(p) for p in paths))
     bad_runs = [r for r in doc["runs"] + doc["topk"] if "error" in r or not r["row"]["ok"]]
     bad_faults = [f for f in doc["faults"] if "error" in f["result"] or not f["result"]["all_named"]
