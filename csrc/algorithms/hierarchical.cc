@@ -23,8 +23,10 @@ Status hierAllreduce(HierComm& h, const IoVec& io, const ReduceSpec& spec) {
   return shmAllreduce(h.intra, io, intra, hook);
 }
 
-Status leaderAllreduce(SetComm& intra, SetComm& leaders, const IoVec& io, const ReduceSpec& spec,
-                       std::vector<char>& scratch) {
+namespace {
+
+Status leaderSteps(SetComm& intra, SetComm& leaders, const IoVec& io, const ReduceSpec& spec,
+                   std::vector<char>& scratch) {
   ReduceSpec in_host, across;
   splitSpec(spec, &in_host, &across);
   const size_t esize = dtypeSize(spec.dtype);
@@ -46,6 +48,17 @@ Status leaderAllreduce(SetComm& intra, SetComm& leaders, const IoVec& io, const 
   }
   out.unstage(buf);
   return Status::OK();
+}
+
+}  // namespace
+
+Status leaderAllreduce(SetComm& intra, SetComm& leaders, const IoVec& io, const ReduceSpec& spec,
+                       std::vector<char>& scratch) {
+  // A host's other ranks wait on their leader, not on the network: when a host is lost, their
+  // shared-memory wait times out naming only the (live) leader, so they run the peer check too.
+  const Status st = leaderSteps(intra, leaders, io, spec, scratch);
+  return net::withPeerCheck(st, intra.dialer != nullptr ? intra.dialer->peerTargets() : net::linkTargets(intra.links),
+                            intra.host->timeoutSeconds());
 }
 
 }  // namespace lightcc

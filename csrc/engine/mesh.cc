@@ -376,8 +376,11 @@ void Mesh::buildLeaderComm(Channel& ch, int32_t id, const std::vector<int>& rank
   // One host (shared memory does it all) or one member a host (flat recursive doubling is the same).
   if (leaders.size() < 2 || leaders.size() == ranks.size()) return;
   LeaderComm lc;
-  lc.shares_hier = ch.hier.count(id) > 0;
-  // The 2D communicators' counter slots (see buildHierComm): the same groups, so never both used.
+  // The 2D group's counter slot (see buildHierComm) is the one our host group would use: share
+  // the 2D group when it is this host's members; a smaller one (LIGHT_INTRA_SIZE) keeps doubling flat.
+  auto hier = ch.hier.find(id);
+  lc.shares_hier = hier != ch.hier.end();
+  if (lc.shares_hier && hier->second.intra.ranks != intra) return;
   if (!lc.shares_hier) lc.intra = makeSetComm(ch, shm::kMaxProcessSets + id, intra);
   lc.leaders = makeSetComm(ch, 2 * shm::kMaxProcessSets + id, leaders);
   ch.leaders[id] = std::move(lc);
