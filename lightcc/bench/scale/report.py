@@ -47,8 +47,9 @@ def topk_table(runs: list[dict]) -> str:
     """Markdown: one row per shape, tree and mode, then top-k's growth against log p from the smallest p."""
     if not runs:
         return ""
-    lines = ["| shape (p) | tree | mode | KiB/step per rank (mean) | max | KiB/step per host (interface, mean) | "
-             "top-k / dense per rank | dense fallbacks | load |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    head = ("| shape (p) | tree | mode | KiB/step per rank (mean) | max | KiB/step per host (interface, mean) | "
+            "top-k / dense per rank | dense fallbacks | load |")
+    lines = [head, "|---|---|---|---:|---:|---:|---:|---:|---|"]
     dense = {(r["label"], r["shape"]): r["row"] for r in runs if "row" in r and r["mode"] == "dense"}
     for r in runs:
         if "error" in r:
