@@ -25,6 +25,23 @@ struct HierComm {
 
 Status hierAllreduce(HierComm& h, const IoVec& io, const ReduceSpec& spec);
 
+// Host leaders (LIGHTCC_RD_LEADERS), for latency-bound allreduces over a set spread over hosts
+// with several members on some. Steps: (1) shared-memory allreduce among this host's members;
+// (2) the host's lowest member (its leader) runs recursive doubling with the other hosts'
+// leaders; (3) the leader broadcasts the result in the host through shared memory. For H hosts
+// a leader sends log2(H) * M bytes (+M when H is not a power of two) in as many rounds; the
+// other members send nothing over the network. Flat recursive doubling over all p members
+// would put every member on the network for log2(p) rounds.
+struct LeaderComm {
+  SetComm intra;             // this host's members (unused when shares_hier: the 2D group is the same)
+  SetComm leaders;           // the lowest member of each host, ascending; me < 0 on non-leaders
+  bool shares_hier = false;  // the set's 2D HierComm exists; its intra owns the same counter slot
+};
+
+// `intra` holds this host's members (leader first); `leaders` is only read on the leader.
+Status leaderAllreduce(SetComm& intra, SetComm& leaders, const IoVec& io, const ReduceSpec& spec,
+                       std::vector<char>& scratch);
+
 // Per-tensor state of top-k compression, owned by the engine thread (and copied out or in,
 // under the engine's mutex, when users save or restore it).
 struct TopkTensorState {

@@ -25,7 +25,8 @@ Status SetComm::shmBarrier(const std::string& what) {
   };
   const int ch = host->channelIndex();
   Status st = host->waitUntil(ready, what + " in process set " + std::to_string(id) +
-                                         (ch > 0 ? " (stream " + std::to_string(ch) + ")" : ""), true);
+                                         (ch > 0 ? " (stream " + std::to_string(ch) + ")" : ""),
+                                 true, -1, true, /*doorbell_only=*/true);
   if (st.code() != StatusCode::kTimeout) return st;
   std::string late;  // who never arrived
   for (int m = 0; m < size(); ++m) {
@@ -85,7 +86,11 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
     }
     return remaining == 0;
   };
-  Status waited = comm.host->waitUntil(progress, what, true);
+  // Shared-memory links ring the doorbell; a network link's completion does not, so only a step
+  // with one needs the polling sleeps.
+  bool doorbell_only = true;
+  for (const P2POp& op : ops) doorbell_only = doorbell_only && op.link->kind() == "shm";
+  Status waited = comm.host->waitUntil(progress, what, true, -1, true, doorbell_only);
   if (waited.code() == StatusCode::kTimeout) {
     // Name whom we were waiting on; the engine's peer check then says which of them is lost.
     std::string pending;

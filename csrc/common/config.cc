@@ -244,6 +244,12 @@ const std::vector<FlagSpec>& specs() {
        [](auto& n, auto& v, Config* c) {
          return parseInt(n, v, 0, int64_t{1} << 40, &c->rd_allreduce_bytes);
        }},
+      {{"LIGHTCC_RD_LEADERS", "bool", "1",
+        "Recursive-doubling allreduces (LIGHTCC_RD_ALLREDUCE_BYTES) over a set with several members on "
+        "a host: reduce in each host through shared memory, run recursive doubling among the hosts' "
+        "lowest members only, then broadcast in each host (log2(hosts) network rounds, one rank a host "
+        "on the network); 0 = recursive doubling over every member. Must match on every rank."},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->rd_leaders); }},
       {{"LIGHT_2D_ALLREDUCE", "bool", "0",
         "Hierarchical (2D) allreduce: reduce-scatter inside each group of LIGHT_INTRA_SIZE ranks "
         "(shared memory), allreduce each shard across groups (every local rank its own flows), "

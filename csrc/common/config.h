@@ -38,6 +38,7 @@ struct Config {
   std::string net_plugin;                      // LIGHTCC_NET_PLUGIN (path; "" = bundled HARP)
   bool force_ring = false;                     // LIGHTCC_FORCE_RING
   int64_t rd_allreduce_bytes = 64 << 10;       // LIGHTCC_RD_ALLREDUCE_BYTES (0 = ring only)
+  bool rd_leaders = true;                      // LIGHTCC_RD_LEADERS (recursive doubling among host leaders)
   // GPU data plane (engine/device_executor.h).
   std::string nccl_library;                    // LIGHTCC_NCCL_LIBRARY ("" = the wheel's, then the loader's)
   bool device_executor_on_host = false;        // LIGHTCC_DEVICE_EXECUTOR=host (tests)

@@ -137,7 +137,9 @@ Status BitExchange::allreduce(std::vector<uint64_t>* bits, const std::string& wh
   stage_started_ = false;
   // The result comes second on its link, after that peer's cycle message: post it behind it.
   if (final_.peer >= 0) LIGHTCC_RETURN_IF_ERROR(postSlot(final_, bits->size()));
-  LIGHTCC_RETURN_IF_ERROR(main_.host->waitUntil([&] { return step(bits); }, what, true));
+  // A host's other ranks hear only from their host (shared memory rings the doorbell).
+  const bool doorbell_only = tree_.hosts == 1 || !tree_.isLeader();
+  LIGHTCC_RETURN_IF_ERROR(main_.host->waitUntil([&] { return step(bits); }, what, true, -1, true, doorbell_only));
   last_sends_ = sends_.size();
   return error_;
 }

@@ -29,6 +29,7 @@ struct Channel {
   std::unique_ptr<PeerDialer> dialer;  // links to the other remote peers, on first use (null: none)
   std::map<int32_t, SetComm> comms;
   std::map<int32_t, HierComm> hier;  // 2D communicators of the sets where LIGHT_2D_ALLREDUCE applies
+  std::map<int32_t, LeaderComm> leaders;  // host-leader communicators (LIGHTCC_RD_LEADERS) of multi-host sets
   std::vector<char> fusion_buffer;
   kernels::MergeScratch topk_scratch;
 

@@ -113,7 +113,7 @@ double Driver::idleUs(bool background) {
 }
 
 Status Driver::sleep(const std::function<bool()>& ready, double max_us, bool spin) {
-  return host_->waitUntil(ready, "work", false, max_us, spin);
+  return host_->waitUntil(ready, "work", false, max_us, spin, negotiator_->hearsOnlyHost());
 }
 
 bool Driver::workLeft() { return negotiator_->anyWork() || s_.queue.hasWork(); }

@@ -86,7 +86,7 @@ Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set)
   if (set.all_local) return Algorithm::kSharedMemory;
   // Latency-bound sizes: a ring's 2(p-1) rounds cost more than log2(p) whole-buffer exchanges.
   if (r.op == OpType::kAllreduce && responseBytes(r) <= env.config->rd_allreduce_bytes) {
-    return Algorithm::kRecursiveDoubling;
+    return set.leaders ? Algorithm::kLeaderDoubling : Algorithm::kRecursiveDoubling;
   }
   return Algorithm::kLinks;
 }
@@ -95,6 +95,8 @@ uint64_t HostExecutor::sentBytes(const SetComm& comm, int32_t set) const {
   uint64_t sent = comm.sent_bytes;
   auto hier = channel_.hier.find(set);
   if (hier != channel_.hier.end()) sent += hier->second.intra.sent_bytes + hier->second.cross.sent_bytes;
+  auto lead = channel_.leaders.find(set);
+  if (lead != channel_.leaders.end()) sent += lead->second.intra.sent_bytes + lead->second.leaders.sent_bytes;
   return sent;
 }
 
@@ -114,7 +116,8 @@ Status HostExecutor::run(Batch& b) {
                             std::to_string(r.process_set_id));
   }
   SetComm& comm = it->second;
-  const SetShape shape{comm.size(), comm.all_local, channel_.hier.count(r.process_set_id) > 0};
+  const SetShape shape{comm.size(), comm.all_local, channel_.hier.count(r.process_set_id) > 0,
+                       channel_.leaders.count(r.process_set_id) > 0};
   const Algorithm algo = pickAlgorithm(b, env_, shape);
   const bool trace = env_.rank == 0 && env_.timeline->active();
   if (trace) {
@@ -190,6 +193,12 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
       LIGHTCC_RETURN_IF_ERROR(
           recursiveDoublingAllreduce(comm, buf, io.total() / dtypeSize(r.dtype), spec).withContext(what));
       io.unstage(buf);
+      break;
+    }
+    case Algorithm::kLeaderDoubling: {
+      LeaderComm& lc = channel_.leaders.at(r.process_set_id);
+      SetComm& intra = lc.shares_hier ? channel_.hier.at(r.process_set_id).intra : lc.intra;
+      LIGHTCC_RETURN_IF_ERROR(leaderAllreduce(intra, lc.leaders, io, spec, channel_.fusion_buffer).withContext(what));
       break;
     }
     case Algorithm::kLinks:

@@ -97,6 +97,8 @@ enum class Algorithm {
   kLinks,         // ring/chain/direct over links (members on several hosts, or LIGHTCC_FORCE_RING)
   kRecursiveDoubling,  // an allreduce over links of at most LIGHTCC_RD_ALLREDUCE_BYTES: log2(p)
                        // rounds instead of the ring's 2(p-1) (the device executor runs it flat)
+  kLeaderDoubling,  // the same sizes over a set with several members on a host (LIGHTCC_RD_LEADERS):
+                    // shared memory in each host, recursive doubling among the hosts' leaders
   kTwoLevel,      // LIGHT_2D_ALLREDUCE: in the group first, then across groups
   kTopk,          // LIGHT_TOPK_ALLREDUCE over the flat set
   kTwoLevelTopk,  // top-k across groups, dense inside them
@@ -107,6 +109,7 @@ struct SetShape {
   int members = 1;
   bool all_local = false;  // every member on this host
   bool two_level = false;  // the set has 2D communicators (groups on one host each, 2+ groups)
+  bool leaders = false;    // the set has host-leader communicators (LeaderComm)
 };
 Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set);
 

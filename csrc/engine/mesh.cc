@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "common/logging.h"
@@ -43,6 +44,7 @@ std::string fingerprint(const Config& c) {
      << ";LIGHTCC_SHM_RING_BYTES=" << c.shm_ring_bytes
      << ";HOROVOD_DYNAMIC_PROCESS_SETS=" << c.dynamic_process_sets
      << ";LIGHTCC_FORCE_RING=" << c.force_ring << ";LIGHTCC_RD_ALLREDUCE_BYTES=" << c.rd_allreduce_bytes
+     << ";LIGHTCC_RD_LEADERS=" << c.rd_leaders
      << ";LIGHT_2D_ALLREDUCE=" << c.hierarchical_allreduce
      << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk_allreduce
      << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
@@ -372,6 +374,30 @@ void Mesh::buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks)
   ch.hier[id] = std::move(h);
 }
 
+void Mesh::buildLeaderComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const {
+  if (!config_.rd_leaders || config_.force_ring || config_.rd_allreduce_bytes == 0) return;
+  if (std::find(ranks.begin(), ranks.end(), topo_.rank) == ranks.end()) return;
+  const std::string& mine = hosts_[static_cast<size_t>(topo_.rank)];
+  std::vector<int> intra, leaders;
+  std::set<std::string> seen;
+  for (int r : ranks) {  // ascending: a host's first member seen is its lowest
+    const std::string& h = hosts_[static_cast<size_t>(r)];
+    if (h == mine) intra.push_back(r);
+    if (seen.insert(h).second) leaders.push_back(r);
+  }
+  // One host (shared memory does it all) or one member a host (flat recursive doubling is the same).
+  if (leaders.size() < 2 || leaders.size() == ranks.size()) return;
+  LeaderComm lc;
+  // The 2D group's counter slot (see buildHierComm) is the one our host group would use: share
+  // the 2D group when it is this host's members; a smaller one (LIGHT_INTRA_SIZE) keeps doubling flat.
+  auto hier = ch.hier.find(id);
+  lc.shares_hier = hier != ch.hier.end();
+  if (lc.shares_hier && hier->second.intra.ranks != intra) return;
+  if (!lc.shares_hier) lc.intra = makeSetComm(ch, shm::kMaxProcessSets + id, intra);
+  lc.leaders = makeSetComm(ch, 2 * shm::kMaxProcessSets + id, leaders);
+  ch.leaders[id] = std::move(lc);
+}
+
 int Mesh::countLinks(bool local) const {
   int n = 0;
   for (const auto& ch : channels_) {
@@ -384,6 +410,7 @@ void Mesh::addSet(int32_t id, const std::vector<int>& ranks) {
   for (auto& ch : channels_) {
     ch->comms[id] = makeSetComm(*ch, id, ranks);
     buildHierComm(*ch, id, ranks);
+    buildLeaderComm(*ch, id, ranks);
   }
 }
 
@@ -391,6 +418,7 @@ void Mesh::eraseSet(int32_t id) {
   for (auto& ch : channels_) {
     ch->comms.erase(id);
     ch->hier.erase(id);
+    ch->leaders.erase(id);
   }
 }
 

@@ -82,6 +82,8 @@ class Mesh {
   Status connectChannel(Channel& ch, rendezvous::StoreClient* store);
   SetComm makeSetComm(const Channel& ch, int32_t id, const std::vector<int>& ranks) const;
   void buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const;
+  // After buildHierComm (a LeaderComm shares the 2D group when there is one).
+  void buildLeaderComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const;
   int countLinks(bool local) const;
 
   const InitOptions options_;

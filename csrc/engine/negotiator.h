@@ -86,6 +86,9 @@ class Negotiator {
   // ones so rank 0 can name the missing ranks). Sets *want_cycle when a cycle must run.
   void maintenance(Clock::time_point now, bool* want_cycle);
   // Something here waits on peers: tensors pending, or rank 0's coordinator holds requests.
+  // Every negotiation message of this rank comes from its own host (shared memory, which rings
+  // the doorbell): one host, or not its host's leader.
+  bool hearsOnlyHost() const { return tree_.hosts == 1 || !tree_.isLeader(); }
   bool anyWork() const { return tensors_.anyPending() || (coordinator_ && !coordinator_->empty()); }
   // Is a caller blocked on this pending tensor? (The fusion flush vote.)
   bool waitedOn(int32_t set, const std::string& name) const;

@@ -71,3 +71,21 @@ def test_eight_hosts_of_four_correct_and_cut_link_named(tmp_path):
     assert all(run["row"][k] > 0 for k in ("lat4k_ms", "step100_ms", "big4m_ms", "init_s", "fds", "threads"))
     _check_survivors(doc["faults"][0]["result"])
     assert "Every allreduce result was checked on every rank: all correct." in (out / "scale.md").read_text()
+
+
+def test_topk_byte_count_runs_and_sends_fewer_bytes_than_dense(tmp_path):
+    """`lightcc-bench scale --topk 2x2`: both modes run on every rank, and top-k 1 % moves fewer bytes per rank."""
+    out = tmp_path / "topk"
+    cmd = [sys.executable, "-m", "lightcc.bench", "scale", "--shapes", "", "--topk", "2x2", "--topk-elements", "65536",
+           "--topk-steps", "2", "--out", str(out), "--no-plot", "--timeout", "120"]
+    p = subprocess.run(cmd, cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                       timeout=300, check=False)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    runs = {r["mode"]: r for r in json.loads((out / "scale.json").read_text())["topk"]}
+    assert set(runs) == {"dense", "topk"} and all("error" not in r for r in runs.values()), runs
+    dense, topk = runs["dense"]["row"], runs["topk"]["row"]
+    assert dense["ok"] and topk["ok"] and dense["p"] == topk["p"] == 4
+    assert topk["topk_batches"] == 2 and topk["topk_dense_batches"] == 0 and dense["topk_batches"] == 0
+    assert 0 < topk["bytes_per_rank_mean"] < dense["bytes_per_rank_mean"]
+    assert topk["net_bytes_per_host_mean"] < dense["net_bytes_per_host_mean"]
+    assert "Top-k vs dense" in (out / "scale.md").read_text()

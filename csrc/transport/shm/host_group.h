@@ -69,8 +69,11 @@ class HostGroup {
   // returns after max_wait_us so the caller can run timers. Without `spin` it sleeps at once
   // (an idle engine must not take a core from the thread that is doing the work).
   // Several threads of this rank may wait at once (the engine thread and a caller driving it).
+  // `doorbell_only`: everything this wait needs rings this rank's doorbell (shared memory, no
+  // network link), so it sleeps as on a channel without network links, past max_sleep_us: on a
+  // host of many ranks, waits capped for network polling wake thousands of times a second.
   Status waitUntil(const std::function<bool()>& ready, const std::string& what, bool check_peers,
-                   double max_wait_us = -1, bool spin = true) const;
+                   double max_wait_us = -1, bool spin = true, bool doorbell_only = false) const;
 
   // Staging ledger. A single-barrier collective publishes its staging and leaves without a
   // closing barrier, so peers may still be reading when this rank moves on. The publisher

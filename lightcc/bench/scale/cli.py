@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lightcc-bench scale",
         description="H network-namespace hosts x R ranks on this machine (root): init time, 4 KiB allreduce, "
         "100-tensor async step, 4 MiB allreduce, fds/sockets/threads per rank, at each shape; optionally a host's "
-        "link cut or its ranks SIGKILLed, checking every survivor's error names that host. See docs/scale.md.")
+        "link cut or its ranks SIGKILLed, checking every survivor's error names that host; optionally bytes per rank "
+        "of top-k vs dense (--topk). See docs/scale.md.")
     p.add_argument("--shapes", default=DEFAULT_SHAPES, help=f"HOSTSxRANKS list (default {DEFAULT_SHAPES}); '' = none")
     p.add_argument("--tree", action="append", default=[], metavar="LABEL=PATH",
                    help="a checkout with a built core to run (PYTHONPATH); repeat for before/after, run back to back "
@@ -48,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fault", default="", help="fault modes to run after the sweep: cut, kill or cut,kill")
     p.add_argument("--fault-shapes", default="4x4", help="shapes of the fault runs (default 4x4; the last host is lost)")
     p.add_argument("--fault-timeout", type=float, default=10.0, help="LIGHTCC_TIMEOUT of the fault runs (default 10)")
+    p.add_argument("--topk", default="", metavar="SHAPES",
+                   help="HOSTSxRANKS list for the byte count of top-k vs dense (e.g. 4x4,8x4,16x4): bytes each rank "
+                   "and host sends per allreduce step of one tensor, LIGHT_TOPK_ALLREDUCE on and off (default: none)")
+    p.add_argument("--topk-elements", type=int, default=256 << 10, help="float32 elements of that tensor (default 256 Ki)")
+    p.add_argument("--topk-density", type=float, default=0.01, help="LIGHT_TOPK_DENSITY of the top-k runs (default 0.01)")
+    p.add_argument("--topk-steps", type=int, default=3, help="counted allreduce steps (default 3)")
     p.add_argument("--timeout", type=float, default=600.0, help="hard limit per measuring run in seconds (default 600)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment for every rank")
     p.add_argument("--out", default="scale-results", help="folder for scale.json, scale.md and the PNGs")
@@ -87,6 +94,7 @@ def run(args: argparse.Namespace, say=print) -> dict:
                 say(f"{label} {h}x{r}: " + (f"error: {entry['error'][:300]}" if "error" in entry else
                     ", ".join(f"{k}={v:.4g}" for k, v in entry["row"].items() if k not in ("ok",)) +
                     f", correct={entry['row']['ok']}") + f" (load {entry['load']})")
+    doc["topk"] = _topk_runs(args, trees, env, say)
     for mode in [m.strip() for m in args.fault.split(",") if m.strip()]:
         if mode not in ("cut", "kill"):
             raise ValueError(f"--fault {mode}: use cut or kill")
@@ -104,13 +112,39 @@ def run(args: argparse.Namespace, say=print) -> dict:
     return doc
 
 
+def _topk_runs(args: argparse.Namespace, trees: dict[str, str], env: dict[str, str], say) -> list[dict]:
+    """Per --topk shape and tree: dense, then top-k, on the same namespaces; bytes per rank and host."""
+    from lightcc.bench.scale import cluster, netns
+    from lightcc.bench.scale.report import summarize_topk
+
+    runs = []
+    for h, r in (_shape(s) for s in args.topk.split(",") if s.strip()):
+        with netns.hosts(h) as hosts:
+            for label, tree in trees.items():
+                for topk in (False, True):
+                    entry = {"label": label, "shape": f"{h}x{r}", "mode": "topk" if topk else "dense",
+                             "elements": args.topk_elements, "density": args.topk_density, "load": _load()}
+                    try:
+                        ranks = cluster.topk_bytes(hosts, r, tree, topk, args.topk_elements, args.topk_density,
+                                                   args.topk_steps, args.timeout, env)
+                        entry.update(row=summarize_topk(ranks, r), ranks=ranks)
+                    except cluster.ClusterError as e:
+                        entry["error"] = str(e)[:4000]
+                    runs.append(entry)
+                    say(f"{label} {h}x{r} {entry['mode']}: " + (
+                        f"error: {entry['error'][:300]}" if "error" in entry else
+                        ", ".join(f"{k}={v:.4g}" for k, v in entry["row"].items() if k != "ok") +
+                        f", same bits={entry['row']['ok']}") + f" (load {entry['load']})")
+    return runs
+
+
 def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `lightcc-bench scale`; returns the exit status (1 on a wrong result, hang or unnamed host)."""
-    from lightcc.bench.scale.report import table, write
+    from lightcc.bench.scale.report import table, topk_table, write
 
     args = build_parser().parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so the ranks, namespaces and segments go either way.
@@ -124,9 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         print("lightcc-bench scale: interrupted; ranks, namespaces and shared memory removed", file=sys.stderr)
         return 130
     paths = write(doc, Path(args.out), plots=not args.no_plot)
-    print(table(doc))
+    print((table(doc) if doc["runs"] or doc["faults"] else "") + topk_table(doc["topk"]))
     print("wrote " + ", ".join(str(p) for p in paths))
-    bad_runs = [r for r in doc["runs"] if "error" in r or not r["row"]["ok"]]
+    bad_runs = [r for r in doc["runs"] + doc["topk"] if "error" in r or not r["row"]["ok"]]
     bad_faults = [f for f in doc["faults"] if "error" in f["result"] or not f["result"]["all_named"]
                   or f["result"]["hung"]]
     return 1 if bad_runs or bad_faults else 0

@@ -76,7 +76,9 @@ class Job:
         # nothing there may shadow what the tree under test imports.
         probe = Path(self._dir) / "probe.py"
         shutil.copy(PROBE, probe)
-        port, secret = random.randint(20000, 59000), secrets.token_hex(16)
+        # Below Linux's ephemeral range (32768-60999): a job run right after another on the same
+        # namespaces found the store's port still held by a connection of the previous job.
+        port, secret = random.randint(20000, 32000), secrets.token_hex(16)
         self.ranks: list[Rank] = []
         try:
             self._start(probe, args, env, port, secret)
@@ -147,7 +149,25 @@ class Job:
 def measure(hosts: Hosts, per_host: int, tree: str, reps: int, steps: int, big_reps: int, timeout: float,
             env: dict[str, str]) -> list[dict]:
     """Every rank's RESULT; raises ClusterError naming the ranks that failed, hung or gave none."""
-    with Job(hosts, per_host, tree, ["measure", str(reps), str(steps), str(big_reps)], env) as job:
+    return _results(hosts, per_host, tree, ["measure", str(reps), str(steps), str(big_reps)], timeout, env)
+
+
+# What the top-k byte count turns off, so only the exchange is counted: warm-up (full
+# compression from the first step), the 1-D dense rule (the probe's tensor is a vector), clipping.
+TOPK_ENV = {"LIGHT_TOPK_THRESHOLD": "1024", "LIGHT_TOPK_MIN_DIMS": "1", "LIGHT_TOPK_WARMUP_STEPS": "0",
+            "LIGHT_TOPK_CLIP": "0"}
+
+
+def topk_bytes(hosts: Hosts, per_host: int, tree: str, topk: bool, elements: int, density: float, steps: int,
+               timeout: float, env: dict[str, str]) -> list[dict]:
+    """Every rank's bytes per allreduce step of one `elements`-float32 tensor, top-k or dense."""
+    env = {**env, **TOPK_ENV, "LIGHT_TOPK_ALLREDUCE": "1" if topk else "0", "LIGHT_TOPK_DENSITY": str(density)}
+    return _results(hosts, per_host, tree, ["topk", str(elements), str(steps)], timeout, env)
+
+
+def _results(hosts: Hosts, per_host: int, tree: str, args: list[str], timeout: float,
+             env: dict[str, str]) -> list[dict]:
+    with Job(hosts, per_host, tree, args, env) as job:
         hung = job.wait(job.ranks, time.monotonic() + timeout)
         if hung:
             raise ClusterError(f"ranks {[r.rank for r in hung]} still ran after {timeout:.0f} s:\n" +

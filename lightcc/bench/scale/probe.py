@@ -1,8 +1,8 @@
 """One rank of the emulated cluster: measures init, small and large allreduces and resources, or waits for a fault.
 
-Run as a script (`python probe.py measure|fault ...`) with PYTHONPATH pointing at the lightcc
+Run as a script (`python probe.py measure|fault|topk ...`) with PYTHONPATH pointing at the lightcc
 under test; it imports nothing from lightcc.bench, so an older checkout can run it. Prints one
-`RESULT {json}` line (measure) or `READY` then `FAILED {json}` (fault). Every allreduce result is
+`RESULT {json}` line (measure, topk) or `READY` then `FAILED {json}` (fault). Every allreduce result is
 checked; a wrong value is reported, never hidden.
 """
 from __future__ import annotations
@@ -75,6 +75,48 @@ def measure(hvd, reps: int, steps: int, big_reps: int) -> dict:
             "big4m_ms": statistics.median(bigs) * 1e3, **res}
 
 
+def _net_tx_bytes() -> int:
+    """Bytes this network namespace sent on its interfaces other than loopback (/proc/net/dev)."""
+    total = 0
+    with open("/proc/net/dev") as f:
+        for line in f.readlines()[2:]:
+            name, _, fields = line.partition(":")
+            if name.strip() != "lo":
+                total += int(fields.split()[8])
+    return total
+
+
+def topk_bytes(hvd, elements: int, steps: int) -> dict:
+    """Bytes one allreduce step of an `elements`-float32 tensor sends, per rank and per host.
+
+    Dense or top-k as LIGHT_TOPK_ALLREDUCE says (the harness runs both). The counts are the
+    engine's (what this rank posted on its links for data collectives) and the host's interface
+    counter (all of its ranks, negotiation and headers included), over `steps` steps after one
+    warm-up step; barriers keep other operations out of the window. `ok`: every rank ends with
+    the same bits.
+    """
+    import hashlib
+
+    from lightcc.common.native import core
+
+    g = np.random.default_rng(hvd.rank()).standard_normal(elements).astype(np.float32)
+    hvd.allreduce(g, op=hvd.Sum, name="scale.topk")  # links warm, residual sized
+    hvd.barrier()
+    before, tx_before = dict(core().stats()), _net_tx_bytes()
+    t = time.perf_counter()
+    for _ in range(steps):
+        out = hvd.allreduce(g, op=hvd.Sum, name="scale.topk")
+    seconds = (time.perf_counter() - t) / steps
+    hvd.barrier()
+    after, tx_after = dict(core().stats()), _net_tx_bytes()
+    digest = np.frombuffer(hashlib.sha256(out.tobytes()).digest(), dtype=np.uint8)
+    digests = hvd.allgather(digest[None, :], name="scale.topk.digest")
+    keys = ("bytes_sent", "topk_bytes_sent", "topk_batches", "topk_dense_batches")
+    return {"ok": all(np.array_equal(digests[0], d) for d in digests), "steps": steps,
+            "seconds_per_step": seconds, "net_tx_bytes": tx_after - tx_before,
+            **{k: after[k] - before[k] for k in keys}}
+
+
 def wait_for_fault(hvd, limit_s: float) -> dict:
     """Loops 4 KiB allreduces until one raises (the fault) or `limit_s` passes (a hang)."""
     small = np.ones(1024, dtype=np.float32)
@@ -103,6 +145,11 @@ def main(argv: list) -> int:
     if mode == "measure":
         reps, steps, big_reps = (int(x) for x in argv[1:4])
         doc = {"rank": hvd.rank(), "size": hvd.size(), "init_s": init_s, **measure(hvd, reps, steps, big_reps)}
+        print("RESULT " + json.dumps(doc), flush=True)
+        hvd.shutdown()
+        return 0
+    if mode == "topk":
+        doc = {"rank": hvd.rank(), "size": hvd.size(), **topk_bytes(hvd, int(argv[1]), int(argv[2]))}
         print("RESULT " + json.dumps(doc), flush=True)
         hvd.shutdown()
         return 0

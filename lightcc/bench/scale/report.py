@@ -26,6 +26,53 @@ def summarize(results: list[dict]) -> dict[str, float]:
     return row
 
 
+def summarize_topk(results: list[dict], per_host: int) -> dict[str, float]:
+    """Bytes per allreduce step: engine counts per rank (mean, max) and interface counts per host.
+
+    Each rank reads its namespace's counter, so the hosts' figures come from each host's first
+    rank (ranks r // per_host share host h).
+    """
+    steps = results[0]["steps"]
+    sent = [r["bytes_sent"] / steps for r in results]
+    hosts = [r["net_tx_bytes"] / steps for r in results if r["rank"] % per_host == 0]
+    return {"p": len(results), "bytes_per_rank_mean": statistics.mean(sent), "bytes_per_rank_max": max(sent),
+            "net_bytes_per_host_mean": statistics.mean(hosts), "net_bytes_per_host_max": max(hosts),
+            "topk_batches": sum(r["topk_batches"] for r in results) / len(results),
+            "topk_dense_batches": sum(r["topk_dense_batches"] for r in results),
+            "seconds_per_step": statistics.median(r["seconds_per_step"] for r in results),
+            "ok": all(r["ok"] for r in results)}
+
+
+def topk_table(runs: list[dict]) -> str:
+    """Markdown: one row per shape, tree and mode, then top-k's growth against log p from the smallest p."""
+    if not runs:
+        return ""
+    head = ("| shape (p) | tree | mode | KiB/step per rank (mean) | max | KiB/step per host (interface, mean) | "
+            "top-k / dense per rank | dense fallbacks | load |")
+    lines = [head, "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    dense = {(r["label"], r["shape"]): r["row"] for r in runs if "row" in r and r["mode"] == "dense"}
+    for r in runs:
+        if "error" in r:
+            lines.append(f"| {r['shape']} | {r['label']} | {r['mode']} | error | | | | | {r['load'].split()[0]} |")
+            continue
+        row = r["row"]
+        d = dense.get((r["label"], r["shape"]))
+        ratio = f"{row['bytes_per_rank_mean'] / d['bytes_per_rank_mean']:.3f}" if d and r["mode"] == "topk" else ""
+        lines.append(f"| {r['shape']} ({row['p']}) | {r['label']} | {r['mode']} | {row['bytes_per_rank_mean'] / 1024:,.1f} | "
+                     f"{row['bytes_per_rank_max'] / 1024:,.1f} | {row['net_bytes_per_host_mean'] / 1024:,.1f} | {ratio} | "
+                     f"{row['topk_dense_batches']} | {r['load'].split()[0]} |")
+    import math
+
+    for label in dict.fromkeys(r["label"] for r in runs):
+        pts = sorted((r["row"]["p"], r["row"]["bytes_per_rank_mean"]) for r in runs
+                     if r["label"] == label and r["mode"] == "topk" and "row" in r)
+        if len(pts) >= 2:
+            (p0, b0), (p1, b1) = pts[0], pts[-1]
+            lines.append(f"\n{label}: top-k bytes per rank grow x{b1 / b0:.2f} from p={p0} to p={p1}; "
+                         f"log p grows x{math.log2(p1) / math.log2(p0):.2f}.")
+    return "\n".join(lines) + "\n"
+
+
 def _fmt(v: float) -> str:
     if isinstance(v, int) or float(v).is_integer():
         return f"{int(v):,}"
@@ -77,8 +124,10 @@ def write(doc: dict, out: Path, plots: bool = True) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "scale.json", out / "scale.md"]
     paths[0].write_text(json.dumps(doc, indent=1))
+    topk = topk_table(doc.get("topk", []))
     paths[1].write_text(f"Load average at start: {doc.get('load_before')}; at end: {doc.get('load_after')}\n\n" +
-                        table(doc))
+                        (table(doc) if doc["runs"] or doc.get("faults") else "") +
+                        ("\n## Top-k vs dense: bytes per allreduce step\n\n" + topk if topk else ""))
     if plots:
         paths += _plot(doc, out)
     return paths
