@@ -1,4 +1,4 @@
-// fake_link.h: an in-memory Link between threads of one process, for tests with ranks as threads.
+// fake_link.h: in-memory Links between threads of one process, and the host group of such a thread-rank.
 //
 // Each direction of a pair is a Mailbox: a mutex-guarded FIFO of whole messages. A send copies
 // its bytes into the peer's mailbox at once (eager, so it completes in test()'s first call) and
@@ -6,6 +6,9 @@
 // as Link promises. break_() makes every later call on either end fail, as a dead peer does.
 #pragma once
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <list>
@@ -129,5 +132,29 @@ class FakeFabric {
   int n_;
   std::vector<std::shared_ptr<Mailbox>> boxes_;
 };
+
+// A one-rank host group in a fresh (already unlinked) shared-memory segment, for a thread-rank
+// whose peers are FakeLinks: their deliveries ring its doorbell. Waits fail after 20 s instead of
+// hanging the test on a lost message, and poll at least every millisecond.
+inline std::unique_ptr<shm::HostGroup> makeThreadHost(const std::string& tag, int rank) {
+  static std::atomic<int> serial{0};
+  const shm::RankAreaLayout layout = shm::RankAreaLayout::compute(1, 4096, 4096);
+  std::unique_ptr<shm::ShmSegment> seg;
+  const std::string name = "/lightcc-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(rank) + "-" +
+                           std::to_string(serial++);
+  if (!shm::ShmSegment::create(name, layout.total, &seg).ok()) return nullptr;
+  seg->unlink();
+  auto* header = static_cast<shm::RankHeader*>(seg->base());
+  header->magic = shm::kRankAreaMagic;
+  header->pid = ::getpid();
+  header->global_rank = rank;
+  std::vector<std::unique_ptr<shm::ShmSegment>> segments;
+  segments.push_back(std::move(seg));
+  shm::WaitOptions wait;
+  wait.spin_us = 0;
+  wait.timeout_s = 20;
+  wait.max_sleep_us = 1000;
+  return std::make_unique<shm::HostGroup>(0, std::vector<int>{rank}, std::move(segments), layout, wait);
+}
 
 }  // namespace lightcc::testing

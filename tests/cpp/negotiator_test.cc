@@ -48,28 +48,6 @@ struct CycleSeen {
   }
 };
 
-std::unique_ptr<shm::HostGroup> makeHost(int rank) {
-  static std::atomic<int> serial{0};
-  const shm::RankAreaLayout layout = shm::RankAreaLayout::compute(1, 4096, 4096);
-  std::unique_ptr<shm::ShmSegment> seg;
-  const std::string name = "/lightcc-negtest-" + std::to_string(::getpid()) + "-" + std::to_string(rank) + "-" +
-                           std::to_string(serial++);
-  Status st = shm::ShmSegment::create(name, layout.total, &seg);
-  if (!st.ok()) return nullptr;
-  seg->unlink();
-  auto* header = static_cast<shm::RankHeader*>(seg->base());
-  header->magic = shm::kRankAreaMagic;
-  header->pid = ::getpid();
-  header->global_rank = rank;
-  std::vector<std::unique_ptr<shm::ShmSegment>> segments;
-  segments.push_back(std::move(seg));
-  shm::WaitOptions wait;
-  wait.spin_us = 0;
-  wait.timeout_s = 20;       // a lost message fails the wait instead of hanging the test
-  wait.max_sleep_us = 1000;  // links to other threads wake us too, but poll anyway
-  return std::make_unique<shm::HostGroup>(0, std::vector<int>{rank}, std::move(segments), layout, wait);
-}
-
 // One thread-rank: what an engine gives its negotiator, and a negotiator over fake links.
 struct Rank {
   Config config;
@@ -87,7 +65,7 @@ struct Rank {
     topo.host_index = host_of;
     topo.cross_rank = rank;
     topo.cross_size = size;
-    channel.host = makeHost(rank);
+    channel.host = testing::makeThreadHost("negtest", rank);
     fabric.setReader(rank, channel.host.get());
     SetComm world;
     world.ranks.resize(static_cast<size_t>(size));

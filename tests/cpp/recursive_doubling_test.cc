@@ -27,27 +27,6 @@ using lightcc::testing::check;
 
 namespace {
 
-std::unique_ptr<shm::HostGroup> makeHost(int rank) {
-  static std::atomic<int> serial{0};
-  const shm::RankAreaLayout layout = shm::RankAreaLayout::compute(1, 4096, 4096);
-  std::unique_ptr<shm::ShmSegment> seg;
-  const std::string name = "/lightcc-rdtest-" + std::to_string(::getpid()) + "-" + std::to_string(rank) + "-" +
-                           std::to_string(serial++);
-  if (!shm::ShmSegment::create(name, layout.total, &seg).ok()) return nullptr;
-  seg->unlink();
-  auto* header = static_cast<shm::RankHeader*>(seg->base());
-  header->magic = shm::kRankAreaMagic;
-  header->pid = ::getpid();
-  header->global_rank = rank;
-  std::vector<std::unique_ptr<shm::ShmSegment>> segments;
-  segments.push_back(std::move(seg));
-  shm::WaitOptions wait;
-  wait.spin_us = 0;
-  wait.timeout_s = 20;  // a lost message fails the wait instead of hanging the test
-  wait.max_sleep_us = 1000;
-  return std::make_unique<shm::HostGroup>(0, std::vector<int>{rank}, std::move(segments), layout, wait);
-}
-
 // p thread-ranks, each with its host group, links and a one-member-per-rank SetComm.
 struct World {
   testing::FakeFabric fabric;
@@ -57,7 +36,7 @@ struct World {
 
   explicit World(int p) : fabric(p), hosts(p), links(p), comms(p) {
     for (int r = 0; r < p; ++r) {
-      hosts[r] = makeHost(r);
+      hosts[r] = testing::makeThreadHost("rdtest", r);
       fabric.setReader(r, hosts[r].get());
       SetComm& c = comms[r];
       c.me = r;

@@ -30,34 +30,13 @@ using lightcc::testing::check;
 
 namespace {
 
-std::unique_ptr<shm::HostGroup> makeHost(int rank) {
-  static std::atomic<int> serial{0};
-  const shm::RankAreaLayout layout = shm::RankAreaLayout::compute(1, 4096, 4096);
-  std::unique_ptr<shm::ShmSegment> seg;
-  const std::string name = "/lightcc-sparsetest-" + std::to_string(::getpid()) + "-" + std::to_string(rank) + "-" +
-                           std::to_string(serial++);
-  if (!shm::ShmSegment::create(name, layout.total, &seg).ok()) return nullptr;
-  seg->unlink();
-  auto* header = static_cast<shm::RankHeader*>(seg->base());
-  header->magic = shm::kRankAreaMagic;
-  header->pid = ::getpid();
-  header->global_rank = rank;
-  std::vector<std::unique_ptr<shm::ShmSegment>> segments;
-  segments.push_back(std::move(seg));
-  shm::WaitOptions wait;
-  wait.spin_us = 0;
-  wait.timeout_s = 20;
-  wait.max_sleep_us = 1000;
-  return std::make_unique<shm::HostGroup>(0, std::vector<int>{rank}, std::move(segments), layout, wait);
-}
-
 // One thread-rank: its host group, links and the set's communicator.
 struct Rank {
   std::unique_ptr<shm::HostGroup> host;
   std::vector<std::unique_ptr<Link>> links;
   SetComm comm;
 
-  Rank(int rank, int size, testing::FakeFabric& fabric) : host(makeHost(rank)) {
+  Rank(int rank, int size, testing::FakeFabric& fabric) : host(testing::makeThreadHost("sparsetest", rank)) {
     fabric.setReader(rank, host.get());
     comm.ranks.resize(static_cast<size_t>(size));
     comm.local_index.assign(static_cast<size_t>(size), -1);
