@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown settings {unknown}; choose from {list(SETTINGS)}")
     rows: List[Dict[str, Any]] = []
+    failed: List[Dict[str, Any]] = []
     for rate in [r.strip() for r in args.rates.split(",") if r.strip()]:
         shaped: Optional[str] = None if rate == "none" else rate
         with hosts(args.hosts, shaped) as h:
@@ -113,13 +114,18 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                 env, compression = SETTINGS[name]
                 print(f"quality: {name} at {rate} ...", file=sys.stderr, flush=True)
                 load1 = round(os.getloadavg()[0], 2)
-                res = launch(h, args.ranks_per_host, env, {"recipe": asdict(recipe), "compression": compression},
-                             args.timeout)
+                try:
+                    res = launch(h, args.ranks_per_host, env, {"recipe": asdict(recipe), "compression": compression},
+                                 args.timeout)
+                except RuntimeError as e:  # one failed run must not lose the others: recorded, then skipped
+                    print(f"quality: {name} at {rate} failed: {e}", file=sys.stderr, flush=True)
+                    failed.append({"setting": name, "rate": rate, "error": str(e)[-2000:]})
+                    continue
                 rows.append(dict(res, setting=name, rate=rate, env=env, compression=compression, loadavg_before=load1,
                                  loadavg_after=round(os.getloadavg()[0], 2)))
     load = os.getloadavg()
     return {"recipe": asdict(recipe), "hosts": args.hosts, "ranks_per_host": args.ranks_per_host,
-            "target": args.target, "loadavg_after": [round(x, 2) for x in load], "rows": rows}
+            "target": args.target, "loadavg_after": [round(x, 2) for x in load], "rows": rows, "failed": failed}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
