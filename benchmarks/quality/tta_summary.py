@@ -22,15 +22,17 @@ from lightcc.bench.quality.report import crossovers, rate_bytes_per_s, time_to_t
 Key = Tuple[str, str, str]  # layout, setting, rate
 
 
-def load(paths: List[str]) -> Tuple[Dict[Key, List[Dict[str, Any]]], Dict[str, float]]:
-    """Rows grouped by (layout, setting, rate), each row with its document's target; and the target per layout."""
+def load(paths: List[str], override: Optional[Dict[str, float]] = None
+         ) -> Tuple[Dict[Key, List[Dict[str, Any]]], Dict[str, float]]:
+    """Rows grouped by (layout, setting, rate); and the target per layout (the documents', or `override`'s:
+    each run's per-epoch curve gives its time to any target)."""
     groups: Dict[Key, List[Dict[str, Any]]] = {}
     targets: Dict[str, float] = {}
     for path in paths:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
         layout = f"{doc['hosts']}x{doc['ranks_per_host']}"
-        targets[layout] = doc["target"]
+        targets[layout] = (override or {}).get(layout, doc["target"])
         for row in doc["rows"]:
             groups.setdefault((layout, row["setting"], row["rate"]), []).append(dict(row, source=path))
     return groups, targets
@@ -161,11 +163,14 @@ def plot(summary: List[Dict[str, Any]], groups: Dict[Key, List[Dict[str, Any]]],
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("inputs", nargs="+", help="lightcc-bench quality --json documents")
+    p.add_argument("--target", action="append", default=[], metavar="LAYOUT=PERCENT",
+                   help="time to this accuracy for a layout (e.g. 2x2=90) instead of the run's own target")
     p.add_argument("--md")
     p.add_argument("--json")
     p.add_argument("--plot")
     args = p.parse_args(argv)
-    groups, targets = load(args.inputs)
+    override = {k: float(v) for k, v in (t.split("=", 1) for t in args.target)}
+    groups, targets = load(args.inputs, override)
     summary = summarise(groups, targets)
     cross = crossover_table(groups, targets)
     table = markdown(summary, cross)

@@ -55,16 +55,17 @@ def crossover_gbit(w: Workload, c: Cluster, dense: Settings, topk: Settings, e: 
 
 
 def crossover_rows(w: Workload, base: Cluster, configs: Dict[str, Settings], e: Engine,
-                   gpus: Sequence[int]) -> list:
-    """For each top-k configuration with its dense twin among `configs` (topk/flat, 2d_topk/2d): a row per GPU count."""
+                   gpus: Sequence[int], ratio: Optional[float] = None) -> list:
+    """For each top-k configuration with its dense twin among `configs` (topk/flat, 2d_topk/2d): a row per GPU
+    count; `ratio` overrides the measured steps ratio."""
     pairs = [(t, d) for t, d in (("topk", "flat"), ("2d_topk", "2d")) if t in configs and d in configs]
     rows = []
     for n in gpus:
         c = base.with_gpus(n)
         for t, d in pairs:
-            ratio = steps_ratio(configs[t].density)
-            rows.append({"gpus": n, "config": t, "versus": d, "steps_ratio": ratio,
-                         "crossover_gbit": crossover_gbit(w, c, configs[d], configs[t], e, ratio)})
+            r = steps_ratio(configs[t].density) if ratio is None else ratio
+            rows.append({"gpus": n, "config": t, "versus": d, "steps_ratio": r,
+                         "crossover_gbit": crossover_gbit(w, c, configs[d], configs[t], e, r)})
     return rows
 
 
