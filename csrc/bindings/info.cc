@@ -162,6 +162,7 @@ py::dict fusionInfo() {
   const bool topk = e.config().topk_allreduce;
   const int64_t t = settings->params.topk_threshold;
   d["topk_threshold_bytes"] = topk && t != std::numeric_limits<int64_t>::max() ? py::cast(t) : py::none();
+  d["topk_min_dims"] = e.config().topk_min_dims;  // the torch front preconditions exactly what is compressed
   if (o.strategy == FusionStrategy::kCost) d["cost_model"] = costModelInfo(e.tuning().costModel());
   return d;
 }

@@ -11,7 +11,7 @@ def fusion_info() -> Dict[str, Any]:
 
     Keys: ``strategy`` (LIGHT_FUSION_STRATEGY), ``threshold_bytes``, ``first_bucket_bytes``,
     ``bucket_bytes``, ``topk_threshold_bytes`` (None unless LIGHT_TOPK_ALLREDUCE=1, or when the
-    model predicts top-k never wins) and, for ``cost``, ``cost_model``: per link class (``shm``,
+    model predicts top-k never wins), ``topk_min_dims`` (LIGHT_TOPK_MIN_DIMS) and, for ``cost``, ``cost_model``: per link class (``shm``,
     ``net``) the fitted ``alpha_s`` and ``beta_s_per_byte``, the composed ``allreduce`` line, the
     top-k selection cost and the probe's duration.
     """

@@ -123,6 +123,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             grad = grad.to_dense()
         if not grad.is_contiguous():
             grad = grad.contiguous()
+        if self._topk is not None:
+            self._topk.adam_update(p, grad)  # Adam/AdamW under top-k: their update travels, not the gradient
         return self._compression.compress(grad)
 
     def _allreduce_grad_async(self, p: torch.Tensor) -> Tuple[int, Any]:

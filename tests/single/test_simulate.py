@@ -50,6 +50,45 @@ def test_sparse_allgather_and_pairs_by_hand():
     assert costs.topk_compute(1e6, 3000, 2e-9, 1e-9) == pytest.approx(2e-3 + 3e-6)
 
 
+def test_sparse_merge_by_hand():
+    # Power of two: log2 p rounds of k pairs. 5 ranks: 2 rounds among 4, plus fold and unfold (the
+    # busiest member sends 3 lists and the survivor bits), 4 messages on the critical path.
+    assert costs.merge_rounds(1) == (0, False) and costs.merge_rounds(8) == (3, False)
+    assert costs.merge_rounds(5) == (2, True)
+    assert costs.sparse_merge_bytes(1000, 8) == 3 * 8000
+    assert costs.sparse_merge_bytes(1000, 5) == 3 * 8000 + 125
+    assert costs.sparse_merge_bytes(1000, 1) == 0
+    assert costs.sparse_merge(1000, 8, 1e-5, 1e-9) == pytest.approx(3 * (1e-5 + 8e-6))
+    assert costs.sparse_merge(1000, 5, 1e-5, 1e-9) == pytest.approx(4 * (1e-5 + 8e-6) + 125e-9)
+    # O(k log p) against the allgather's O(k p)
+    assert costs.sparse_merge(1000, 64, 1e-5, 1e-9) < costs.sparse_allgather(1000, 64, 1e-5, 1e-9) / 10
+
+
+def test_sparse_merge_bytes_match_the_engines_count():
+    # benchmarks/topk/bytes_vs_p.py counted the bytes each rank's engine sent per step (65,536
+    # float32 elements at 1 %: k = 656 pairs); the model must give the same bytes at every p.
+    doc = json.loads((ROOT / "benchmarks" / "topk" / "results" / "bytes_vs_p.json").read_text())
+    assert doc["rows"]
+    for row in doc["rows"]:
+        k = costs.topk_pairs(4 * row["elements"], row["density"])
+        assert costs.sparse_merge_bytes(k, row["ranks"]) == row["topk"]["max_bytes_per_rank"], row["ranks"]
+
+
+def test_topk_batch_cost_is_the_merge():
+    # Flat top-k across hosts: rounds inside a host stay off the NIC, the others carry g ranks' k pairs each.
+    c = preset("vpc25").with_gpus(64)  # 8 hosts x 8 GPUs: 6 rounds, 3 inside the host, 3 across
+    e = replace(Engine(), call_s=0.0, topk_call_s=0.0, select_s_per_byte=0.0, add_s_per_pair=0.0)
+    m = 64 * MIB
+    k = costs.topk_pairs(m, 0.01)
+    fixed, wire = timeline.batch_cost(timeline.Batch("topk", m), c, Settings(topk=True), e)
+    assert wire == pytest.approx(3 * k * costs.PAIR_BYTES * c.ring_beta(8))
+    assert fixed == pytest.approx(3 * (c.alpha_local + k * costs.PAIR_BYTES * c.beta_local) + 3 * c.alpha_net)
+    # 2D + top-k: each of the 8 shares merges over the 8 hosts (3 rounds of k/8 pairs).
+    fixed, wire = timeline.batch_cost(timeline.Batch("topk", m), c, Settings(algorithm="2d", topk=True), e)
+    k2 = costs.topk_pairs(m / 8, 0.01)
+    assert wire == pytest.approx(3 * k2 * costs.PAIR_BYTES * c.ring_beta(8))
+
+
 def test_negotiation_linear_and_log_by_hand():
     us = 1e-6
     lin = costs.negotiation_cycle(16, 2, "linear", 10 * us, 2 * us, 30 * us, 5 * us)

@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also find, per GPU count, the NIC rate below which top-k reaches the target accuracy sooner "
                    "than its dense twin (topk vs flat, 2d_topk vs 2d), with the steps ratio lightcc-bench quality "
                    "measured (docs/simulator.md)")
+    p.add_argument("--steps-ratio", type=float,
+                   help="with --crossover: top-k's steps to the target over dense's (default: the measured "
+                   "STEPS_RATIO of lightcc/bench/simulate/crossover.py)")
     o = p.add_argument_group("output")
     o.add_argument("--json", metavar="PATH", help="write inputs and rows as JSON")
     o.add_argument("--plot", metavar="PATH", help="draw efficiency and img/s against GPUs as a PNG")
@@ -122,7 +125,9 @@ def run(args: argparse.Namespace) -> dict:
     if args.crossover:
         from lightcc.bench.simulate.crossover import crossover_rows, format_rows
 
-        doc["crossover"] = crossover_rows(w, cluster, configs, engine, gpus)
+        if args.steps_ratio is not None and args.steps_ratio <= 0:
+            raise ValueError(f"--steps-ratio must be > 0, got {args.steps_ratio}")
+        doc["crossover"] = crossover_rows(w, cluster, configs, engine, gpus, args.steps_ratio)
         print(format_rows(doc["crossover"]))
     return doc
 

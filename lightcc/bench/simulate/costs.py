@@ -44,8 +44,44 @@ def topk_pairs(m: float, density: float, dtype_bytes: int = 4) -> int:
     return max(1, math.ceil(density * m / dtype_bytes))
 
 
+def merge_rounds(p: int) -> tuple[int, bool]:
+    """(rounds, folded) of gTop-k's recursive-doubling merge over p members: floor(log2 p) swap rounds
+    among the largest power of two m <= p, and whether the p - m others fold in before and out after."""
+    if p <= 1:
+        return 0, False
+    rounds = p.bit_length() - 1
+    return rounds, (1 << rounds) < p
+
+
+def sparse_merge_bytes(k: int, p: int, pair_bytes: int = PAIR_BYTES) -> int:
+    """Bytes the busiest member sends in one merge of k pairs over p members (``sparseAllreduceBytes``
+    in csrc/algorithms/sparse_allreduce.cc): k pairs per round, plus the fold's final list and its
+    survivor bits (k/8 bytes) when p is not a power of two."""
+    rounds, folded = merge_rounds(p)
+    if not rounds:
+        return 0
+    msg = k * pair_bytes
+    return (rounds + 1) * msg + (k + 7) // 8 if folded else rounds * msg
+
+
+def sparse_merge_steps(p: int) -> int:
+    """Messages on the merge's critical path: its rounds, plus fold and unfold when p is not a power of two."""
+    rounds, folded = merge_rounds(p)
+    return rounds + 2 if folded else rounds
+
+
+def sparse_merge(k: int, p: int, alpha: float, beta: float) -> float:
+    """The merge over one kind of link: one latency per step on the critical path, each step moving the
+    k pairs of one round: steps (alpha + k PAIR_BYTES beta) (plus the survivor bits when folded)."""
+    steps = sparse_merge_steps(p)
+    rounds, folded = merge_rounds(p)
+    extra = (k + 7) // 8 if folded else 0
+    return steps * (alpha + k * PAIR_BYTES * beta) + extra * beta if steps else 0.0
+
+
 def sparse_allgather(k: int, p: int, alpha: float, beta: float) -> float:
-    """Ring allgather of k pairs per rank: (p-1) alpha + (p-1) k PAIR_BYTES beta (each rank receives all)."""
+    """Ring allgather of k pairs per rank, the exchange top-k ran before the merge: (p-1) alpha +
+    (p-1) k PAIR_BYTES beta (each rank receives all). Kept for comparison (docs/simulator.md)."""
     if p <= 1:
         return 0.0
     return (p - 1) * alpha + (p - 1) * k * PAIR_BYTES * beta

@@ -89,4 +89,4 @@ class Engine:
 # minus link latencies, 1.12 ms, which already includes that collective's negotiation cycle); top-k
 # costs fitted to the eight top-k rows of results/cluster.json (validate.fit_topk; docs/simulator.md).
 EMULATED_ENGINE = Engine(call_s=1.12e-3, neg_base_s=0.0, neg_per_peer_s=0.0,
-                         select_s_per_byte=1.73e-9, add_s_per_pair=0.0, topk_call_s=3.90e-3, topk_window_s=2.43e-3)
+                         select_s_per_byte=1.96e-9, add_s_per_pair=0.0, topk_call_s=3.94e-3, topk_window_s=1.95e-3)

@@ -62,19 +62,30 @@ def batch_cost(b: Batch, c: Cluster, s: Settings, e: Engine) -> tuple[float, flo
         inner, wire = costs.two_level_parts(b.bytes, n, g, w, c.alpha_local, c.beta_local, c.alpha_net, c.ring_beta(g))
         return e.call_s + inner, wire
     if n == 1 or not two_d:
+        # Flat top-k: gTop-k's merge over all p ranks. Ranks are numbered host by host, so the rounds
+        # whose partner i xor 2^t is on the same host (t < log2 g) stay inside it and the others cross
+        # the NIC, every local rank of a host sending its k pairs at once (g flows share the NIC).
         k = costs.topk_pairs(b.bytes, s.density)
-        compute = e.topk_call_s + costs.topk_compute(b.bytes, (p - 1) * k, e.select_s_per_byte, e.add_s_per_pair)
+        rounds, folded = costs.merge_rounds(p)
+        compute = e.topk_call_s + costs.topk_compute(b.bytes, rounds * k, e.select_s_per_byte, e.add_s_per_pair)
         if n == 1:
-            return e.call_s + compute + costs.sparse_allgather(k, p, c.alpha_local, c.beta_local), 0.0
-        return e.call_s + compute + (p - 1) * c.alpha_net, (p - 1) * k * costs.PAIR_BYTES * c.ring_beta(1)
-    # 2D + top-k: dense inside the host, each local rank's 1/g share sparse across hosts (g rings at once).
+            return e.call_s + compute + costs.sparse_merge(k, p, c.alpha_local, c.beta_local), 0.0
+        local_rounds = min(rounds, max(0, g.bit_length() - 1))
+        cross = costs.sparse_merge_steps(p) - local_rounds
+        local = local_rounds * (c.alpha_local + k * costs.PAIR_BYTES * c.beta_local)
+        wire_bytes = costs.sparse_merge_bytes(k, p) - local_rounds * k * costs.PAIR_BYTES
+        return e.call_s + compute + local + cross * c.alpha_net, wire_bytes * c.ring_beta(g)
+    # 2D + top-k: dense inside the host; the member holding share j of a window merges it with the
+    # members holding share j on the other hosts (n members; the g shares' merges run at once).
     w = math.ceil(b.bytes / s.window_bytes)
     share = b.bytes / g
     k = costs.topk_pairs(share, s.density)
-    inner = 2 * (g - 1) / g * b.bytes * c.beta_local + w * (2 * (g - 1) * c.alpha_local + (n - 1) * c.alpha_net)
+    rounds, _ = costs.merge_rounds(n)
+    inner = 2 * (g - 1) / g * b.bytes * c.beta_local
+    inner += w * (2 * (g - 1) * c.alpha_local + costs.sparse_merge_steps(n) * c.alpha_net)
     compute = e.topk_call_s + w * e.topk_window_s
-    compute += costs.topk_compute(share, (n - 1) * k, e.select_s_per_byte, e.add_s_per_pair)
-    return e.call_s + inner + compute, (n - 1) * k * costs.PAIR_BYTES * c.ring_beta(g)
+    compute += costs.topk_compute(share, rounds * k, e.select_s_per_byte, e.add_s_per_pair)
+    return e.call_s + inner + compute, costs.sparse_merge_bytes(k, n) * c.ring_beta(g)
 
 
 def allreduce_line(c: Cluster, s: Settings, e: Engine) -> tuple[float, float]:
