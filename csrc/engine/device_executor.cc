@@ -351,6 +351,19 @@ Status DeviceExecutor::allreduce(Batch& b, SetComms& c, Algorithm algo) {
 Status DeviceExecutor::prepareResidual(DeviceTopkStore::Entry& e, int32_t set, const std::string& name, size_t count,
                                        size_t padded) {
   if (e.count == padded) return Status::OK();
+  if (e.residual && e.elements == count) {
+    // The same tensor padded otherwise (alone in 2D, or fused): its state carries over.
+    for (device::BufferPtr* buf : {&e.residual, &e.velocity}) {
+      if (!*buf) continue;
+      device::BufferPtr grown;
+      LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &grown));
+      LIGHTCC_RETURN_IF_ERROR(dev_->zero(grown->data(), padded * sizeof(float)));
+      LIGHTCC_RETURN_IF_ERROR(dev_->copy(grown->data(), (*buf)->data(), count * sizeof(float)));
+      *buf = std::move(grown);
+    }
+    e.count = padded;
+    return Status::OK();
+  }
   const Config& config = *env_.config;
   LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.residual));
   // A residual restored from a checkpoint before this tensor first ran waits in the host store.
@@ -429,12 +442,12 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
     const size_t count = static_cast<size_t>(tensorBytes(r, i)) / esize;
     DeviceTopkStore::Entry& e = env_.device_topk->entry(r.process_set_id, r.names[i]);
     locks.emplace_back(e.mu);
-    // A fused tensor needs no padding of its own; one padded earlier keeps its residual.
-    const size_t own = !fused                                      ? roundUp(std::max<size_t>(count, 1), g)
-                       : e.elements == count && e.count >= count && e.residual ? e.count
-                                                                               : count;
+    // A fused tensor needs no padding of its own; one padded earlier keeps its buffers.
+    const size_t own = !fused                                    ? roundUp(std::max<size_t>(count, 1), g)
+                       : e.residual && e.elements == count ? e.count
+                                                           : count;
+    LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));  // before prepareResidual may copy the state
     LIGHTCC_RETURN_IF_ERROR(prepareResidual(e, r.process_set_id, r.names[i], count, own));
-    LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));
     TopkStep step;
     LIGHTCC_RETURN_IF_ERROR(topkStep(e, r.process_set_id, r.names[i], &step));
     if (i == 0) params = step.params;
