@@ -17,26 +17,51 @@ namespace {
 // start aligned; the unfold's n survivor flag bytes follow the values.
 size_t listBytes(size_t n, DataType dtype) { return n * (4 + dtypeSize(dtype)); }
 
-// Selects this member's k pairs into `list`: indices, then values in `dtype`. float32 values are
-// selected in place; 16-bit ones are rounded from a float32 selection, the residual keeping what
-// the rounding lost.
-Status selectPairs(device::Device& dev, DeviceTopkScratch& s, const DeviceTopkResidual& state, DataType dtype,
-                   size_t count, size_t k, const TopkParams& params, void* list) {
-  auto* idx = static_cast<uint32_t*>(list);
-  void* wire = static_cast<char*>(list) + 4 * k;
-  LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.workspace, std::max<size_t>(dev.topkWorkspaceBytes(count), 16)));
-  if (dtype == DataType::kFloat32) {
-    LIGHTCC_RETURN_IF_ERROR(dev.selectTopk(state.residual, count, k, idx, static_cast<float*>(wire),
-                                           s.workspace->data(), s.workspace->size()));
-    LIGHTCC_RETURN_IF_ERROR(dev.clearSelected(state.residual, idx, k));
-  } else {
-    LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.selected, 4 * k));
-    auto* selected = static_cast<float*>(s.selected->data());
-    LIGHTCC_RETURN_IF_ERROR(
-        dev.selectTopk(state.residual, count, k, idx, selected, s.workspace->data(), s.workspace->size()));
-    LIGHTCC_RETURN_IF_ERROR(dev.roundSelected(state.residual, idx, selected, wire, dtype, k));
+std::vector<kernels::MergeSegment> mergeSegments(const SparseLayout& layout) {
+  std::vector<kernels::MergeSegment> out;
+  size_t at = 0;
+  for (const SparseSegment& s : layout.segments) {
+    out.push_back({at, s.k});
+    at += s.k;
   }
-  if (params.momentum > 0) LIGHTCC_RETURN_IF_ERROR(dev.clearSelected(state.velocity, idx, k));
+  return out;
+}
+
+// Selects this member's pairs, segment by segment, into `list` (n = layout.pairs()): indices in
+// the batch's index space, then values in the wire dtype. float32 values are selected in place;
+// 16-bit ones are rounded from a float32 selection, the residual keeping what the rounding lost.
+Status selectPairs(device::Device& dev, DeviceTopkScratch& s, const DeviceTopkResidual& state,
+                   const SparseLayout& layout, void* list) {
+  const size_t n = layout.pairs();
+  const DataType dtype = layout.dtype;
+  auto* idx = static_cast<uint32_t*>(list);
+  void* wire = static_cast<char*>(list) + 4 * n;
+  size_t widest = 0;
+  for (const SparseSegment& seg : layout.segments) widest = std::max(widest, seg.count);
+  LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.workspace, std::max<size_t>(dev.topkWorkspaceBytes(widest), 16)));
+  float* selected = static_cast<float*>(wire);
+  if (dtype != DataType::kFloat32) {
+    LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.selected, std::max<size_t>(4 * n, 4)));
+    selected = static_cast<float*>(s.selected->data());
+  }
+  size_t at = 0;
+  for (const SparseSegment& seg : layout.segments) {
+    if (seg.k == 0) continue;
+    LIGHTCC_RETURN_IF_ERROR(dev.selectTopk(state.residual + seg.offset, seg.count, seg.k, idx + at, selected + at,
+                                           s.workspace->data(), s.workspace->size()));
+    LIGHTCC_RETURN_IF_ERROR(dev.offsetIndices(idx + at, seg.k, static_cast<uint32_t>(seg.offset)));
+    at += seg.k;
+  }
+  if (dtype == DataType::kFloat32) {
+    LIGHTCC_RETURN_IF_ERROR(dev.clearSelected(state.residual, idx, n));
+  } else {
+    LIGHTCC_RETURN_IF_ERROR(dev.roundSelected(state.residual, idx, selected, wire, dtype, n));
+  }
+  at = 0;
+  for (const SparseSegment& seg : layout.segments) {  // momentum factor masking
+    if (seg.momentum > 0 && seg.k > 0) LIGHTCC_RETURN_IF_ERROR(dev.clearSelected(state.velocity, idx + at, seg.k));
+    at += seg.k;
+  }
   return Status::OK();
 }
 
@@ -133,18 +158,18 @@ class DeviceMergeOps {
 // One sparse exchange over `comm`: out[0, count) (in `dtype`) = the merged top-k of every
 // member's residual[0, count) after adding `contrib` (scaled). `state` points at this exchange's part.
 Status sparseExchange(device::Device& dev, device::Comm& comm, DeviceTopkScratch& s, const DeviceTopkResidual& state,
-                      const void* contrib, DataType dtype, float scale, void* out, size_t count,
+                      const void* contrib, const SparseLayout& layout, float scale, void* out,
                       const TopkParams& params) {
-  if (params.momentum > 0) {
-    LIGHTCC_RETURN_IF_ERROR(dev.dgcAccumulate(state.velocity, state.residual, contrib, dtype, count, scale,
-                                              params.momentum, params.nesterov));
-  } else {
-    LIGHTCC_RETURN_IF_ERROR(dev.accumulateResidual(state.residual, contrib, dtype, count, scale));
+  const DataType dtype = layout.dtype;
+  const size_t count = layout.count();
+  if (count > kernels::kMaxTopkCount) {
+    return Status::InvalidArgument("top-k batch of " + std::to_string(count) + " elements exceeds uint32 indices");
   }
-  const size_t k = count == 0 ? 0 : kernels::topkK(count, params.density);
-  DeviceMergeOps ops(dev, comm, s, k, dtype, {{0, k}});
+  LIGHTCC_RETURN_IF_ERROR(deviceSparseAccumulate(dev, layout, contrib, scale, state));
+  const size_t k = layout.pairs();
+  DeviceMergeOps ops(dev, comm, s, k, dtype, mergeSegments(layout));
   LIGHTCC_RETURN_IF_ERROR(ops.prepare());
-  if (k > 0) LIGHTCC_RETURN_IF_ERROR(selectPairs(dev, s, state, dtype, count, k, params, ops.list(PairRole::kMine)));
+  if (k > 0) LIGHTCC_RETURN_IF_ERROR(selectPairs(dev, s, state, layout, ops.list(PairRole::kMine)));
   if (!params.error_feedback) LIGHTCC_RETURN_IF_ERROR(dev.zero(state.residual, count * sizeof(float)));
   LIGHTCC_RETURN_IF_ERROR(runTopkMerge(ops, comm.size(), comm.rank()));
   if (params.error_feedback) {
@@ -162,12 +187,29 @@ DeviceTopkResidual at(const DeviceTopkResidual& state, size_t offset) {
 
 }  // namespace
 
+// Tensors of one fused batch may differ in momentum: each segment accumulates by its own.
+Status deviceSparseAccumulate(device::Device& dev, const SparseLayout& layout, const void* contrib, float scale,
+                              const DeviceTopkResidual& state) {
+  const size_t esize = dtypeSize(layout.dtype);
+  for (const SparseSegment& seg : layout.segments) {
+    const void* g = static_cast<const char*>(contrib) + seg.offset * esize;
+    float* residual = state.residual + seg.offset;
+    if (seg.momentum > 0) {
+      LIGHTCC_RETURN_IF_ERROR(dev.dgcAccumulate(state.velocity + seg.offset, residual, g, layout.dtype, seg.count,
+                                                scale, seg.momentum, seg.nesterov));
+    } else {
+      LIGHTCC_RETURN_IF_ERROR(dev.accumulateResidual(residual, g, layout.dtype, seg.count, scale));
+    }
+  }
+  return Status::OK();
+}
+
 Status deviceTopkAllreduce(device::Device& dev, device::Comm& comm, DeviceTopkScratch& scratch,
-                           const DeviceTopkResidual& state, const void* in, void* out, size_t count, DataType dtype,
+                           const DeviceTopkResidual& state, const void* in, void* out, const SparseLayout& layout,
                            const ReduceSpec& spec, const TopkParams& params) {
   LIGHTCC_RETURN_IF_ERROR(
-      sparseExchange(dev, comm, scratch, state, in, dtype, static_cast<float>(spec.prescale), out, count, params));
-  return deviceFinishScaling(dev, out, count, dtype, spec);
+      sparseExchange(dev, comm, scratch, state, in, layout, static_cast<float>(spec.prescale), out, params));
+  return deviceFinishScaling(dev, out, layout.count(), layout.dtype, spec);
 }
 
 Status deviceTwoLevelTopkAllreduce(device::Device& dev, device::Comm& intra, device::Comm& cross,
@@ -185,8 +227,11 @@ Status deviceTwoLevelTopkAllreduce(device::Device& dev, device::Comm& intra, dev
   char* reduced = group_sum + shard * esize;
   LIGHTCC_RETURN_IF_ERROR(intra.reduceScatter(w, group_sum, shard, dtype, ReduceOp::kSum));
   const size_t offset = shard * static_cast<size_t>(intra.rank());
-  LIGHTCC_RETURN_IF_ERROR(
-      sparseExchange(dev, cross, scratch, at(state, offset), group_sum, dtype, 1.0f, reduced, shard, params));
+  SparseLayout part;
+  part.dtype = dtype;
+  part.segments = {{0, shard, shard == 0 ? 0 : kernels::topkK(shard, params.density), params.momentum,
+                    params.nesterov}};
+  LIGHTCC_RETURN_IF_ERROR(sparseExchange(dev, cross, scratch, at(state, offset), group_sum, part, 1.0f, reduced, params));
   LIGHTCC_RETURN_IF_ERROR(intra.allGather(reduced, w, shard * esize));
   LIGHTCC_RETURN_IF_ERROR(deviceFinishScaling(dev, w, count, dtype, spec));
   if (out != work) LIGHTCC_RETURN_IF_ERROR(dev.copy(out, w, count * esize));

@@ -8,7 +8,9 @@
 // travel in their own dtype, the residual keeping their rounding error — and gTop-k's merge by
 // recursive doubling combines the pairs: k(4+w) bytes sent per round, ceil(log2 p) rounds, so a
 // rank's traffic grows with log p instead of the (p-1)k(4+w) an allgather receives. Pairs the
-// merges dropped return to their rank's residual. The device executor runs one tensor a batch.
+// merges dropped return to their rank's residual. A fused batch is one index space cut into
+// segments, one per tensor (sparse_allreduce.h's SparseLayout): each segment accumulates with its
+// own momentum and keeps its own k, as on the host executor.
 // 2D: a dense reduce-scatter inside the group, the sparse exchange across groups on the
 // member's own shard, and an allgather inside the group.
 // What the step does (dense warm-up, density) comes from topk_schedule.h.
@@ -18,6 +20,7 @@
 
 #include "algorithms/collectives.h"
 #include "algorithms/hierarchical.h"
+#include "algorithms/sparse_allreduce.h"
 #include "device/device.h"
 
 namespace lightcc {
@@ -39,13 +42,20 @@ struct DeviceTopkResidual {
   float* velocity = nullptr;
 };
 
-// Flat: out[0, count) = the sum over members of their selections of residual + prescale * in,
-// `in` and `out` in `dtype` (float32, float16, bfloat16). `in` may equal `out`.
+// Each segment's contribution * scale joins the residual (through momentum correction where the
+// segment has momentum): sparseAccumulate on the device.
+Status deviceSparseAccumulate(device::Device& dev, const SparseLayout& layout, const void* contrib, float scale,
+                              const DeviceTopkResidual& state);
+
+// Flat: out[0, layout.count()) = the sum over members of their per-segment selections of
+// residual + prescale * in, `in` and `out` in layout.dtype (float32, float16, bfloat16). `in`
+// may equal `out`.
 Status deviceTopkAllreduce(device::Device& dev, device::Comm& comm, DeviceTopkScratch& scratch,
-                           const DeviceTopkResidual& state, const void* in, void* out, size_t count, DataType dtype,
+                           const DeviceTopkResidual& state, const void* in, void* out, const SparseLayout& layout,
                            const ReduceSpec& spec, const TopkParams& params);
 
-// 2D: as the flat one, dense inside `intra`, sparse across `cross`. `work` is scratch of `padded`
+// 2D: as the flat one, dense inside `intra`, sparse across `cross` (one segment a shard, at
+// params' density and momentum, as the host's hierSparseAllreduce). `work` is scratch of `padded`
 // elements of `dtype` (a multiple of intra.size()); `in` and `out` may be `work`.
 Status deviceTwoLevelTopkAllreduce(device::Device& dev, device::Comm& intra, device::Comm& cross,
                                    DeviceTopkScratch& scratch, const DeviceTopkResidual& state, const void* in,

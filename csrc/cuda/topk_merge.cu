@@ -42,6 +42,10 @@ __global__ void gatherKernel(const uint32_t* slot_idx, const float* slot_val, co
   LIGHTCC_FOR_EACH(t, k) { kernels::gatherSlot(t, pos, slot_idx, slot_val, out_idx, out_val); }
 }
 
+__global__ void offsetKernel(uint32_t* idx, size_t n, uint32_t offset) {
+  LIGHTCC_FOR_EACH(i, n) { kernels::offsetIndex(i, idx, offset); }
+}
+
 __global__ void droppedKernel(const uint32_t* list, size_t n, const uint32_t* watched, size_t m, uint8_t* dropped) {
   LIGHTCC_FOR_EACH(i, m) { kernels::markDropped(i, list, n, watched, dropped); }
 }
@@ -108,6 +112,12 @@ Status markDroppedCuda(const uint32_t* list, size_t n, const uint32_t* watched, 
   return launched("top-k survivors");
 }
 
+Status offsetIndicesCuda(uint32_t* idx, size_t n, uint32_t offset, void* stream) {
+  if (n == 0 || offset == 0) return Status::OK();
+  offsetKernel<<<gridFor(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(idx, n, offset);
+  return launched("top-k index offset");
+}
+
 Status restoreDroppedCuda(float* residual, const uint32_t* idx, const void* val, DataType dtype,
                           const uint8_t* dropped, size_t n, void* stream) {
   if (n == 0) return Status::OK();
@@ -133,7 +143,7 @@ Status placePairsCuda(void* out, size_t count, DataType dtype, const uint32_t* i
 extern "C" const lightcc::cuda::CudaMergeTableV1* lightccCudaMergeTableV1() {
   using namespace lightcc::cuda;
   static const CudaMergeTableV1 table = {
-      1, mergeUnionCuda, gatherSlotsCuda, markDroppedCuda, restoreDroppedCuda, placePairsCuda,
+      2, mergeUnionCuda, gatherSlotsCuda, markDroppedCuda, restoreDroppedCuda, placePairsCuda, offsetIndicesCuda,
   };
   return &table;
 }

@@ -27,8 +27,11 @@ Status restoreDroppedCuda(float* residual, const uint32_t* idx, const void* val,
 Status placePairsCuda(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val, size_t n,
                       void* stream);
 
+// idx[i] += offset, i < n (a fused batch's per-tensor selections into the batch's index space).
+Status offsetIndicesCuda(uint32_t* idx, size_t n, uint32_t offset, void* stream);
+
 struct CudaMergeTableV1 {
-  int version;  // 1
+  int version;  // 2 (added offsetIndices; the core checks the version)
   Status (*mergeUnion)(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val, size_t n,
                        DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank, void* stream);
   Status (*gatherSlots)(const uint32_t* slot_idx, const float* slot_val, const uint32_t* pos, size_t k,
@@ -39,6 +42,7 @@ struct CudaMergeTableV1 {
                            const uint8_t* dropped, size_t n, void* stream);
   Status (*placePairs)(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val, size_t n,
                        void* stream);
+  Status (*offsetIndices)(uint32_t* idx, size_t n, uint32_t offset, void* stream);
 };
 
 }  // namespace lightcc::cuda

@@ -194,6 +194,11 @@ Status CudaDevice::markDropped(const uint32_t* list, size_t n, const uint32_t* w
   return lib_->merge->markDropped(list, n, watched, m, dropped, stream_);
 }
 
+Status CudaDevice::offsetIndices(uint32_t* idx, size_t n, uint32_t offset) {
+  if (n == 0 || offset == 0) return Status::OK();
+  return lib_->merge->offsetIndices(idx, n, offset, stream_);
+}
+
 Status CudaDevice::restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype,
                                   const uint8_t* dropped, size_t n) {
   return lib_->merge->restoreDropped(residual, idx, val, dtype, dropped, n, stream_);

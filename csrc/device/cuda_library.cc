@@ -52,7 +52,7 @@ const CudaLibrary* CudaLibrary::get(std::string* why) {
     std::string missing;
     lib.reduce = table<cuda::CudaKernelTableV1>(handle, "lightccCudaKernelTableV1", &missing);
     lib.topk = table<cuda::CudaTopkTableV2>(handle, "lightccCudaTopkTableV2", &missing, 2);
-    lib.merge = table<cuda::CudaMergeTableV1>(handle, "lightccCudaMergeTableV1", &missing);
+    lib.merge = table<cuda::CudaMergeTableV1>(handle, "lightccCudaMergeTableV1", &missing, 2);
     lib.train = table<cuda::CudaTrainTableV1>(handle, "lightccCudaTrainTableV1", &missing);
     lib.rt = table<cuda::CudaRuntimeTableV1>(handle, "lightccCudaRuntimeTableV1", &missing);
     if (!missing.empty()) failure = lib.path + ": " + missing + "rebuild lightcc";

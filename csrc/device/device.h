@@ -142,6 +142,8 @@ class Device {
   // dropped[i] = 1 where watched[i] is not among list's n indices (m watched; never cleared).
   virtual Status markDropped(const uint32_t* list, size_t n, const uint32_t* watched, size_t m,
                              uint8_t* dropped) = 0;
+  // idx[i] += offset for i < n: a fused batch's per-tensor selection into the batch's index space.
+  virtual Status offsetIndices(uint32_t* idx, size_t n, uint32_t offset) = 0;
   // residual[idx[i]] += val[i] where dropped[i].
   virtual Status restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype,
                                 const uint8_t* dropped, size_t n) = 0;

@@ -196,6 +196,11 @@ Status HostDevice::restoreDropped(float* residual, const uint32_t* idx, const vo
   return kernels::restoreDropped(residual, idx, val, dtype, dropped, n);
 }
 
+Status HostDevice::offsetIndices(uint32_t* idx, size_t n, uint32_t offset) {
+  kernels::offsetIndices(idx, n, offset);
+  return Status::OK();
+}
+
 Status HostDevice::placePairs(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val,
                               size_t n) {
   return kernels::placePairs(out, count, dtype, idx, val, n);

@@ -45,6 +45,7 @@ class HostDevice : public Device {
   Status gatherSlots(const uint32_t* slot_idx, const float* slot_val, const uint32_t* pos, size_t k, DataType dtype,
                      uint32_t* out_idx, void* out_val) override;
   Status markDropped(const uint32_t* list, size_t n, const uint32_t* watched, size_t m, uint8_t* dropped) override;
+  Status offsetIndices(uint32_t* idx, size_t n, uint32_t offset) override;
   Status restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype, const uint8_t* dropped,
                         size_t n) override;
   Status placePairs(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val,

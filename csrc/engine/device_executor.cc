@@ -351,6 +351,19 @@ Status DeviceExecutor::allreduce(Batch& b, SetComms& c, Algorithm algo) {
 Status DeviceExecutor::prepareResidual(DeviceTopkStore::Entry& e, int32_t set, const std::string& name, size_t count,
                                        size_t padded) {
   if (e.count == padded) return Status::OK();
+  if (e.residual && e.elements == count) {
+    // The same tensor padded otherwise (alone in 2D, or fused): its state carries over.
+    for (device::BufferPtr* buf : {&e.residual, &e.velocity}) {
+      if (!*buf) continue;
+      device::BufferPtr grown;
+      LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &grown));
+      LIGHTCC_RETURN_IF_ERROR(dev_->zero(grown->data(), padded * sizeof(float)));
+      LIGHTCC_RETURN_IF_ERROR(dev_->copy(grown->data(), (*buf)->data(), count * sizeof(float)));
+      *buf = std::move(grown);
+    }
+    e.count = padded;
+    return Status::OK();
+  }
   const Config& config = *env_.config;
   LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.residual));
   // A residual restored from a checkpoint before this tensor first ran waits in the host store.
@@ -375,103 +388,183 @@ Status DeviceExecutor::prepareResidual(DeviceTopkStore::Entry& e, int32_t set, c
   return Status::OK();
 }
 
-Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
-  const Response& r = *b.response;
-  const std::string& name = r.names.front();
-  const size_t esize = dtypeSize(r.dtype);
-  const size_t count = static_cast<size_t>(tensorBytes(r, 0)) / esize;
-  const TensorEntry* p = b.entry(0);
-  const bool two_level = algo == Algorithm::kTwoLevelTopk;
-  const size_t padded = roundUp(std::max<size_t>(count, 1), two_level ? static_cast<size_t>(c.intra->size()) : 1);
-  const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
-  // The input, or zeros for a joined rank; the output, or scratch.
-  LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, padded * esize));
-  void* work = fusion_->data();
-  const void* in = work;
-  void* out = work;
-  if (p != nullptr) {
-    in = p->input;
-    out = p->output;
-  } else {
-    LIGHTCC_RETURN_IF_ERROR(dev_->zero(work, padded * esize));
-  }
-  DeviceTopkStore::Entry& e = env_.device_topk->entry(r.process_set_id, name);
-  std::lock_guard<std::mutex> lock(e.mu);
-  LIGHTCC_RETURN_IF_ERROR(prepareResidual(e, r.process_set_id, name, count, padded));
-  LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));
-  // The front's declarations (momentum, Nesterov) and its progress live in the host's store,
-  // as for the host executor: read the one, report the other.
-  TopkStore::Entry& declared = env_.topk->entry(r.process_set_id, name);
+// Reads a tensor's step from the host's store — the front's declarations (momentum, Nesterov)
+// live there, as for the host executor — reports its progress back, and makes its velocity on
+// the first step with momentum correction.
+Status DeviceExecutor::topkStep(DeviceTopkStore::Entry& e, int32_t set, const std::string& name, TopkStep* step) {
+  TopkStore::Entry& declared = env_.topk->entry(set, name);
   TopkTensorOptions options;
   {
     std::lock_guard<std::mutex> hold(declared.mu);
     options = declared.options;
   }
-  const TopkStep step = topkStepFor(*env_.config, e.steps, env_.rank, options);
+  *step = topkStepFor(*env_.config, e.steps, env_.rank, options);
   ++e.steps;
   {
     std::lock_guard<std::mutex> hold(declared.mu);
     declared.state.steps = e.steps;
-    declared.train.applied_momentum = step.params.momentum;
+    declared.train.applied_momentum = step->params.momentum;
   }
-  if (step.params.momentum > 0 && !e.velocity) {
-    LIGHTCC_RETURN_IF_ERROR(dev_->alloc(padded * sizeof(float), &e.velocity));
+  if (step->params.momentum > 0 && !e.velocity) {
+    LIGHTCC_RETURN_IF_ERROR(dev_->alloc(e.count * sizeof(float), &e.velocity));
     std::lock_guard<std::mutex> hold(declared.mu);  // a velocity restored before its first step
-    if (declared.state.velocity.size() == count) {
-      std::vector<float> padded_copy(padded, 0.0f);
+    if (declared.state.velocity.size() == e.elements) {
+      std::vector<float> padded_copy(e.count, 0.0f);
       std::copy(declared.state.velocity.begin(), declared.state.velocity.end(), padded_copy.begin());
-      LIGHTCC_RETURN_IF_ERROR(e.velocity->upload(padded_copy.data(), padded * sizeof(float)));
+      LIGHTCC_RETURN_IF_ERROR(e.velocity->upload(padded_copy.data(), e.count * sizeof(float)));
       declared.state.velocity.clear();
     } else {
-      LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.velocity->data(), padded * sizeof(float)));
+      LIGHTCC_RETURN_IF_ERROR(dev_->zero(e.velocity->data(), e.count * sizeof(float)));
     }
   }
-  const DeviceTopkResidual state{static_cast<float*>(e.residual->data()),
-                                 e.velocity ? static_cast<float*>(e.velocity->data()) : nullptr};
+  return Status::OK();
+}
+
+Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
+  const Response& r = *b.response;
+  const std::string& name = r.names.front();
+  const size_t esize = dtypeSize(r.dtype);
+  const bool two_level = algo == Algorithm::kTwoLevelTopk;
+  const size_t g = two_level ? static_cast<size_t>(c.intra->size()) : 1;
+  const bool fused = r.names.size() > 1;
+  const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
+  // The batch's tensors end to end in one index space, a segment each (the host's TopkBatch).
+  // A lone tensor works in its own buffers and residual; a fused batch in staged copies, each
+  // tensor's state staying in its own entry between steps.
+  SparseLayout layout;
+  layout.dtype = r.dtype;
+  TopkParams params;
+  bool dense = false, momentum = false;
+  std::vector<DeviceTopkStore::Entry*> entries;
+  std::vector<std::unique_lock<std::mutex>> locks;  // a tensor is in flight at most once
+  size_t offset = 0;
+  for (size_t i = 0; i < r.names.size(); ++i) {
+    const size_t count = static_cast<size_t>(tensorBytes(r, i)) / esize;
+    DeviceTopkStore::Entry& e = env_.device_topk->entry(r.process_set_id, r.names[i]);
+    locks.emplace_back(e.mu);
+    // A fused tensor needs no padding of its own; one padded earlier keeps its buffers.
+    const size_t own = !fused                                    ? roundUp(std::max<size_t>(count, 1), g)
+                       : e.residual && e.elements == count ? e.count
+                                                           : count;
+    LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));  // before prepareResidual may copy the state
+    LIGHTCC_RETURN_IF_ERROR(prepareResidual(e, r.process_set_id, r.names[i], count, own));
+    TopkStep step;
+    LIGHTCC_RETURN_IF_ERROR(topkStep(e, r.process_set_id, r.names[i], &step));
+    if (i == 0) params = step.params;
+    dense = dense || step.dense;
+    momentum = momentum || step.params.momentum > 0;
+    layout.segments.push_back({offset, count, count == 0 ? 0 : kernels::topkK(count, step.params.density),
+                               step.params.momentum, step.params.nesterov});
+    offset += count;
+    entries.push_back(&e);
+  }
+  const size_t count = layout.count();
+  const size_t padded = roundUp(std::max<size_t>(count, 1), g);
+  // The input, or zeros for a joined rank; the output, or scratch (always, fused).
+  LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, padded * esize));
+  void* work = fusion_->data();
+  const void* in = work;
+  void* out = work;
+  DeviceTopkResidual state;
+  std::vector<device::Segment> in_segs, out_segs;
+  if (!fused) {
+    if (const TensorEntry* p = b.entry(0)) {
+      in = p->input;
+      out = p->output;
+    } else {
+      LIGHTCC_RETURN_IF_ERROR(dev_->zero(work, padded * esize));
+    }
+    state = {static_cast<float*>(entries[0]->residual->data()),
+             entries[0]->velocity ? static_cast<float*>(entries[0]->velocity->data()) : nullptr};
+  } else {
+    LIGHTCC_RETURN_IF_ERROR(dev_->zero(work, padded * esize));  // a joined rank's tensors add zeros
+    LIGHTCC_RETURN_IF_ERROR(grow(&staged_residual_, padded * sizeof(float)));
+    state.residual = static_cast<float*>(staged_residual_->data());
+    LIGHTCC_RETURN_IF_ERROR(dev_->zero(state.residual, padded * sizeof(float)));
+    if (momentum) {
+      LIGHTCC_RETURN_IF_ERROR(grow(&staged_velocity_, padded * sizeof(float)));
+      state.velocity = static_cast<float*>(staged_velocity_->data());
+      LIGHTCC_RETURN_IF_ERROR(dev_->zero(state.velocity, padded * sizeof(float)));
+    }
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const SparseSegment& seg = layout.segments[i];
+      if (const TensorEntry* p = b.entry(i)) {
+        in_segs.push_back({const_cast<void*>(p->input), seg.offset * esize, seg.count * esize});
+        out_segs.push_back({p->output, seg.offset * esize, seg.count * esize});
+      }
+      LIGHTCC_RETURN_IF_ERROR(dev_->copy(state.residual + seg.offset, entries[i]->residual->data(),
+                                         seg.count * sizeof(float)));
+      if (state.velocity != nullptr && entries[i]->velocity) {
+        LIGHTCC_RETURN_IF_ERROR(dev_->copy(state.velocity + seg.offset, entries[i]->velocity->data(),
+                                           seg.count * sizeof(float)));
+      }
+    }
+    LIGHTCC_RETURN_IF_ERROR(dev_->pack(work, in_segs));
+  }
+  // Results and state back to the tensors (a fused batch only; `outputs` false when a dense
+  // allreduce wrote them), then every residual's event.
+  auto unstage = [&](bool outputs) -> Status {
+    if (fused) {
+      if (outputs) LIGHTCC_RETURN_IF_ERROR(dev_->unpack(work, out_segs));
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const SparseSegment& seg = layout.segments[i];
+        LIGHTCC_RETURN_IF_ERROR(dev_->copy(entries[i]->residual->data(), state.residual + seg.offset,
+                                           seg.count * sizeof(float)));
+        if (state.velocity != nullptr && entries[i]->velocity) {
+          LIGHTCC_RETURN_IF_ERROR(dev_->copy(entries[i]->velocity->data(), state.velocity + seg.offset,
+                                             seg.count * sizeof(float)));
+        }
+      }
+    }
+    device::EventPtr done;
+    LIGHTCC_RETURN_IF_ERROR(dev_->record(&done));
+    for (DeviceTopkStore::Entry* e : entries) e->last = done;
+    return Status::OK();
+  };
   // As the host executor: dense when the merge would move more bytes than a dense allreduce
   // (the exchange that decides is 2D's cross-group one over a shard).
   const int groups = two_level ? c.cross->size() : c.flat->size();
-  const size_t share = padded / (two_level ? static_cast<size_t>(c.intra->size()) : 1);
-  const bool cheaper = sparseMovesFewerBytes(groups, share, esize, kernels::topkK(share, step.params.density));
-  if (!step.dense && !cheaper && env_.stats != nullptr) env_.stats->topk_dense_batches.fetch_add(1);
-  if (step.dense || !cheaper) {
-    // Both complete the handle themselves; without momentum the residual waits untouched.
-    if (step.params.momentum > 0) {
-      LIGHTCC_RETURN_IF_ERROR(denseFromResidual(b, c, state, step, spec, two_level, in, out, count, padded)
-                                  .withContext("dense top-k step of '" + name + "'"));
-    } else {
+  const size_t share = padded / g;
+  const size_t pairs = two_level ? kernels::topkK(share, params.density) : layout.pairs();
+  const bool cheaper = sparseMovesFewerBytes(groups, share, esize, pairs);
+  if (!dense && !cheaper && env_.stats != nullptr) env_.stats->topk_dense_batches.fetch_add(1);
+  const std::string what = "top-k allreduce of '" + name + "'" +
+                           (fused ? " and " + std::to_string(r.names.size() - 1) + " more fused" : "");
+  if (dense || !cheaper) {
+    // Without momentum the residuals wait untouched; with it they go out whole.
+    if (!momentum) {
       LIGHTCC_RETURN_IF_ERROR(allreduce(b, c, two_level ? Algorithm::kTwoLevel : Algorithm::kLinks));
+      return unstage(false);
     }
-    return dev_->record(&e.last);
+    LIGHTCC_RETURN_IF_ERROR(denseFromResidual(c, layout, state, spec, two_level, in, out, padded)
+                                .withContext("dense step of " + what));
+    LIGHTCC_RETURN_IF_ERROR(unstage(true));
+    return finish(b, {});
   }
-  const std::string what = "top-k allreduce of '" + name + "'";
   if (two_level) {
     LIGHTCC_RETURN_IF_ERROR(deviceTwoLevelTopkAllreduce(*dev_, *c.intra, *c.cross, topk_scratch_, state, in, out,
-                                                        work, count, padded, r.dtype, spec, step.params)
+                                                        work, count, padded, r.dtype, spec, params)
                                 .withContext("2D " + what));
   } else {
     // On host memory the exchange's bytes are the SetComm's to count (NCCL's are not visible).
     const SetComm* host = backend_ == Backend::kHost ? &channel_.comms.at(r.process_set_id) : nullptr;
     const uint64_t sent_before = host != nullptr ? host->sent_bytes : 0;
     LIGHTCC_RETURN_IF_ERROR(
-        deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, state, in, out, count, r.dtype, spec, step.params)
-            .withContext(what));
+        deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, state, in, out, layout, spec, params).withContext(what));
     if (host != nullptr && env_.stats != nullptr) {
       env_.stats->topk_bytes_sent.fetch_add(host->sent_bytes - sent_before, std::memory_order_relaxed);
     }
   }
-  LIGHTCC_RETURN_IF_ERROR(dev_->record(&e.last));
+  LIGHTCC_RETURN_IF_ERROR(unstage(true));
   if (env_.stats != nullptr) env_.stats->topk_batches.fetch_add(1);
   return finish(b, {});
 }
 
-Status DeviceExecutor::denseFromResidual(Batch& b, SetComms& c, const DeviceTopkResidual& state,
-                                         const TopkStep& step, const ReduceSpec& spec, bool two_level,
-                                         const void* in, void* out, size_t count, size_t padded) {
-  const DataType dtype = b.response->dtype;
-  LIGHTCC_RETURN_IF_ERROR(dev_->dgcAccumulate(state.velocity, state.residual, in, dtype, count,
-                                              static_cast<float>(spec.prescale), step.params.momentum,
-                                              step.params.nesterov));
+Status DeviceExecutor::denseFromResidual(SetComms& c, const SparseLayout& layout, const DeviceTopkResidual& state,
+                                         const ReduceSpec& spec, bool two_level, const void* in, void* out,
+                                         size_t padded) {
+  const size_t count = layout.count();
+  LIGHTCC_RETURN_IF_ERROR(deviceSparseAccumulate(*dev_, layout, in, static_cast<float>(spec.prescale), state));
   LIGHTCC_RETURN_IF_ERROR(grow(&dense_, padded * sizeof(float)));
   auto* sum = static_cast<float*>(dense_->data());
   LIGHTCC_RETURN_IF_ERROR(dev_->copy(sum, state.residual, padded * sizeof(float)));
@@ -485,8 +578,7 @@ Status DeviceExecutor::denseFromResidual(Batch& b, SetComms& c, const DeviceTopk
     LIGHTCC_RETURN_IF_ERROR(c.flat->allreduce(sum, count, DataType::kFloat32, dense.op));
   }
   LIGHTCC_RETURN_IF_ERROR(deviceFinishScaling(*dev_, sum, count, DataType::kFloat32, dense));
-  LIGHTCC_RETURN_IF_ERROR(dev_->fromFloat(out, sum, count, dtype));
-  return finish(b, {});
+  return dev_->fromFloat(out, sum, count, layout.dtype);
 }
 
 Executor& RoutingExecutor::pick(const Batch& b) {

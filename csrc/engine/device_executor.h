@@ -88,11 +88,13 @@ class DeviceExecutor : public Executor {
   Status topk(Batch& b, SetComms& c, Algorithm algo);
   // The tensor's residual sized for `padded` floats, taken over from a checkpoint when one waits.
   Status prepareResidual(DeviceTopkStore::Entry& e, int32_t set, const std::string& name, size_t count, size_t padded);
-  // A dense step of a tensor with momentum correction (the host's denseFromResiduals): the
-  // contribution joins velocity and residual, the residual goes out whole in float32 and empties.
-  Status denseFromResidual(Batch& b, SetComms& c, const DeviceTopkResidual& state, const TopkStep& step,
-                           const ReduceSpec& spec, bool two_level, const void* in, void* out, size_t count,
-                           size_t padded);
+  // A tensor's step (topk_schedule.h) from the host store's declarations; its velocity when due.
+  Status topkStep(DeviceTopkStore::Entry& e, int32_t set, const std::string& name, TopkStep* step);
+  // A dense step of tensors with momentum correction (the host's denseFromResiduals): each
+  // contribution joins velocity and residual, the residuals go out whole in float32 and empty.
+  // Does not complete the batch.
+  Status denseFromResidual(SetComms& c, const SparseLayout& layout, const DeviceTopkResidual& state,
+                           const ReduceSpec& spec, bool two_level, const void* in, void* out, size_t padded);
   // device_collectives.cc: the other collectives, and the outputs they size.
   Status allgather(Batch& b, SetComms& c);
   Status broadcast(Batch& b, SetComms& c);
@@ -111,6 +113,7 @@ class DeviceExecutor : public Executor {
   // one batch's use from overlapping the next's).
   // Per-call outputs are never among them: they come from the tensor's framework (output()).
   device::BufferPtr fusion_, shard_, zeros_, scatter_, dense_;
+  device::BufferPtr staged_residual_, staged_velocity_;  // a fused top-k batch's state, end to end
   DeviceTopkScratch topk_scratch_;
 };
 

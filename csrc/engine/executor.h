@@ -51,10 +51,10 @@ struct ExecEnv {
 // Bytes of all of a response's tensors (a fused batch's total).
 int64_t responseBytes(const Response& r);
 // Does this response take the top-k path (LIGHT_TOPK_ALLREDUCE, Sum or Average, every tensor at
-// least the threshold, float32/float16/bfloat16; host: fused or not; device: one tensor a batch)?
+// least the threshold, float32/float16/bfloat16; fused or not, on either executor)?
 bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes);
-// How fusion treats a response: 0 dense, 1 top-k (fuses only with top-k ones), -1 never fused
-// (a device tensor top-k compresses, one a batch).
+// How fusion treats a response: 0 dense, 1 top-k (fuses only with top-k ones); -1 (never
+// fused) is no longer returned: both executors compress fused batches.
 int topkFusionClass(const Response& r, const Config& config, int64_t threshold_bytes);
 // The top-k threshold a batch runs with: its own (autotune), else the environment's.
 inline int64_t topkThresholdFor(const Batch& b, const ExecEnv& env) {

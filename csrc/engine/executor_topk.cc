@@ -163,10 +163,8 @@ Status denseFromResiduals(TopkBatch& batch, SetComm& comm, HierComm* hier, const
 bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes) {
   if (!config.topk_allreduce || r.op != OpType::kAllreduce || r.isError()) return false;
   if (r.reduce_op != ReduceOp::kSum && r.reduce_op != ReduceOp::kAverage) return false;
-  // float32, float16 and bfloat16; the device executor (GPU tensors, or every tensor with
-  // LIGHTCC_DEVICE_EXECUTOR=host) compresses one tensor a batch, the host one fused batches.
-  const bool device = r.on_device || config.device_executor_on_host;
-  if (!sparseDtype(r.dtype) || (device && r.names.size() != 1)) return false;
+  // float32, float16 and bfloat16; both executors compress fused batches, a segment a tensor.
+  if (!sparseDtype(r.dtype)) return false;
   for (size_t i = 0; i < r.names.size(); ++i) {
     if (tensorBytes(r, i) < threshold_bytes) return false;
     // Vectors (biases, norm scales) stay dense: few elements, each of them matters (DGC).
@@ -177,7 +175,7 @@ bool topkEligible(const Response& r, const Config& config, int64_t threshold_byt
 
 int topkFusionClass(const Response& r, const Config& config, int64_t threshold_bytes) {
   if (!topkEligible(r, config, threshold_bytes)) return 0;
-  return r.on_device || config.device_executor_on_host ? -1 : 1;
+  return 1;
 }
 
 Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {

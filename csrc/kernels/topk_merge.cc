@@ -66,6 +66,10 @@ void markDropped(const uint32_t* list, size_t n, const uint32_t* watched, size_t
   for (size_t i = 0; i < m; ++i) markDropped(i, list, n, watched, dropped);
 }
 
+void offsetIndices(uint32_t* idx, size_t n, uint32_t offset) {
+  for (size_t i = 0; i < n; ++i) offsetIndex(i, idx, offset);
+}
+
 Status restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype, const uint8_t* dropped,
                       size_t n) {
   return withWire(dtype, [&](auto w) {

@@ -43,6 +43,8 @@ Status mergePairs(const uint32_t* a_idx, const void* a_val, const uint32_t* b_id
 
 // dropped[i] = 1 where watched[i] is not among list's n indices (m watched).
 void markDropped(const uint32_t* list, size_t n, const uint32_t* watched, size_t m, uint8_t* dropped);
+// idx[i] += offset for i < n (kernels::offsetIndex).
+void offsetIndices(uint32_t* idx, size_t n, uint32_t offset);
 // residual[idx[i]] += val[i] where dropped[i].
 Status restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype, const uint8_t* dropped,
                       size_t n);

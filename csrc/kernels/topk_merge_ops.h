@@ -91,6 +91,10 @@ static inline LIGHTCC_HD void markDropped(size_t i, const uint32_t* list, size_t
   if (j == n || list[j] != watched[i]) dropped[i] = 1;
 }
 
+// A fused batch selects each tensor's pairs in the tensor's own index space; the list carries
+// them in the batch's (segments end to end), so the indices stay ascending across segments.
+static inline LIGHTCC_HD void offsetIndex(size_t i, uint32_t* idx, uint32_t offset) { idx[i] += offset; }
+
 // Error feedback for what the merges dropped: it reached no one, so it goes back to the residual.
 template <class W>
 static inline LIGHTCC_HD void restoreDropped(size_t i, float* residual, const uint32_t* idx, const W* val,

@@ -1,6 +1,7 @@
 // Tests the merge kernels (kernels/topk_merge.h) against a plain reference: union by index, the
 // k of largest magnitude per segment (ties to the lower index), 16-bit rounding of merged sums,
-// survivors, restoring dropped pairs, placing pairs and rejecting a peer's bad indices.
+// survivors, restoring dropped pairs, placing pairs, a fused segment's index offset and
+// rejecting a peer's bad indices.
 // tests/single/test_cpp_units.py builds and runs it.
 #include <algorithm>
 #include <cmath>
@@ -171,6 +172,13 @@ void testSurvivorsAndRestore() {
         "dropped pairs return to the residual, survivors do not");
 }
 
+void testOffsetIndices() {
+  // A fused batch's second segment: its selection's indices moved into the batch's index space.
+  std::vector<uint32_t> idx = {0, 3, 7};
+  kernels::offsetIndices(idx.data(), 2, 100);
+  check(idx == std::vector<uint32_t>({100, 103, 7}), "offsetIndices shifts the first n indices only");
+}
+
 void testPlaceAndCheck() {
   std::vector<uint16_t> out(6, 0);
   const std::vector<uint32_t> idx = {0, 4};
@@ -196,5 +204,6 @@ int main() {
   std::printf("%s\n", "MergeMatchesReference"); testMergeMatchesReference();
   std::printf("%s\n", "SurvivorsAndRestore"); testSurvivorsAndRestore();
   std::printf("%s\n", "PlaceAndCheck"); testPlaceAndCheck();
+  std::printf("%s\n", "OffsetIndices"); testOffsetIndices();
   return testing::summary();
 }

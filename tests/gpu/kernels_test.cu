@@ -550,7 +550,8 @@ std::vector<uint8_t> wireValues(DataType dtype, size_t n, Rng& r) {
 }
 
 void testMerge(const Env& env, Totals& t) {
-  Group uni("mergeUnion"), gat("gatherSlots"), sur("markDropped/restore"), pla("placePairs");
+  Group uni("mergeUnion"), gat("gatherSlots"), sur("markDropped/restore"), pla("placePairs"),
+      off("offsetIndices");
   for (size_t count : sizes(env, false)) {
     for (DataType dtype : kTopkTypes) {
       const size_t n = count / 3 + (count > 0 ? 1 : 0) > count ? count : count / 3 + (count > 0 ? 1 : 0);
@@ -616,12 +617,20 @@ void testMerge(const Env& env, Totals& t) {
                    name + " place");
       const std::string d5 = compareBits(dtype, dout.download(count * es), out, count, false);
       pla.expect(d5.empty(), name + " place: " + d5);
+      // A fused batch's segment: the merged indices moved into the batch's index space.
+      const uint32_t shift = static_cast<uint32_t>(count) + 7;
+      std::vector<uint32_t> shifted = oi;
+      kernels::offsetIndices(shifted.data(), n, shift);
+      off.expectOk(env.merge->offsetIndices(doi.as<uint32_t>(), n, shift, env.stream), name + " offset");
+      const std::string d6 = compareBits(DataType::kInt32, doi.download(4 * n), asBytes(shifted), n, false);
+      off.expect(d6.empty(), name + " offset: " + d6);
     }
   }
   uni.end(t.checks, t.failed);
   gat.end(t.checks, t.failed);
   sur.end(t.checks, t.failed);
   pla.end(t.checks, t.failed);
+  off.end(t.checks, t.failed);
 }
 
 void testPack(const Env& env, Totals& t) {
@@ -843,10 +852,10 @@ int main(int argc, char** argv) {
   env.topk = lightccCudaTopkTableV2();
   env.merge = lightccCudaMergeTableV1();
   env.train = lightccCudaTrainTableV1();
-  if (env.rt->version != 1 || env.reduce->version != 1 || env.topk->version != 2 || env.merge->version != 1 ||
+  if (env.rt->version != 1 || env.reduce->version != 1 || env.topk->version != 2 || env.merge->version != 2 ||
       env.train->version != 1) {
-    std::printf("kernels_test: unexpected table versions %d/%d/%d\n", env.rt->version,
-                env.reduce->version, env.topk->version);
+    std::printf("kernels_test: unexpected table versions %d/%d/%d/%d\n", env.rt->version,
+                env.reduce->version, env.topk->version, env.merge->version);
     return 1;
   }
   int devices = 0;

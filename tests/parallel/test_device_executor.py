@@ -92,6 +92,20 @@ def test_topk_momentum_matches_host_executor(size, dtype, tmp_path):
     _both_executors("topk_executors_worker.py", size, [dtype], env, tmp_path)
 
 
+@pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("momentum", [False, True])
+def test_topk_fused_batches_match_host_executor(size, dtype, momentum, tmp_path):
+    # Four tensors as one group, so every step is one fused batch of four segments: each keeps
+    # its own k, residual (and velocity), staged end to end on the device as on the host.
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    env = dict(TOPK_ON)
+    if momentum:
+        env.update(LIGHT_TOPK_MOMENTUM="0.9", LIGHT_TOPK_WARMUP="dense", LIGHT_TOPK_WARMUP_STEPS="1")
+    _both_executors("topk_executors_worker.py", size, [dtype, "fused"], env, tmp_path)
+
+
 @pytest.mark.parametrize("size,optimizer", [(2, "sgd"), (3, "nesterov")])
 def test_topk_declarations_reach_the_device_executor(size, optimizer, tmp_path):
     # The torch front declares each parameter's momentum (and Nesterov) and steps the corrected

@@ -28,10 +28,11 @@ def test_fused_16bit_topk(size, framework, dtype):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
 
 
-@pytest.mark.parametrize("size,intra", [(4, 2), (3, 1)])
-def test_fused_16bit_topk_2d(size, intra):
-    # Dense inside groups of `intra`, the merge across them over each member's share.
-    env = dict(ENV, LIGHT_2D_ALLREDUCE="1", LIGHT_INTRA_SIZE=str(intra))
+@pytest.mark.parametrize("size,intra,executor", [(4, 2, "auto"), (3, 1, "auto"), (4, 2, "host")])
+def test_fused_16bit_topk_2d(size, intra, executor):
+    # Dense inside groups of `intra`, the merge across them over each member's share; "host": the
+    # device executor's 2D schedule over a fused batch staged end to end.
+    env = dict(ENV, LIGHT_2D_ALLREDUCE="1", LIGHT_INTRA_SIZE=str(intra), LIGHTCC_DEVICE_EXECUTOR=executor)
     for res in run_ranks("topk_exchange_worker.py", size, ["numpy", "float16"], timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
 
