@@ -1,4 +1,4 @@
-// CPU kernels of gTop-k's pair merge: the loops over topk_merge_ops.h's per-element steps.
+// CPU kernels of gTop-k's pair merge: one walk over sorted lists where the device searches per element, else loops over topk_merge_ops.h's steps.
 #include "kernels/topk_merge.h"
 
 #include <cstring>

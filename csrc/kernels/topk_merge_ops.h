@@ -8,7 +8,10 @@
 #include "kernels/topk_ops.h"
 
 // Shared by the CPU merge (topk_merge.cc, which the host executor and HostDevice run) and
-// csrc/cuda/topk_merge.cu, so a merge gives the same bits on either side.
+// csrc/cuda/topk_merge.cu, so a merge gives the same bits on either side. The CPU places the
+// union's slots (mergeSlotA/B) and the dropped flags (markDropped) by one walk over the sorted
+// lists instead of a search per element, with the same slots, values (roundedSum, mergeRank) and
+// flags: the searches exist for the device's one-thread-per-element form.
 //
 // A pair list holds n indices strictly ascending, then n values in the wire dtype W (float,
 // Half, BFloat16). Two lists a and b of n pairs merge into 2n "slots" in index order without a
