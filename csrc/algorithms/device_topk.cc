@@ -17,16 +17,6 @@ namespace {
 // start aligned; the unfold's n survivor flag bytes follow the values.
 size_t listBytes(size_t n, DataType dtype) { return n * (4 + dtypeSize(dtype)); }
 
-std::vector<kernels::MergeSegment> mergeSegments(const SparseLayout& layout) {
-  std::vector<kernels::MergeSegment> out;
-  size_t at = 0;
-  for (const SparseSegment& s : layout.segments) {
-    out.push_back({at, s.k});
-    at += s.k;
-  }
-  return out;
-}
-
 // Selects this member's pairs, segment by segment, into `list` (n = layout.pairs()): indices in
 // the batch's index space, then values in the wire dtype. float32 values are selected in place;
 // 16-bit ones are rounded from a float32 selection, the residual keeping what the rounding lost.
@@ -167,7 +157,7 @@ Status sparseExchange(device::Device& dev, device::Comm& comm, DeviceTopkScratch
   }
   LIGHTCC_RETURN_IF_ERROR(deviceSparseAccumulate(dev, layout, contrib, scale, state));
   const size_t k = layout.pairs();
-  DeviceMergeOps ops(dev, comm, s, k, dtype, mergeSegments(layout));
+  DeviceMergeOps ops(dev, comm, s, k, dtype, layout.mergeSegments());
   LIGHTCC_RETURN_IF_ERROR(ops.prepare());
   if (k > 0) LIGHTCC_RETURN_IF_ERROR(selectPairs(dev, s, state, layout, ops.list(PairRole::kMine)));
   if (!params.error_feedback) LIGHTCC_RETURN_IF_ERROR(dev.zero(state.residual, count * sizeof(float)));

@@ -32,16 +32,6 @@ struct PairBlob {
   char* val(size_t n) { return bytes.data() + 4 * n; }
 };
 
-std::vector<kernels::MergeSegment> mergeSegments(const SparseLayout& layout) {
-  std::vector<kernels::MergeSegment> out;
-  size_t at = 0;
-  for (const SparseSegment& s : layout.segments) {
-    out.push_back({at, s.k});
-    at += s.k;
-  }
-  return out;
-}
-
 // Adds the contribution into the residual and selects this member's pairs per segment into
 // `mine`; the residual keeps what rounding the values to the wire dtype lost.
 Status selectLocal(const SparseLayout& layout, const void* contrib, float scale, const SparseState& state,
@@ -89,7 +79,7 @@ class HostMergeOps {
   HostMergeOps(SetComm& comm, const SparseLayout& layout, kernels::MergeScratch& scratch, PairBlob mine)
       : c_(comm),
         layout_(layout),
-        segments_(mergeSegments(layout)),
+        segments_(layout.mergeSegments()),
         n_(layout.pairs()),
         bytes_(n_ * (4 + dtypeSize(layout.dtype))),
         scratch_(scratch) {
@@ -171,6 +161,16 @@ class HostMergeOps {
 };
 
 }  // namespace
+
+std::vector<kernels::MergeSegment> SparseLayout::mergeSegments() const {
+  std::vector<kernels::MergeSegment> out;
+  size_t at = 0;
+  for (const SparseSegment& s : segments) {
+    out.push_back({at, s.k});
+    at += s.k;
+  }
+  return out;
+}
 
 size_t SparseLayout::pairs() const {
   size_t k = 0;

@@ -47,6 +47,8 @@ struct SparseLayout {
   DataType dtype = DataType::kFloat32;  // contributions, outputs and values on the wire
   size_t count() const { return segments.empty() ? 0 : segments.back().offset + segments.back().count; }
   size_t pairs() const;
+  // Where each segment's k pairs sit in a pair list (segments end to end), for the merge kernels.
+  std::vector<kernels::MergeSegment> mergeSegments() const;
 };
 
 // One member's error-feedback state over the batch's whole index space (float32; velocity only

@@ -420,142 +420,149 @@ Status DeviceExecutor::topkStep(DeviceTopkStore::Entry& e, int32_t set, const st
   return Status::OK();
 }
 
-Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
+Status DeviceExecutor::gatherTopk(const Batch& b, size_t g, TopkWork* w) {
   const Response& r = *b.response;
-  const std::string& name = r.names.front();
   const size_t esize = dtypeSize(r.dtype);
-  const bool two_level = algo == Algorithm::kTwoLevelTopk;
-  const size_t g = two_level ? static_cast<size_t>(c.intra->size()) : 1;
-  const bool fused = r.names.size() > 1;
-  const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
-  // The batch's tensors end to end in one index space, a segment each (the host's TopkBatch).
-  // A lone tensor works in its own buffers and residual; a fused batch in staged copies, each
-  // tensor's state staying in its own entry between steps.
-  SparseLayout layout;
-  layout.dtype = r.dtype;
-  TopkParams params;
-  bool dense = false, momentum = false;
-  std::vector<DeviceTopkStore::Entry*> entries;
-  std::vector<std::unique_lock<std::mutex>> locks;  // a tensor is in flight at most once
+  w->fused = r.names.size() > 1;
+  w->layout.dtype = r.dtype;
   size_t offset = 0;
   for (size_t i = 0; i < r.names.size(); ++i) {
     const size_t count = static_cast<size_t>(tensorBytes(r, i)) / esize;
     DeviceTopkStore::Entry& e = env_.device_topk->entry(r.process_set_id, r.names[i]);
-    locks.emplace_back(e.mu);
+    w->locks.emplace_back(e.mu);
     // A fused tensor needs no padding of its own; one padded earlier keeps its buffers.
-    const size_t own = !fused                                    ? roundUp(std::max<size_t>(count, 1), g)
+    const size_t own = !w->fused                                 ? roundUp(std::max<size_t>(count, 1), g)
                        : e.residual && e.elements == count ? e.count
                                                            : count;
     LIGHTCC_RETURN_IF_ERROR(dev_->waitFor(e.last));  // before prepareResidual may copy the state
     LIGHTCC_RETURN_IF_ERROR(prepareResidual(e, r.process_set_id, r.names[i], count, own));
     TopkStep step;
     LIGHTCC_RETURN_IF_ERROR(topkStep(e, r.process_set_id, r.names[i], &step));
-    if (i == 0) params = step.params;
-    dense = dense || step.dense;
-    momentum = momentum || step.params.momentum > 0;
-    layout.segments.push_back({offset, count, count == 0 ? 0 : kernels::topkK(count, step.params.density),
-                               step.params.momentum, step.params.nesterov});
+    if (i == 0) w->params = step.params;
+    w->dense = w->dense || step.dense;
+    w->momentum = w->momentum || step.params.momentum > 0;
+    w->layout.segments.push_back({offset, count, count == 0 ? 0 : kernels::topkK(count, step.params.density),
+                                  step.params.momentum, step.params.nesterov});
     offset += count;
-    entries.push_back(&e);
+    w->entries.push_back(&e);
   }
-  const size_t count = layout.count();
-  const size_t padded = roundUp(std::max<size_t>(count, 1), g);
+  w->padded = roundUp(std::max<size_t>(w->layout.count(), 1), g);
+  return Status::OK();
+}
+
+Status DeviceExecutor::stageTopk(const Batch& b, TopkWork* w) {
+  const size_t esize = dtypeSize(w->layout.dtype);
+  const size_t padded = w->padded;
   // The input, or zeros for a joined rank; the output, or scratch (always, fused).
   LIGHTCC_RETURN_IF_ERROR(grow(&fusion_, padded * esize));
-  void* work = fusion_->data();
-  const void* in = work;
-  void* out = work;
-  DeviceTopkResidual state;
-  std::vector<device::Segment> in_segs, out_segs;
-  if (!fused) {
+  w->work = fusion_->data();
+  w->in = w->work;
+  w->out = w->work;
+  if (!w->fused) {
     if (const TensorEntry* p = b.entry(0)) {
-      in = p->input;
-      out = p->output;
+      w->in = p->input;
+      w->out = p->output;
     } else {
-      LIGHTCC_RETURN_IF_ERROR(dev_->zero(work, padded * esize));
+      LIGHTCC_RETURN_IF_ERROR(dev_->zero(w->work, padded * esize));
     }
-    state = {static_cast<float*>(entries[0]->residual->data()),
-             entries[0]->velocity ? static_cast<float*>(entries[0]->velocity->data()) : nullptr};
-  } else {
-    LIGHTCC_RETURN_IF_ERROR(dev_->zero(work, padded * esize));  // a joined rank's tensors add zeros
-    LIGHTCC_RETURN_IF_ERROR(grow(&staged_residual_, padded * sizeof(float)));
-    state.residual = static_cast<float*>(staged_residual_->data());
-    LIGHTCC_RETURN_IF_ERROR(dev_->zero(state.residual, padded * sizeof(float)));
-    if (momentum) {
-      LIGHTCC_RETURN_IF_ERROR(grow(&staged_velocity_, padded * sizeof(float)));
-      state.velocity = static_cast<float*>(staged_velocity_->data());
-      LIGHTCC_RETURN_IF_ERROR(dev_->zero(state.velocity, padded * sizeof(float)));
-    }
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const SparseSegment& seg = layout.segments[i];
-      if (const TensorEntry* p = b.entry(i)) {
-        in_segs.push_back({const_cast<void*>(p->input), seg.offset * esize, seg.count * esize});
-        out_segs.push_back({p->output, seg.offset * esize, seg.count * esize});
-      }
-      LIGHTCC_RETURN_IF_ERROR(dev_->copy(state.residual + seg.offset, entries[i]->residual->data(),
-                                         seg.count * sizeof(float)));
-      if (state.velocity != nullptr && entries[i]->velocity) {
-        LIGHTCC_RETURN_IF_ERROR(dev_->copy(state.velocity + seg.offset, entries[i]->velocity->data(),
-                                           seg.count * sizeof(float)));
-      }
-    }
-    LIGHTCC_RETURN_IF_ERROR(dev_->pack(work, in_segs));
-  }
-  // Results and state back to the tensors (a fused batch only; `outputs` false when a dense
-  // allreduce wrote them), then every residual's event.
-  auto unstage = [&](bool outputs) -> Status {
-    if (fused) {
-      if (outputs) LIGHTCC_RETURN_IF_ERROR(dev_->unpack(work, out_segs));
-      for (size_t i = 0; i < entries.size(); ++i) {
-        const SparseSegment& seg = layout.segments[i];
-        LIGHTCC_RETURN_IF_ERROR(dev_->copy(entries[i]->residual->data(), state.residual + seg.offset,
-                                           seg.count * sizeof(float)));
-        if (state.velocity != nullptr && entries[i]->velocity) {
-          LIGHTCC_RETURN_IF_ERROR(dev_->copy(entries[i]->velocity->data(), state.velocity + seg.offset,
-                                             seg.count * sizeof(float)));
-        }
-      }
-    }
-    device::EventPtr done;
-    LIGHTCC_RETURN_IF_ERROR(dev_->record(&done));
-    for (DeviceTopkStore::Entry* e : entries) e->last = done;
+    DeviceTopkStore::Entry& e = *w->entries[0];
+    w->state = {static_cast<float*>(e.residual->data()), e.velocity ? static_cast<float*>(e.velocity->data()) : nullptr};
     return Status::OK();
-  };
+  }
+  LIGHTCC_RETURN_IF_ERROR(dev_->zero(w->work, padded * esize));  // a joined rank's tensors add zeros
+  LIGHTCC_RETURN_IF_ERROR(grow(&staged_residual_, padded * sizeof(float)));
+  w->state.residual = static_cast<float*>(staged_residual_->data());
+  LIGHTCC_RETURN_IF_ERROR(dev_->zero(w->state.residual, padded * sizeof(float)));
+  if (w->momentum) {
+    LIGHTCC_RETURN_IF_ERROR(grow(&staged_velocity_, padded * sizeof(float)));
+    w->state.velocity = static_cast<float*>(staged_velocity_->data());
+    LIGHTCC_RETURN_IF_ERROR(dev_->zero(w->state.velocity, padded * sizeof(float)));
+  }
+  std::vector<device::Segment> in_segs;
+  for (size_t i = 0; i < w->entries.size(); ++i) {
+    const SparseSegment& seg = w->layout.segments[i];
+    if (const TensorEntry* p = b.entry(i)) {
+      in_segs.push_back({const_cast<void*>(p->input), seg.offset * esize, seg.count * esize});
+      w->out_segs.push_back({p->output, seg.offset * esize, seg.count * esize});
+    }
+    LIGHTCC_RETURN_IF_ERROR(dev_->copy(w->state.residual + seg.offset, w->entries[i]->residual->data(),
+                                       seg.count * sizeof(float)));
+    if (w->state.velocity != nullptr && w->entries[i]->velocity) {
+      LIGHTCC_RETURN_IF_ERROR(dev_->copy(w->state.velocity + seg.offset, w->entries[i]->velocity->data(),
+                                         seg.count * sizeof(float)));
+    }
+  }
+  return dev_->pack(w->work, in_segs);
+}
+
+Status DeviceExecutor::unstageTopk(TopkWork& w, bool outputs) {
+  if (w.fused) {
+    if (outputs) LIGHTCC_RETURN_IF_ERROR(dev_->unpack(w.work, w.out_segs));
+    for (size_t i = 0; i < w.entries.size(); ++i) {
+      const SparseSegment& seg = w.layout.segments[i];
+      LIGHTCC_RETURN_IF_ERROR(dev_->copy(w.entries[i]->residual->data(), w.state.residual + seg.offset,
+                                         seg.count * sizeof(float)));
+      if (w.state.velocity != nullptr && w.entries[i]->velocity) {
+        LIGHTCC_RETURN_IF_ERROR(dev_->copy(w.entries[i]->velocity->data(), w.state.velocity + seg.offset,
+                                           seg.count * sizeof(float)));
+      }
+    }
+  }
+  device::EventPtr done;
+  LIGHTCC_RETURN_IF_ERROR(dev_->record(&done));
+  for (DeviceTopkStore::Entry* e : w.entries) e->last = done;
+  return Status::OK();
+}
+
+Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
+  const Response& r = *b.response;
+  const bool two_level = algo == Algorithm::kTwoLevelTopk;
+  const size_t g = two_level ? static_cast<size_t>(c.intra->size()) : 1;
+  const size_t esize = dtypeSize(r.dtype);
+  const ReduceSpec spec = reduceSpecFor(r, c.flat->size());
+  TopkWork w;
+  LIGHTCC_RETURN_IF_ERROR(gatherTopk(b, g, &w));
+  LIGHTCC_RETURN_IF_ERROR(stageTopk(b, &w));
+  const SparseLayout& layout = w.layout;
+  const TopkParams& params = w.params;
+  const size_t padded = w.padded, count = layout.count();
+  const std::string& name = r.names.front();
+  const bool fused = w.fused;
   // As the host executor: dense when the merge would move more bytes than a dense allreduce
   // (the exchange that decides is 2D's cross-group one over a shard).
   const int groups = two_level ? c.cross->size() : c.flat->size();
   const size_t share = padded / g;
   const size_t pairs = two_level ? kernels::topkK(share, params.density) : layout.pairs();
   const bool cheaper = sparseMovesFewerBytes(groups, share, esize, pairs);
-  if (!dense && !cheaper && env_.stats != nullptr) env_.stats->topk_dense_batches.fetch_add(1);
+  if (!w.dense && !cheaper && env_.stats != nullptr) env_.stats->topk_dense_batches.fetch_add(1);
   const std::string what = "top-k allreduce of '" + name + "'" +
                            (fused ? " and " + std::to_string(r.names.size() - 1) + " more fused" : "");
-  if (dense || !cheaper) {
+  if (w.dense || !cheaper) {
     // Without momentum the residuals wait untouched; with it they go out whole.
-    if (!momentum) {
+    if (!w.momentum) {
       LIGHTCC_RETURN_IF_ERROR(allreduce(b, c, two_level ? Algorithm::kTwoLevel : Algorithm::kLinks));
-      return unstage(false);
+      return unstageTopk(w, false);
     }
-    LIGHTCC_RETURN_IF_ERROR(denseFromResidual(c, layout, state, spec, two_level, in, out, padded)
+    LIGHTCC_RETURN_IF_ERROR(denseFromResidual(c, layout, w.state, spec, two_level, w.in, w.out, padded)
                                 .withContext("dense step of " + what));
-    LIGHTCC_RETURN_IF_ERROR(unstage(true));
+    LIGHTCC_RETURN_IF_ERROR(unstageTopk(w, true));
     return finish(b, {});
   }
   if (two_level) {
-    LIGHTCC_RETURN_IF_ERROR(deviceTwoLevelTopkAllreduce(*dev_, *c.intra, *c.cross, topk_scratch_, state, in, out,
-                                                        work, count, padded, r.dtype, spec, params)
+    LIGHTCC_RETURN_IF_ERROR(deviceTwoLevelTopkAllreduce(*dev_, *c.intra, *c.cross, topk_scratch_, w.state, w.in, w.out,
+                                                        w.work, count, padded, r.dtype, spec, params)
                                 .withContext("2D " + what));
   } else {
     // On host memory the exchange's bytes are the SetComm's to count (NCCL's are not visible).
     const SetComm* host = backend_ == Backend::kHost ? &channel_.comms.at(r.process_set_id) : nullptr;
     const uint64_t sent_before = host != nullptr ? host->sent_bytes : 0;
     LIGHTCC_RETURN_IF_ERROR(
-        deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, state, in, out, layout, spec, params).withContext(what));
+        deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, w.state, w.in, w.out, layout, spec, params).withContext(what));
     if (host != nullptr && env_.stats != nullptr) {
       env_.stats->topk_bytes_sent.fetch_add(host->sent_bytes - sent_before, std::memory_order_relaxed);
     }
   }
-  LIGHTCC_RETURN_IF_ERROR(unstage(true));
+  LIGHTCC_RETURN_IF_ERROR(unstageTopk(w, true));
   if (env_.stats != nullptr) env_.stats->topk_batches.fetch_add(1);
   return finish(b, {});
 }

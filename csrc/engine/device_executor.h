@@ -86,6 +86,29 @@ class DeviceExecutor : public Executor {
   // The allreduce rows of pickAlgorithm(): flat or 2D dense, flat or 2D top-k (device_topk.h).
   Status allreduce(Batch& b, SetComms& c, Algorithm algo);
   Status topk(Batch& b, SetComms& c, Algorithm algo);
+  // A top-k batch's tensors end to end in one index space, a segment each (the host's TopkBatch):
+  // a lone tensor works in its own buffers and residual, a fused batch in staged copies, each
+  // tensor's state staying in its own entry between steps.
+  struct TopkWork {
+    SparseLayout layout;
+    TopkParams params;  // the first tensor's
+    bool dense = false, momentum = false, fused = false;
+    std::vector<DeviceTopkStore::Entry*> entries;
+    std::vector<std::unique_lock<std::mutex>> locks;  // a tensor is in flight at most once
+    size_t padded = 0;
+    void* work = nullptr;  // fusion scratch of `padded` elements
+    const void* in = nullptr;
+    void* out = nullptr;
+    DeviceTopkResidual state;
+    std::vector<device::Segment> out_segs;
+  };
+  // Locks and prepares every tensor of the batch and reads its step into `w` (g: the 2D group size).
+  Status gatherTopk(const Batch& b, size_t g, TopkWork* w);
+  // Points `w` at the batch's input, output and state: the tensor's own, or staged copies.
+  Status stageTopk(const Batch& b, TopkWork* w);
+  // A fused batch's results (`outputs`: false when a dense allreduce wrote them) and state back to
+  // its tensors; then every residual's event.
+  Status unstageTopk(TopkWork& w, bool outputs);
   // The tensor's residual sized for `padded` floats, taken over from a checkpoint when one waits.
   Status prepareResidual(DeviceTopkStore::Entry& e, int32_t set, const std::string& name, size_t count, size_t padded);
   // A tensor's step (topk_schedule.h) from the host store's declarations; its velocity when due.

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests import netns
 from tests.ranks import run_ranks
 
 # LIGHTCC_FORCE_RING runs the link algorithms (what runs between hosts) over shared-memory links.
@@ -32,21 +33,17 @@ def test_ranks_that_disagree_on_the_cut_fail_at_init_naming_it():
         assert "init refused" in res.stdout and "LIGHTCC_RD_ALLREDUCE_BYTES" in res.stdout, res.stdout + res.stderr
 
 
+@pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
 @pytest.mark.parametrize("layout", [[0, 0, 1, 1, 1], [0, 0, 1, 2, 2, 2]])
 @pytest.mark.parametrize("leaders", ["1", "0"])
 def test_across_emulated_hosts_by_host_leaders_or_flat(layout, leaders):
     # Ranks on network-namespace hosts, uneven (2+3; 2+1+3: three leaders, so their recursive
     # doubling folds one in, and one leader alone on its host). LIGHTCC_RD_LEADERS=1 reduces in each
     # host, runs recursive doubling among the hosts' lowest ranks and broadcasts; 0 runs it flat.
-    from tests import netns
-
-    if netns.available() is not None:
-        pytest.skip(str(netns.available()))
     with netns.hosts(max(layout) + 1) as h:
         results = run_ranks(
             "rd_worker.py", len(layout), timeout=240,
-            hosts=[h.names[i] for i in layout], prefixes=[h.prefix(i) for i in layout],
-            rendezvous_host=h.addrs[layout[0]],
+            **h.placement(layout),
             env={"HARP_IFNAME": h.ifname, "HARP_NFLOWS": "2", "HARP_NINSTANCES": "1", "LIGHTCC_RD_LEADERS": leaders})
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout + res.stderr

@@ -196,12 +196,9 @@ void HostGroup::markFailed(const std::string& why) const {
   }
 }
 
-Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::string& what,
-                            bool check_peers, double max_wait_us, bool spin, bool doorbell_only) const {
+bool HostGroup::spinUntil(const std::function<bool()>& ready, std::chrono::steady_clock::time_point start) const {
   using Clock = std::chrono::steady_clock;
-  if (ready()) return Status::OK();
-  const auto start = Clock::now();
-  const auto spin_end = start + std::chrono::nanoseconds(static_cast<int64_t>(spin ? options_.spin_us * 1e3 : 0));
+  const auto spin_end = start + std::chrono::nanoseconds(static_cast<int64_t>(options_.spin_us * 1e3));
   // Spin briefly, then spin yielding the core: the thread we wait for may be queued behind us on
   // this very core (another rank when the host is oversubscribed, or with a core per rank this
   // rank's own engine or stream thread), and a pure spin would hold it off for the whole spin
@@ -209,11 +206,19 @@ Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::strin
   const auto yield_from = start + std::chrono::microseconds(options_.oversubscribed ? 0 : kPureSpinUs);
   while (true) {
     for (int i = 0; i < 64; ++i) LIGHTCC_CPU_RELAX();
-    if (ready()) return Status::OK();
+    if (ready()) return true;
     const auto now = Clock::now();
-    if (now >= spin_end) break;
+    if (now >= spin_end) return false;
     if (now >= yield_from) sched_yield();
   }
+}
+
+Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::string& what,
+                            bool check_peers, double max_wait_us, bool spin, bool doorbell_only) const {
+  using Clock = std::chrono::steady_clock;
+  if (ready()) return Status::OK();
+  const auto start = Clock::now();
+  if (spin && spinUntil(ready, start)) return Status::OK();
   Bell* me = bell(local_rank_);
   auto last_liveness = start;
   double sleep_us = 20;

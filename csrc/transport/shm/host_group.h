@@ -74,6 +74,9 @@ class HostGroup {
   // host of many ranks, waits capped for network polling wake thousands of times a second.
   Status waitUntil(const std::function<bool()>& ready, const std::string& what, bool check_peers,
                    double max_wait_us = -1, bool spin = true, bool doorbell_only = false) const;
+  // The wait's first phase: spins (yielding the core after a few microseconds, or at once when
+  // oversubscribed) for spin_us; true when `ready` came true.
+  bool spinUntil(const std::function<bool()>& ready, std::chrono::steady_clock::time_point start) const;
 
   // Staging ledger. A single-barrier collective publishes its staging and leaves without a
   // closing barrier, so peers may still be reading when this rank moves on. The publisher

@@ -4,8 +4,10 @@
 # busbw) and 4 KiB at 4, 8 and 16 ranks on one host; `lightcc-bench latency --compare mpi` at 2
 # and 4 ranks. Run from /tmp so PYTHONPATH alone picks the tree; each header line carries the
 # 1-minute load average taken just before that run.
-OUT=$(cd "$(dirname "$0")" && pwd)
-AFTER=$(cd "$OUT/../../../.." && pwd)
+# OUT (default: this folder), AFTER (default: this tree) and BEFORE (default /work/main) may be set.
+OUT=${OUT:-$(cd "$(dirname "$0")" && pwd)}
+AFTER=${AFTER:-$(cd "$(dirname "$0")/../../../.." && pwd)}
+BEFORE=${BEFORE:-/work/main}
 ROUNDS=${ROUNDS:-3}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd /tmp
@@ -16,8 +18,8 @@ run() {  # label tree command np sizes
     --compare mpi --sizes $sizes --no-progress --json "$OUT/$label-$cmd-np$np-$round.json" 2>&1 | grep -E "^ +[0-9]"
 }
 pair() {  # command np sizes: both trees, order alternating by round
-  if (( round % 2 )); then run before /work/main "$@"; run after "$AFTER" "$@"
-  else run after "$AFTER" "$@"; run before /work/main "$@"; fi
+  if (( round % 2 )); then run before "$BEFORE" "$@"; run after "$AFTER" "$@"
+  else run after "$AFTER" "$@"; run before "$BEFORE" "$@"; fi
 }
 for round in $(seq 1 $ROUNDS); do
   pair allreduce 2 4K,1M,16M,64M
