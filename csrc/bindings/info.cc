@@ -106,6 +106,8 @@ py::dict stats() {
   d["device_front_outputs"] = s.device_front_outputs.load();
   d["net_links"] = s.net_links.load();
   d["shm_links"] = s.shm_links.load();
+  d["direct_ops"] = s.direct_ops.load();
+  d["direct_declined"] = s.direct_declined.load();
   const FdCount fds = countOpenFds();  // the whole process's, read now
   d["open_fds"] = fds.fds;
   d["open_sockets"] = fds.sockets;

@@ -206,6 +206,17 @@ const std::vector<FlagSpec>& specs() {
       {{"LIGHTCC_SPIN_US", "us", "50",
         "How long a waiting engine spins before it sleeps on a futex (times the local ranks per core, yielding, when they outnumber the cores)."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->spin_us); }},
+      {{"LIGHTCC_DIRECT", "bool", "1",
+        "On a job whose ranks share one host, a synchronous allreduce of host memory up to the one-step "
+        "size (LIGHTCC_SHM_ONESHOT_BYTES), or a barrier, runs in the calling thread in one shared-memory step that both "
+        "agrees on the operation and carries the data, instead of a negotiation cycle and then the "
+        "collective; anything the step cannot settle goes to the engine as usual."},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->direct); }},
+      {{"LIGHTCC_DIRECT_WINDOW_US", "us", "5000",
+        "How long a direct step waits for every rank to post before it hands the operation to the "
+        "engine (which then waits as long as it takes); after 16 such steps in a row a rank stops "
+        "taking direct steps."},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 60e6, &c->direct_window_us); }},
       {{"LIGHTCC_NET_PLUGIN", "path", "",
         "NCCL net plugin used between hosts; empty = the bundled HARP libnccl-net-harp.so."},
        [](auto&, auto& v, Config* c) {

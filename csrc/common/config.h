@@ -35,6 +35,8 @@ struct Config {
   int64_t shm_oneshot_bytes = 256 << 10;       // LIGHTCC_SHM_ONESHOT_BYTES
   int64_t shm_ring_bytes = 1 << 20;            // LIGHTCC_SHM_RING_BYTES
   double spin_us = 50.0;                       // LIGHTCC_SPIN_US
+  bool direct = true;                          // LIGHTCC_DIRECT (engine/direct_allreduce.h)
+  double direct_window_us = 5000.0;            // LIGHTCC_DIRECT_WINDOW_US
   std::string net_plugin;                      // LIGHTCC_NET_PLUGIN (path; "" = bundled HARP)
   bool force_ring = false;                     // LIGHTCC_FORCE_RING
   int64_t rd_allreduce_bytes = 64 << 10;       // LIGHTCC_RD_ALLREDUCE_BYTES (0 = ring only)

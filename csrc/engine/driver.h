@@ -55,6 +55,7 @@ class Driver : private Progress::Cycle {
   bool hasStreams() const { return pool_.hasStreams(); }
   const Tuning& tuning() const { return tuning_; }
   ExecutorPool& executors() { return pool_; }
+  const shm::HostGroup* hostGroup() const { return host_; }  // channel 0's, after bootstrap
 
  private:
   // driving.cc: the Cycle.

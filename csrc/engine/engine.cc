@@ -5,6 +5,7 @@
 
 #include "common/logging.h"
 #include "engine/cpu_binding.h"
+#include "engine/direct_allreduce.h"
 #include "engine/driver.h"
 #include "engine/validate.h"
 
@@ -37,6 +38,11 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
     LIGHTCC_RETURN_IF_ERROR(bindToLocalCores(engine->topo_.local_rank, engine->topo_.local_size)
                                 .withContext("rank " + std::to_string(options.rank)));
   }
+  const shm::HostGroup* host = engine->driver_->hostGroup();
+  if (config.direct && host != nullptr && host->direct(0) != nullptr && !engine->driver_->hasStreams()) {
+    engine->direct_ = std::make_unique<DirectAllreduce>(*host, config, engine->stats_);
+    for (int r = 0; r < engine->topo_.size; ++r) engine->world_.push_back(r);
+  }
   engine->life_.started();
   engine->thread_ = std::thread([d = engine->driver_.get()] { d->loop(); });
   *out = std::move(engine);
@@ -49,6 +55,21 @@ Engine::~Engine() {
 }
 
 Status Engine::wait(Handle& handle) { return driver_->wait(handle); }
+
+Status Engine::runDirect(const TensorEntry& e, bool* done) {
+  *done = false;
+  const Request& r = e.request;
+  // Which calls take a step at all depends only on the call, never on this rank's state, so
+  // every rank takes the same steps; this rank's state only decides whether it can agree.
+  const bool shaped = (r.op == OpType::kAllreduce && r.device < 0) || r.op == OpType::kBarrier;
+  if (!direct_ || !shaped || !life_.running()) return Status::OK();
+  // The global set's ranks are fixed: validated against them without validate()'s set lookup.
+  const bool ready = r.process_set_id == 0 && r.reduce_op != ReduceOp::kAdasum && r.error.empty() &&
+                     !timeline_.active() &&
+                     validateRequest(r, {topo_.rank, &world_, config_.dynamic_process_sets}).ok() &&
+                     !queue_.inFlight(r.process_set_id, r.name);
+  return direct_->run(e, ready, done);
+}
 
 Status Engine::topkResiduals(std::map<std::string, std::vector<float>>* out) {
   return driver_->executors().topkResiduals(out);
@@ -124,6 +145,8 @@ void Engine::withdraw(std::vector<TensorEntry> entries, const Status& why) {
 
 Status Engine::shutdown() {
   if (thread_.joinable()) {
+    // Peers' direct steps stop waiting for this rank and go to the engine, which says why.
+    if (const shm::HostGroup* host = driver_->hostGroup()) host->setDirectAway(true);
     life_.requestStop();
     driver_->poke();
     thread_.join();

@@ -36,6 +36,7 @@
 
 namespace lightcc {
 
+class DirectAllreduce;
 class Driver;
 class TopkStore;
 
@@ -51,6 +52,9 @@ class Engine {
   Status enqueue(std::vector<TensorEntry> entries, bool wake = true);
   // Blocks until the handle completes, running the engine on this thread when nobody else is.
   Status wait(Handle& handle);
+  // A synchronous single-tensor op: an allreduce of host memory or a barrier on a one-host job
+  // first tries a direct step (direct_allreduce.h). *done false: enqueue and wait as usual.
+  Status runDirect(const TensorEntry& e, bool* done);
   // Coordinated stop: every rank leaves its loop in the same cycle; pending work is aborted.
   Status shutdown();
 
@@ -90,6 +94,9 @@ class Engine {
   Timeline timeline_;
   std::unique_ptr<Driver> driver_;  // everything below the queue
   std::thread thread_;              // the background thread: driver_->loop()
+  // Callers' direct steps (one-host jobs). Declared after driver_, whose mesh it reads: it goes first.
+  std::unique_ptr<DirectAllreduce> direct_;
+  std::vector<int> world_;  // 0..size-1, the global set's members, for the direct path's checks
 };
 
 }  // namespace lightcc

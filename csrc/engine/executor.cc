@@ -36,15 +36,19 @@ void completeEntry(const ExecEnv& env, Batch& b, size_t index, const Status& st,
 }
 
 ReduceSpec reduceSpecFor(const Response& r, int members) {
-  ReduceSpec spec{r.dtype, r.reduce_op, r.prescale, r.postscale};
-  if (r.dtype == DataType::kBool) {
+  return reduceSpecFor(r.dtype, r.reduce_op, r.prescale, r.postscale, members);
+}
+
+ReduceSpec reduceSpecFor(DataType dtype, ReduceOp op, double prescale, double postscale, int members) {
+  ReduceSpec spec{dtype, op, prescale, postscale};
+  if (dtype == DataType::kBool) {
     // Logical reductions: sum/average is "any" (or), product is "all" (and).
-    spec.op = r.reduce_op == ReduceOp::kProduct || r.reduce_op == ReduceOp::kMin ? ReduceOp::kMin : ReduceOp::kMax;
+    spec.op = op == ReduceOp::kProduct || op == ReduceOp::kMin ? ReduceOp::kMin : ReduceOp::kMax;
     return spec;
   }
-  if (r.reduce_op == ReduceOp::kAverage) {
+  if (op == ReduceOp::kAverage) {
     spec.op = ReduceOp::kSum;
-    if (isFloatType(r.dtype)) {
+    if (isFloatType(dtype)) {
       spec.postscale /= members;
     } else {
       spec.int_divisor = members;

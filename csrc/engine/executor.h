@@ -80,6 +80,7 @@ class Executor {
 // folded in (1/members in postscale for floats, an exact division for integers); bool
 // reductions become max (or) / min (and).
 ReduceSpec reduceSpecFor(const Response& r, int members);
+ReduceSpec reduceSpecFor(DataType dtype, ReduceOp op, double prescale, double postscale, int members);
 
 // Elements per row: the product of the dims after the first (allgather, alltoall, reducescatter).
 int64_t rowElements(const std::vector<int64_t>& shape);

@@ -244,9 +244,17 @@ Status Mesh::mapSharedMemory(rendezvous::StoreClient* store, const std::vector<i
                                    " ranks on host " + options_.hostname + "; lightcc supports at most " +
                                    std::to_string(shm::kMaxLocalRanks) + " per host");
   }
+  // One host: a direct area for callers' one-step allreduces (direct_allreduce.h), as large as
+  // the one-step path's limit for this many ranks. Never sized by LIGHTCC_DIRECT, so ranks that
+  // disagree on it still map each other's areas alike.
+  const size_t direct_bytes =
+      topo_.local_size == size && size > 1
+          ? std::min<size_t>(static_cast<size_t>(config_.shm_chunk_bytes),
+                             static_cast<size_t>(config_.shm_oneshot_bytes) * 2 / std::max(2, topo_.local_size))
+          : 0;
   *layout = shm::RankAreaLayout::compute(topo_.local_size, static_cast<size_t>(config_.shm_ring_bytes),
                                          static_cast<size_t>(config_.shm_chunk_bytes), streams > 1 ? streams + 1 : 1,
-                                         streams);
+                                         streams, direct_bytes);
   std::random_device rd;
   std::ostringstream segname;
   segname << "/lightcc-" << ::getpid() << "-r" << rank << "-g" << options_.generation << "-" << std::hex << rd();

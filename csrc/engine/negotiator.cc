@@ -64,7 +64,10 @@ void Negotiator::classifyNewEntries() {
   const bool trace = topo_.rank == 0 && timeline_.active();
   for (auto& e : fresh_) {
     const Request& r = e.request;
-    if (r.op == OpType::kJoin && r.error.empty()) joined_ = true;
+    if (r.op == OpType::kJoin && r.error.empty()) {
+      joined_ = true;
+      if (main_.host) main_.host->setDirectAway(true);  // peers' direct steps go to the engine, which knows joins
+    }
     if (trace) timeline_.begin(r.name, std::string("NEGOTIATE_") + opTypeName(r.op));
     const TensorId id = tensors_.intern(r.process_set_id, r.name);
     const int bit = isCacheable(r.op) ? cache_.find(id) : -1;

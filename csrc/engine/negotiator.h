@@ -80,7 +80,10 @@ class Negotiator {
   void dropSet(int32_t id);
   void failAll(const Status& st);
   bool joined() const { return joined_; }
-  void joinDone() { joined_ = false; }
+  void joinDone() {
+    joined_ = false;
+    if (main_.host) main_.host->setDirectAway(false);
+  }
 
   // Stall inspector (rank 0 warns or fails stalled tensors; everyone renegotiates old cached
   // ones so rank 0 can name the missing ranks). Sets *want_cycle when a cycle must run.

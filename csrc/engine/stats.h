@@ -35,6 +35,8 @@ struct EngineStats {
   std::atomic<uint64_t> device_front_outputs{0};   // device outputs the fronts' allocators made
   std::atomic<uint64_t> net_links{0};              // links to ranks on other hosts, all channels (set at init)
   std::atomic<uint64_t> shm_links{0};              // links to ranks on this host, all channels (set at init)
+  std::atomic<uint64_t> direct_ops{0};             // synchronous allreduces run in a direct step (direct_allreduce.h)
+  std::atomic<uint64_t> direct_declined{0};        // direct steps declined: the engine ran those
 };
 
 }  // namespace lightcc

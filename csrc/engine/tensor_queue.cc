@@ -101,4 +101,16 @@ size_t TensorQueue::inFlight() const {
   return in_flight_;
 }
 
+bool TensorQueue::inFlight(int32_t process_set_id, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_flight_ == 0) return false;
+  auto it = names_.find(TensorKey(process_set_id, name));
+  return it != names_.end() && it->second;
+}
+
+Status TensorQueue::closed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
 }  // namespace lightcc

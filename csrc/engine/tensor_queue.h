@@ -52,6 +52,10 @@ class TensorQueue {
   void close(const Status& status);
   // Number of names in flight (queued or being negotiated/executed).
   size_t inFlight() const;
+  // Is this name in flight? (The direct path leaves such a tensor to push(), which refuses it.)
+  bool inFlight(int32_t process_set_id, const std::string& name) const;
+  // The queue's closing status (OK while open).
+  Status closed() const;
 
  private:
   mutable std::mutex mu_;

@@ -59,8 +59,16 @@ class HostGroup {
   RingHeader* ring(int owner_li, int from_li) const;
   char* ringData(int owner_li, int from_li) const;
 
+  // The direct exchange's area and payload slots (null without one: a job over several hosts).
+  DirectArea* direct(int li) const;
+  char* directPayload(int li, int parity) const;
   // Makes rank li's engine look again if it sleeps. Cheap when it does not.
   void wake(int li) const;
+  // Makes rank li's callers waiting in the direct exchange look again.
+  void wakeDirect(int li) const { ring(&direct(li)->bell); }
+  // This rank will not take direct steps for a while (a join pending, shut down): peers waiting
+  // in one decline it at once instead of waiting out their window. No-op without a direct area.
+  void setDirectAway(bool away) const;
   // Thread-safe: wakes this rank's own engine (after a local enqueue).
   void wakeSelf() const { wake(local_rank_); }
 
@@ -74,6 +82,9 @@ class HostGroup {
   // host of many ranks, waits capped for network polling wake thousands of times a second.
   Status waitUntil(const std::function<bool()>& ready, const std::string& what, bool check_peers,
                    double max_wait_us = -1, bool spin = true, bool doorbell_only = false) const;
+  // waitUntil for a caller in the direct exchange, on the direct area's doorbell (peers' checks
+  // included); after max_wait_us it returns OK with ready() still false.
+  Status waitDirect(const std::function<bool()>& ready, const std::string& what, double max_wait_us) const;
   // The wait's first phase: spins (yielding the core after a few microseconds, or at once when
   // oversubscribed) for spin_us; true when `ready` came true.
   bool spinUntil(const std::function<bool()>& ready, std::chrono::steady_clock::time_point start) const;
@@ -105,6 +116,9 @@ class HostGroup {
     std::vector<char*> bases;
   };
   HostGroup(const HostGroup& base, int channel);
+  static void ring(Bell* b);
+  Status waitOn(Bell* me, const std::function<bool()>& ready, const std::string& what, bool check_peers,
+                double max_wait_us, bool spin, bool doorbell_only) const;
 
   int local_rank_;
   std::vector<int> global_ranks_;

@@ -14,6 +14,9 @@
 //    only producer (writes data and `head`), the owner the only consumer (writes `tail`).
 //  - meta[c] and staging areas: written only by the owner, read by peers during a collective,
 //    guarded by the counters. Only channels that run collectives have a staging area.
+//  - the direct area (one-host jobs only): DirectArea plus two payload slots, the lockstep
+//    exchange of callers' synchronous small allreduces (direct_exchange.h). Its own doorbell,
+//    so those callers and the engine thread never wake each other.
 #pragma once
 
 #include <atomic>
@@ -56,6 +59,30 @@ struct alignas(kCacheLine) RankHeader {
   char failure[kFailureTextBytes];
 };
 
+// One posted operation of the direct exchange: what it is, so the ranks can check they agree.
+struct alignas(kCacheLine) DirectSlot {
+  std::atomic<uint64_t> posted;  // the exchange step this slot describes (0: none yet)
+  uint64_t name_hash;
+  uint64_t count;
+  int32_t op;
+  double prescale;
+  double postscale;
+  int32_t dtype;
+  int32_t reduce_op;
+  int32_t process_set_id;
+  uint32_t name_bytes;
+  int32_t ready;  // 0: this rank cannot take the step (the engine must run the operation)
+};
+
+struct alignas(kCacheLine) DirectArea {
+  // Only local rank 0's are used: per step parity, (step << 2) | outcome, set once by CAS.
+  PaddedCounter decision[2];
+  PaddedCounter done;           // the last step this rank no longer reads anything of
+  PaddedCounter away;           // nonzero: this rank will not post soon (join pending, shutdown)
+  Bell bell;                    // the owner's callers sleep here while they wait for peers
+  DirectSlot slot[2];           // by step parity; payloads follow the area
+};
+
 struct RingHeader {
   alignas(kCacheLine) std::atomic<uint64_t> head;  // bytes ever written (producer)
   alignas(kCacheLine) std::atomic<uint64_t> tail;  // bytes ever consumed (consumer)
@@ -76,10 +103,12 @@ struct RankAreaLayout {
   size_t meta_off;
   size_t staging_off;
   size_t staging_bytes;  // two chunks per staging area
+  size_t direct_off;     // 0: no direct area (a job over several hosts)
+  size_t direct_bytes;   // payload capacity of each of the two direct slots
   size_t total;
 
   static RankAreaLayout compute(int local_size, size_t ring_bytes, size_t chunk_bytes, int channels = 1,
-                                int staging_areas = 1) {
+                                int staging_areas = 1, size_t direct_bytes = 0) {
     auto roundUp = [](size_t x, size_t a) { return (x + a - 1) / a * a; };
     RankAreaLayout l{};
     l.channels = channels;
@@ -93,7 +122,10 @@ struct RankAreaLayout {
     l.meta_off = l.rings_off + l.rings_channel_stride * static_cast<size_t>(channels);
     l.staging_off = roundUp(l.meta_off + kMetaBytes * static_cast<size_t>(channels), 4096);
     l.staging_bytes = 2 * chunk_bytes;
-    l.total = roundUp(l.staging_off + l.staging_bytes * static_cast<size_t>(staging_areas), 4096);
+    const size_t after_staging = roundUp(l.staging_off + l.staging_bytes * static_cast<size_t>(staging_areas), 4096);
+    l.direct_bytes = roundUp(direct_bytes, kCacheLine);
+    l.direct_off = direct_bytes > 0 ? after_staging : 0;
+    l.total = direct_bytes > 0 ? roundUp(after_staging + sizeof(DirectArea) + 2 * l.direct_bytes, 4096) : after_staging;
     return l;
   }
 };

@@ -1,0 +1,82 @@
+// DirectExchange: the ranks of one host agree on one operation and share its payload in one step.
+//
+// DESIGN. The engine agrees on every operation by negotiation, then runs it: two sync points,
+// and a cycle of engine work around each. For a caller's synchronous small allreduce on a
+// one-host job that is most of the time it takes. Here the ranks instead take *steps* in
+// lockstep, one per such call: a rank writes what the operation is (DirectSlot) and its payload
+// into the slot of the step's parity, then waits for the step's *decision*, a word in local rank
+// 0's area that the first CAS sets and nobody changes:
+//   - agreed: whoever sees every rank's post for the step, all ready and all describing the same
+//     operation, sets it; each rank then reads every payload and releases the step (finish());
+//   - declined: set by whoever sees a mismatch, by a rank that cannot take part (not ready), by
+//     a waiter that sees a peer away (HostGroup::setDirectAway: a join pending, shut down), or by a waiter whose window
+//     ran out before everyone posted. The engine then runs the operation, and its negotiation
+//     deals with whatever differed, so declining is always safe; it only costs time.
+// Since the first CAS wins, every rank reads the same outcome. Step s reuses the slots and the
+// decision word of step s - 2: a rank starts a step only once every rank has finished its last
+// agreed step of that parity (agreed steps include everyone; declined ones leave no payload to
+// read). Ranks that skip steps (a join, their own asynchronous calls) fall behind; a rank that
+// finds a later step's word than its own was declined and jumps to that step, which brings the
+// ranks back into line. One thread of a rank takes a step at a time (the caller's lock).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "transport/shm/host_group.h"
+
+namespace lightcc::shm {
+
+// What every rank's step must describe alike to be agreed.
+struct DirectOp {
+  uint64_t name_hash = 0;
+  uint32_t name_bytes = 0;
+  int32_t op = 0;  // the OpType
+  int32_t dtype = 0;
+  int32_t reduce_op = 0;
+  int32_t process_set_id = 0;
+  uint64_t count = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+};
+
+class DirectExchange {
+ public:
+  // kWaitedOut: declined by some rank's window. kBehind: declined because the others had moved
+  // past this rank's step (it skipped steps they took: a join, asynchronous calls); the next
+  // step is theirs, so the same operation may be tried once more.
+  enum class Outcome { kAgreed, kDeclined, kWaitedOut, kBehind };
+  // `host` must have a direct area; window_us: how long a step waits for every post.
+  DirectExchange(const HostGroup& host, double window_us) : host_(host), window_us_(window_us) {}
+
+  size_t capacity() const { return host_.layout().direct_bytes; }
+  // Takes the next step with `op` and `bytes` of payload (ready), or declines it (!ready, no
+  // payload read). `name` names the operation in errors. On kAgreed, payload(li) holds local
+  // rank li's payload until finish(); otherwise the step is already finished.
+  Status step(const DirectOp& op, const void* payload, size_t bytes, bool ready, const std::string& name,
+              Outcome* out);
+  const char* payload(int li) const { return host_.directPayload(li, static_cast<int>(step_ & 1)); }
+  void finish();
+
+ private:
+  // kWaitedOutCode: declined by a window, told apart so every rank counts it alike.
+  enum : uint64_t { kAgreedCode = 1, kDeclinedCode = 2, kWaitedOutCode = 3 };
+  std::atomic<uint64_t>& decision() const { return host_.direct(0)->decision[step_ & 1].value; }
+  // This step's word, or a later step's (then this one was declined: agreed steps include everyone).
+  bool decided() const { return (decision().load(std::memory_order_seq_cst) >> 2) >= step_; }
+  Outcome conclude();  // reads the decided word; finishes unless agreed
+  void decide(uint64_t code) const;  // first CAS wins; wakes the peers
+  bool allPosted() const;
+  bool anyAway() const;
+  bool agreeable() const;  // every post ready and describing this rank's operation
+  Status waitSlotsFree() const;
+
+  const HostGroup& host_;
+  const double window_us_;
+  uint64_t step_ = 0;
+  uint64_t agreed_at_[2] = {0, 0};  // per parity: this rank's last agreed step (0: none)
+};
+
+}  // namespace lightcc::shm
