@@ -16,7 +16,7 @@ namespace py = pybind11;
 namespace lightcc::bindings {
 namespace {
 
-TensorEntry makeEntry(const TensorArgs& t) {
+TensorEntry makeEntry(const TensorArgs& t, bool with_handle = true) {
   if (!isOpCode(t.op)) throw py::value_error("unknown op code " + std::to_string(t.op));
   if (!isValidDataType(t.dtype)) throw py::value_error("unsupported dtype code " + std::to_string(t.dtype));
   if (t.reduce_op < 0 || t.reduce_op > static_cast<int>(ReduceOp::kProduct)) throw py::value_error("unknown reduce op " + std::to_string(t.reduce_op));
@@ -35,7 +35,7 @@ TensorEntry makeEntry(const TensorArgs& t) {
   r.device = t.device < 0 ? -1 : t.device;
   entry.input = reinterpret_cast<const void*>(t.input);
   entry.output = reinterpret_cast<void*>(t.output);
-  entry.handle = std::make_shared<Handle>();
+  if (with_handle) entry.handle = std::make_shared<Handle>();
   return entry;
 }
 
@@ -82,24 +82,36 @@ std::shared_ptr<Handle> runToCompletion(const TensorArgs& t) {
   std::shared_ptr<Engine> e = state().engine;
   if (!e) throw py::value_error("lightcc has not been initialized; use hvd.init().");
   std::vector<TensorEntry> entries;
-  entries.push_back(makeEntry(t));
+  entries.push_back(makeEntry(t, /*with_handle=*/false));
+  Status st;
+  bool done = false;
+  {
+    // A direct step first (one-host allreduces and barriers): no handle, no queue.
+    py::gil_scoped_release release;
+    ScopedInterruptCheck signals(&pythonSignalRaised);
+    st = e->runDirect(entries.back(), &done);
+  }
+  if (done || !st.ok()) {
+    raisePendingSignal();
+    raise(st);
+    static const std::shared_ptr<Handle> completed = [] {
+      auto h = std::make_shared<Handle>();
+      h->complete(Status::OK());
+      return h;
+    }();
+    return completed;  // the empty result the engine gives both: the output is the caller's buffer
+  }
+  entries.back().handle = std::make_shared<Handle>();
   markReady(entries, {t});
   std::shared_ptr<Handle> h = entries.back().handle;
   h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
-  Status st;
   {
     py::gil_scoped_release release;
     ScopedInterruptCheck signals(&pythonSignalRaised);
-    bool done = false;
-    st = e->runDirect(entries.back(), &done);
-    if (st.ok() && done) {
-      h->complete(st);
-    } else if (st.ok()) {
-      st = e->enqueue(std::move(entries), /*wake=*/false);
-      if (st.ok()) {
-        e->nudgeFusion();
-        st = e->wait(*h);
-      }
+    st = e->enqueue(std::move(entries), /*wake=*/false);
+    if (st.ok()) {
+      e->nudgeFusion();
+      st = e->wait(*h);
     }
   }
   h->addWaiter(-1);

@@ -58,7 +58,7 @@ Status DirectAllreduce::run(const TensorEntry& e, bool ready, bool* done) {
   const void* few[16];
   std::vector<const void*> many(p > 16 ? static_cast<size_t>(p) : 0);
   const void** srcs = p > 16 ? many.data() : few;
-  for (int li = 0; li < p; ++li) srcs[li] = exchange_.payload(li);
+  for (int li = 0; li < p; ++li) srcs[li] = li == host_.localRank() ? e.input : exchange_.payload(li);
   // Every rank adds in rank order from the posted copies: bit-identical results everywhere, and
   // to the engine's one-step shared-memory allreduce.
   const ReduceSpec spec = reduceSpecFor(r.dtype, r.reduce_op, r.prescale, r.postscale, p);

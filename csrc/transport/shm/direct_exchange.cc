@@ -5,11 +5,17 @@
 
 namespace lightcc::shm {
 
+DirectExchange::DirectExchange(const HostGroup& host, double window_us) : host_(host), window_us_(window_us) {
+  for (int li = 0; li < host_.localSize(); ++li) areas_.push_back(host_.direct(li));
+  mine_ = areas_[static_cast<size_t>(host_.localRank())];
+}
+
 void DirectExchange::decide(uint64_t code) const {
   std::atomic<uint64_t>& d = decision();
   const uint64_t want = step_ << 2 | code;
   uint64_t cur = d.load(std::memory_order_seq_cst);
-  // Older words belong to step - 2 (every rank has finished it); only this step's is final.
+  if ((cur >> 2) >= step_) return;  // decided already: nothing to write, nobody to wake
+  // Words of earlier steps are free to overwrite (see waitSlotsFree); this step's is final.
   while ((cur >> 2) < step_) {
     if (d.compare_exchange_weak(cur, want, std::memory_order_seq_cst)) break;
   }
@@ -21,7 +27,7 @@ void DirectExchange::decide(uint64_t code) const {
 bool DirectExchange::allPosted() const {
   const int q = static_cast<int>(step_ & 1);
   for (int li = 0; li < host_.localSize(); ++li) {
-    if (host_.direct(li)->slot[q].posted.load(std::memory_order_seq_cst) != step_) return false;
+    if (areas_[static_cast<size_t>(li)]->slot[q].posted.load(std::memory_order_seq_cst) != step_) return false;
   }
   return true;
 }
@@ -29,7 +35,7 @@ bool DirectExchange::allPosted() const {
 bool DirectExchange::anyAway() const {
   const int q = static_cast<int>(step_ & 1);
   for (int li = 0; li < host_.localSize(); ++li) {
-    const DirectArea* a = host_.direct(li);
+    const DirectArea* a = areas_[static_cast<size_t>(li)];
     // A rank that posted this step is taking it, whatever it does next.
     if (li != host_.localRank() && a->away.value.load(std::memory_order_seq_cst) != 0 &&
         a->slot[q].posted.load(std::memory_order_seq_cst) != step_) {
@@ -41,9 +47,9 @@ bool DirectExchange::anyAway() const {
 
 bool DirectExchange::agreeable() const {
   const int q = static_cast<int>(step_ & 1);
-  const DirectSlot& me = host_.direct(host_.localRank())->slot[q];
+  const DirectSlot& me = mine_->slot[q];
   for (int li = 0; li < host_.localSize(); ++li) {
-    const DirectSlot& o = host_.direct(li)->slot[q];
+    const DirectSlot& o = areas_[static_cast<size_t>(li)]->slot[q];
     if (!o.ready || o.name_hash != me.name_hash || o.name_bytes != me.name_bytes || o.op != me.op || o.dtype != me.dtype ||
         o.reduce_op != me.reduce_op || o.process_set_id != me.process_set_id || o.count != me.count ||
         o.prescale != me.prescale || o.postscale != me.postscale) {
@@ -62,7 +68,7 @@ Status DirectExchange::waitSlotsFree() const {
   if (u == 0) return Status::OK();
   auto free = [&] {
     for (int li = 0; li < host_.localSize(); ++li) {
-      if (host_.direct(li)->done.value.load(std::memory_order_seq_cst) < u) return false;
+      if (areas_[static_cast<size_t>(li)]->done.value.load(std::memory_order_seq_cst) < u) return false;
     }
     return true;
   };
@@ -92,7 +98,7 @@ Status DirectExchange::step(const DirectOp& op, const void* payload, size_t byte
   *out = Outcome::kDeclined;
   LIGHTCC_RETURN_IF_ERROR(waitSlotsFree().withContext(name));
   const int q = static_cast<int>(step_ & 1);
-  DirectSlot& slot = host_.direct(host_.localRank())->slot[q];
+  DirectSlot& slot = mine_->slot[q];
   if (!ready || bytes > capacity()) {
     decide(kDeclinedCode);
     *out = conclude();
@@ -138,7 +144,7 @@ Status DirectExchange::step(const DirectOp& op, const void* payload, size_t byte
 }
 
 void DirectExchange::finish() {
-  host_.direct(host_.localRank())->done.value.store(step_, std::memory_order_seq_cst);
+  mine_->done.value.store(step_, std::memory_order_seq_cst);
   // Only a peer starting step + 2 waits on this, and it sleeps only after its spin: usually
   // nobody sleeps and the wake is two loads.
   for (int li = 0; li < host_.localSize(); ++li) {

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "transport/shm/host_group.h"
@@ -49,7 +50,7 @@ class DirectExchange {
   // step is theirs, so the same operation may be tried once more.
   enum class Outcome { kAgreed, kDeclined, kWaitedOut, kBehind };
   // `host` must have a direct area; window_us: how long a step waits for every post.
-  DirectExchange(const HostGroup& host, double window_us) : host_(host), window_us_(window_us) {}
+  DirectExchange(const HostGroup& host, double window_us);
 
   size_t capacity() const { return host_.layout().direct_bytes; }
   // Takes the next step with `op` and `bytes` of payload (ready), or declines it (!ready, no
@@ -63,7 +64,7 @@ class DirectExchange {
  private:
   // kWaitedOutCode: declined by a window, told apart so every rank counts it alike.
   enum : uint64_t { kAgreedCode = 1, kDeclinedCode = 2, kWaitedOutCode = 3 };
-  std::atomic<uint64_t>& decision() const { return host_.direct(0)->decision[step_ & 1].value; }
+  std::atomic<uint64_t>& decision() const { return areas_[0]->decision[step_ & 1].value; }
   // This step's word, or a later step's (then this one was declined: agreed steps include everyone).
   bool decided() const { return (decision().load(std::memory_order_seq_cst) >> 2) >= step_; }
   Outcome conclude();  // reads the decided word; finishes unless agreed
@@ -75,6 +76,8 @@ class DirectExchange {
 
   const HostGroup& host_;
   const double window_us_;
+  std::vector<DirectArea*> areas_;  // every local rank's, by local index
+  DirectArea* mine_;
   uint64_t step_ = 0;
   uint64_t agreed_at_[2] = {0, 0};  // per parity: this rank's last agreed step (0: none)
 };
