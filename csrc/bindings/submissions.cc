@@ -16,12 +16,13 @@ namespace py = pybind11;
 namespace lightcc::bindings {
 namespace {
 
-TensorEntry makeEntry(const TensorArgs& t, bool with_handle = true) {
+// Fills `entry` from the front's arguments; reusing an entry reuses its strings' and vectors'
+// capacity (the direct path's per-thread scratch entry allocates nothing per call).
+void fillEntry(const TensorArgs& t, TensorEntry* entry) {
   if (!isOpCode(t.op)) throw py::value_error("unknown op code " + std::to_string(t.op));
   if (!isValidDataType(t.dtype)) throw py::value_error("unsupported dtype code " + std::to_string(t.dtype));
   if (t.reduce_op < 0 || t.reduce_op > static_cast<int>(ReduceOp::kProduct)) throw py::value_error("unknown reduce op " + std::to_string(t.reduce_op));
-  TensorEntry entry;
-  Request& r = entry.request;
+  Request& r = entry->request;
   r.op = static_cast<OpType>(t.op);
   r.name = t.name;
   r.dtype = static_cast<DataType>(t.dtype);
@@ -33,9 +34,14 @@ TensorEntry makeEntry(const TensorArgs& t, bool with_handle = true) {
   r.process_set_id = t.process_set_id;
   r.aux = t.aux;
   r.device = t.device < 0 ? -1 : t.device;
-  entry.input = reinterpret_cast<const void*>(t.input);
-  entry.output = reinterpret_cast<void*>(t.output);
-  if (with_handle) entry.handle = std::make_shared<Handle>();
+  entry->input = reinterpret_cast<const void*>(t.input);
+  entry->output = reinterpret_cast<void*>(t.output);
+}
+
+TensorEntry makeEntry(const TensorArgs& t) {
+  TensorEntry entry;
+  fillEntry(t, &entry);
+  entry.handle = std::make_shared<Handle>();
   return entry;
 }
 
@@ -81,15 +87,15 @@ py::tuple resultTuple(const Handle& h) {
 std::shared_ptr<Handle> runToCompletion(const TensorArgs& t) {
   std::shared_ptr<Engine> e = state().engine;
   if (!e) throw py::value_error("lightcc has not been initialized; use hvd.init().");
-  std::vector<TensorEntry> entries;
-  entries.push_back(makeEntry(t, /*with_handle=*/false));
   Status st;
   bool done = false;
   {
     // A direct step first (one-host allreduces and barriers): no handle, no queue.
+    thread_local TensorEntry scratch;
+    fillEntry(t, &scratch);
     py::gil_scoped_release release;
     ScopedInterruptCheck signals(&pythonSignalRaised);
-    st = e->runDirect(entries.back(), &done);
+    st = e->runDirect(scratch, &done);
   }
   if (done || !st.ok()) {
     raisePendingSignal();
@@ -101,7 +107,8 @@ std::shared_ptr<Handle> runToCompletion(const TensorArgs& t) {
     }();
     return completed;  // the empty result the engine gives both: the output is the caller's buffer
   }
-  entries.back().handle = std::make_shared<Handle>();
+  std::vector<TensorEntry> entries;
+  entries.push_back(makeEntry(t));
   markReady(entries, {t});
   std::shared_ptr<Handle> h = entries.back().handle;
   h->addWaiter(1);  // with the GIL held, so the engine cannot be shut down under us
@@ -216,7 +223,7 @@ int64_t allreduceArrayAsync(py::handle array, const std::string& name, int reduc
 bool allreduceArray(py::handle array, const std::string& name, int reduce_op, double pre, double post,
                     int set_id) {
   engine();
-  TensorArgs t;
+  thread_local TensorArgs t;  // reused: its name and shape keep their capacity
   if (!inPlaceAllreduceArgs(array, name, reduce_op, pre, post, set_id, &t)) return false;
   runToCompletion(t);  // the caller's reference keeps the array alive throughout
   return true;
