@@ -16,6 +16,12 @@ def test_direct_steps(scenario, size):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
 
 
+@pytest.mark.parametrize("size", [3, 4])
+def test_direct_steps_at_random(size):
+    for res in run_ranks("direct_worker.py", size, args=["random"], timeout=180, env=ENV):
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+
+
 def test_direct_off_runs_everything_in_the_engine():
     # LIGHTCC_DIRECT=0 on one rank only: the other's steps wait out their windows, then stop.
     res = run_ranks("direct_worker.py", 2, args=["mismatch"], timeout=120, env=ENV,

@@ -4,20 +4,27 @@
 // and a cycle of engine work around each. For a caller's synchronous small allreduce on a
 // one-host job that is most of the time it takes. Here the ranks instead take *steps* in
 // lockstep, one per such call: a rank writes what the operation is (DirectSlot) and its payload
-// into the slot of the step's parity, then waits for the step's *decision*, a word in local rank
-// 0's area that the first CAS sets and nobody changes:
-//   - agreed: whoever sees every rank's post for the step, all ready and all describing the same
-//     operation, sets it; each rank then reads every payload and releases the step (finish());
-//   - declined: set by whoever sees a mismatch, by a rank that cannot take part (not ready), by
-//     a waiter that sees a peer away (HostGroup::setDirectAway: a join pending, shut down), or by a waiter whose window
-//     ran out before everyone posted. The engine then runs the operation, and its negotiation
-//     deals with whatever differed, so declining is always safe; it only costs time.
-// Since the first CAS wins, every rank reads the same outcome. Step s reuses the slots and the
-// decision word of step s - 2: a rank starts a step only once every rank has finished its last
-// agreed step of that parity (agreed steps include everyone; declined ones leave no payload to
-// read). Ranks that skip steps (a join, their own asynchronous calls) fall behind; a rank that
-// finds a later step's word than its own was declined and jumps to that step, which brings the
-// ranks back into line. One thread of a rank takes a step at a time (the caller's lock).
+// into the slot of the step's parity, and watches the others' slots and the step's *lock*, a
+// word in local rank 0's area:
+//   - agreed, the common case, costs no shared write: a rank that sees every rank's post for the
+//     step, all ready and alike, and the lock not taken for the step, reads every payload and
+//     releases the step (finish()). All see the same posts, so all conclude alike;
+//   - declined, mismatched posts: everyone sees the mismatch and concludes so too;
+//   - anyone else who wants to end the step — a rank that cannot take part, a waiter that sees a
+//     peer away (HostGroup::setDirectAway: a join pending, shut down), a waiter whose window ran
+//     out — takes the lock (CAS), then looks at the posts once more and writes the final word:
+//     agreed if all had posted alike by then, else declined. Ranks that find the lock taken
+//     follow that word. Whoever concluded agreed without the lock saw every post before the
+//     lock was taken, so the taker sees them too and writes agreed (loads and stores are
+//     sequentially consistent): no outcome is ever seen two ways.
+// A declined step goes to the engine, whose negotiation deals with whatever differed, so
+// declining is always safe; it only costs time. Step s reuses the slots and the lock of step
+// s - 2: a rank starts a step only once every rank has finished its last agreed step of that
+// parity (agreed steps include everyone; declined ones leave no payload to read). Ranks that skip
+// steps (a join, their own asynchronous calls) fall behind; a rank that finds a later step's word
+// in the lock knows its own step was declined and jumps to that step; one whose step was
+// declined while a peer already posted the next step with this rank's operation takes that
+// step. Either brings the ranks back into line. One thread of a rank takes a step at a time (the caller's lock).
 #pragma once
 
 #include <cstddef>
@@ -62,16 +69,21 @@ class DirectExchange {
   void finish();
 
  private:
+  // The lock word: (step << 2) | code. kTakenCode: a rank is deciding; the others are final.
   // kWaitedOutCode: declined by a window, told apart so every rank counts it alike.
-  enum : uint64_t { kAgreedCode = 1, kDeclinedCode = 2, kWaitedOutCode = 3 };
-  std::atomic<uint64_t>& decision() const { return areas_[0]->decision[step_ & 1].value; }
-  // This step's word, or a later step's (then this one was declined: agreed steps include everyone).
-  bool decided() const { return (decision().load(std::memory_order_seq_cst) >> 2) >= step_; }
-  Outcome conclude();  // reads the decided word; finishes unless agreed
-  void decide(uint64_t code) const;  // first CAS wins; wakes the peers
+  enum : uint64_t { kTakenCode = 0, kAgreedCode = 1, kDeclinedCode = 2, kWaitedOutCode = 3 };
+  std::atomic<uint64_t>& lock() const { return areas_[0]->decision[step_ & 1].value; }
+  // Can this rank conclude now? (Posts all in, a final word, or a later step's word.)
+  bool settled() const;
+  // Until the lock holds no taker of this step; *word: the lock as last read.
+  Status awaitFinal(const std::string& name, uint64_t* word) const;
+  Outcome conclude(uint64_t word);  // the outcome from that word; finishes unless agreed
+  void end(uint64_t code);  // takes the lock (if nobody has) and writes the final word
   bool allPosted() const;
   bool anyAway() const;
   bool agreeable() const;  // every post ready and describing this rank's operation
+  bool aheadWithMine() const;  // a peer posted the next step with this rank's operation
+  static bool sameOp(const DirectSlot& a, const DirectSlot& b);
   Status waitSlotsFree() const;
 
   const HostGroup& host_;
@@ -80,6 +92,7 @@ class DirectExchange {
   DirectArea* mine_;
   uint64_t step_ = 0;
   uint64_t agreed_at_[2] = {0, 0};  // per parity: this rank's last agreed step (0: none)
+  bool posted_ = false;             // this rank posted its current step
 };
 
 }  // namespace lightcc::shm

@@ -31,6 +31,13 @@ namespace {
 
 // How long a wait spins before it starts yielding the core between polls.
 constexpr int kPureSpinUs = 3;
+// Pause instructions between polls. A pause takes 25-40 ns on current x86 cores, so a wait ends
+// up to pauses x that after the store it waits for. The engine's waits evaluate a progress
+// function per poll (sends, ring tests) that also touches the lines its peer is writing; polled
+// after every pause they slowed the peer (negotiation steps 1.27x slower), so they poll every 64.
+// A direct step's poll is a few loads, and its whole operation lasts ~2 us: it polls every pause.
+constexpr int kPausesPerPoll = 64;
+constexpr int kDirectPausesPerPoll = 1;
 
 void futexWait(std::atomic<uint32_t>* word, uint32_t expected, double timeout_us) {
   struct timespec ts;
@@ -216,7 +223,8 @@ void HostGroup::markFailed(const std::string& why) const {
   }
 }
 
-bool HostGroup::spinUntil(const std::function<bool()>& ready, std::chrono::steady_clock::time_point start) const {
+bool HostGroup::spinUntil(const std::function<bool()>& ready, std::chrono::steady_clock::time_point start,
+                          int pauses) const {
   using Clock = std::chrono::steady_clock;
   const auto spin_end = start + std::chrono::nanoseconds(static_cast<int64_t>(options_.spin_us * 1e3));
   // Spin briefly, then spin yielding the core: the thread we wait for may be queued behind us on
@@ -224,12 +232,9 @@ bool HostGroup::spinUntil(const std::function<bool()>& ready, std::chrono::stead
   // rank's own engine or stream thread), and a pure spin would hold it off for the whole spin
   // time (and then a futex round trip) at every sync point. Oversubscribed, yield at once.
   const auto yield_from = start + std::chrono::microseconds(options_.oversubscribed ? 0 : kPureSpinUs);
-  // One pause between polls: a pause takes 25-40 ns on current x86 cores, so the 64 pauses a poll
-  // this once had let every sync point end up to 1.6-2.6 us after the peer's store it waited
-  // for. The clock is read every 16 polls.
   while (true) {
-    for (int i = 0; i < 16; ++i) {
-      LIGHTCC_CPU_RELAX();
+    for (int i = 0; i < 16; ++i) {  // the clock is read every 16 polls
+      for (int k = 0; k < pauses; ++k) LIGHTCC_CPU_RELAX();
       if (ready()) return true;
     }
     const auto now = Clock::now();
@@ -240,20 +245,20 @@ bool HostGroup::spinUntil(const std::function<bool()>& ready, std::chrono::stead
 
 Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::string& what,
                             bool check_peers, double max_wait_us, bool spin, bool doorbell_only) const {
-  return waitOn(bell(local_rank_), ready, what, check_peers, max_wait_us, spin, doorbell_only);
+  return waitOn(bell(local_rank_), ready, what, check_peers, max_wait_us, spin, doorbell_only, kPausesPerPoll);
 }
 
 Status HostGroup::waitDirect(const std::function<bool()>& ready, const std::string& what, double max_wait_us) const {
   return waitOn(&direct(local_rank_)->bell, ready, what, /*check_peers=*/true, max_wait_us, /*spin=*/true,
-                /*doorbell_only=*/true);
+                /*doorbell_only=*/true, kDirectPausesPerPoll);
 }
 
 Status HostGroup::waitOn(Bell* me, const std::function<bool()>& ready, const std::string& what, bool check_peers,
-                         double max_wait_us, bool spin, bool doorbell_only) const {
+                         double max_wait_us, bool spin, bool doorbell_only, int pauses) const {
   using Clock = std::chrono::steady_clock;
   if (ready()) return Status::OK();
   const auto start = Clock::now();
-  if (spin && spinUntil(ready, start)) return Status::OK();
+  if (spin && spinUntil(ready, start, pauses)) return Status::OK();
   auto last_liveness = start;
   double sleep_us = 20;
   // On a channel with network links (sleeps capped for polling them), a doorbell-only wait has

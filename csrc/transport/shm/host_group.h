@@ -87,7 +87,7 @@ class HostGroup {
   Status waitDirect(const std::function<bool()>& ready, const std::string& what, double max_wait_us) const;
   // The wait's first phase: spins (yielding the core after a few microseconds, or at once when
   // oversubscribed) for spin_us; true when `ready` came true.
-  bool spinUntil(const std::function<bool()>& ready, std::chrono::steady_clock::time_point start) const;
+  bool spinUntil(const std::function<bool()>& ready, std::chrono::steady_clock::time_point start, int pauses) const;
 
   // Staging ledger. A single-barrier collective publishes its staging and leaves without a
   // closing barrier, so peers may still be reading when this rank moves on. The publisher
@@ -118,7 +118,7 @@ class HostGroup {
   HostGroup(const HostGroup& base, int channel);
   static void ring(Bell* b);
   Status waitOn(Bell* me, const std::function<bool()>& ready, const std::string& what, bool check_peers,
-                double max_wait_us, bool spin, bool doorbell_only) const;
+                double max_wait_us, bool spin, bool doorbell_only, int pauses) const;
 
   int local_rank_;
   std::vector<int> global_ranks_;

@@ -10,6 +10,9 @@ argv[1] picks the scenario:
   mismatch   one name, a different shape per rank: every rank gets the engine's mismatch error,
              then the next op runs normally
   killed     the last rank exits before its allreduce; every survivor gets an error naming it
+  random     each rank picks, per op, the synchronous or the asynchronous call and sometimes a
+             delay past the window, so steps agree, decline, wait out and fall behind at random;
+             every result must still be exact
 """
 from __future__ import annotations
 
@@ -125,11 +128,34 @@ def killed(c: Checker, r: int, n: int) -> None:
         print(f"rank {r} error: {e}", flush=True)
 
 
+def random_mix(c: Checker, r: int, n: int) -> None:
+    import random
+    import time
+
+    rng = random.Random(7 + 31 * r)
+    for k in range(300):
+        a = np.full(16, r + k, np.int64)
+        if rng.random() < 0.1:
+            time.sleep(rng.random() * 0.004)  # past the test's 2 ms window, sometimes
+        if rng.random() < 0.15:
+            hvd.synchronize(hvd.allreduce_async_(a, op=hvd.Sum, name=f"rand.{k}"))
+        else:
+            hvd.allreduce_(a, op=hvd.Sum, name=f"rand.{k}")
+        want = sum(j + k for j in range(n))
+        c.check(bool(np.all(a == want)), f"random op {k}: {a[:3]} want {want}")
+        if k % 50 == 49:
+            hvd.barrier()
+    s = counters()
+    print(f"rank {r}: {s}", flush=True)
+
+
 def main() -> None:
     hvd.init()
     r, n = hvd.rank(), hvd.size()
     c = Checker(r)
-    {"identical": identical, "mixed": mixed, "join": join, "mismatch": mismatch, "killed": killed}[sys.argv[1]](c, r, n)
+    scenarios = {"identical": identical, "mixed": mixed, "join": join, "mismatch": mismatch, "killed": killed,
+                 "random": random_mix}
+    scenarios[sys.argv[1]](c, r, n)
     if sys.argv[1] == "killed":
         sys.stdout.flush()
         os._exit(1 if c.failures else 0)  # a clean shutdown would wait for the dead rank

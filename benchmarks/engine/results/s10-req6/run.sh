@@ -6,11 +6,12 @@
 # per batch, where one scheduler hiccup moves the median for either library); 16 MiB the default.
 # Each header line carries the 1-minute load average taken just before that run.
 # OUT (default: this folder), AFTER (default: this tree), BEFORE (default /work/s10-before),
-# ROUNDS (default 5) may be set.
+# ROUNDS (default 5) may be set; ONLY=after (or before) runs that tree alone.
 OUT=${OUT:-$(cd "$(dirname "$0")" && pwd)}
 AFTER=${AFTER:-$(cd "$(dirname "$0")/../../../.." && pwd)}
 BEFORE=${BEFORE:-/work/s10-before}
 ROUNDS=${ROUNDS:-5}
+ONLY=${ONLY:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd /tmp
 run() {  # label tree command np sizes extra...
@@ -20,6 +21,8 @@ run() {  # label tree command np sizes extra...
     --compare mpi --sizes $sizes "$@" --no-progress --json "$OUT/$label-$cmd-np$np-$sizes-$round.json" 2>&1 | grep -E "^ +[0-9]"
 }
 pair() {  # command np sizes extra...: both trees, order alternating by round
+  if [[ $ONLY == after ]]; then run after "$AFTER" "$@"; return; fi
+  if [[ $ONLY == before ]]; then run before "$BEFORE" "$@"; return; fi
   if (( round % 2 )); then run before "$BEFORE" "$@"; run after "$AFTER" "$@"
   else run after "$AFTER" "$@"; run before "$BEFORE" "$@"; fi
 }
