@@ -39,7 +39,9 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
                                 .withContext("rank " + std::to_string(options.rank)));
   }
   const shm::HostGroup* host = engine->driver_->hostGroup();
-  if (config.direct && host != nullptr && host->direct(0) != nullptr && !engine->driver_->hasStreams()) {
+  // Not beside the flags that ask for the engine's own algorithms on one host (tests, benchmarks).
+  if (config.direct && host != nullptr && host->direct(0) != nullptr && !engine->driver_->hasStreams() &&
+      !config.force_ring && !config.device_executor_on_host) {
     engine->direct_ = std::make_unique<DirectAllreduce>(*host, config, engine->stats_);
     for (int r = 0; r < engine->topo_.size; ++r) engine->world_.push_back(r);
   }
@@ -64,8 +66,10 @@ Status Engine::runDirect(const TensorEntry& e, bool* done) {
   const bool shaped = (r.op == OpType::kAllreduce && r.device < 0) || r.op == OpType::kBarrier;
   if (!direct_ || !shaped || !life_.running()) return Status::OK();
   // The global set's ranks are fixed: validated against them without validate()'s set lookup.
+  // With top-k on, float tensors may be compressed (the threshold is the autotuner's to move):
+  // the engine decides.
   const bool ready = r.process_set_id == 0 && r.reduce_op != ReduceOp::kAdasum && r.error.empty() &&
-                     !timeline_.active() &&
+                     !(config_.topk_allreduce && isFloatType(r.dtype)) && !timeline_.active() &&
                      validateRequest(r, {topo_.rank, &world_, config_.dynamic_process_sets}).ok() &&
                      !queue_.inFlight(r.process_set_id, r.name);
   return direct_->run(e, ready, done);
