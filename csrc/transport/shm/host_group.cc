@@ -32,10 +32,10 @@ namespace {
 // How long a wait spins before it starts yielding the core between polls.
 constexpr int kPureSpinUs = 3;
 // Pause instructions between polls. A pause takes 25-40 ns on current x86 cores, so a wait ends
-// up to pauses x that after the store it waits for. The engine's waits evaluate a progress
-// function per poll (sends, ring tests) that also touches the lines its peer is writing; polled
-// after every pause they slowed the peer (negotiation steps 1.27x slower), so they poll every 64.
-// A direct step's poll is a few loads, and its whole operation lasts ~2 us: it polls every pause.
+// up to pauses x that after the store it waits for. The engine's waits keep the 64 they always
+// had: each poll runs a progress function (sends, ring tests), and an A/B with one pause a poll
+// came out slower at 2 ranks. A direct step's poll is a few loads, and the whole step lasts
+// ~2 us: it polls after every pause.
 constexpr int kPausesPerPoll = 64;
 constexpr int kDirectPausesPerPoll = 1;
 
