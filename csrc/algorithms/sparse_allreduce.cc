@@ -24,23 +24,16 @@ float roundToWire(float v, DataType dtype) {
   }
 }
 
-// A list of n pairs as the wire carries it: n uint32 indices strictly ascending over the
-// batch's index space, then n values in the wire dtype.
-struct PairBlob {
-  std::vector<char> bytes;
-  uint32_t* idx() { return reinterpret_cast<uint32_t*>(bytes.data()); }
-  char* val(size_t n) { return bytes.data() + 4 * n; }
-};
-
 // Adds the contribution into the residual and selects this member's pairs per segment into
 // `mine`; the residual keeps what rounding the values to the wire dtype lost.
 Status selectLocal(const SparseLayout& layout, const void* contrib, float scale, const SparseState& state,
-                   const TopkParams& params, kernels::TopkScratch& scratch, PairBlob* mine) {
+                   const TopkParams& params, kernels::TopkScratch& scratch, std::vector<float>& val,
+                   PairBlob* mine) {
   const size_t count = layout.count(), n = layout.pairs();
   LIGHTCC_RETURN_IF_ERROR(sparseAccumulate(layout, contrib, scale, state));
   mine->bytes.resize(n * (4 + dtypeSize(layout.dtype)));
   uint32_t* idx = mine->idx();
-  std::vector<float> val(n);
+  val.resize(n);
   size_t at = 0;
   for (const SparseSegment& s : layout.segments) {
     if (s.k == 0) continue;
@@ -76,22 +69,21 @@ Status selectLocal(const SparseLayout& layout, const void* contrib, float scale,
 // runTopkMerge's Ops over SetComm links, with the CPU merge kernels.
 class HostMergeOps {
  public:
-  HostMergeOps(SetComm& comm, const SparseLayout& layout, kernels::MergeScratch& scratch, PairBlob mine)
+  // This member's own pairs are already in scratch.lists[kMine] (selectLocal).
+  HostMergeOps(SetComm& comm, const SparseLayout& layout, SparseScratch& scratch)
       : c_(comm),
         layout_(layout),
         segments_(layout.mergeSegments()),
         n_(layout.pairs()),
         bytes_(n_ * (4 + dtypeSize(layout.dtype))),
-        scratch_(scratch) {
-    lists_[static_cast<int>(PairRole::kMine)] = std::move(mine);
-  }
+        s_(scratch) {}
 
-  PairBlob& list(PairRole r) { return lists_[static_cast<int>(r)]; }
-  std::vector<uint8_t>& dropped(PairRole r) { return r == PairRole::kExtra ? extra_dropped_ : mine_dropped_; }
+  PairBlob& list(PairRole r) { return s_.lists[static_cast<int>(r)]; }
+  std::vector<uint8_t>& dropped(PairRole r) { return r == PairRole::kExtra ? s_.extra_dropped : s_.mine_dropped; }
 
   Status clearDropped() {
-    mine_dropped_.assign(n_, 0);
-    extra_dropped_.assign(n_, 0);
+    s_.mine_dropped.assign(n_, 0);
+    s_.extra_dropped.assign(n_, 0);
     return Status::OK();
   }
   Status start() {
@@ -109,10 +101,11 @@ class HostMergeOps {
   Status merge(PairRole other) {
     PairBlob& cur = list(PairRole::kCur);
     PairBlob& b = list(other);
-    next_.bytes.resize(bytes_);
+    PairBlob& next = s_.next;
+    next.bytes.resize(bytes_);
     LIGHTCC_RETURN_IF_ERROR(kernels::mergePairs(cur.idx(), cur.val(n_), b.idx(), b.val(n_), n_, segments_,
-                                                layout_.dtype, next_.idx(), next_.val(n_), scratch_));
-    cur.bytes.swap(next_.bytes);
+                                                layout_.dtype, next.idx(), next.val(n_), s_.merge));
+    cur.bytes.swap(next.bytes);
     return Status::OK();
   }
   Status mark(PairRole watched) {
@@ -121,11 +114,11 @@ class HostMergeOps {
   }
   // The final list, then the folded member's dropped flags as bits.
   Status sendFinal(int member) {
-    PairBlob msg;
+    PairBlob& msg = s_.msg;
     msg.bytes = list(PairRole::kCur).bytes;
     msg.bytes.resize(bytes_ + (n_ + 7) / 8, 0);
     auto* bits = reinterpret_cast<uint8_t*>(msg.bytes.data() + bytes_);
-    for (size_t i = 0; i < n_; ++i) bits[i / 8] |= static_cast<uint8_t>(extra_dropped_[i] << (i % 8));
+    for (size_t i = 0; i < n_; ++i) bits[i / 8] |= static_cast<uint8_t>(s_.extra_dropped[i] << (i % 8));
     std::vector<P2POp> ops = {{c_.link(member), true, msg.bytes.data(), msg.bytes.size()}};
     return runP2P(c_, ops, "top-k unfold to rank " + std::to_string(c_.ranks[member]));
   }
@@ -133,7 +126,7 @@ class HostMergeOps {
     LIGHTCC_RETURN_IF_ERROR(transfer(member, nullptr, PairRole::kCur, (n_ + 7) / 8, "top-k unfold"));
     PairBlob& cur = list(PairRole::kCur);
     const auto* bits = reinterpret_cast<const uint8_t*>(cur.bytes.data() + bytes_);
-    for (size_t i = 0; i < n_; ++i) mine_dropped_[i] = (bits[i / 8] >> (i % 8)) & 1u;
+    for (size_t i = 0; i < n_; ++i) s_.mine_dropped[i] = (bits[i / 8] >> (i % 8)) & 1u;
     cur.bytes.resize(bytes_);
     return Status::OK();
   }
@@ -155,9 +148,7 @@ class HostMergeOps {
   const SparseLayout& layout_;
   const std::vector<kernels::MergeSegment> segments_;
   const size_t n_, bytes_;
-  kernels::MergeScratch& scratch_;
-  PairBlob lists_[4], next_;
-  std::vector<uint8_t> mine_dropped_, extra_dropped_;
+  SparseScratch& s_;
 };
 
 }  // namespace
@@ -210,7 +201,7 @@ uint64_t sparseAllreduceBytes(int p, size_t pairs, size_t value_bytes) {
 }
 
 Status sparseAllreduce(SetComm& comm, const SparseLayout& layout, const void* contrib, float scale, void* out,
-                       const SparseState& state, const TopkParams& params, kernels::MergeScratch& scratch) {
+                       const SparseState& state, const TopkParams& params, SparseScratch& scratch) {
   if (!sparseDtype(layout.dtype)) {
     return Status::InvalidArgument(std::string("top-k cannot compress ") + dtypeName(layout.dtype));
   }
@@ -218,9 +209,9 @@ Status sparseAllreduce(SetComm& comm, const SparseLayout& layout, const void* co
   if (count > kernels::kMaxTopkCount) {
     return Status::InvalidArgument("top-k batch of " + std::to_string(count) + " elements exceeds uint32 indices");
   }
-  PairBlob mine;
-  LIGHTCC_RETURN_IF_ERROR(selectLocal(layout, contrib, scale, state, params, scratch.select, &mine));
-  HostMergeOps ops(comm, layout, scratch, std::move(mine));
+  LIGHTCC_RETURN_IF_ERROR(selectLocal(layout, contrib, scale, state, params, scratch.merge.select, scratch.values,
+                                      &scratch.lists[static_cast<int>(PairRole::kMine)]));
+  HostMergeOps ops(comm, layout, scratch);
   LIGHTCC_RETURN_IF_ERROR(runTopkMerge(ops, comm.size(), comm.me));
   const size_t n = layout.pairs();
   PairBlob& own = ops.list(PairRole::kMine);
@@ -236,7 +227,7 @@ Status sparseAllreduce(SetComm& comm, const SparseLayout& layout, const void* co
 
 Status hierSparseAllreduce(HierComm& h, const SparseLayout& layout, const void* in, void* out,
                            const ReduceSpec& spec, const SparseState& state, const TopkParams& params,
-                           kernels::MergeScratch& scratch) {
+                           SparseScratch& scratch) {
   const DataType dtype = layout.dtype;
   // The group reduces with the prescale; the cross step applies the postscale on each share.
   ReduceSpec intra = spec;

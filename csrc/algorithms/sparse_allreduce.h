@@ -51,6 +51,25 @@ struct SparseLayout {
   std::vector<kernels::MergeSegment> mergeSegments() const;
 };
 
+// A list of n pairs as the wire carries it: n uint32 indices strictly ascending over the
+// batch's index space, then n values in the wire dtype.
+struct PairBlob {
+  std::vector<char> bytes;
+  uint32_t* idx() { return reinterpret_cast<uint32_t*>(bytes.data()); }
+  char* val(size_t n) { return bytes.data() + 4 * n; }
+};
+
+// What one member's exchanges keep between calls. A step of a large model moves tens of MB of
+// pairs through these; fresh vectors each step would be fresh pages, faulted in and zeroed by
+// the kernel every time (a fifth of the CPU of a top-k step with 8 ranks on 2 cores).
+struct SparseScratch {
+  kernels::MergeScratch merge;
+  PairBlob lists[4];  // by PairRole (topk_merge_schedule.h)
+  PairBlob next, msg;
+  std::vector<float> values;
+  std::vector<uint8_t> mine_dropped, extra_dropped;
+};
+
 // One member's error-feedback state over the batch's whole index space (float32; velocity only
 // with momentum).
 struct SparseState {
@@ -72,12 +91,12 @@ uint64_t sparseAllreduceBytes(int p, size_t pairs, size_t value_bytes);
 // Flat: out = the merged top-k of every member's residual + scale * contrib, zeros elsewhere, in
 // layout.dtype. `contrib` may equal `out`. No postscale: the caller applies it.
 Status sparseAllreduce(SetComm& comm, const SparseLayout& layout, const void* contrib, float scale, void* out,
-                       const SparseState& state, const TopkParams& params, kernels::MergeScratch& scratch);
+                       const SparseState& state, const TopkParams& params, SparseScratch& scratch);
 
 // 2D: `in` reduced densely inside h.intra with spec's prescale, its shares exchanged sparsely
 // across h.cross (one segment per share, at `density`), spec's postscale applied at the end.
 Status hierSparseAllreduce(HierComm& h, const SparseLayout& layout, const void* in, void* out,
                            const ReduceSpec& spec, const SparseState& state, const TopkParams& params,
-                           kernels::MergeScratch& scratch);
+                           SparseScratch& scratch);
 
 }  // namespace lightcc

@@ -14,12 +14,20 @@
 
 #include "algorithms/hierarchical.h"
 #include "algorithms/set_comm.h"
+#include "algorithms/sparse_allreduce.h"
 #include "engine/peer_dialer.h"
-#include "kernels/topk_merge.h"
 #include "transport/link.h"
 #include "transport/shm/host_group.h"
 
 namespace lightcc {
+
+// A fused top-k batch's inputs, residuals and velocities end to end (executor_topk.cc). Kept
+// between steps, as large as the largest batch so far: fresh each step, these were hundreds of
+// MB of pages faulted in and zeroed per step on a large model.
+struct TopkStaging {
+  std::vector<char> data;
+  std::vector<float> residual, velocity;
+};
 
 struct Channel {
   int index = 0;
@@ -31,7 +39,8 @@ struct Channel {
   std::map<int32_t, HierComm> hier;  // 2D communicators of the sets where LIGHT_2D_ALLREDUCE applies
   std::map<int32_t, LeaderComm> leaders;  // host-leader communicators (LIGHTCC_RD_LEADERS) of multi-host sets
   std::vector<char> fusion_buffer;
-  kernels::MergeScratch topk_scratch;
+  SparseScratch topk_scratch;
+  TopkStaging topk_staging;
 
   // The link to a global rank, dialed now if init did not make it. Null only for self.
   Link* peer(int rank) {

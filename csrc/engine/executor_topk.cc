@@ -22,7 +22,8 @@ namespace {
 class TopkBatch {
  public:
   // `prescale`: the batch's own (clipping measures what would be accumulated).
-  TopkBatch(const Batch& b, const Config& config, TopkStore& store, int rank, double prescale) : b_(b) {
+  TopkBatch(const Batch& b, const Config& config, TopkStore& store, int rank, double prescale, TopkStaging& staging)
+      : b_(b), staging_(staging) {
     const Response& r = *b.response;
     layout_.dtype = r.dtype;
     size_t offset = 0;
@@ -76,35 +77,47 @@ class TopkBatch {
       return;
     }
 
-    data_.assign(count * esize, 0);  // a joined rank's tensors contribute zeros
-    residual_.resize(count);
-    velocity_.assign(momentum_ ? count : 0, 0.0f);
+    // Grown, never shrunk: every byte of [0, count) is written below before the exchange reads it.
+    std::vector<char>& data = staging_.data;
+    std::vector<float>& residual = staging_.residual;
+    std::vector<float>& velocity = staging_.velocity;
+    if (data.size() < count * esize) data.resize(count * esize);
+    if (residual.size() < count) residual.resize(count);
+    if (momentum_ && velocity.size() < count) velocity.resize(count);
     for (size_t i = 0; i < states_.size(); ++i) {
       const SparseSegment& s = layout_.segments[i];
+      char* at = &data[s.offset * esize];
       if (const TensorEntry* e = b_.entry(i)) {
-        char* at = &data_[s.offset * esize];
         std::memcpy(at, e->input, s.count * esize);
         if (clips_[i] != 1.0) kernels::scale(at, at, s.count, layout_.dtype, clips_[i]);
+      } else {
+        std::memset(at, 0, s.count * esize);  // a joined rank's tensors contribute zeros
       }
-      std::memcpy(&residual_[s.offset], states_[i]->residual.data(), s.count * sizeof(float));
-      if (!velocity_.empty() && !states_[i]->velocity.empty()) {
-        std::memcpy(&velocity_[s.offset], states_[i]->velocity.data(), s.count * sizeof(float));
+      std::memcpy(&residual[s.offset], states_[i]->residual.data(), s.count * sizeof(float));
+      if (momentum_) {
+        float* v = &velocity[s.offset];
+        if (states_[i]->velocity.empty()) {
+          std::fill(v, v + s.count, 0.0f);
+        } else {
+          std::memcpy(v, states_[i]->velocity.data(), s.count * sizeof(float));
+        }
       }
     }
-    *in = *out = data_.data();
-    *state = {residual_.data(), velocity_.empty() ? nullptr : velocity_.data()};
+    staged_ = true;
+    *in = *out = data.data();
+    *state = {residual.data(), momentum_ ? velocity.data() : nullptr};
   }
 
   // Copies results and state back to the tensors (a fused batch only).
   void unstage() {
-    if (data_.empty() && residual_.empty()) return;
+    if (!staged_) return;
     const size_t esize = dtypeSize(layout_.dtype);
     for (size_t i = 0; i < states_.size(); ++i) {
       const SparseSegment& s = layout_.segments[i];
-      if (const TensorEntry* e = b_.entry(i)) std::memcpy(e->output, &data_[s.offset * esize], s.count * esize);
-      std::memcpy(states_[i]->residual.data(), &residual_[s.offset], s.count * sizeof(float));
-      if (!velocity_.empty() && !states_[i]->velocity.empty()) {
-        std::memcpy(states_[i]->velocity.data(), &velocity_[s.offset], s.count * sizeof(float));
+      if (const TensorEntry* e = b_.entry(i)) std::memcpy(e->output, &staging_.data[s.offset * esize], s.count * esize);
+      std::memcpy(states_[i]->residual.data(), &staging_.residual[s.offset], s.count * sizeof(float));
+      if (momentum_ && !states_[i]->velocity.empty()) {
+        std::memcpy(states_[i]->velocity.data(), &staging_.velocity[s.offset], s.count * sizeof(float));
       }
     }
   }
@@ -118,8 +131,8 @@ class TopkBatch {
   std::vector<double> clips_;    // per tensor, local clipping's factor (1: none)
   std::vector<std::unique_lock<std::mutex>> locks_;
   std::vector<TopkTensorState*> states_;
-  std::vector<char> data_;
-  std::vector<float> residual_, velocity_;
+  TopkStaging& staging_;  // the channel's: a fused batch's copies (stage, unstage)
+  bool staged_ = false;
 };
 
 template <class S>
@@ -183,7 +196,7 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
   const bool two_level = algo == Algorithm::kTwoLevelTopk;
   HierComm* hier = two_level ? &channel_.hier.at(r.process_set_id) : nullptr;
   ReduceSpec spec = reduceSpecFor(r, comm.size());
-  TopkBatch batch(b, *env_.config, *env_.topk, env_.rank, spec.prescale);
+  TopkBatch batch(b, *env_.config, *env_.topk, env_.rank, spec.prescale, channel_.topk_staging);
   spec.prescale *= batch.loneClip();
   const SparseLayout& layout = batch.layout();
   const size_t esize = dtypeSize(r.dtype);

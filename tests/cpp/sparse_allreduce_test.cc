@@ -126,7 +126,7 @@ RunResult run(int size, const SparseLayout& layout, int steps) {
   runRanks(size, [&](Rank& r) {
     const int me = r.comm.me;
     std::vector<float> residual(count, 0.0f);
-    kernels::MergeScratch scratch;
+    SparseScratch scratch;
     for (int s = 0; s < steps; ++s) {
       std::vector<char> g = gradient(me, s, count, layout.dtype), out(count * esize);
       TopkParams params;
@@ -194,7 +194,7 @@ void testFusedEqualsSeparate() {
       for (size_t c : {size_t{500}, size_t{800}}) {
         const SparseLayout one = layoutOf({c}, 0.02, DataType::kFloat32);
         std::vector<float> residual(c, 0.0f), out(c);
-        kernels::MergeScratch scratch;
+        SparseScratch scratch;
         TopkParams params;
         params.seed = static_cast<uint64_t>(me);
         const Status st = sparseAllreduce(r.comm, one, g.data() + 4 * offset, 1.0f, out.data(),
@@ -245,7 +245,7 @@ void testBadPeer() {
       (void)runP2P(r.comm, ops, "junk");  // rank 0 fails on what it received; this side may too
       return;
     }
-    kernels::MergeScratch scratch;
+    SparseScratch scratch;
     error = sparseAllreduce(r.comm, layout, g.data(), 1.0f, out.data(), {residual.data(), nullptr}, TopkParams{},
                             scratch)
                 .message();
