@@ -53,3 +53,12 @@ def test_device_executor_16bit_topk(size, dtype):
     env = dict(ENV, LIGHTCC_DEVICE_EXECUTOR="host")
     for res in run_ranks("topk_exchange_worker.py", size, ["torch", dtype], timeout=240, env=env):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_fused_staging_across_steps_and_join(size):
+    # A fused batch's staging is kept between steps: tensors shrinking, growing, and a joined
+    # rank's zeros (not its stale staging) give exact sums when every nonzero fits in k.
+    env = dict(ENV, HOROVOD_CYCLE_TIME="20")
+    for res in run_ranks("topk_staging_worker.py", size, timeout=180, env=env):
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
