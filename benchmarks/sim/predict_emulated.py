@@ -1,17 +1,18 @@
-"""Predictions, registered before measuring, for the emulated cluster at 2-16 hosts x 2 ranks.
+"""Predictions for the emulated cluster at 2-16 hosts x 2 ranks, to set beside its runs.
 
     python -m benchmarks.sim.predict_emulated     # writes benchmarks/sim/results/emulated-prediction.{md,json}
 
 The set-up of benchmarks/cluster (1 Gbit/s tbf per host, the replay with no backward, the probe's
-links and the constants fitted at 2 x 2) at more hosts. Top-k's computation was fitted with 4 ranks
-on 2 cores; at N ranks on the same 2 cores each rank gets 2/N of a core, so a second column scales
-the three fitted top-k constants by N/4. When issue 22's cluster runs at 4-16 hosts land, validate
-them with `python -m benchmarks.sim.validate FILE` and set them beside this table.
+links, the top-k constants fitted per rank with a core of its own) at more hosts. Every rank runs
+on the same 2 cores, so top-k's computation takes ranks/2 times as long (``Cluster.cores``); in
+parentheses, the same step if every rank had a core of its own, as on a GPU cluster. Validate runs
+with `python -m benchmarks.sim.validate FILE`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,14 +28,6 @@ HOSTS = (2, 4, 8, 16)
 OUT = Path(__file__).resolve().parent / "results" / "emulated-prediction"
 
 
-def contended(ranks: int):
-    """The emulated engine with top-k computation slowed by ranks/4 (fitted at 4 ranks on 2 cores)."""
-    f = ranks / 4
-    e = EMULATED_ENGINE
-    return replace(e, select_s_per_byte=e.select_s_per_byte * f, topk_call_s=e.topk_call_s * f,
-                   topk_window_s=e.topk_window_s * f)
-
-
 def main() -> int:
     doc = {"hosts": HOSTS, "per_host": 2, "rows": []}
     base = preset("emulated")
@@ -46,11 +39,11 @@ def main() -> int:
             cells = []
             for h in HOSTS:
                 c = replace(base, hosts=h)
-                plain = simulate_step(w, c, s, EMULATED_ENGINE).step_s
-                scaled = simulate_step(w, c, s, contended(c.ranks)).step_s
+                shared = simulate_step(w, c, s, EMULATED_ENGINE).step_s
+                own = simulate_step(w, replace(c, cores=math.inf), s, EMULATED_ENGINE).step_s
                 doc["rows"].append({"model": m, "config": name, "hosts": h, "ranks": c.ranks,
-                                    "predicted_s": plain, "predicted_cpu_scaled_s": scaled})
-                cells.append(f"{plain * 1e3:,.0f}" + (f" ({scaled * 1e3:,.0f})" if s.topk else ""))
+                                    "predicted_s": shared, "predicted_own_cores_s": own})
+                cells.append(f"{shared * 1e3:,.0f}" + (f" ({own * 1e3:,.0f})" if s.topk else ""))
             lines.append(f"| {m} | {name} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,9 @@ class Cluster:
     transport can drive: CPU per byte). All connections leaving a host share ``nic_gbit x
     nic_efficiency`` (the fraction of line rate the transport reaches with enough flows: framing,
     kernel or user-space stack). Inside a host ranks use ``intra_gbit`` (shared memory or NVLink).
+    ``cores``: CPU cores that every rank's computation shares. A real cluster computes on a GPU per rank
+    (inf: no sharing); the emulated cluster runs all its ranks on one machine's cores, so with more
+    ranks than cores each rank's top-k selection and merges take ranks/cores times as long.
     """
 
     name: str
@@ -33,18 +36,24 @@ class Cluster:
     flows: int = 4
     flow_gbit: float = math.inf
     rank_gbit: float = math.inf
+    cores: float = math.inf
 
     def __post_init__(self) -> None:
         for field in ("hosts", "gpus_per_host", "flows"):
             if getattr(self, field) < 1:
                 raise ValueError(f"cluster {self.name!r}: {field} must be >= 1, got {getattr(self, field)}")
-        for field in ("nic_gbit", "intra_gbit", "nic_efficiency", "flow_gbit", "rank_gbit"):
+        for field in ("nic_gbit", "intra_gbit", "nic_efficiency", "flow_gbit", "rank_gbit", "cores"):
             if not getattr(self, field) > 0:
                 raise ValueError(f"cluster {self.name!r}: {field} must be > 0, got {getattr(self, field)}")
 
     @property
     def ranks(self) -> int:
         return self.hosts * self.gpus_per_host
+
+    @property
+    def cpu_contention(self) -> float:
+        """How many ranks' computations share one core while all of them compute: ranks / cores, at least 1."""
+        return max(1.0, self.ranks / self.cores)
 
     @property
     def alpha_net(self) -> float:
@@ -91,9 +100,10 @@ PRESETS: dict[str, Cluster] = {
     # 100 Gbit/s RDMA (RoCE / InfiniBand EDR): kernel bypass, 3 us, no per-flow cap.
     "rdma100": Cluster("rdma100", 1, 8, nic_gbit=100, nic_latency_us=3, intra_gbit=1200, intra_latency_us=5,
                        nic_efficiency=0.95, flows=1),
-    # The emulated cluster of benchmarks/cluster: 2 namespaces x 2 ranks, tbf 1 Gbit/s, the probe's fit.
+    # The emulated cluster of benchmarks/cluster: 2 namespaces x 2 ranks, tbf 1 Gbit/s, the probe's fit,
+    # every rank on the same 2-core machine.
     "emulated": Cluster("emulated", 2, 2, nic_gbit=1, nic_latency_us=10.5, intra_gbit=7.12, intra_latency_us=8.3,
-                        nic_efficiency=1.0, flows=4, rank_gbit=0.832),
+                        nic_efficiency=1.0, flows=4, rank_gbit=0.832, cores=2),
 }
 
 

@@ -66,8 +66,8 @@ class Engine:
     add_s_per_pair: scatter-add of one received pair. topk_call_s: extra fixed cost of one top-k
     collective (it is several exchanges and kernel launches, not one); topk_window_s: 2D + top-k runs one
     sparse cross-host exchange per shared-memory window, each costing this much beyond its latency.
-    On GPUs selection runs as kernels; on the emulated cluster all of it runs on 2 CPU cores shared by
-    4 ranks (fitted, docs/simulator.md "Validation").
+    On GPUs selection runs as kernels; on the emulated cluster on CPU cores its ranks share (fitted per
+    rank with a core of its own; ``Cluster.cores`` charges the sharing; docs/simulator.md "Validation").
     connect_s: set-up of one remote peer at init; init_base_s: rendezvous and shared memory.
     base_fds, fds_per_flow: descriptors a rank holds without remote peers, and per flow per peer.
     """
@@ -86,7 +86,9 @@ class Engine:
 
 
 # On the emulated cluster (benchmarks/cluster): per-collective cost from its probe (4 KiB allreduce
-# minus link latencies, 1.12 ms, which already includes that collective's negotiation cycle); top-k
-# costs fitted to the eight top-k rows of results/cluster.json (validate.fit_topk; docs/simulator.md).
-EMULATED_ENGINE = Engine(call_s=1.12e-3, neg_base_s=0.0, neg_per_peer_s=0.0,
-                         select_s_per_byte=1.96e-9, add_s_per_pair=0.0, topk_call_s=3.94e-3, topk_window_s=1.95e-3)
+# minus link latencies, 38 us at 2 x 2, which already includes that collective's negotiation cycle);
+# top-k costs per rank with a core of its own, fitted to the six top-k rows of the 2 x 2 run
+# results/s11/hosts2.json (validate.fit_topk; docs/simulator.md). The emulated cluster's ranks
+# share its machine's cores, which Cluster.cores charges on top.
+EMULATED_ENGINE = Engine(call_s=38.3e-6, neg_base_s=0.0, neg_per_peer_s=0.0,
+                         select_s_per_byte=0.920e-9, add_s_per_pair=0.0, topk_call_s=1.569e-3, topk_window_s=1.964e-3)

@@ -68,6 +68,7 @@ def batch_cost(b: Batch, c: Cluster, s: Settings, e: Engine) -> tuple[float, flo
         k = costs.topk_pairs(b.bytes, s.density)
         rounds, folded = costs.merge_rounds(p)
         compute = e.topk_call_s + costs.topk_compute(b.bytes, rounds * k, e.select_s_per_byte, e.add_s_per_pair)
+        compute *= c.cpu_contention
         if n == 1:
             return e.call_s + compute + costs.sparse_merge(k, p, c.alpha_local, c.beta_local), 0.0
         local_rounds = min(rounds, max(0, g.bit_length() - 1))
@@ -85,6 +86,7 @@ def batch_cost(b: Batch, c: Cluster, s: Settings, e: Engine) -> tuple[float, flo
     inner += w * (2 * (g - 1) * c.alpha_local + costs.sparse_merge_steps(n) * c.alpha_net)
     compute = e.topk_call_s + w * e.topk_window_s
     compute += costs.topk_compute(share, rounds * k, e.select_s_per_byte, e.add_s_per_pair)
+    compute *= c.cpu_contention
     return e.call_s + inner + compute, costs.sparse_merge_bytes(k, n) * c.ring_beta(g)
 
 

@@ -22,6 +22,7 @@ from lightcc.bench.simulate.timeline import simulate_step
 from lightcc.bench.simulate.workload import Tensor, Workload, model_sizes
 
 TOLERANCE = 0.15
+DEFAULT_CORES = 2  # the machine every committed run was taken on, for files that do not say
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,8 @@ def cluster_of(doc: dict) -> Cluster:
     rate = _rate_gbit(doc.get("rate"))
     return Cluster("emulated", int(doc["hosts"]), int(doc["per_host"]), nic_gbit=rate or rank_gbit * 4,
                    nic_latency_us=links["alpha_net"] * 1e6, intra_gbit=8 / links["beta_local"] / 1e9,
-                   intra_latency_us=links["alpha_local"] * 1e6, nic_efficiency=1.0, rank_gbit=rank_gbit)
+                   intra_latency_us=links["alpha_local"] * 1e6, nic_efficiency=1.0, rank_gbit=rank_gbit,
+                   cores=float(doc.get("cpus") or DEFAULT_CORES))
 
 
 def settings_of(config: str, env: dict) -> Settings:
@@ -151,14 +153,17 @@ def _short(path: Path) -> str:
     return path.name
 
 
-def topk_features(doc: dict, model: str, config: str, env: dict) -> tuple[float, int, int]:
-    """(bytes each rank selects over, top-k collectives, 2D shared-memory windows) of one row's step."""
+def topk_features(doc: dict, model: str, config: str, env: dict) -> tuple[float, float, float]:
+    """(bytes each rank selects over, top-k collectives, 2D shared-memory windows) of one row's step,
+    each times the run's CPU contention (ranks per core): the constants fitted on them are per rank
+    with a core of its own."""
     c, s = cluster_of(doc), settings_of(config, env)
     step = simulate_step(workload_of(doc, model), c, s, EMULATED_ENGINE)
     big = [b.bytes for b, _, _ in step.batches if b.kind == "topk"]
+    f = c.cpu_contention
     if s.algorithm == "2d" and c.hosts > 1 and c.gpus_per_host > 1:
-        return sum(big) / c.gpus_per_host, len(big), sum(math.ceil(b / s.window_bytes) for b in big)
-    return float(sum(big)), len(big), 0
+        return f * sum(big) / c.gpus_per_host, f * len(big), f * sum(math.ceil(b / s.window_bytes) for b in big)
+    return f * float(sum(big)), f * len(big), 0.0
 
 
 def fit_topk(paths: Sequence[str | Path], engine: Engine = EMULATED_ENGINE) -> tuple[Engine, list[Row]]:
