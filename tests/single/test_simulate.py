@@ -244,6 +244,9 @@ def test_validation_on_the_emulated_cluster():
     # dense rows need no fitted constant at all, and hold on the run before the top-k refit too
     old = validate.validate_files([CLUSTER_JSON])
     assert all(r.within for r in old if "topk" not in r.config), validate.format_rows(old)
+    # out of sample: 4 hosts x 2 at 200 Mbit/s (links the bottleneck), resnet50 never fitted
+    four = validate.validate_files([HOSTS2_JSON.with_name("hosts4-200m.json")])
+    assert len(four) == 12 and all(r.within for r in four), validate.format_rows(four)
 
 
 def test_cores_shared_by_ranks_slow_topk_only():
