@@ -5,7 +5,9 @@ Per step every rank refills its float32 gradients (from a per-rank random pool, 
 part), waits at a barrier, then calls `allreduce_async_` on every tensor in reverse layer order
 with stable names (optionally spread over `--backward-ms`, like a backward pass) and synchronizes
 them all. A step's time is the slowest rank's time from its
-first enqueue to its last synchronize. Rank 0 prints one `RESULT {json}` line.
+first enqueue to its last synchronize; its CPU time, every rank's process (all threads: front,
+engine, transport) over the same span, summed — beside the step time and the machine's cores it
+says whether the emulated cluster was CPU-bound. Rank 0 prints one `RESULT {json}` line.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import time
 
 import numpy as np
@@ -33,6 +36,12 @@ def fill(dst: np.ndarray, pool: np.ndarray, offset: int) -> None:
         dst[done : done + take] = pool[pos : pos + take]
         done += take
         pos = 0
+
+
+def cpu_seconds() -> float:
+    """User plus system CPU seconds of this process so far, every thread included."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
 
 
 def step(grads: list[np.ndarray], names: list[str], backward_s: float = 0.0) -> float:
@@ -71,15 +80,18 @@ def main() -> None:
     pool = np.random.default_rng(1234 + rank).standard_normal(POOL_ELEMENTS, dtype=np.float32)
     names = [f"grad.{n}" for n, _ in grads_spec.tensors]
     grads = [np.empty(c, dtype=np.float32) for _, c in grads_spec.tensors]
-    times = []
+    times, cpu = [], []
     for s in range(args.warmup + args.steps):
         offset = 7919 * s
         for g in grads:
             fill(g, pool, offset)
             offset += g.size
         hvd.barrier()
+        before = cpu_seconds()
         times.append(step(grads, names, args.backward_ms / 1e3))
+        cpu.append(cpu_seconds() - before)
     everyone = hvd.allgather_object(times)
+    everyone_cpu = hvd.allgather_object(cpu)
     finite = all(bool(np.isfinite(g).all()) for g in grads)
     from lightcc.common.native import core
 
@@ -100,6 +112,7 @@ def main() -> None:
                     "bytes": int(sum(4 * g.size for g in grads)),
                     "warmup": args.warmup,
                     "step_s": per_step[args.warmup :],
+                    "cpu_s": [sum(c[i] for c in everyone_cpu) for i in range(args.warmup, len(times))],
                     "warmup_s": per_step[: args.warmup],
                     "per_rank_s": everyone,
                     "finite": finite,

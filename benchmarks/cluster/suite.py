@@ -203,6 +203,7 @@ def _replay_one(
             {
                 "median_s": statistics.median(res["step_s"]),
                 "steps_s": res["step_s"],
+                "cpu_s": res.get("cpu_s"),  # per timed step, all ranks' CPU seconds summed
                 "warmup_s": res["warmup_s"],
                 "finite": res["finite"],
                 "stats_rank0": res["stats_rank0"],
@@ -213,7 +214,7 @@ def _replay_one(
         )
         log(
             f"{g.name:15s} {cfg.label:15s} median {row['median_s']:.3f} s  steps {_fmt(res['step_s'])} "
-            f"({time.monotonic() - t0:.0f} s wall)"
+            f"CPU {statistics.median(res['cpu_s']):.2f} core-s/step ({time.monotonic() - t0:.0f} s wall)"
         )
     except launch.LaunchError as err:
         row["error"] = str(err)[-4000:]

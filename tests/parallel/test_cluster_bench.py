@@ -85,6 +85,7 @@ def test_cluster_replay_on_two_emulated_hosts(tmp_path):
     row = data["rows"][0]
     assert row["config"] == "flat" and "error" not in row, row
     assert len(row["steps_s"]) == 2 and all(t > 0 for t in row["steps_s"])
+    assert len(row["cpu_s"]) == 2 and all(c > 0 for c in row["cpu_s"])  # every rank's CPU over each step
     assert row["median_s"] > 0 and row["predicted_s"] > 0 and row["finite"]
     links = data["probe"]["links"]
     assert links["beta_net"] > 0 and links["alpha_net"] > 0
