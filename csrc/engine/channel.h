@@ -21,11 +21,10 @@
 
 namespace lightcc {
 
-// A fused top-k batch's inputs, residuals and velocities end to end (executor_topk.cc). Kept
-// between steps, as large as the largest batch so far: fresh each step, these were hundreds of
-// MB of pages faulted in and zeroed per step on a large model.
+// A fused top-k batch's residuals and velocities end to end (executor_topk.cc; its inputs go
+// through the fusion buffer). Kept between steps, as large as the largest batch so far: fresh
+// each step, these were hundreds of MB of pages faulted in and zeroed per step on a large model.
 struct TopkStaging {
-  std::vector<char> data;
   std::vector<float> residual, velocity;
 };
 
@@ -38,7 +37,7 @@ struct Channel {
   std::map<int32_t, SetComm> comms;
   std::map<int32_t, HierComm> hier;  // 2D communicators of the sets where LIGHT_2D_ALLREDUCE applies
   std::map<int32_t, LeaderComm> leaders;  // host-leader communicators (LIGHTCC_RD_LEADERS) of multi-host sets
-  std::vector<char> fusion_buffer;
+  std::vector<char> fusion_buffer;  // fused batches' inputs, dense and top-k; grown, never shrunk
   SparseScratch topk_scratch;
   TopkStaging topk_staging;
 

@@ -22,8 +22,10 @@ namespace {
 class TopkBatch {
  public:
   // `prescale`: the batch's own (clipping measures what would be accumulated).
-  TopkBatch(const Batch& b, const Config& config, TopkStore& store, int rank, double prescale, TopkStaging& staging)
-      : b_(b), staging_(staging) {
+  // `data` and `staging`: the channel's buffers, which a fused batch is packed into.
+  TopkBatch(const Batch& b, const Config& config, TopkStore& store, int rank, double prescale,
+            std::vector<char>& data, TopkStaging& staging)
+      : b_(b), data_(data), staging_(staging) {
     const Response& r = *b.response;
     layout_.dtype = r.dtype;
     size_t offset = 0;
@@ -78,7 +80,7 @@ class TopkBatch {
     }
 
     // Grown, never shrunk: every byte of [0, count) is written below before the exchange reads it.
-    std::vector<char>& data = staging_.data;
+    std::vector<char>& data = data_;
     std::vector<float>& residual = staging_.residual;
     std::vector<float>& velocity = staging_.velocity;
     if (data.size() < count * esize) data.resize(count * esize);
@@ -114,7 +116,7 @@ class TopkBatch {
     const size_t esize = dtypeSize(layout_.dtype);
     for (size_t i = 0; i < states_.size(); ++i) {
       const SparseSegment& s = layout_.segments[i];
-      if (const TensorEntry* e = b_.entry(i)) std::memcpy(e->output, &staging_.data[s.offset * esize], s.count * esize);
+      if (const TensorEntry* e = b_.entry(i)) std::memcpy(e->output, &data_[s.offset * esize], s.count * esize);
       std::memcpy(states_[i]->residual.data(), &staging_.residual[s.offset], s.count * sizeof(float));
       if (momentum_ && !states_[i]->velocity.empty()) {
         std::memcpy(states_[i]->velocity.data(), &staging_.velocity[s.offset], s.count * sizeof(float));
@@ -131,7 +133,8 @@ class TopkBatch {
   std::vector<double> clips_;    // per tensor, local clipping's factor (1: none)
   std::vector<std::unique_lock<std::mutex>> locks_;
   std::vector<TopkTensorState*> states_;
-  TopkStaging& staging_;  // the channel's: a fused batch's copies (stage, unstage)
+  std::vector<char>& data_;  // the channel's fusion buffer: a fused batch's inputs, then outputs
+  TopkStaging& staging_;     // the channel's: a fused batch's residuals and velocities
   bool staged_ = false;
 };
 
@@ -196,7 +199,8 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
   const bool two_level = algo == Algorithm::kTwoLevelTopk;
   HierComm* hier = two_level ? &channel_.hier.at(r.process_set_id) : nullptr;
   ReduceSpec spec = reduceSpecFor(r, comm.size());
-  TopkBatch batch(b, *env_.config, *env_.topk, env_.rank, spec.prescale, channel_.topk_staging);
+  TopkBatch batch(b, *env_.config, *env_.topk, env_.rank, spec.prescale, channel_.fusion_buffer,
+                  channel_.topk_staging);
   spec.prescale *= batch.loneClip();
   const SparseLayout& layout = batch.layout();
   const size_t esize = dtypeSize(r.dtype);
