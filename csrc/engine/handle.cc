@@ -49,4 +49,18 @@ bool Handle::waitFor(double us) {
   return cv_.wait_for(lock, std::chrono::nanoseconds(static_cast<int64_t>(us * 1e3)), [this] { return done_; });
 }
 
+bool Handle::waitFor(double us, const std::function<bool()>& woken) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::nanoseconds(static_cast<int64_t>(us * 1e3)), [&] { return done_ || woken(); });
+  return done_;
+}
+
+void Handle::nudge() {
+  {
+    // Taken and released so a waiter is either before its check of `woken` or asleep in wait_for.
+    std::lock_guard<std::mutex> lock(mu_);
+  }
+  cv_.notify_all();
+}
+
 }  // namespace lightcc

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -52,6 +53,10 @@ class Handle {
   Status wait(double spin_us = 0);
   // Sleeps until completion or for at most `us`; true if completed.
   bool waitFor(double us);
+  // The same, also ending when `woken()` turns true; a thread that makes it true calls nudge().
+  bool waitFor(double us, const std::function<bool()>& woken);
+  // Has a waiter look at its `woken` condition again (does not complete the handle).
+  void nudge();
   // Lock-free completion check for the engine's own progress loop.
   bool done() const { return done_flag_.load(std::memory_order_acquire); }
   // Valid after completion.

@@ -3,6 +3,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+
 #include "common/interrupt.h"
 #include "common/logging.h"
 
@@ -13,6 +15,9 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kGrace = std::chrono::microseconds(1000);
 // How long a caller polls for the background thread to hand mu_ over before it sleeps.
 constexpr auto kHandOver = std::chrono::microseconds(200);
+// The longest a caller stands by without looking again: a let-go wakes it sooner, so this bounds
+// only what a let-go path that forgot to wake it would cost.
+constexpr double kStandByMaxUs = 20e3;
 using S = Progress::State;
 
 bool legalImpl(S from, S to) {
@@ -55,6 +60,37 @@ void Progress::poke() {
   }
   cv_.notify_all();
   cycle_.wake();
+  letGo();  // a stop: standers-by must see it
+}
+
+void Progress::letGo() {
+  let_go_.fetch_add(1, std::memory_order_seq_cst);
+  // A caller raises want_ before it reads let_go_, so with want_ at 0 nobody can be asleep on an
+  // old count.
+  if (want_.load(std::memory_order_seq_cst) == 0) return;
+  std::lock_guard<std::mutex> g(standby_mu_);
+  for (Handle* h : standing_by_) h->nudge();
+}
+
+void Progress::standBy(Handle& handle) {
+  want_.fetch_add(1, std::memory_order_seq_cst);
+  {
+    std::lock_guard<std::mutex> g(standby_mu_);
+    standing_by_.push_back(&handle);
+  }
+  const uint64_t seen = let_go_.load(std::memory_order_seq_cst);
+  // mu_ let go before we were listed (want_ was 0 then): look again at once rather than sleep.
+  bool free = mu_.try_lock();
+  if (free) mu_.unlock();
+  if (!free && !stopped()) {
+    const double us = interruptCheckInstalled() ? kInterruptPollMs * 1e3 : kStandByMaxUs;
+    handle.waitFor(us, [&] { return let_go_.load(std::memory_order_acquire) != seen || stopped(); });
+  }
+  {
+    std::lock_guard<std::mutex> g(standby_mu_);
+    standing_by_.erase(std::find(standing_by_.begin(), standing_by_.end(), &handle));
+  }
+  want_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void Progress::stop(const Status& st) {
@@ -78,6 +114,7 @@ void Progress::runBackground() {
       // and each op would pay a hand-off to its caller.
       move(S::kThread, S::kGrace);
       lock.unlock();
+      letGo();
       waitOutCallers();
       lock.lock();
       if (!stopped()) move(state(), S::kThread);
@@ -100,6 +137,7 @@ void Progress::sleepForWork(std::unique_lock<std::mutex>& lock) {
   const double max_us = cycle_.idleUs(/*background=*/true);
   move(S::kThread, S::kAsleep);
   lock.unlock();
+  letGo();
   auto wanted = [&] {
     const S s = state();
     if (s != S::kAsleep || want_.load(std::memory_order_acquire) > 0) return true;  // a caller came
@@ -184,9 +222,14 @@ Status Progress::wait(Handle& handle) {
       if (lock.owns_lock()) lock.unlock();
       if (handle.done()) break;
       if (interruptRequested()) return Status::Cancelled("interrupted while another thread drove the engine");
-      // Whoever holds mu_ completes this handle or hands the engine back soon.
+      // Whoever holds mu_ completes this handle or, seeing want_, hands the engine over at the
+      // end of its cycle and wakes us.
       handoff_waits_->fetch_add(1, std::memory_order_relaxed);
-      handle.waitFor(stopped() ? kInterruptPollMs * 1e3 : 200);
+      if (stopped()) {
+        handle.waitFor(kInterruptPollMs * 1e3);
+      } else {
+        standBy(handle);
+      }
       continue;
     }
     move(state(), S::kCaller);
@@ -200,6 +243,7 @@ Status Progress::wait(Handle& handle) {
       if (more) left_work_.store(true);
     }
     lock.unlock();
+    letGo();
     if (more) {
       cv_.notify_one();
       cycle_.wake();
