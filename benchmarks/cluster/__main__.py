@@ -101,6 +101,24 @@ def _cluster(a: argparse.Namespace) -> Iterator[hosts.Cluster | None]:
             hosts.teardown(a.prefix)
 
 
+def cmd_contended(a: argparse.Namespace) -> int:
+    """Adds the contended-step probe to a results file taken before the suite measured it."""
+    path = Path(a.into).resolve()
+    res = suite.load(path)
+    a.hosts, a.rate = int(res["hosts"]), res.get("rate") or "none"
+    plan = suite.Plan(grads=[], configs=[], per_host=int(res["per_host"]))
+    with _cluster(a) as cl:
+        if cl is None:
+            return 2
+        got = suite.contended_probe(cl, plan)
+    got["added"] = "afterwards, by `python -m benchmarks.cluster contended`"
+    res["probe"]["contended"] = got
+    suite._write(path, res)
+    print(f"{path.name}: a 4 KiB ring step among all {got['p']} ranks takes {got['step_s'] * 1e6:.0f} us "
+          f"(call median {got['median_s'] * 1e3:.2f} ms)")
+    return 0
+
+
 def cmd_autotune(a: argparse.Namespace) -> int:
     out = Path(a.out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -188,6 +206,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reuse", action="store_true", help="use the cluster made by setup instead of making one")
     p.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
     p.set_defaults(fn=cmd_autotune)
+    p = sub.add_parser("contended", help="measure a results file's contended ring step on a cluster of its shape, "
+                       "and add it to the file (files from before the suite measured it)")
+    common(p)
+    p.add_argument("--into", required=True, help="results JSON to add probe.contended to")
+    p.set_defaults(fn=cmd_contended, reuse=False, keep=False)
     p = sub.add_parser("report", help="rewrite .md and .png from a results JSON")
     p.add_argument("results")
     p.set_defaults(fn=cmd_report)
@@ -196,7 +219,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    if a.cmd in ("setup", "teardown", "status", "run", "autotune") and hosts.available():
+    if a.cmd in ("setup", "teardown", "status", "run", "autotune", "contended") and hosts.available():
         print(hosts.available(), file=sys.stderr)
         return 2
     return a.fn(a)

@@ -83,6 +83,24 @@ def probe(cl: hosts.Cluster, plan: Plan) -> dict[str, Any]:
     return out
 
 
+CONTENDED_BYTES = 4096
+CONTENDED_REPS = 15
+
+
+def contended_probe(cl: hosts.Cluster, plan: Plan) -> dict[str, Any]:
+    """A 4 KiB ring allreduce among all the cluster's ranks: what one dependent step costs when every
+    rank shares this machine's cores (each step waits for a rank to be scheduled). The time of a
+    call over its 2(p-1) ring steps is the least a step of the replayed collectives takes here."""
+    layout = _layout(cl, plan.per_host)
+    p = len(layout)
+    args = ["--bytes", str(CONTENDED_BYTES), "--reps", str(CONTENDED_REPS)]
+    raw = _launch(cl, "benchmarks.cluster.probe", args, layout, {**plan.harp_env, "LIGHTCC_FORCE_RING": "1"},
+                  BASE_TIMEOUT_S + 120)
+    median = raw["median_s"][0]
+    return {"p": p, "bytes": CONTENDED_BYTES, "all_s": raw["all_s"][0], "median_s": median,
+            "step_s": median / (2 * (p - 1)) if p > 1 else 0.0}
+
+
 def links_of(results: dict[str, Any]) -> costmodel.Links:
     """The fitted model parameters of a results dict (refitted from the raw probe data)."""
     pr = results["probe"]
@@ -164,6 +182,9 @@ def run(cl: hosts.Cluster, plan: Plan, out_path: Path, log=print) -> dict[str, A
         }
     log(f"probing alpha/beta on {cl.rate or 'unshaped'} links ...")
     results["probe"] = probe(cl, plan)
+    results["probe"]["contended"] = contended_probe(cl, plan)
+    log(f"a 4 KiB ring step among all {results['probe']['contended']['p']} ranks: "
+        f"{results['probe']['contended']['step_s'] * 1e6:.0f} us")
     _write(out_path, results)
     for g in plan.grads:
         sizes_file = work / f"{g.name}.json"

@@ -89,6 +89,9 @@ def test_cluster_replay_on_two_emulated_hosts(tmp_path):
     assert row["median_s"] > 0 and row["predicted_s"] > 0 and row["finite"]
     links = data["probe"]["links"]
     assert links["beta_net"] > 0 and links["alpha_net"] > 0
+    contended = data["probe"]["contended"]  # a 4 KiB ring among all ranks, per step: the simulator's floor
+    assert contended["p"] == 2 and len(contended["all_s"]) == 15
+    assert contended["step_s"] == pytest.approx(contended["median_s"] / 2) and contended["step_s"] > 0
     assert out.with_suffix(".md").exists() and out.with_suffix(".png").stat().st_size > 0
 
 

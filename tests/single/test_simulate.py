@@ -247,6 +247,9 @@ def test_validation_on_the_emulated_cluster():
     # out of sample: 4 hosts x 2 at 200 Mbit/s (links the bottleneck), resnet50 never fitted
     four = validate.validate_files([HOSTS2_JSON.with_name("hosts4-200m.json")])
     assert len(four) == 12 and all(r.within for r in four), validate.format_rows(four)
+    # and 8 hosts x 2 (16 ranks on 2 cores) once callers stopped polling the engine, 2D + top-k too
+    eight = validate.validate_files([HOSTS2_JSON.parents[1] / "s12" / "hosts8-200m.json"])
+    assert len(eight) == 12 and all(r.within for r in eight), validate.format_rows(eight)
 
 
 def test_cores_shared_by_ranks_slow_topk_only():
@@ -261,6 +264,30 @@ def test_cores_shared_by_ranks_slow_topk_only():
         timeline.simulate_step(w, own, Settings(), EMULATED_ENGINE).step_s)
     with pytest.raises(ValueError, match="cores"):
         replace(c, cores=0)
+
+
+def test_contended_step_is_a_floor_on_every_dependent_step():
+    c = replace(preset("emulated"), hosts=8)
+    slow = replace(c, contended_step_us=2000.0)
+    assert slow.alpha_net == pytest.approx(2e-3) and slow.alpha_local == pytest.approx(2e-3)
+    assert replace(c, contended_step_us=1.0).alpha_net == c.alpha_net  # below the links' own latency: no change
+    Batch = timeline.Batch
+    small = Batch("dense", 4096)
+    p = c.ranks
+    fixed, _ = timeline.batch_cost(small, slow, Settings(), EMULATED_ENGINE)
+    # the flat ring's 2(p-1) steps each take the floor
+    assert fixed == pytest.approx(EMULATED_ENGINE.call_s + 2 * (p - 1) * 2e-3)
+    # 2D pays it per window on both levels, so a big batch's windows add up; top-k per merge round
+    two_d, topk = Settings(algorithm="2d"), Settings(topk=True)
+    big = Batch("dense", 64 << 20)
+    extra_2d = timeline.batch_cost(big, slow, two_d, EMULATED_ENGINE)[0] - timeline.batch_cost(big, c, two_d, EMULATED_ENGINE)[0]
+    w = math.ceil((64 << 20) / two_d.window_bytes)
+    assert extra_2d == pytest.approx(w * (2 * (c.gpus_per_host - 1) * (2e-3 - c.alpha_local)
+                                          + 2 * (c.hosts - 1) * (2e-3 - c.alpha_net)))
+    sparse = Batch("topk", 64 << 20)
+    assert timeline.batch_cost(sparse, slow, topk, EMULATED_ENGINE)[0] > timeline.batch_cost(sparse, c, topk, EMULATED_ENGINE)[0]
+    with pytest.raises(ValueError, match="contended_step_us"):
+        replace(c, contended_step_us=-1)
 
 
 def test_stated_constants_are_the_fit():

@@ -23,6 +23,10 @@ class Cluster:
     ``cores``: CPU cores that every rank's computation shares. A real cluster computes on a GPU per rank
     (inf: no sharing); the emulated cluster runs all its ranks on one machine's cores, so with more
     ranks than cores each rank's top-k selection and merges take ranks/cores times as long.
+    ``contended_step_us``: on such a machine, the time one dependent step (a ring step, a merge round,
+    an in-host phase) takes at the least, because the rank it waits for must first get a core: the
+    emulated cluster measures it with a 4 KiB ring allreduce among all its ranks (per step). Both
+    latencies are at least this (0: a core per rank, no such floor).
     """
 
     name: str
@@ -37,6 +41,7 @@ class Cluster:
     flow_gbit: float = math.inf
     rank_gbit: float = math.inf
     cores: float = math.inf
+    contended_step_us: float = 0.0
 
     def __post_init__(self) -> None:
         for field in ("hosts", "gpus_per_host", "flows"):
@@ -45,6 +50,8 @@ class Cluster:
         for field in ("nic_gbit", "intra_gbit", "nic_efficiency", "flow_gbit", "rank_gbit", "cores"):
             if not getattr(self, field) > 0:
                 raise ValueError(f"cluster {self.name!r}: {field} must be > 0, got {getattr(self, field)}")
+        if self.contended_step_us < 0:
+            raise ValueError(f"cluster {self.name!r}: contended_step_us must be >= 0, got {self.contended_step_us}")
 
     @property
     def ranks(self) -> int:
@@ -57,11 +64,11 @@ class Cluster:
 
     @property
     def alpha_net(self) -> float:
-        return self.nic_latency_us * 1e-6
+        return max(self.nic_latency_us, self.contended_step_us) * 1e-6
 
     @property
     def alpha_local(self) -> float:
-        return self.intra_latency_us * 1e-6
+        return max(self.intra_latency_us, self.contended_step_us) * 1e-6
 
     @property
     def beta_local(self) -> float:

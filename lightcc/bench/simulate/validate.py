@@ -2,7 +2,9 @@
 
 A results file holds the cluster's shape (hosts, per_host), its shaping (rate), the simulated backward
 (backward_ms), the probe's fitted links (probe.links: alpha/beta between and inside hosts, the engine's
-cost per collective) and one row per (model, configuration) with its flags (env) and median step.
+cost per collective), where measured the step of a 4 KiB ring among all its ranks (probe.contended:
+the least a dependent step takes when the ranks share the machine's cores) and one row per (model,
+configuration) with its flags (env) and median step.
 Each row becomes a Workload (the replay's gradients, ready over backward_ms), a Cluster (the probe's
 links) and Settings (the row's flags), and is simulated; the error is predicted / measured - 1.
 """
@@ -60,10 +62,12 @@ def cluster_of(doc: dict) -> Cluster:
     links = doc["probe"]["links"]
     rank_gbit = 8 / links["beta_net"] / 1e9
     rate = _rate_gbit(doc.get("rate"))
+    contended = doc["probe"].get("contended") or {}
     return Cluster("emulated", int(doc["hosts"]), int(doc["per_host"]), nic_gbit=rate or rank_gbit * 4,
                    nic_latency_us=links["alpha_net"] * 1e6, intra_gbit=8 / links["beta_local"] / 1e9,
                    intra_latency_us=links["alpha_local"] * 1e6, nic_efficiency=1.0, rank_gbit=rank_gbit,
-                   cores=float(doc.get("cpus") or DEFAULT_CORES))
+                   cores=float(doc.get("cpus") or DEFAULT_CORES),
+                   contended_step_us=float(contended.get("step_s", 0.0)) * 1e6)
 
 
 def settings_of(config: str, env: dict) -> Settings:
