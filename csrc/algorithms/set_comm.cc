@@ -86,10 +86,10 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
     }
     return remaining == 0;
   };
-  // Shared-memory links ring the doorbell; a network link's completion does not, so only a step
-  // with one needs the polling sleeps.
+  // Shared-memory links ring the doorbell, and so do network links whose plugin has lightcc's
+  // completion hook (HARP); a step with any other link needs the polling sleeps.
   bool doorbell_only = true;
-  for (const P2POp& op : ops) doorbell_only = doorbell_only && op.link->kind() == "shm";
+  for (const P2POp& op : ops) doorbell_only = doorbell_only && op.link->ringsDoorbell();
   Status waited = comm.host->waitUntil(progress, what, true, -1, true, doorbell_only);
   if (waited.code() == StatusCode::kTimeout) {
     // Name whom we were waiting on; the engine's peer check then says which of them is lost.

@@ -13,6 +13,7 @@
 #include "device/cuda_library.h"
 #include "device/nccl.h"
 #include "engine/fd_count.h"
+#include "engine/net_wakeups.h"
 #include "kernels/reduce.h"
 
 namespace py = pybind11;
@@ -105,6 +106,7 @@ py::dict stats() {
   d["device_alloc_bytes"] = s.device_alloc_bytes.load();
   d["device_front_outputs"] = s.device_front_outputs.load();
   d["net_links"] = s.net_links.load();
+  d["net_wakeups"] = NetWakeups::rings();  // process-wide: the net plugin's completion hook rang
   d["shm_links"] = s.shm_links.load();
   d["direct_ops"] = s.direct_ops.load();
   d["direct_declined"] = s.direct_declined.load();

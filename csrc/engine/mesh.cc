@@ -218,6 +218,10 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
     channels_.push_back(std::move(ch));
   }
   for (auto& ch : channels_) LIGHTCC_RETURN_IF_ERROR(connectChannel(*ch, store.get()));
+  if (net_plugin_ != nullptr && net_plugin_->supportsCompletionHook() && !net_plugin_->completionHookInstalled()) {
+    for (auto& ch : channels_) net_wakeups_.push_back(std::make_unique<NetWakeups::Registration>(ch->host.get()));
+    net_plugin_->installCompletionHook(&NetWakeups::ring, nullptr);
+  }
 
   if (size > 1) {
     // Rank 0 keeps serving until every rank has finished with the store.

@@ -22,6 +22,7 @@
 
 #include "common/config.h"
 #include "engine/channel.h"
+#include "engine/net_wakeups.h"
 #include "transport/shm/rank_area.h"
 #include "transport/shm/segment.h"
 #include "transport/net/net_plugin.h"
@@ -92,6 +93,8 @@ class Mesh {
   std::vector<std::string> hosts_;
   std::unique_ptr<net::NetPlugin> net_plugin_;  // declared before the channels whose links use it
   std::vector<std::unique_ptr<Channel>> channels_;
+  // After channels_ (destroyed first): the channels' doorbells rung by the net plugin's completions.
+  std::vector<std::unique_ptr<NetWakeups::Registration>> net_wakeups_;
 };
 
 }  // namespace lightcc

@@ -40,6 +40,9 @@ class Link {
   virtual int peer() const = 0;
   // "shm" or "net:<plugin name>", for logs and the timeline.
   virtual std::string kind() const = 0;
+  // Does finishing a request here ring this rank's doorbell, so a waiter may sleep until rung?
+  // Shared memory always does; a network link when its plugin has a completion hook installed.
+  virtual bool ringsDoorbell() const { return false; }
   // Where the peer listens ("10.0.0.4:40123"), for net links; "" where there is no address.
   virtual std::string peerAddress() const { return ""; }
 

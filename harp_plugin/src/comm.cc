@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "completion_hook.h"
 #include "flow.h"
 #include "log.h"
 #include "runtime.h"
@@ -25,6 +26,7 @@ void CommCore::fail(ncclResult_t code, const char* fmt, ...) {
   vsnprintf(error_msg_, sizeof(error_msg_), fmt, ap);
   va_end(ap);
   error_.store(static_cast<int>(code), std::memory_order_release);
+  notifyCompletion();  // a sleeping waiter must see the failure
 }
 
 std::unique_ptr<CommCore> harpMakeComm(CommKind kind, std::vector<int> fds, uint64_t comm_id,

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "completion_hook.h"
 #include "log.h"
 #include "worker.h"
 
@@ -123,6 +124,7 @@ bool Worker::readPayload(Flow& f) {
     if (f.rgot < len) return true;
   }
   r->bytes_done.fetch_add(len, std::memory_order_release);
+  notifyCompletion();
   f.rreq = nullptr;
   f.rhdr_got = 0;
   f.state = FlowState::kHeader;
@@ -138,6 +140,7 @@ void Worker::flowEof(Flow& f) {
   if (f.in_epoll) epoll_ctl(epfd_, EPOLL_CTL_DEL, f.fd, nullptr);
   f.in_epoll = false;
   f.lane->comm->eof_flows.fetch_add(1, std::memory_order_acq_rel);
+  notifyCompletion();
 }
 
 }  // namespace harp

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "completion_hook.h"
 #include "log.h"
 #include "worker.h"
 
@@ -20,7 +21,9 @@ constexpr int kRoundsPerFlow = 16;  // writes per flow per loop turn, for fairne
 constexpr uint64_t kPtrMask = (1ULL << 48) - 1;
 
 void creditChunk(Request* r) {
-  if (r != nullptr) r->chunks_done.fetch_add(1, std::memory_order_release);
+  if (r == nullptr) return;
+  r->chunks_done.fetch_add(1, std::memory_order_release);
+  notifyCompletion();
 }
 }  // namespace
 

@@ -37,3 +37,5 @@ def test_peers_not_needed_at_init_connect_on_first_use(layout):
     lazy = [r for r in range(len(layout)) if eager[r] < remote[r]]
     grew = [_field(results[r].stdout, "AFTER", "sockets") > _field(results[r].stdout, "INIT", "sockets") for r in lazy]
     assert all(grew), [results[r].stdout for r in lazy]
+    # HARP's completion hook woke the waiting engines (they sleep on their doorbell, not polling)
+    assert all(_field(res.stdout, "AFTER", "net_wakeups") > 0 for res in results), [r.stdout for r in results]

@@ -211,6 +211,7 @@ Status NetPlugin::load(const NetPluginOptions& options, std::unique_ptr<NetPlugi
     if (v == 8) bindV8(static_cast<const ncclNet_v8_t*>(sym), p->table_.get());
     p->name_ = static_cast<const ncclNet_v8_t*>(sym)->name;  // name is the first member in all
   }
+  p->set_hook_ = reinterpret_cast<void (*)(void (*)(void*), void*)>(dlsym(p->dl_, "harpSetCompletionHook"));
   if (p->version_ == 0) {
     return Status::PreconditionFailed("'" + options.path + "' exports no ncclNetPlugin_v8..v12");
   }
@@ -243,12 +244,20 @@ Status NetPlugin::load(const NetPluginOptions& options, std::unique_ptr<NetPlugi
 }
 
 NetPlugin::~NetPlugin() {
+  if (completionHookInstalled()) installCompletionHook(nullptr, nullptr);
   if (table_ != nullptr) table_->finalize();
   // The library stays mapped: plugins may keep threads (HARP links itself -z nodelete anyway).
 }
 
 void NetPlugin::setMaxMessageBytes(size_t n) {
   if (n > 0 && n < max_message_bytes_) max_message_bytes_ = n;
+}
+
+bool NetPlugin::installCompletionHook(void (*fn)(void*), void* arg) {
+  if (set_hook_ == nullptr) return false;
+  set_hook_(fn, arg);
+  hook_installed_.store(fn != nullptr, std::memory_order_release);
+  return true;
 }
 
 int NetPlugin::listen(void* handle, void** lc) { return table_->listen(device_, handle, lc); }

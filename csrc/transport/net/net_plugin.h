@@ -9,6 +9,7 @@
 // user already set it) before calling init, since HARP exports nothing but the ABI structs.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -57,6 +58,13 @@ class NetPlugin {
   int closeRecv(void* comm);
   int closeListen(void* comm);
 
+  // lightcc's optional extension (harp_plugin/src/completion_hook.h): the plugin calls fn(arg)
+  // from its threads whenever a chunk of a request completes or a connection fails. False when
+  // the plugin has none (NCCL's own plugins). `arg` must outlive the process's use of the plugin.
+  bool installCompletionHook(void (*fn)(void*), void* arg);
+  bool supportsCompletionHook() const { return set_hook_ != nullptr; }
+  bool completionHookInstalled() const { return hook_installed_.load(std::memory_order_acquire); }
+
   struct Table;  // the per-version adapters, defined in net_plugin.cc
 
   // Maps a ncclResult_t to a Status with context ("isend to rank 3").
@@ -71,6 +79,8 @@ class NetPlugin {
   int version_ = 0;
   int device_ = 0;
   size_t max_message_bytes_ = 0;
+  void (*set_hook_)(void (*)(void*), void*) = nullptr;  // harpSetCompletionHook, if exported
+  std::atomic<bool> hook_installed_{false};
 };
 
 }  // namespace net

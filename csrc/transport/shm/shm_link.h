@@ -25,6 +25,7 @@ class ShmLink : public Link {
   Status test(LinkRequest* req, bool* done, size_t* size) override;
   int peer() const override { return group_->globalRank(peer_li_); }
   std::string kind() const override { return "shm"; }
+  bool ringsDoorbell() const override { return true; }
 
  private:
   Status progressSends();

@@ -29,7 +29,8 @@ def main() -> None:
     total = hvd.allreduce(np.ones(3), op=hvd.Sum, name="after")
     c.check(np.array_equal(total, np.full(3, float(n))), f"allreduce after the dials: {total}")
     after = core().stats()
-    print(f"rank {r} AFTER sockets={after['open_sockets']} fds={after['open_fds']}", flush=True)
+    print(f"rank {r} AFTER sockets={after['open_sockets']} fds={after['open_fds']} "
+          f"net_wakeups={after['net_wakeups']}", flush=True)
     hvd.shutdown()
     c.finish()
 
