@@ -57,7 +57,7 @@ class Layout:
     hosts: int
     per_host: int
     fusion_bytes: int = 128 * 1024 * 1024
-    window_bytes: int = 4 * 1024 * 1024
+    window_bytes: int = 1024 * 1024  # LIGHTCC_SHM_CHUNK_BYTES's default (csrc/common/config.cc)
     topk_threshold: int = 2097152
     density: float = 0.01
 

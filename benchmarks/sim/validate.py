@@ -26,6 +26,8 @@ MORE_HOSTS = [str(RESULTS / "s11" / f) for f in ("hosts4x1.json", "hosts4.json",
                                                   "hosts4-200m.json", "hosts8-200m.json", "hosts16-200m.json")]
 # Session 12: after callers stopped polling the engine (commit bd4fe89), with the contended-step probe.
 MORE_HOSTS += [str(RESULTS / "s12" / f) for f in ("hosts8-200m.json", "hosts16-200m.json")]
+# Session 13: with HARP ringing the engine's doorbell on completion (commit a50b27d).
+MORE_HOSTS += [str(RESULTS / "s13" / f) for f in ("hosts8-200m.json", "hosts16-200m.json")]
 DEFAULT_FILES = DEFAULT_FIT + MORE_HOSTS + [str(RESULTS / "cluster.json")] + sorted(glob.glob(str(RESULTS / "fusion" / "gbit_*.json"))) + sorted(
     glob.glob(str(RESULTS / "fusion" / "fast_*.json"))) + [str(RESULTS / "unshaped-topk.json")] + sorted(
     glob.glob(str(RESULTS / "autotune" / "autotune-*.json"))) + sorted(

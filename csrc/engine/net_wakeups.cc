@@ -43,8 +43,6 @@ void NetWakeups::ring(void* /*unused*/) {
   for (const shm::HostGroup* h : r.hosts) h->wakeSelf();
 }
 
-}  // namespace lightcc
-
-namespace lightcc {
 uint64_t NetWakeups::rings() { return registry().rings.load(std::memory_order_relaxed); }
+
 }  // namespace lightcc

@@ -136,6 +136,24 @@ def test_settings_reject_bad_values():
         Settings(density=0)
 
 
+def test_settings_defaults_are_the_engines():
+    # A drifted default misprices every step: the simulator once charged 2D's latencies per 4 MiB
+    # window while the engine's was 1 MiB, and its 16 x 2 predictions were up to 20 % fast for it.
+    from lightcc import _core
+
+    flags = {f["name"]: f["default"] for f in _core.flags()}
+    s = Settings()
+    assert s.window_bytes == int(flags["LIGHTCC_SHM_CHUNK_BYTES"])
+    assert s.topk_threshold == int(flags["LIGHT_TOPK_THRESHOLD"])
+    assert s.density == float(flags["LIGHT_TOPK_DENSITY"])
+    assert s.fusion_bytes == int(flags["HOROVOD_FUSION_THRESHOLD"])
+    assert s.first_bucket == int(flags["LIGHT_FUSION_FIRST_BUCKET"])
+    assert s.flush_s == float(flags["LIGHT_FUSION_FLUSH_MS"]) / 1e3
+    assert s.streams == int(flags["LIGHT_NUM_STREAMS"])
+    assert s.fusion == flags["LIGHT_FUSION_STRATEGY"]
+    assert s.cycle_s == float(flags["HOROVOD_CYCLE_TIME"]) / 1e3
+
+
 def test_pack_buckets():
     assert timeline.pack([1, 1, 1], 2, 2) == [[0, 1], [2]]
     assert timeline.pack([5, 1, 1], 2, 2) == [[0], [1, 2]]  # too big goes alone
@@ -186,11 +204,11 @@ def test_order_fusion_holds_until_bucket_complete_or_flush():
 
 # ---- monotonicity -------------------------------------------------------------------------------------
 
-def _steps_over_bandwidth(w: Workload, s: Settings, gpus: int) -> list[float]:
+def _steps_over_bandwidth(w: Workload, s: Settings, gpus: int) -> list[timeline.StepResult]:
     out = []
     for gbit in (10, 25, 50, 100, 200, 400):
         c = replace(preset("vpc25"), nic_gbit=gbit, flow_gbit=gbit).with_gpus(gpus)
-        out.append(timeline.simulate_step(w, c, s, Engine()).step_s)
+        out.append(timeline.simulate_step(w, c, s, Engine()))
     return out
 
 
@@ -206,11 +224,14 @@ def test_more_bandwidth_is_never_slower(model, config):
                 per_batch.append(sum(timeline.batch_cost(timeline.Batch(kind, 64 * MIB), c, s, Engine())))
             assert per_batch == sorted(per_batch, reverse=True), (gpus, kind)
         at_once = replace(named(model), forward_s=0.0, backward_s=0.0)  # every gradient ready at once
-        steps = _steps_over_bandwidth(at_once, s, gpus)
+        steps = [r.step_s for r in _steps_over_bandwidth(at_once, s, gpus)]
         assert steps == sorted(steps, reverse=True), gpus
-        # Fixed buckets (order fusion) keep the batches the same on every link, so overlap cannot undo it.
-        steps = _steps_over_bandwidth(named(model), replace(s, fusion="order", fusion_bytes=25 * MIB), gpus)
-        assert all(b <= a + 1e-12 for a, b in zip(steps, steps[1:])), gpus
+        # Fixed buckets (order fusion) keep the batches the same on every link, so overlap cannot undo it;
+        # the engine freed sooner may still negotiate once more (the anomaly docs/simulator.md keeps).
+        order = replace(s, fusion="order", fusion_bytes=25 * MIB)
+        runs = _steps_over_bandwidth(named(model), order, gpus)
+        for a, b in zip(runs, runs[1:]):
+            assert b.step_s <= a.step_s + b.negotiation_s / b.cycles + 1e-12, (gpus, a.step_s, b.step_s)
 
 
 def test_size_fusion_can_issue_one_more_collective_on_a_faster_link():
@@ -250,6 +271,28 @@ def test_validation_on_the_emulated_cluster():
     # and 8 hosts x 2 (16 ranks on 2 cores) once callers stopped polling the engine, 2D + top-k too
     eight = validate.validate_files([HOSTS2_JSON.parents[1] / "s12" / "hosts8-200m.json"])
     assert len(eight) == 12 and all(r.within for r in eight), validate.format_rows(eight)
+    # with HARP ringing the engine's doorbell: 8 x 2 all, 16 x 2 (32 ranks on 2 cores) dense, 2D and top-k
+    s13 = HOSTS2_JSON.parents[1] / "s13"
+    eight = validate.validate_files([s13 / "hosts8-200m.json"])
+    assert len(eight) == 12 and all(r.within for r in eight), validate.format_rows(eight)
+    sixteen = [r for r in validate.validate_files([s13 / "hosts16-200m.json"]) if r.config != "2d_topk"]
+    assert len(sixteen) == 9 and all(r.within for r in sixteen), validate.format_rows(sixteen)
+
+
+def test_windows_belong_to_the_host_executor():
+    # The host executor runs 2D's levels once per shared-memory window; the device executor's NCCL
+    # calls take the whole buffer, so a GPU cluster pays 2D's latencies once per collective.
+    gpu = preset("vpc25").with_gpus(1024)
+    host = replace(gpu, executor="host")
+    big, two_d = timeline.Batch("dense", 64 << 20), Settings(algorithm="2d")
+    assert gpu.windows(64 << 20, MIB) == 1 and host.windows(64 << 20, MIB) == 64
+    fixed_gpu = timeline.batch_cost(big, gpu, two_d, Engine())[0]
+    fixed_host = timeline.batch_cost(big, host, two_d, Engine())[0]
+    per_window = 2 * (gpu.gpus_per_host - 1) * gpu.alpha_local + 2 * (gpu.hosts - 1) * gpu.alpha_net
+    assert fixed_host - fixed_gpu == pytest.approx(63 * per_window)
+    assert preset("emulated").executor == "host"
+    with pytest.raises(ValueError, match="executor"):
+        replace(gpu, executor="tpu")
 
 
 def test_cores_shared_by_ranks_slow_topk_only():

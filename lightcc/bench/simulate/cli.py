@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fusion", default="size", choices=FUSION, help="LIGHT_FUSION_STRATEGY (default size)")
     s.add_argument("--fusion-threshold", default="128M", help="HOROVOD_FUSION_THRESHOLD (default 128M)")
     s.add_argument("--cycle-ms", type=float, default=0.0, help="HOROVOD_CYCLE_TIME for lightcc configs (default 0)")
-    s.add_argument("--window", default="4M", help="LIGHTCC_SHM_CHUNK_BYTES: 2D runs both levels per window (4M)")
+    s.add_argument("--window", default="1M", help="LIGHTCC_SHM_CHUNK_BYTES: 2D runs both levels per window (1M)")
     s.add_argument("--streams", type=int, default=1, help="LIGHT_NUM_STREAMS (default 1)")
     s.add_argument("--negotiation", default="linear", choices=NEGOTIATION, help="today's O(p) or issue 22's log p")
     s.add_argument("--links", default="mesh", choices=LINKS, help="today's full mesh or links on demand")

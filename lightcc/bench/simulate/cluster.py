@@ -27,6 +27,10 @@ class Cluster:
     an in-host phase) takes at the least, because the rank it waits for must first get a core: the
     emulated cluster measures it with a 4 KiB ring allreduce among all its ranks (per step). Both
     latencies are at least this (0: a core per rank, no such floor).
+    ``executor``: which of the engine's executors runs the collectives. ``device`` (GPU tensors): 2D's
+    three phases are NCCL calls on the whole buffer. ``host`` (CPU tensors, the emulated cluster): 2D
+    runs both levels once per shared-memory window (``Settings.window_bytes``), so its latencies are
+    paid once a window.
     """
 
     name: str
@@ -42,8 +46,11 @@ class Cluster:
     rank_gbit: float = math.inf
     cores: float = math.inf
     contended_step_us: float = 0.0
+    executor: str = "device"
 
     def __post_init__(self) -> None:
+        if self.executor not in ("device", "host"):
+            raise ValueError(f"cluster {self.name!r}: executor must be 'device' or 'host', got {self.executor!r}")
         for field in ("hosts", "gpus_per_host", "flows"):
             if getattr(self, field) < 1:
                 raise ValueError(f"cluster {self.name!r}: {field} must be >= 1, got {getattr(self, field)}")
@@ -84,6 +91,10 @@ class Cluster:
         """Seconds per byte of a ring edge between hosts with ``concurrent`` rings sharing each NIC."""
         return 1.0 / gbit_to_bytes_per_s(self.connection_gbit(concurrent))
 
+    def windows(self, nbytes: int, window_bytes: int) -> int:
+        """How many times a 2D collective of ``nbytes`` pays its per-window latencies here."""
+        return 1 if self.executor == "device" else max(1, math.ceil(nbytes / window_bytes))
+
     def with_gpus(self, gpus: int) -> Cluster:
         """The same cluster sized to ``gpus`` GPUs: full hosts, or one partly used host below a host's size."""
         if gpus < 1:
@@ -110,7 +121,7 @@ PRESETS: dict[str, Cluster] = {
     # The emulated cluster of benchmarks/cluster: 2 namespaces x 2 ranks, tbf 1 Gbit/s, the probe's fit,
     # every rank on the same 2-core machine.
     "emulated": Cluster("emulated", 2, 2, nic_gbit=1, nic_latency_us=10.5, intra_gbit=7.12, intra_latency_us=8.3,
-                        nic_efficiency=1.0, flows=4, rank_gbit=0.832, cores=2),
+                        nic_efficiency=1.0, flows=4, rank_gbit=0.832, cores=2, executor="host"),
 }
 
 

@@ -34,7 +34,7 @@ class Settings:
     cycle_s: float = 0.0
     flush_s: float = 0.005
     streams: int = 1
-    window_bytes: int = 4 * MIB
+    window_bytes: int = 1 * MIB  # LIGHTCC_SHM_CHUNK_BYTES's default (csrc/common/config.cc)
     negotiation: str = "linear"
     links: str = "mesh"
 
@@ -91,4 +91,4 @@ class Engine:
 # results/s11/hosts2.json (validate.fit_topk; docs/simulator.md). The emulated cluster's ranks
 # share its machine's cores, which Cluster.cores charges on top.
 EMULATED_ENGINE = Engine(call_s=38.3e-6, neg_base_s=0.0, neg_per_peer_s=0.0,
-                         select_s_per_byte=0.920e-9, add_s_per_pair=0.0, topk_call_s=1.569e-3, topk_window_s=1.964e-3)
+                         select_s_per_byte=0.913e-9, add_s_per_pair=0.0, topk_call_s=1.748e-3, topk_window_s=0.474e-3)

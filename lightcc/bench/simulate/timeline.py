@@ -58,7 +58,7 @@ def batch_cost(b: Batch, c: Cluster, s: Settings, e: Engine) -> tuple[float, flo
             return e.call_s + costs.ring_allreduce(b.bytes, p, c.alpha_local, c.beta_local), 0.0
         if not two_d:
             return e.call_s + 2 * (p - 1) * c.alpha_net, costs.ring_allreduce_wire(b.bytes, p, c.ring_beta(1))
-        w = math.ceil(b.bytes / s.window_bytes)
+        w = c.windows(b.bytes, s.window_bytes)
         inner, wire = costs.two_level_parts(b.bytes, n, g, w, c.alpha_local, c.beta_local, c.alpha_net, c.ring_beta(g))
         return e.call_s + inner, wire
     if n == 1 or not two_d:
@@ -78,7 +78,7 @@ def batch_cost(b: Batch, c: Cluster, s: Settings, e: Engine) -> tuple[float, flo
         return e.call_s + compute + local + cross * c.alpha_net, wire_bytes * c.ring_beta(g)
     # 2D + top-k: dense inside the host; the member holding share j of a window merges it with the
     # members holding share j on the other hosts (n members; the g shares' merges run at once).
-    w = math.ceil(b.bytes / s.window_bytes)
+    w = c.windows(b.bytes, s.window_bytes)
     share = b.bytes / g
     k = costs.topk_pairs(share, s.density)
     rounds, _ = costs.merge_rounds(n)

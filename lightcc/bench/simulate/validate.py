@@ -67,7 +67,7 @@ def cluster_of(doc: dict) -> Cluster:
                    nic_latency_us=links["alpha_net"] * 1e6, intra_gbit=8 / links["beta_local"] / 1e9,
                    intra_latency_us=links["alpha_local"] * 1e6, nic_efficiency=1.0, rank_gbit=rank_gbit,
                    cores=float(doc.get("cpus") or DEFAULT_CORES),
-                   contended_step_us=float(contended.get("step_s", 0.0)) * 1e6)
+                   contended_step_us=float(contended.get("step_s", 0.0)) * 1e6, executor="host")
 
 
 def settings_of(config: str, env: dict) -> Settings:
@@ -166,7 +166,7 @@ def topk_features(doc: dict, model: str, config: str, env: dict) -> tuple[float,
     big = [b.bytes for b, _, _ in step.batches if b.kind == "topk"]
     f = c.cpu_contention
     if s.algorithm == "2d" and c.hosts > 1 and c.gpus_per_host > 1:
-        return f * sum(big) / c.gpus_per_host, f * len(big), f * sum(math.ceil(b / s.window_bytes) for b in big)
+        return f * sum(big) / c.gpus_per_host, f * len(big), f * sum(c.windows(b, s.window_bytes) for b in big)
     return f * float(sum(big)), f * len(big), 0.0
 
 
