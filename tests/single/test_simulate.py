@@ -293,6 +293,9 @@ def test_windows_belong_to_the_host_executor():
     assert preset("emulated").executor == "host"
     with pytest.raises(ValueError, match="executor"):
         replace(gpu, executor="tpu")
+    from lightcc.bench.simulate import cli
+    args = cli.build_parser().parse_args(["--executor", "host"])
+    assert cli.make_cluster(args).executor == "host"
 
 
 def test_cores_shared_by_ranks_slow_topk_only():

@@ -16,7 +16,7 @@ from lightcc.bench.sizes import parse_size
 CLUSTER_FLAGS = {
     "gpus_per_host": int, "nic_gbit": float, "nic_latency_us": float, "nic_efficiency": float,
     "intra_gbit": float, "intra_latency_us": float, "flows": int, "flow_gbit": float, "rank_gbit": float,
-    "cores": float,
+    "cores": float, "executor": str,
 }
 
 # Engine constants a flag may override: flag -> (Engine field, unit to seconds).
