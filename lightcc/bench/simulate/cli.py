@@ -12,6 +12,8 @@ from lightcc.bench.simulate.settings import EMULATED_ENGINE, FUSION, LINKS, NEGO
 from lightcc.bench.simulate.workload import COMPUTE, Workload, load_profile, named
 from lightcc.bench.sizes import parse_size
 
+DEFAULTS = Settings()  # the engine's defaults; every flag below that mirrors one starts there
+
 # Cluster fields a flag may override: flag -> (field, type).
 CLUSTER_FLAGS = {
     "gpus_per_host": int, "nic_gbit": float, "nic_latency_us": float, "nic_efficiency": float,
@@ -52,10 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fusion", default="size", choices=FUSION, help="LIGHT_FUSION_STRATEGY (default size)")
     s.add_argument("--fusion-threshold", default="128M", help="HOROVOD_FUSION_THRESHOLD (default 128M)")
     s.add_argument("--cycle-ms", type=float, default=0.0, help="HOROVOD_CYCLE_TIME for lightcc configs (default 0)")
-    s.add_argument("--window", default="1M", help="LIGHTCC_SHM_CHUNK_BYTES: 2D runs both levels per window (1M)")
+    s.add_argument("--window", default=str(DEFAULTS.window_bytes),
+                   help=f"LIGHTCC_SHM_CHUNK_BYTES: 2D runs both levels per window on the host executor "
+                   f"(default {DEFAULTS.window_bytes})")
     s.add_argument("--streams", type=int, default=1, help="LIGHT_NUM_STREAMS (default 1)")
-    s.add_argument("--negotiation", default="linear", choices=NEGOTIATION, help="today's O(p) or issue 22's log p")
-    s.add_argument("--links", default="mesh", choices=LINKS, help="today's full mesh or links on demand")
+    s.add_argument("--negotiation", default=DEFAULTS.negotiation, choices=NEGOTIATION,
+                   help=f"the engine's log p tree or the O(p) exchange it replaced (default {DEFAULTS.negotiation})")
+    s.add_argument("--links", default=DEFAULTS.links, choices=LINKS,
+                   help=f"the engine's links on demand or the full mesh it replaced (default {DEFAULTS.links})")
     e = p.add_argument_group("engine constants (docs/simulator.md; default: the GPU values, or the fitted "
                              "emulated-cluster values with --cluster emulated)")
     e.add_argument("--call-us", type=float, help=f"fixed cost per collective ({Engine.call_s * 1e6:g})")

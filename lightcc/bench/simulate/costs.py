@@ -97,10 +97,10 @@ def negotiation_cycle(p: int, hosts: int, mode: str, base_s: float, per_peer_s: 
                       alpha_n: float, alpha_l: float) -> float:
     """Seconds of one negotiation cycle among p ranks on ``hosts`` hosts.
 
-    linear (today, ``Negotiator::exchangeBits``): every rank sends its bit vector to the p-1 others
+    linear (the exchange issue 22 replaced): every rank sends its bit vector to the p-1 others
     and waits for theirs - the messages overlap on the wire (one latency) but each costs per_peer_s of
     CPU to send and receive: base + (p-1) per_peer + alpha_n.
-    log (issue 22, requirement 1): ranks of a host combine through shared memory (ceil(log2 g) steps),
+    log (the engine's, docs/scale.md): ranks of a host combine through shared memory (ceil(log2 g) steps),
     host leaders combine by recursive doubling (ceil(log2 n) rounds of one message each way), the
     result comes back the same way: base + 2 ceil(log2 g) (alpha_l + per_peer) + ceil(log2 n) (alpha_n + per_peer).
     """
@@ -121,7 +121,7 @@ def negotiation_cycle(p: int, hosts: int, mode: str, base_s: float, per_peer_s: 
 def remote_peers(p: int, hosts: int, links: str, algorithm: str) -> int:
     """Peers on other hosts that one rank connects to at init.
 
-    mesh (today, ``Mesh::connectChannel``): every rank on another host. on-demand (issue 22,
+    mesh (before issue 22): every rank on another host. on-demand (the engine's, issue 22
     requirement 2): only what the algorithm needs - the flat ring's 2 neighbours, 2D's one peer per
     other host, plus the log-p negotiation tree's ceil(log2 n) leaders.
     """

@@ -20,8 +20,8 @@ class Settings:
     fusion_bytes HOROVOD_FUSION_THRESHOLD, first_bucket LIGHT_FUSION_FIRST_BUCKET. cycle_s: HOROVOD_CYCLE_TIME
     (0 = negotiate as soon as work arrives); flush_s LIGHT_FUSION_FLUSH_MS (order/cost buckets held that
     long without a new tensor are sent partly filled). streams: LIGHT_NUM_STREAMS. window_bytes: LIGHTCC_SHM_CHUNK_BYTES
-    (2D runs both levels once per window). negotiation / links: today's 'linear' exchange and full 'mesh',
-    or issue 22's 'log' tree and 'on-demand' links.
+    (2D runs both levels once per window). negotiation / links: the engine's 'log' tree and 'on-demand'
+    links (issue 22), or the 'linear' exchange and full 'mesh' it had before, for comparison.
     """
 
     algorithm: str = "flat"
@@ -35,8 +35,8 @@ class Settings:
     flush_s: float = 0.005
     streams: int = 1
     window_bytes: int = 1 * MIB  # LIGHTCC_SHM_CHUNK_BYTES's default (csrc/common/config.cc)
-    negotiation: str = "linear"
-    links: str = "mesh"
+    negotiation: str = "log"
+    links: str = "on-demand"
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("algorithm", self.algorithm, ALGORITHMS), ("fusion", self.fusion, FUSION),

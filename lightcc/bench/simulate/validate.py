@@ -81,6 +81,7 @@ def settings_of(config: str, env: dict) -> Settings:
         fusion=env.get("LIGHT_FUSION_STRATEGY", "size"),
         fusion_bytes=int(env.get("HOROVOD_FUSION_THRESHOLD", 128 * MIB)),
         streams=int(env.get("LIGHT_NUM_STREAMS", streams.group(1) if streams else 1)),
+        window_bytes=int(env.get("LIGHTCC_SHM_CHUNK_BYTES", Settings.window_bytes)),
     )
 
 
