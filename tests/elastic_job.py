@@ -46,7 +46,7 @@ class ElasticJob:
     def _read(self) -> None:
         for line in self.proc.stdout:
             with self._cv:
-                self.lines.append((time.time(), line.rstrip("\n")))
+                self.lines.append((time.monotonic(), line.rstrip("\n")))
                 self._cv.notify_all()
         with self._cv:
             self._cv.notify_all()

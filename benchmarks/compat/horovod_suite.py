@@ -182,7 +182,7 @@ def run_suite(test_file: str, np_: int = 2, keras: str = "keras3", select: Optio
         cmd += ["-k", select]
     cmd += list(pytest_args or [])
     log = open(tmp / "output.log", "w")
-    start = time.time()
+    start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=test_path.parent, env=_env(extra), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
@@ -193,7 +193,7 @@ def run_suite(test_file: str, np_: int = 2, keras: str = "keras3", select: Optio
     log.close()
     results = collect(out_dir, np_)
     counts = summarize(results)
-    print(f"{test_file} ({keras}, {np_} ranks): {counts} rc={rc} in {time.time() - start:.0f}s; "
+    print(f"{test_file} ({keras}, {np_} ranks): {counts} rc={rc} in {time.monotonic() - start:.0f}s; "
           f"log {tmp / 'output.log'}")
     return results
 

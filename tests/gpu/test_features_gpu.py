@@ -56,7 +56,7 @@ def test_elastic_gpu_rank_killed_communicators_rebuilt():
     with ElasticJob(flags, "elastic_torch_worker.py", ["2", "600", "10", "0.03", "4"], env=env) as job:
         _, m = job.wait_for(r"STEP (w\d+) gen=1 rank=2 size=3 epoch=0 batch=6 ", 120)
         pid = int(job.matches(rf"START {m.group(1)} (\d+)")[0].group(1))
-        t0 = time.time()
+        t0 = time.monotonic()
         os.kill(pid, signal.SIGKILL)
         job.wait_for(r"STEP w\d+ gen=2 rank=\d size=2 ", 60, after=t0)
         assert job.finish(240) == 0, job.text()[-4000:]

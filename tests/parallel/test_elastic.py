@@ -31,7 +31,7 @@ def _kill_mid_epoch(job: ElasticJob, rank: int, size: int, batch: int, gen: int 
     """kill -9 the worker with `rank` once it has done `batch` steps; (kill time, its worker id)."""
     _, m = job.wait_for(rf"STEP (w\d+) gen={gen} rank={rank} size={size} epoch=0 batch={batch} ", 90)
     wid = m.group(1)
-    t0 = time.time()
+    t0 = time.monotonic()
     os.kill(_pid(job, wid), signal.SIGKILL)
     return t0, wid
 
@@ -153,7 +153,7 @@ def test_keras_fit_survives_kill9(tmp_path):
     flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *NO_RETURN, "--fault-report", str(report)]
     with ElasticJob(flags, "elastic_keras_worker.py", ["3", "20", "0.03"]) as job:
         _, m = job.wait_for(r"STEP (w\d+) gen=1 rank=1 size=3 epoch=0 batch=8", 150)
-        t0 = time.time()
+        t0 = time.monotonic()
         os.kill(_pid(job, m.group(1)), signal.SIGKILL)
         job.wait_for(r"FAULT process_exit: rank 1 ", 20, after=t0)
         job.wait_for(r"STEP w\d+ gen=2 rank=\d size=2 ", 30, after=t0)

@@ -47,7 +47,7 @@ def _trial(h, tmp, rng) -> tuple:
              *_flags(h, tmp)]
     with ElasticJob(flags, WORKER, ["2", "600", "10", "0.03", "4"], env=HARP_ENV, prefix=h.prefix(0)) as job:
         _, m = job.wait_for(rf"STEP (w\d) gen=1 rank={victim_rank} size=3 epoch=0 batch={batch} ", 120)
-        t0 = time.time()
+        t0 = time.monotonic()
         os.kill(_pid(job, m.group(1)), signal.SIGKILL)
         host = h.addrs[1 + int(m.group(1)[1:])]
         t_report, _ = job.wait_for(rf"FAULT process_exit: rank {victim_rank} \(host {host}, ", 10, after=t0)
@@ -85,7 +85,7 @@ def test_cut_link_is_located_and_the_rest_train_on(tmp_path):
         env = {**HARP_ENV, "LIGHTCC_TIMEOUT": "3"}
         with ElasticJob(flags, WORKER, ["2", "600", "10", "0.03", "4"], env=env, prefix=h.prefix(0)) as job:
             _, m = job.wait_for(r"STEP (w\d) gen=1 rank=2 size=3 epoch=0 batch=6 ", 120)
-            t0 = time.time()
+            t0 = time.monotonic()
             subprocess.run(["ip", "-n", h.names[3], "link", "set", "eth0", "down"], check=True, timeout=20)
             t_report, line = job.wait_for(r"FAULT (\w+): rank 2 \(host ([\d.]+), pid \d+, generation 1\)", 20,
                                           after=t0)

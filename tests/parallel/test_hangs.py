@@ -36,7 +36,7 @@ def test_signal_ends_a_blocked_collective(how, size):
         line = procs[0].stdout.readline()
         assert line.startswith("ready"), line
         time.sleep(0.5)  # let rank 0 block in its allreduce
-        sent = time.time()
+        sent = time.monotonic()
         os.kill(procs[0].pid, getattr(signal, how))
         results = collect_ranks(procs, "hangs_worker.py", timeout=30)
     finally:

@@ -183,19 +183,22 @@ def fault(hosts: Hosts, per_host: int, tree: str, mode: str, lost: int, timeout_
           env: dict[str, str]) -> dict:
     """Cuts host `lost`'s link (mode "cut") or SIGKILLs its ranks ("kill") once all ranks run allreduces.
 
-    Returns what each survivor reported: whether it raised, how long after the fault, whether its
-    message names the lost host (its host id and its address), and the message itself.
+    Returns what each survivor reported: whether it raised, how long after the fault, when its last
+    allreduce completed, whether its message names the lost host (its host id and its address), and
+    the message itself. Times are seconds from the fault's start on CLOCK_MONOTONIC, the clock the
+    engine's LIGHTCC_TIMEOUT runs on (a wall-clock step once made a 9 s detection read 39 s).
     """
     limit = 3 * timeout_s + 30
     with Job(hosts, per_host, tree, ["fault", str(limit)], {**env, "LIGHTCC_TIMEOUT": str(timeout_s)}) as job:
         job.wait_for("READY", time.monotonic() + 120 + job.size * 2)
         time.sleep(0.5)
         victims = [r for r in job.ranks if r.host == lost]
-        at = time.time()
+        at = time.monotonic()
         if mode == "cut":
             hosts.cut(lost)
         else:
             job.kill(victims)
+        fault_took_s = time.monotonic() - at
         survivors = [r for r in job.ranks if r.host != lost]
         hung = job.wait(survivors, time.monotonic() + timeout_s + 30)
         rows = []
@@ -205,9 +208,11 @@ def fault(hosts: Hosts, per_host: int, tree: str, mode: str, lost: int, timeout_
             rows.append({"rank": r.rank, "host": hosts.names[r.host], "hung": r in hung,
                          "raised": bool(doc.get("raised")),
                          "after_s": (doc["at"] - at) if doc.get("raised") else None,
+                         "last_ok_s": (doc["last_ok"] - at) if "last_ok" in doc else None,
                          "names_host": hosts.names[lost] in msg, "names_address": hosts.addrs[lost] in msg,
                          "message": msg})
         return {"mode": mode, "lost_host": hosts.names[lost], "lost_address": hosts.addrs[lost],
-                "lost_ranks": [r.rank for r in victims], "timeout_s": timeout_s, "survivors": rows,
+                "lost_ranks": [r.rank for r in victims], "timeout_s": timeout_s, "fault_took_s": fault_took_s,
+                "survivors": rows,
                 "all_named": all(x["raised"] and x["names_host"] and x["names_address"] for x in rows),
                 "hung": [x["rank"] for x in rows if x["hung"]]}

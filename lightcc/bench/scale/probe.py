@@ -118,21 +118,25 @@ def topk_bytes(hvd, elements: int, steps: int) -> dict:
 
 
 def wait_for_fault(hvd, limit_s: float) -> dict:
-    """Loops 4 KiB allreduces until one raises (the fault) or `limit_s` passes (a hang)."""
+    """Loops 4 KiB allreduces until one raises (the fault) or `limit_s` passes (a hang).
+
+    Times are CLOCK_MONOTONIC (system-wide, so the harness compares them with its own), never the
+    wall clock, which the machine may step while a fault is being timed.
+    """
     small = np.ones(1024, dtype=np.float32)
     for _ in range(3):
         hvd.allreduce(small, op=hvd.Sum, name="fault.4k")
     print("READY", flush=True)
-    end = time.time() + limit_s
-    last_ok = time.time()
-    while time.time() < end:
+    end = time.monotonic() + limit_s
+    last_ok = time.monotonic()
+    while time.monotonic() < end:
         try:
             hvd.allreduce(small, op=hvd.Sum, name="fault.4k")
-            last_ok = time.time()
+            last_ok = time.monotonic()
         except Exception as e:  # noqa: BLE001 - the error is the result
-            return {"raised": True, "at": time.time(), "last_ok": last_ok, "type": type(e).__name__,
+            return {"raised": True, "at": time.monotonic(), "last_ok": last_ok, "type": type(e).__name__,
                     "message": str(e)}
-    return {"raised": False, "at": time.time(), "last_ok": last_ok, "message": "no error before the limit"}
+    return {"raised": False, "at": time.monotonic(), "last_ok": last_ok, "message": "no error before the limit"}
 
 
 def main(argv: list) -> int:

@@ -61,13 +61,13 @@ def interrupted(c: Checker) -> None:
         hvd.allreduce(np.ones(3), name=f"only.{r}")
         c.check(False, "the lonely allreduce completed")
     except KeyboardInterrupt:
-        print(f"interrupted at {time.time():.3f}", flush=True)
+        print(f"interrupted at {time.monotonic():.3f}", flush=True)
         c.check(r == 0, "KeyboardInterrupt on a rank that got no signal")
     except SystemExit:
-        print(f"interrupted at {time.time():.3f}", flush=True)
+        print(f"interrupted at {time.monotonic():.3f}", flush=True)
         c.check(r == 0, "SystemExit on a rank that got no signal")
     except hvd.LightCCInternalError as e:
-        print(f"peer error at {time.time():.3f}: {e}", flush=True)
+        print(f"peer error at {time.monotonic():.3f}: {e}", flush=True)
         c.check(r != 0 and "rank 0" in str(e) and "interrupted" in str(e), f"rank {r}: {e}")
     # The engine stopped: later calls say so at once instead of hanging.
     try:
