@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,10 +116,7 @@ def test_rank_death_fails_every_stream(size):
         if res.rank == 1:
             continue
         assert res.returncode == 0 and " 0 failed" in res.stdout, res.stdout + res.stderr
-        # A survivor sees the death inside a step's synchronize or, when it had finished that step,
-        # at its next submission: the worker prints which; either must come well before the timeout.
-        seen = re.search(r"raised (?:at submission )?after ([0-9.]+)s:", res.stdout)
-        assert seen and float(seen.group(1)) < 30, res.stdout
+        assert float(res.stdout.split("raised after ")[1].split("s:")[0]) < 30, res.stdout
         assert "has exited" in res.stdout, res.stdout
 
 

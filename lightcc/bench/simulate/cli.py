@@ -10,7 +10,7 @@ from lightcc.bench.simulate import report
 from lightcc.bench.simulate.cluster import PRESETS, Cluster, preset
 from lightcc.bench.simulate.settings import EMULATED_ENGINE, FUSION, LINKS, NEGOTIATION, Engine, Settings
 from lightcc.bench.simulate.workload import COMPUTE, Workload, load_profile, named
-from lightcc.bench.sizes import parse_size
+from lightcc.bench.sizes import format_size, parse_size
 
 DEFAULTS = Settings()  # the engine's defaults; every flag below that mirrors one starts there
 
@@ -49,19 +49,24 @@ def build_parser() -> argparse.ArgumentParser:
     s = p.add_argument_group("lightcc settings")
     s.add_argument("--configs", default="horovod,flat,2d,2d_topk",
                    help=f"configurations to compare: {', '.join(report.CONFIGS)} (default horovod,flat,2d,2d_topk)")
-    s.add_argument("--density", type=float, default=0.01, help="top-k density (LIGHT_TOPK_DENSITY, default 0.01)")
-    s.add_argument("--topk-threshold", default="2M", help="smallest tensor top-k compresses (default 2M)")
-    s.add_argument("--fusion", default="size", choices=FUSION, help="LIGHT_FUSION_STRATEGY (default size)")
-    s.add_argument("--fusion-threshold", default="128M", help="HOROVOD_FUSION_THRESHOLD (default 128M)")
-    s.add_argument("--cycle-ms", type=float, default=0.0, help="HOROVOD_CYCLE_TIME for lightcc configs (default 0)")
-    s.add_argument("--window", default=str(DEFAULTS.window_bytes),
-                   help=f"LIGHTCC_SHM_CHUNK_BYTES: 2D runs both levels per window on the host executor "
-                   f"(default {DEFAULTS.window_bytes})")
-    s.add_argument("--streams", type=int, default=1, help="LIGHT_NUM_STREAMS (default 1)")
-    s.add_argument("--negotiation", default=DEFAULTS.negotiation, choices=NEGOTIATION,
-                   help=f"the engine's log p tree or the O(p) exchange it replaced (default {DEFAULTS.negotiation})")
-    s.add_argument("--links", default=DEFAULTS.links, choices=LINKS,
-                   help=f"the engine's links on demand or the full mesh it replaced (default {DEFAULTS.links})")
+    d = DEFAULTS
+    s.add_argument("--density", type=float, default=d.density,
+                   help=f"top-k density (LIGHT_TOPK_DENSITY, default {d.density:g})")
+    s.add_argument("--topk-threshold", default=format_size(d.topk_threshold),
+                   help=f"smallest tensor top-k compresses (default {format_size(d.topk_threshold)})")
+    s.add_argument("--fusion", default=d.fusion, choices=FUSION, help=f"LIGHT_FUSION_STRATEGY (default {d.fusion})")
+    s.add_argument("--fusion-threshold", default=format_size(d.fusion_bytes),
+                   help=f"HOROVOD_FUSION_THRESHOLD (default {format_size(d.fusion_bytes)})")
+    s.add_argument("--cycle-ms", type=float, default=d.cycle_s * 1e3,
+                   help=f"HOROVOD_CYCLE_TIME for lightcc configs (default {d.cycle_s * 1e3:g})")
+    s.add_argument("--window", default=format_size(d.window_bytes),
+                   help="LIGHTCC_SHM_CHUNK_BYTES: 2D runs both levels per window on the host executor "
+                   f"(default {format_size(d.window_bytes)})")
+    s.add_argument("--streams", type=int, default=d.streams, help=f"LIGHT_NUM_STREAMS (default {d.streams})")
+    s.add_argument("--negotiation", default=d.negotiation, choices=NEGOTIATION,
+                   help=f"the engine's log p tree or the O(p) exchange it replaced (default {d.negotiation})")
+    s.add_argument("--links", default=d.links, choices=LINKS,
+                   help=f"the engine's links on demand or the full mesh it replaced (default {d.links})")
     e = p.add_argument_group("engine constants (docs/simulator.md; default: the GPU values, or the fitted "
                              "emulated-cluster values with --cluster emulated)")
     e.add_argument("--call-us", type=float, help=f"fixed cost per collective ({Engine.call_s * 1e6:g})")

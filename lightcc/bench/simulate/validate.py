@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lightcc.bench.simulate.cluster import Cluster
-from lightcc.bench.simulate.settings import EMULATED_ENGINE, MIB, Engine, Settings
+from lightcc.bench.simulate.settings import EMULATED_ENGINE, Engine, Settings
 from lightcc.bench.simulate.timeline import simulate_step
 from lightcc.bench.simulate.workload import Tensor, Workload, model_sizes
 
@@ -73,15 +73,16 @@ def cluster_of(doc: dict) -> Cluster:
 def settings_of(config: str, env: dict) -> Settings:
     """Settings from a row's configuration key and flags."""
     streams = re.search(r"\+s(\d+)$", config)
+    d = Settings()  # a flag the row did not set has the engine's default
     return Settings(
         algorithm="2d" if env.get("LIGHT_2D_ALLREDUCE") == "1" else "flat",
         topk=env.get("LIGHT_TOPK_ALLREDUCE") == "1",
-        density=float(env.get("LIGHT_TOPK_DENSITY", 0.01)),
-        topk_threshold=int(env.get("LIGHT_TOPK_THRESHOLD", 2 * MIB)),
-        fusion=env.get("LIGHT_FUSION_STRATEGY", "size"),
-        fusion_bytes=int(env.get("HOROVOD_FUSION_THRESHOLD", 128 * MIB)),
-        streams=int(env.get("LIGHT_NUM_STREAMS", streams.group(1) if streams else 1)),
-        window_bytes=int(env.get("LIGHTCC_SHM_CHUNK_BYTES", Settings.window_bytes)),
+        density=float(env.get("LIGHT_TOPK_DENSITY", d.density)),
+        topk_threshold=int(env.get("LIGHT_TOPK_THRESHOLD", d.topk_threshold)),
+        fusion=env.get("LIGHT_FUSION_STRATEGY", d.fusion),
+        fusion_bytes=int(env.get("HOROVOD_FUSION_THRESHOLD", d.fusion_bytes)),
+        streams=int(env.get("LIGHT_NUM_STREAMS", streams.group(1) if streams else d.streams)),
+        window_bytes=int(env.get("LIGHTCC_SHM_CHUNK_BYTES", d.window_bytes)),
     )
 
 

@@ -143,7 +143,7 @@ def kill(c: Checker) -> None:
         except hvd.LightCCInternalError as e:
             # The engine saw the death between steps (all of step 3 had completed here): the
             # next submission raises at once, which is the same outcome, one call earlier.
-            print(f"raised at submission after {time.monotonic() - last_ok:.2f}s: {e}", flush=True)
+            print(f"raised after {time.monotonic() - last_ok:.2f}s: at submission: {e}", flush=True)
             c.check("rank" in str(e), f"message names no rank: {e}")
             return
         if r == 1 and step == 3:
