@@ -33,6 +33,7 @@ measured). Exit status 1 when any run failed or was skipped.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import secrets
@@ -98,13 +99,22 @@ def worker(args: argparse.Namespace) -> None:
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
 
-        dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{os.environ['SYNTH_PORT']}",
-                                rank=rank, world_size=size, **({"device_id": dev} if cuda else {}))
+        # Our own handle on the store: it outlives the process group, for the exit handshake below.
+        store = dist.TCPStore("127.0.0.1", int(os.environ["SYNTH_PORT"]), size, is_master=rank == 0,
+                              timeout=datetime.timedelta(seconds=120))
+        dist.init_process_group("nccl" if cuda else "gloo", store=store, rank=rank, world_size=size,
+                                **({"device_id": dev} if cuda else {}))
         model = DistributedDataParallel(model, device_ids=[0] if cuda else None)
 
         def close() -> None:
-            dist.barrier()  # no rank may take the store (rank 0's) away while another still tears down
+            dist.barrier()
             dist.destroy_process_group()
+            # Rank 0 serves the store, and a peer's teardown may still use it after the barrier
+            # (once a rank hung in destroy_process_group after rank 0 had left): rank 0 goes last.
+            store.add("closed", 1)
+            end = time.monotonic() + 60
+            while rank == 0 and store.add("closed", 0) < size and time.monotonic() < end:
+                time.sleep(0.05)
     else:
         import lightcc.torch as hvd
 
