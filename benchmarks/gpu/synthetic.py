@@ -33,7 +33,6 @@ measured). Exit status 1 when any run failed or was skipped.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import secrets
@@ -96,25 +95,14 @@ def worker(args: argparse.Namespace) -> None:
     model = model.to(dev)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     if args.config.startswith("ddp"):
-        import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
 
-        # Our own handle on the store: it outlives the process group, for the exit handshake below.
-        store = dist.TCPStore("127.0.0.1", int(os.environ["SYNTH_PORT"]), size, is_master=rank == 0,
-                              timeout=datetime.timedelta(seconds=120))
-        dist.init_process_group("nccl" if cuda else "gloo", store=store, rank=rank, world_size=size,
-                                **({"device_id": dev} if cuda else {}))
-        model = DistributedDataParallel(model, device_ids=[0] if cuda else None)
+        from lightcc.bench.torch_group import TorchGroup
 
-        def close() -> None:
-            dist.barrier()
-            dist.destroy_process_group()
-            # Rank 0 serves the store, and a peer's teardown may still use it after the barrier
-            # (once a rank hung in destroy_process_group after rank 0 had left): rank 0 goes last.
-            store.add("closed", 1)
-            end = time.monotonic() + 60
-            while rank == 0 and store.add("closed", 0) < size and time.monotonic() < end:
-                time.sleep(0.05)
+        group = TorchGroup("nccl" if cuda else "gloo", "127.0.0.1", int(os.environ["SYNTH_PORT"]), rank, size,
+                           device_id=dev if cuda else None)
+        model = DistributedDataParallel(model, device_ids=[0] if cuda else None)
+        close = group.close
     else:
         import lightcc.torch as hvd
 

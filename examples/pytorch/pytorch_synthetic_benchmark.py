@@ -27,6 +27,7 @@ import torch
 
 
 from lightcc import models
+from lightcc.bench.torch_group import TorchGroup
 
 
 def parse_args() -> argparse.Namespace:
@@ -88,8 +89,7 @@ class DDP:
         self.local_size = int(os.environ.get("LIGHTCC_LOCAL_SIZE", self.size))
         host, _, rport = os.environ["LIGHTCC_RENDEZVOUS_ADDR"].rpartition(":")
         port = port or int(rport) + port_offset
-        dist.init_process_group("gloo", init_method=f"tcp://{host.strip('[]')}:{port}", rank=self.rank,
-                                world_size=self.size)
+        self.group = TorchGroup("gloo", host, port, self.rank, self.size)
 
     def wrap(self, model: torch.nn.Module, optimizer: Any, fp16: bool) -> Tuple[torch.nn.Module, Any]:
         from torch.nn.parallel import DistributedDataParallel
@@ -107,7 +107,7 @@ class DDP:
         return out
 
     def close(self) -> None:
-        self.dist.destroy_process_group()
+        self.group.close()
 
 
 def mean_and_conf(values: List[float]) -> Tuple[float, float]:

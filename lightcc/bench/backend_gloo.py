@@ -9,10 +9,11 @@ import numpy as np
 
 from lightcc.bench.backend import Case
 from lightcc.bench.spec import GLOO_ADDR_ENV
+from lightcc.bench.torch_group import TorchGroup
 
 
-def _rendezvous() -> tuple[str, int, int]:
-    """(init_method, rank, world_size) for this launch: mpirun broadcasts a port, lightccrun gets one."""
+def _rendezvous() -> tuple[str, int, int, int]:
+    """(store host, port, rank, world_size) for this launch: mpirun broadcasts a port, lightccrun gets one."""
     if "OMPI_COMM_WORLD_RANK" in os.environ:
         from mpi4py import MPI
 
@@ -20,11 +21,12 @@ def _rendezvous() -> tuple[str, int, int]:
 
         comm = MPI.COMM_WORLD
         port = comm.bcast(free_port() if comm.Get_rank() == 0 else None, root=0)
-        return f"tcp://127.0.0.1:{port}", comm.Get_rank(), comm.Get_size()
+        return "127.0.0.1", port, comm.Get_rank(), comm.Get_size()
     addr = os.environ.get(GLOO_ADDR_ENV)
     if not addr:
         raise RuntimeError(f"gloo needs {GLOO_ADDR_ENV}=host:port set by the bench front end")
-    return f"tcp://{addr}", int(os.environ["LIGHTCC_RANK"]), int(os.environ["LIGHTCC_SIZE"])
+    host, _, port = addr.rpartition(":")
+    return host, int(port), int(os.environ["LIGHTCC_RANK"]), int(os.environ["LIGHTCC_SIZE"])
 
 
 class GlooBackend:
@@ -35,13 +37,14 @@ class GlooBackend:
     def __init__(self) -> None:
         self._dist = None
         self._torch = None
+        self._group: TorchGroup | None = None
 
     def setup(self) -> None:
         import torch
         import torch.distributed as dist
 
-        init_method, rank, world = _rendezvous()
-        dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world)
+        host, port, rank, world = _rendezvous()
+        self._group = TorchGroup("gloo", host, port, rank, world)
         self._torch, self._dist = torch, dist
 
     def rank(self) -> int:
@@ -101,4 +104,4 @@ class GlooBackend:
         return out.reshape(self.size(), -1)
 
     def teardown(self) -> None:
-        self._dist.destroy_process_group()
+        self._group.close()
