@@ -27,6 +27,9 @@ constexpr double kCallerIdleUs = 20e3;
 constexpr double kLivenessPendingS = 0.25, kLivenessIdleS = 1.0;
 // How often the engine looks at the GPU while tensors wait for it to drain (device_pacing.h).
 constexpr double kPacingPollUs = 100;
+// How long tensors may wait on peers before this rank starts a cycle itself (see timers): a
+// tenth of LIGHTCC_TIMEOUT, at most a second.
+double heartbeatSeconds(double timeout_s) { return std::min(1.0, timeout_s / 10); }
 }  // namespace
 
 Driver::Driver(const Shared& shared)
@@ -91,6 +94,14 @@ bool Driver::asyncWork() { return s_.queue.hasUndrivenWork(); }
 
 Status Driver::timers(bool* want_cycle) {
   LIGHTCC_RETURN_IF_ERROR(checkLiveness());
+  // Tensors that wait on peers move only in a cycle some rank starts. If the ranks that would
+  // start it are cut off, no wait is running here to time out on them: the loss went unseen until
+  // the stall inspector renegotiated, 30 s later (never with it off). So start an empty cycle
+  // now and then while waiting: one tree exchange, which live peers join at once and a lost one
+  // fails within LIGHTCC_TIMEOUT.
+  if (negotiator_->anyWork() && secondsSince(last_cycle_end_) > heartbeatSeconds(s_.config.timeout_seconds)) {
+    *want_cycle = true;
+  }
   const bool winding_down = s_.life.windingDown();
   if (secondsSince(last_maintenance_) < (winding_down ? 0.1 : 1.0)) return Status::OK();
   bool timer = false;

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netn
 def _check_survivors(res: dict) -> None:
     assert not res["hung"], f"survivors {res['hung']} hung: {json.dumps(res, indent=1)[:4000]}"
     for s in res["survivors"]:
-        msg = f"rank {s['rank']} on {s['host']}: {s['message']}"
+        msg = f"rank {s['rank']} on {s['host']} (raised {s['after_s']} s, engine logged {s.get('logged_s')} s, " \
+              f"last allreduce {s.get('last_ok_s')} s after the fault): {s['message']}"
         assert s["raised"], msg
         assert s["names_host"] and s["names_address"], f"the error does not name {res['lost_host']} " \
                                                        f"({res['lost_address']}): {msg}"
@@ -47,6 +48,18 @@ def test_every_survivor_names_the_lost_host(mode, hosts, per_host):
     if mode == "cut":
         # The survivors cannot see the host: the peer check says it does not answer.
         assert all("does not answer" in s["message"] for s in res["survivors"]), res["survivors"][0]["message"]
+
+
+def test_host_cut_while_its_peers_wait_on_it_found_within_the_timeout():
+    """The lost host's ranks sit between steps when its link goes, so no wait runs on the survivors.
+
+    Only a cycle they start themselves can find the loss: without one the survivors waited for the
+    stall inspector's renegotiation (30 s), or for ever with it off, as here.
+    """
+    with netns.hosts(3) as h:
+        res = cluster.fault(h, 2, str(ROOT), "cut-idle", 2, TIMEOUT_S, {"HOROVOD_STALL_CHECK_DISABLE": "1"})
+    assert res["lost_ranks"] == [4, 5]
+    _check_survivors(res)
 
 
 def test_eight_hosts_of_four_correct_and_cut_link_named(tmp_path):

@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, default=20, help="timed 4 KiB allreduces per rank (default 20)")
     p.add_argument("--steps", type=int, default=5, help="timed 100-tensor steps (default 5)")
     p.add_argument("--big-reps", type=int, default=3, help="timed 4 MiB allreduces (default 3)")
-    p.add_argument("--fault", default="", help="fault modes to run after the sweep: cut, kill or cut,kill")
+    p.add_argument("--fault", default="", help="fault modes to run after the sweep, comma-separated: cut, kill, cut-idle "
+                   "(the link cut while the lost host's ranks sit between steps)")
     p.add_argument("--fault-shapes", default="4x4", help="shapes of the fault runs (default 4x4; the last host is lost)")
     p.add_argument("--fault-timeout", type=float, default=10.0, help="LIGHTCC_TIMEOUT of the fault runs (default 10)")
     p.add_argument("--topk", default="", metavar="SHAPES",
@@ -96,8 +97,8 @@ def run(args: argparse.Namespace, say=print) -> dict:
                     f", correct={entry['row']['ok']}") + f" (load {entry['load']})")
     doc["topk"] = _topk_runs(args, trees, env, say)
     for mode in [m.strip() for m in args.fault.split(",") if m.strip()]:
-        if mode not in ("cut", "kill"):
-            raise ValueError(f"--fault {mode}: use cut or kill")
+        if mode not in ("cut", "kill", "cut-idle"):
+            raise ValueError(f"--fault {mode}: use cut, kill or cut-idle")
         for h, r in (_shape(s) for s in args.fault_shapes.split(",") if s.strip()):
             for label, tree in trees.items():
                 with netns.hosts(h) as hosts:

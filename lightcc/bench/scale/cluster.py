@@ -34,6 +34,7 @@ class Rank:
     proc: subprocess.Popen
     out: list[str] = field(default_factory=list)
     err: list[str] = field(default_factory=list)
+    err_at: list[float] = field(default_factory=list)  # when each `err` line arrived (monotonic)
 
     def tagged(self, tag: str) -> dict | None:
         """The JSON payload of this rank's last `TAG {...}` line, if any."""
@@ -42,14 +43,25 @@ class Rank:
                 return json.loads(line[len(tag) + 1:])
         return None
 
+    def first_error_at(self, after: float) -> float | None:
+        """When the engine's first ERROR log line after `after` reached us (monotonic), if one did."""
+        for line, t in zip(list(self.err), list(self.err_at)):
+            if t >= after and "ERROR: " in line:
+                return t
+        return None
+
     def tail(self) -> str:
         return f"--- rank {self.rank} (host {self.host}, exit {self.proc.returncode})\n" + \
             "".join(self.out[-20:])[-2000:] + "".join(self.err[-40:])[-3000:]
 
 
-def _reader(stream, sink: list[str]) -> None:
-    """Appends each line as it arrives: the harness reads a rank's output while it still runs."""
-    sink.extend(stream)
+def _reader(stream, sink: list[str], stamps: list[float] | None = None) -> None:
+    """Appends each line as it arrives (and its arrival time to `stamps`): the harness reads a
+    rank's output while it still runs."""
+    for line in stream:
+        if stamps is not None:
+            stamps.append(time.monotonic())
+        sink.append(line)
 
 
 def rank_env(tree: str, hosts: Hosts, host: int, rank: int, size: int, port: int, secret: str,
@@ -95,8 +107,8 @@ class Job:
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     start_new_session=True)
             rk = Rank(r, h, proc)
-            for stream, sink in ((proc.stdout, rk.out), (proc.stderr, rk.err)):
-                threading.Thread(target=_reader, args=(stream, sink), daemon=True).start()
+            for stream, sink, stamps in ((proc.stdout, rk.out, None), (proc.stderr, rk.err, rk.err_at)):
+                threading.Thread(target=_reader, args=(stream, sink, stamps), daemon=True).start()
             self.ranks.append(rk)
 
     def __enter__(self) -> Job:  # noqa: PYI034 - a final class
@@ -183,18 +195,24 @@ def fault(hosts: Hosts, per_host: int, tree: str, mode: str, lost: int, timeout_
           env: dict[str, str]) -> dict:
     """Cuts host `lost`'s link (mode "cut") or SIGKILLs its ranks ("kill") once all ranks run allreduces.
 
+    Mode "cut-idle" cuts the link while the lost host's ranks sit between steps: the survivors
+    then wait on them with nothing in flight, so only a cycle the survivors start can find the
+    loss (the engine's heartbeat cycles).
+
     Returns what each survivor reported: whether it raised, how long after the fault, when its last
-    allreduce completed, whether its message names the lost host (its host id and its address), and
+    allreduce completed, when its engine logged the error (which tells the engine's detection from
+    the caller's raise), whether its message names the lost host (its host id and its address), and
     the message itself. Times are seconds from the fault's start on CLOCK_MONOTONIC, the clock the
-    engine's LIGHTCC_TIMEOUT runs on (a wall-clock step once made a 9 s detection read 39 s).
+    engine's LIGHTCC_TIMEOUT runs on.
     """
     limit = 3 * timeout_s + 30
-    with Job(hosts, per_host, tree, ["fault", str(limit)], {**env, "LIGHTCC_TIMEOUT": str(timeout_s)}) as job:
+    args = ["fault", str(limit)] + ([hosts.names[lost]] if mode == "cut-idle" else [])
+    with Job(hosts, per_host, tree, args, {**env, "LIGHTCC_TIMEOUT": str(timeout_s)}) as job:
         job.wait_for("READY", time.monotonic() + 120 + job.size * 2)
         time.sleep(0.5)
         victims = [r for r in job.ranks if r.host == lost]
         at = time.monotonic()
-        if mode == "cut":
+        if mode in ("cut", "cut-idle"):
             hosts.cut(lost)
         else:
             job.kill(victims)
@@ -209,6 +227,7 @@ def fault(hosts: Hosts, per_host: int, tree: str, mode: str, lost: int, timeout_
                          "raised": bool(doc.get("raised")),
                          "after_s": (doc["at"] - at) if doc.get("raised") else None,
                          "last_ok_s": (doc["last_ok"] - at) if "last_ok" in doc else None,
+                         "logged_s": (logged - at) if (logged := r.first_error_at(at)) is not None else None,
                          "names_host": hosts.names[lost] in msg, "names_address": hosts.addrs[lost] in msg,
                          "message": msg})
         return {"mode": mode, "lost_host": hosts.names[lost], "lost_address": hosts.addrs[lost],

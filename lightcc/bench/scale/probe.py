@@ -1,6 +1,6 @@
 """One rank of the emulated cluster: measures init, small and large allreduces and resources, or waits for a fault.
 
-Run as a script (`python probe.py measure|fault|topk ...`) with PYTHONPATH pointing at the lightcc
+Run as a script (`python probe.py measure|fault|topk ...`; `fault LIMIT [IDLE_HOST]`) with PYTHONPATH pointing at the lightcc
 under test; it imports nothing from lightcc.bench, so an older checkout can run it. Prints one
 `RESULT {json}` line (measure, topk) or `READY` then `FAILED {json}` (fault). Every allreduce result is
 checked; a wrong value is reported, never hidden.
@@ -117,16 +117,20 @@ def topk_bytes(hvd, elements: int, steps: int) -> dict:
             **{k: after[k] - before[k] for k in keys}}
 
 
-def wait_for_fault(hvd, limit_s: float) -> dict:
+def wait_for_fault(hvd, limit_s: float, idle: bool = False) -> dict:
     """Loops 4 KiB allreduces until one raises (the fault) or `limit_s` passes (a hang).
 
-    Times are CLOCK_MONOTONIC (system-wide, so the harness compares them with its own), never the
-    wall clock, which the machine may step while a fault is being timed.
+    `idle`: this rank's host is the one to be lost, and it stops between steps instead, so the
+    survivors are left waiting on it with nothing in flight when its link goes. Times are
+    CLOCK_MONOTONIC (system-wide, so the harness compares them with its own), never the wall clock.
     """
     small = np.ones(1024, dtype=np.float32)
     for _ in range(3):
         hvd.allreduce(small, op=hvd.Sum, name="fault.4k")
     print("READY", flush=True)
+    if idle:
+        time.sleep(limit_s)
+        return {"raised": False, "at": time.monotonic(), "message": "idle until the end"}
     end = time.monotonic() + limit_s
     last_ok = time.monotonic()
     while time.monotonic() < end:
@@ -157,7 +161,8 @@ def main(argv: list) -> int:
         print("RESULT " + json.dumps(doc), flush=True)
         hvd.shutdown()
         return 0
-    doc = {"rank": hvd.rank(), **wait_for_fault(hvd, float(argv[1]))}
+    idle = len(argv) > 2 and argv[2] == os.environ.get("LIGHTCC_HOSTNAME")
+    doc = {"rank": hvd.rank(), **wait_for_fault(hvd, float(argv[1]), idle)}
     print("FAILED " + json.dumps(doc), flush=True)
     os._exit(0)  # the engine has failed; leave without waiting on lost peers at exit
 
