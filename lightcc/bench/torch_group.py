@@ -1,19 +1,16 @@
 """The torch.distributed process group the benchmarks compare against, with a teardown that strands no rank.
 
-Rank 0 serves the group's TCP store. torch's `destroy_process_group` may still use the store
-after a barrier, and a rank whose store server has gone can wait in it for the store's whole
-timeout (CI once saw rank 1 sit in teardown for minutes after rank 0 had exited). So the group
-keeps its own handle on the store, every rank counts itself out on it after tearing down, and
+Rank 0 serves the group's TCP store, and torch's `destroy_process_group` may still use it after a
+barrier: CI once saw rank 1 still in teardown at the 120 s run limit, rank 0 long gone. So the
+group keeps its own handle on the store, every rank marks itself out on it after tearing down, and
 rank 0 leaves last.
 """
 from __future__ import annotations
 
 import datetime
-import time
-from typing import Any, Optional
+from typing import Any
 
-# How long rank 0 waits for the others to count themselves out; a peer that never does has
-# failed, and its own run reports that.
+# How long rank 0 waits for the others to count themselves out.
 CLOSE_WAIT_S = 60.0
 
 
@@ -30,11 +27,14 @@ class TorchGroup:
         extra = {"device_id": device_id} if device_id is not None else {}
         dist.init_process_group(backend, store=self._store, rank=rank, world_size=size, timeout=timeout, **extra)
 
-    def close(self, wait_s: Optional[float] = None) -> None:
-        """Barrier, destroy the group, then hold rank 0 (the store) until every rank is out."""
+    def close(self) -> None:
+        """Barrier, destroy the group, then hold rank 0 (the store) until every rank is out.
+
+        Rank 0 raises if a peer is not out within CLOSE_WAIT_S: that peer is stuck in teardown.
+        """
         self._dist.barrier()
         self._dist.destroy_process_group()
-        self._store.add("lightcc.closed", 1)
-        end = time.monotonic() + (CLOSE_WAIT_S if wait_s is None else wait_s)
-        while self.rank == 0 and self._store.add("lightcc.closed", 0) < self.size and time.monotonic() < end:
-            time.sleep(0.02)
+        self._store.set(f"lightcc.closed.{self.rank}", "1")
+        if self.rank == 0:
+            self._store.wait([f"lightcc.closed.{r}" for r in range(1, self.size)],
+                             datetime.timedelta(seconds=CLOSE_WAIT_S))

@@ -1,7 +1,8 @@
 """One rank of the emulated cluster: measures init, small and large allreduces and resources, or waits for a fault.
 
-Run as a script (`python probe.py measure|fault|topk ...`; `fault LIMIT [IDLE_HOST]`) with PYTHONPATH pointing at the lightcc
-under test; it imports nothing from lightcc.bench, so an older checkout can run it. Prints one
+Run as a script (`python probe.py measure|fault|topk ...`; `fault LIMIT [IDLE_HOST]`) with
+PYTHONPATH pointing at the lightcc under test; it imports nothing from lightcc.bench, so an older
+checkout can run it. Prints one
 `RESULT {json}` line (measure, topk) or `READY` then `FAILED {json}` (fault). Every allreduce result is
 checked; a wrong value is reported, never hidden.
 """
