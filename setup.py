@@ -90,7 +90,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.8",
     packages=find_packages(include=["lightcc", "lightcc.*"]),
-    py_modules=["lightcc_horovod_alias"],
+    py_modules=["lightcc_horovod_alias", "lightcc_c10d_autoload"],
     ext_modules=[CMakeExtension("lightcc._core")],
     cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithAlias},
     install_requires=["numpy>=1.21"],
@@ -115,7 +115,12 @@ setup(
             "lightcc-bench = lightcc.bench.cli:main",
             "harp-setup = lightcc.harp.setup_tool:main",
             "harp-bench = lightcc.harp.bench:main",
-        ]
+        ],
+        # torch imports these at its own import (TORCH_DEVICE_BACKEND_AUTOLOAD, on by default), so
+        # init_process_group("lightcc") works without `import lightcc.torch`.
+        "torch.backends": [
+            "lightcc = lightcc_c10d_autoload:register",
+        ],
     },
     zip_safe=False,
 )

@@ -2,6 +2,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
+#include <string>
+
 #include "bindings/errors.h"
 #include "bindings/state.h"
 #include "common/config.h"
@@ -50,7 +53,9 @@ uint64_t nextGeneration(const py::dict& opts) {
 
 void init(py::dict opts) {
   Config config;
-  raise(parseConfig(&config));
+  std::map<std::string, std::string> flag_defaults;
+  if (opts.contains("flag_defaults")) flag_defaults = opts["flag_defaults"].cast<std::map<std::string, std::string>>();
+  raise(parseConfig(&config, flag_defaults));
   InitOptions o = initOptions(opts);
   // init(process_sets="dynamic") turns dynamic process sets on for this init, as the flag does.
   if (opts.contains("dynamic_process_sets") && opts["dynamic_process_sets"].cast<bool>()) {

@@ -37,4 +37,5 @@ PYBIND11_MODULE(_core, m) {
   bindLifecycle(m);
   bindSubmissions(m);
   bindInfo(m);
+  bindOpSpec(m);
 }

@@ -22,6 +22,7 @@ struct Submission {
   pybind11::object keepalive;
   pybind11::object finish;  // callable(list of result tuples) -> the front's value; None: the list
   pybind11::object allocate;  // the front's output allocator (bindings/outputs.h), or None
+  pybind11::object on_done;   // callable(id) run by the completion thread (completions.h), or None
   // GPU tensors: the caller's stream at submission, ordered after the results at synchronize.
   int device = -1;
   uintptr_t stream = 0;
@@ -57,5 +58,6 @@ Engine& engine();
 void bindLifecycle(pybind11::module_& m);    // lifecycle.cc: init, shutdown, topology
 void bindSubmissions(pybind11::module_& m);  // submissions.cc: submit, run, poll, synchronize
 void bindInfo(pybind11::module_& m);         // info.cc: counters, tuning, flags, builds, top-k state
+void bindOpSpec(pybind11::module_& m);       // op_spec.cc: the op, reduce-op and dtype tables
 
 }  // namespace lightcc::bindings

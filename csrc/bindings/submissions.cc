@@ -2,7 +2,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+
 #include "bindings/casters.h"
+#include "bindings/completions.h"
 #include "bindings/errors.h"
 #include "bindings/outputs.h"
 #include "bindings/state.h"
@@ -130,9 +133,10 @@ std::shared_ptr<Handle> runToCompletion(const TensorArgs& t) {
 
 py::tuple runNow(const TensorArgs& t) { return resultTuple(*runToCompletion(t)); }
 
-// Queues one tensor or a group and registers it; returns the front-level handle id.
+// Queues one tensor or a group and registers it; returns the front-level handle id. With
+// `on_done`, the completion thread calls on_done(id) once every tensor has completed.
 int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object keepalive, py::object finish,
-               py::object allocate) {
+               py::object allocate, py::object on_done) {
   Engine& e = engine();
   std::vector<TensorEntry> entries;
   Submission sub;
@@ -142,22 +146,47 @@ int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object kee
   }
   markReady(entries, tensors);
   attachAllocators(entries, tensors, allocate, e.config().device_executor_on_host);
+  const bool notify = !on_done.is_none();
+  sub.keepalive = std::move(keepalive);
+  sub.finish = std::move(finish);
+  sub.allocate = std::move(allocate);  // its allocators borrow it until the handles complete
+  sub.on_done = std::move(on_done);
+  if (!tensors.empty()) {
+    sub.device = tensors.front().device;
+    sub.stream = tensors.front().stream;
+  }
+  // In the registry before the engine sees it: a completion posted while the GIL is released
+  // below must find it.
+  int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    id = state().next_handle++;
+    state().submissions.emplace(id, std::move(sub));
+  }
+  if (notify) {
+    auto left = std::make_shared<std::atomic<size_t>>(entries.size());
+    if (entries.empty()) Completions::instance().post(id);
+    for (auto& entry : entries) {
+      entry.handle->onComplete([left, id] {
+        if (left->fetch_sub(1) == 1) Completions::instance().post(id);
+      });
+    }
+  }
   Status st;
   {
     py::gil_scoped_release release;
     st = e.enqueue(std::move(entries), wake);
   }
-  raise(st);
-  sub.keepalive = std::move(keepalive);
-  sub.finish = std::move(finish);
-  sub.allocate = std::move(allocate);  // its allocators borrow it until the handles complete
-  if (!tensors.empty()) {
-    sub.device = tensors.front().device;
-    sub.stream = tensors.front().stream;
+  if (!st.ok()) {
+    Submission dropped;  // released after the lock, with the GIL held
+    std::lock_guard<std::mutex> lock(state().mu);
+    auto it = state().submissions.find(id);
+    if (it != state().submissions.end()) {
+      dropped = std::move(it->second);
+      state().submissions.erase(it);
+    }
   }
-  std::lock_guard<std::mutex> lock(state().mu);
-  const int64_t id = state().next_handle++;
-  state().submissions.emplace(id, std::move(sub));
+  raise(st);
   return id;
 }
 
@@ -214,7 +243,7 @@ int64_t allreduceArrayAsync(py::handle array, const std::string& name, int reduc
   engine();  // ValueError before init, as every other call
   TensorArgs t;
   if (!inPlaceAllreduceArgs(array, name, reduce_op, pre, post, set_id, &t)) return -1;
-  return submit({t}, wake, py::reinterpret_borrow<py::object>(array), py::none(), py::none());
+  return submit({t}, wake, py::reinterpret_borrow<py::object>(array), py::none(), py::none(), py::none());
 }
 
 // The synchronous form (hvd.allreduce_ on a NumPy array): the whole call in C++, which for a
@@ -300,12 +329,13 @@ void bindSubmissions(py::module_& m) {
       },
       "Address of a contiguous buffer's first byte.");
   m.def("submit", &submit, py::arg("tensors"), py::arg("wake"), py::arg("keepalive"), py::arg("finish"),
-        py::arg("allocate") = py::none(),
+        py::arg("allocate") = py::none(), py::arg("on_done") = py::none(),
         "Queue tensors (one group) and return one handle id. wake=False: the caller synchronizes at once and "
         "runs the engine itself, so the engine thread is not woken. `keepalive` is held until the handle is "
         "synchronized; `finish(results)` makes synchronize's value (None: `keepalive` is the value). "
         "`allocate(index, shape, nbytes) -> (tensor, address)` makes the outputs a device executor sizes "
-        "(allgather, alltoall, reducescatter) with the tensor's framework; the result carries that tensor.");
+        "(allgather, alltoall, reducescatter) with the tensor's framework; the result carries that tensor. "
+        "`on_done(id)` is called on lightcc's completion thread once every tensor has completed (futures).");
   m.def("run", &runNow, py::arg("tensor"),
         "Queue one tensor, run the engine until it completes and return its result (the synchronous ops' path).");
   m.def("allreduce_array", &allreduceArray, py::arg("array"), py::arg("name"), py::arg("reduce_op"),

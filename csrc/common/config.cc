@@ -367,12 +367,21 @@ const std::vector<FlagSpec>& specs() {
 
 }  // namespace
 
-Status parseConfig(Config* out) {
+Status parseConfig(Config* out, const std::map<std::string, std::string>& caller_defaults) {
   Config c;
   for (const auto& spec : specs()) {
     const char* raw = std::getenv(spec.info.name.c_str());
-    if (raw == nullptr) continue;
-    LIGHTCC_RETURN_IF_ERROR(spec.set(spec.info.name, std::string(raw), &c));
+    if (raw != nullptr) {
+      LIGHTCC_RETURN_IF_ERROR(spec.set(spec.info.name, std::string(raw), &c));
+      continue;
+    }
+    auto given = caller_defaults.find(spec.info.name);
+    if (given != caller_defaults.end()) LIGHTCC_RETURN_IF_ERROR(spec.set(spec.info.name, given->second, &c));
+  }
+  for (const auto& [name, value] : caller_defaults) {
+    bool known = false;
+    for (const auto& spec : specs()) known = known || spec.info.name == name;
+    if (!known) return Status::InvalidArgument("no lightcc flag is called " + name + " (given the value " + value + ")");
   }
   if (c.shm_chunk_bytes % 64 != 0) {
     return badValue("LIGHTCC_SHM_CHUNK_BYTES", std::to_string(c.shm_chunk_bytes),

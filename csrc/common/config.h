@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -81,8 +82,11 @@ struct FlagInfo {
 };
 
 // Parses every declared flag from the process environment. A malformed or out-of-range value
-// yields InvalidArgument naming the variable, the value and what is accepted.
-Status parseConfig(Config* out);
+// yields InvalidArgument naming the variable, the value and what is accepted. `caller_defaults`
+// (flag name -> value) replace the table's defaults for flags the environment leaves unset: a
+// front's own settings, such as the torch.distributed group's timeout, which the user's
+// environment still overrides.
+Status parseConfig(Config* out, const std::map<std::string, std::string>& caller_defaults = {});
 const std::vector<FlagInfo>& flagTable();
 
 }  // namespace lightcc

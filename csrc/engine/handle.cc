@@ -17,6 +17,7 @@ HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
 HostBuffer::~HostBuffer() { std::free(data_); }
 
 void Handle::complete(Status status, HandleResult result) {
+  std::function<void()> then;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
@@ -24,8 +25,21 @@ void Handle::complete(Status status, HandleResult result) {
     result_ = std::move(result);
     done_ = true;
     done_flag_.store(true, std::memory_order_release);
+    then.swap(on_complete_);
   }
   cv_.notify_all();
+  if (then) then();
+}
+
+void Handle::onComplete(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_) {
+      on_complete_ = std::move(fn);
+      return;
+    }
+  }
+  fn();
 }
 
 bool Handle::poll() const {

@@ -57,6 +57,10 @@ class Handle {
   bool waitFor(double us, const std::function<bool()>& woken);
   // Has a waiter look at its `woken` condition again (does not complete the handle).
   void nudge();
+  // Runs `fn` once, right after completion, on the completing thread (at once, here, when the
+  // handle has completed already). It must neither block nor take the GIL: the bindings' futures
+  // only post the handle to their completion queue from it.
+  void onComplete(std::function<void()> fn);
   // Lock-free completion check for the engine's own progress loop.
   bool done() const { return done_flag_.load(std::memory_order_acquire); }
   // Valid after completion.
@@ -73,6 +77,7 @@ class Handle {
   std::atomic<int> waiters_{0};
   Status status_;
   HandleResult result_;
+  std::function<void()> on_complete_;
 };
 
 }  // namespace lightcc

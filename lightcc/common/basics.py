@@ -55,18 +55,7 @@ def init(comm: Optional[Any] = None,
         for ps in sets:
             if not ps.ranks or ps.ranks[0] < 0 or ps.ranks[-1] >= info.size:
                 raise ValueError(f"process set ranks {ps.ranks} must lie in [0, {info.size})")
-        opts = {
-            "rank": info.rank,
-            "size": info.size,
-            "hostname": info.hostname,
-            "rendezvous_host": info.rendezvous_host or "",
-            "rendezvous_port": int(info.rendezvous_port or 0),
-            "secret": info.secret or "",
-            "process_sets": [ps.ranks for ps in sets],
-            "dynamic_process_sets": dynamic,
-            "bundled_net_plugin": _plugin_path(),
-            "nccl_library": _build_info.nccl_library(),
-        }
+        opts = _engine_options(info, sets, dynamic)
         if elastic is None:
             c.init(opts)
             break
@@ -80,6 +69,39 @@ def init(comm: Optional[Any] = None,
     _ps._reset()
     for i, ps in enumerate(sets, start=1):
         _ps._register(ps, i)
+    from lightcc.common.env_names import warn_unread
+
+    warn_unread(c.rank(), (f["name"] for f in c.flags()))
+
+
+def _engine_options(info: Any, sets: Sequence[_ps.ProcessSet], dynamic: bool) -> dict:
+    """The core's init options for a process placed by `info` (a LaunchInfo)."""
+    return {
+        "rank": info.rank,
+        "size": info.size,
+        "hostname": info.hostname,
+        "rendezvous_host": info.rendezvous_host or "",
+        "rendezvous_port": int(info.rendezvous_port or 0),
+        "secret": info.secret or "",
+        "process_sets": [ps.ranks for ps in sets],
+        "dynamic_process_sets": dynamic,
+        "bundled_net_plugin": _plugin_path(),
+        "nccl_library": _build_info.nccl_library(),
+    }
+
+
+def init_placed(info: Any, dynamic_process_sets: bool = False, flag_defaults: Optional[dict] = None) -> None:
+    """Start lightcc at a place another front has agreed (a LaunchInfo), without a launcher's help.
+
+    The torch.distributed backend's path: torch gave rank, size and a store, through which the
+    rendezvous address and secret were agreed. `flag_defaults` (flag name -> text) stand in for
+    flags the environment leaves unset, e.g. LIGHTCC_TIMEOUT from the group's timeout.
+    """
+    c = core()
+    if c.is_initialized():
+        raise ValueError("lightcc is already initialized; call shutdown() first")
+    c.init({**_engine_options(info, [], dynamic_process_sets), "flag_defaults": dict(flag_defaults or {})})
+    _ps._reset()
     from lightcc.common.env_names import warn_unread
 
     warn_unread(c.rank(), (f["name"] for f in c.flags()))

@@ -1,25 +1,26 @@
-"""Data-type codes shared with the core (csrc/common/dtype.h) and their NumPy names."""
+"""Data-type codes, read from the core's table (csrc/common/dtype.h), and their NumPy names."""
 from __future__ import annotations
 
 from typing import Dict
 
 import numpy as np
 
-UINT8, INT8, INT32, INT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64, BOOL, INT16, UINT16 = range(11)
+from lightcc.common import op_spec as _spec
 
-CODE_NAMES: Dict[int, str] = {
-    UINT8: "uint8",
-    INT8: "int8",
-    INT32: "int32",
-    INT64: "int64",
-    FLOAT16: "float16",
-    BFLOAT16: "bfloat16",
-    FLOAT32: "float32",
-    FLOAT64: "float64",
-    BOOL: "bool",
-    INT16: "int16",
-    UINT16: "uint16",
-}
+# The core's codes (csrc/common/dtype.h), read from its table; names follow NumPy's spelling.
+UINT8 = _spec.DTYPES["uint8"]
+INT8 = _spec.DTYPES["int8"]
+INT16 = _spec.DTYPES["int16"]
+UINT16 = _spec.DTYPES["uint16"]
+INT32 = _spec.DTYPES["int32"]
+INT64 = _spec.DTYPES["int64"]
+FLOAT16 = _spec.DTYPES["float16"]
+BFLOAT16 = _spec.DTYPES["bfloat16"]
+FLOAT32 = _spec.DTYPES["float32"]
+FLOAT64 = _spec.DTYPES["float64"]
+BOOL = _spec.DTYPES["bool"]
+
+CODE_NAMES: Dict[int, str] = {code: name for name, code in _spec.DTYPES.items()}
 
 _BY_NAME = {name: code for code, name in CODE_NAMES.items()}
 

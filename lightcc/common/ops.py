@@ -7,15 +7,29 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
+from lightcc.common import op_spec as _spec
 from lightcc.common.native import core
 
-# Operation codes (csrc/engine/request.h).
-ALLREDUCE, ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER, JOIN, ADD_PROCESS_SET, REMOVE_PROCESS_SET = range(9)
+# Operation codes, from the core's table (lightcc/common/op_spec.py).
+ALLREDUCE = _spec.code("allreduce")
+ALLGATHER = _spec.code("allgather")
+BROADCAST = _spec.code("broadcast")
+ALLTOALL = _spec.code("alltoall")
+REDUCESCATTER = _spec.code("reducescatter")
+BARRIER = _spec.code("barrier")
+JOIN = _spec.code("join")
+ADD_PROCESS_SET = _spec.code("add_process_set")
+REMOVE_PROCESS_SET = _spec.code("remove_process_set")
 
-# Reduction ops, Horovod's values.
-Average, Sum, Adasum, Min, Max, Product = range(6)
+# Reduction ops (Horovod's values), from the core's table.
+Average = _spec.reduce_op("Average")
+Sum = _spec.reduce_op("Sum")
+Adasum = _spec.reduce_op("Adasum")
+Min = _spec.reduce_op("Min")
+Max = _spec.reduce_op("Max")
+Product = _spec.reduce_op("Product")
 
-_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
+_OP_NAMES = _spec.REDUCE_OP_NAMES
 
 
 def resolve_op(average: Optional[bool], op: Optional[int], default: int = Average) -> int:
@@ -27,7 +41,7 @@ def resolve_op(average: Optional[bool], op: Optional[int], default: int = Averag
     if op is None:
         return default
     if op not in _OP_NAMES:
-        raise ValueError(f"unknown reduction op {op!r}; use one of Average, Sum, Adasum, Min, Max, Product")
+        raise ValueError(f"unknown reduction op {op!r}; use one of {', '.join(_spec.REDUCE_OPS)}")
     return op
 
 
@@ -156,13 +170,17 @@ class HandleManager:
     nothing per handle; whatever synchronize must return is built by the finish step."""
 
     def submit(self, args: Sequence[TensorArgs], keepalive: Any,
-               finish: Callable[[List[CoreResult]], Any], allocate: Optional[Allocator] = None) -> int:
+               finish: Callable[[List[CoreResult]], Any], allocate: Optional[Allocator] = None,
+               on_done: Optional[Callable[[int], None]] = None) -> int:
         """Queue one tensor or a group; `finish(results)` becomes synchronize's value.
 
         `allocate` makes the outputs whose size the collective decides (allgather, alltoall,
         reducescatter) with the tensors' framework; without it the core allocates them itself.
+        `on_done(handle)` runs on lightcc's completion thread once every tensor has completed
+        (futures); it should synchronize the handle, which then no longer blocks.
         """
-        return core().submit([a.as_tuple() for a in args], wake_now(), keepalive, _finishing(finish), allocate)
+        return core().submit([a.as_tuple() for a in args], wake_now(), keepalive, _finishing(finish), allocate,
+                             on_done)
 
     def poll(self, handle: int) -> bool:
         """True once every tensor of the handle has completed (never blocks)."""

@@ -14,8 +14,8 @@ class ModelSpec:
 
     name: str
     build: Callable[[], torch.nn.Module]
-    kind: str                   # "image" (N, 3, S, S) -> logits, or "lm" (T, B) tokens -> loss
-    input_size: int             # image side, or tokens per sequence
+    kind: str                   # "image" (N, 3, S, S) or "vector" (N, S) -> logits; "lm" (T, B) tokens -> loss
+    input_size: int             # image side, features per sample, or tokens per sequence
     published_millions: float   # the parameter count usually quoted for the architecture
     vocab: int = 0
 
@@ -40,12 +40,20 @@ def _inception() -> torch.nn.Module:
     return inception_v3()
 
 
+def _mlp25m() -> torch.nn.Module:
+    # 1024 -> 4096 -> 4096 -> 1000: 25.1 M parameters in three large GEMMs, so a step is one
+    # core's arithmetic and communication has nowhere to hide (the DDP benchmark's model).
+    return torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096),
+                               torch.nn.ReLU(), torch.nn.Linear(4096, 1000))
+
+
 def _txl() -> torch.nn.Module:
     from lightcc.models.transformer_xl import transformer_xl_large
     return transformer_xl_large()
 
 
 MODELS: Dict[str, ModelSpec] = {
+    "mlp25m": ModelSpec("mlp25m", _mlp25m, "vector", 1024, 25.1),
     "resnet50": ModelSpec("resnet50", _resnet50, "image", 224, 25.6),
     "resnet101": ModelSpec("resnet101", _resnet101, "image", 224, 44.5),
     "vgg16": ModelSpec("vgg16", _vgg16, "image", 224, 138.4),
@@ -73,6 +81,8 @@ def synthetic_batch(spec: ModelSpec, batch_size: int, seed: int = 0) -> Tuple[to
     if spec.kind == "image":
         data = torch.randn(batch_size, 3, spec.input_size, spec.input_size, generator=g)
         return data, torch.randint(0, 1000, (batch_size,), generator=g)
+    if spec.kind == "vector":
+        return torch.randn(batch_size, spec.input_size, generator=g), torch.randint(0, 1000, (batch_size,), generator=g)
     tokens = torch.randint(0, spec.vocab, (spec.input_size + 1, batch_size), generator=g)
     return tokens[:-1].contiguous(), tokens[1:].contiguous()
 

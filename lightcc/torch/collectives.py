@@ -15,6 +15,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import torch
 
+from lightcc.common import op_spec as _spec
 from lightcc.common import ops as _ops
 from lightcc.common.process_sets import ProcessSet, _id_of, global_process_set
 from lightcc.torch import tensors as _t
@@ -103,8 +104,7 @@ def grouped_allgather_start(tensors: Sequence[torch.Tensor], name: Optional[str]
     """Start gathering a list along dim 0 (dim 0 may differ per rank); results are new tensors."""
     ins = [_t.check(t, "allgather") for t in tensors]
     for t in ins:
-        if t.dim() == 0:
-            raise ValueError("allgather needs a tensor with at least one dimension (got a scalar)")
+        _spec.check_shape(_ops.ALLGATHER, t.shape)
     names = _names("allgather", name, len(ins))
     if ins:
         _t.same_device(ins, "allgather")
@@ -168,8 +168,7 @@ def split_list(splits: Any) -> List[int]:
 def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], process_set: ProcessSet) -> int:
     """Start an alltoall; `synchronize` returns (output, received_splits as an int32 tensor)."""
     a = _t.check(tensor, "alltoall")
-    if a.dim() == 0:
-        raise ValueError("alltoall needs a tensor with at least one dimension (got a scalar)")
+    _spec.check_shape(_ops.ALLTOALL, a.shape)
     aux = split_list(splits) if splits is not None else []
     n = _ops.tensor_name("alltoall", name)
     args = [_t.args(a, _ops.ALLTOALL, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
@@ -189,8 +188,7 @@ def grouped_reducescatter_start(tensors: Sequence[torch.Tensor], op: int, name: 
     _ops.check_reducescatter_op(op)
     ins = [_t.check(t, "reducescatter") for t in tensors]
     for t in ins:
-        if t.dim() == 0:
-            raise ValueError("reducescatter needs a tensor with at least one dimension (got a scalar)")
+        _spec.check_shape(_ops.REDUCESCATTER, t.shape)
     names = _names("reducescatter", name, len(ins))
     if ins:
         _t.same_device(ins, "reducescatter")

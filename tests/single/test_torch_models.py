@@ -8,7 +8,8 @@ from lightcc import models
 from lightcc.models.transformer_xl import TransformerXL
 
 # Exact counts of the reference implementations (torchvision's for the image models).
-EXACT = {"resnet50": 25_557_032, "resnet101": 44_549_160, "vgg16": 138_357_544, "inception_v3": 27_161_264}
+EXACT = {"resnet50": 25_557_032, "resnet101": 44_549_160, "vgg16": 138_357_544, "inception_v3": 27_161_264,
+         "mlp25m": 25_076_712}  # the MLP's own: 1024*4096 + 4096*4096 + 4096*1000 weights plus biases
 
 
 @pytest.mark.parametrize("name", sorted(models.MODELS))

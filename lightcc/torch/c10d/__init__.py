@@ -1,0 +1,72 @@
+"""lightcc as a torch.distributed backend: ``dist.init_process_group("lightcc")`` after ``import lightcc.torch``.
+
+The default group starts lightcc's engine (meeting.py) and runs on process set 0; every
+``new_group`` becomes a lightcc process set made by its members. Shutting down the default
+group (``destroy_process_group()``) shuts the engine down, so a later ``init_process_group`` in
+the same process starts afresh, as torchrun restarts and Ray expect.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Optional
+
+from lightcc.torch.c10d.group import BACKEND_NAME, LightccProcessGroup
+
+__all__ = ["BACKEND_NAME", "LightccProcessGroup", "register"]
+
+
+# Whether the engine running now was started by the default group (then its shutdown stops it).
+_STATE = {"owns_engine": False}
+
+
+def _release_engine() -> None:
+    from lightcc.common import basics
+
+    if _STATE["owns_engine"]:
+        _STATE["owns_engine"] = False
+        basics.shutdown()
+
+
+def _create(options: Any, backend_options: Any = None) -> LightccProcessGroup:
+    """torch's creator (extended API): one call per group, on the group's members only."""
+    from lightcc.common import basics
+    from lightcc.torch.c10d import meeting
+
+    store, rank, size = options.store, options.group_rank, options.group_size
+    timeout: Optional[timedelta] = options.timeout
+    global_ranks = list(options.global_ranks_in_group or [])
+    group_id = str(options.group_id)
+    if not global_ranks:  # the default group
+        if basics.is_initialized():
+            if basics.rank() != rank or basics.size() != size:
+                raise RuntimeError(f"lightcc backend: lightcc is already initialized as rank {basics.rank()} of "
+                                   f"{basics.size()}, but torch asks for rank {rank} of {size}; call "
+                                   f"hvd.shutdown() first or init torch with the same placement")
+        else:
+            meeting.start_engine(store, rank, size, timeout or timedelta(minutes=30))
+            _STATE["owns_engine"] = True
+        return LightccProcessGroup(rank, size, 0, list(range(size)), f"c10d.{group_id}", timeout,
+                                   on_shutdown=_release_engine)
+    if not basics.is_initialized():
+        raise RuntimeError("lightcc backend: new_group needs a default group on lightcc (init_process_group)")
+    if sorted(global_ranks) == list(range(basics.size())):
+        set_id = 0
+    else:
+        from lightcc.common import process_sets
+
+        add = getattr(process_sets, "add_process_set_of_members", None)
+        if add is None:
+            raise RuntimeError("lightcc backend: groups of some ranks (new_group) need member-made process "
+                               "sets, which this build lacks")
+        set_id = add(sorted(global_ranks), f"c10d.new_group.{group_id}")
+    return LightccProcessGroup(rank, size, set_id, global_ranks, f"c10d.{group_id}", timeout)
+
+
+def register() -> None:
+    """Registers the backend with torch.distributed (idempotent; `import lightcc.torch` calls it,
+    and torch's autoload calls lightcc_c10d_autoload, which forwards here when a group is made)."""
+    import torch.distributed as dist
+
+    if not dist.is_available() or BACKEND_NAME.upper() in dist.Backend._plugins:  # noqa: SLF001
+        return
+    dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True, devices=["cpu", "cuda"])

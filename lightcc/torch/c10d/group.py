@@ -1,0 +1,399 @@
+"""The process group torch.distributed drives: each c10d collective as lightcc engine submissions.
+
+DESIGN. torch calls these methods on the caller's thread; each queues its tensors with the
+engine (no copy for the in-place collectives) and returns a Work wrapping a torch future that
+lightcc's completion thread completes (lightcc/torch/futures.py). The engine runs the group's
+collectives on its process set: set 0 for the default group, a set made of the members for
+`new_group`. Collectives c10d has and the engine lacks are composed from the engine's: reduce is
+an allreduce, gather and scatter are alltoalls with one non-empty side. Point-to-point
+(send/recv) is not in the engine yet and raises.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Callable, List, Optional, Sequence
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import _create_work_from_future
+
+from lightcc.common import ops as _ops
+from lightcc.torch import futures as _futures
+from lightcc.torch import tensors as _t
+from lightcc.torch.c10d import reduce_ops as _red
+from lightcc.torch.c10d.naming import Names
+
+BACKEND_NAME = "lightcc"
+
+
+def _work(fut: torch.futures.Future) -> Any:
+    return _create_work_from_future(fut)
+
+
+def _done(value: Any) -> Any:
+    fut: torch.futures.Future = torch.futures.Future()
+    fut.set_result(value)
+    return _work(fut)
+
+
+def _dense(tensor: torch.Tensor, what: str) -> torch.Tensor:
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"lightcc backend: {what} expects tensors, got {type(tensor).__name__}")
+    if tensor.layout != torch.strided:
+        raise ValueError(f"lightcc backend: {what} takes dense tensors (got {tensor.layout})")
+    _t.dtype_code(tensor.dtype)
+    return tensor
+
+
+def _flat(tensor: torch.Tensor) -> torch.Tensor:
+    """A contiguous 2-D [1, numel] view (or copy) of `tensor`, as the engine's row-wise collectives take it."""
+    return tensor.contiguous().reshape(1, -1)
+
+
+class LightccProcessGroup(dist.ProcessGroup):
+    """A torch.distributed process group whose collectives run in lightcc's engine.
+
+    Made by torch through the backend registered as ``"lightcc"`` (lightcc.torch.c10d):
+    ``init_process_group("lightcc")`` makes the default group (process set 0) and ``new_group``
+    one per process set. Every method returns a Work whose future lightcc completes.
+    """
+
+    def __init__(self, rank: int, size: int, set_id: int, global_ranks: Sequence[int], tag: str,
+                 timeout: timedelta, on_shutdown: Optional[Callable[[], None]] = None) -> None:
+        super().__init__(rank, size)
+        self._rank = rank
+        self._size = size
+        self._set_id = set_id
+        self._global_ranks = list(global_ranks)
+        self._names = Names(tag)
+        self._timeout = timeout
+        self._on_shutdown = on_shutdown
+        self._closed = False
+
+    # ---- identity ------------------------------------------------------------------------------
+
+    def getBackendName(self) -> str:  # noqa: N802  (torch's method name)
+        return BACKEND_NAME
+
+    def __repr__(self) -> str:
+        return f"LightccProcessGroup(rank={self._rank}, size={self._size}, process_set={self._set_id})"
+
+    @property
+    def process_set_id(self) -> int:
+        """The lightcc process set this group's collectives run on."""
+        return self._set_id
+
+    def _root(self, group_rank: int, what: str) -> int:
+        if not 0 <= group_rank < self._size:
+            raise ValueError(f"lightcc backend: {what} root rank {group_rank} is outside the group (size {self._size})")
+        return self._global_ranks[group_rank]
+
+    # ---- submission ----------------------------------------------------------------------------
+
+    def _submit(self, args: List[_ops.TensorArgs], keepalive: Any,
+                finish: Callable[[List[_ops.CoreResult]], Any]) -> Any:
+        if self._closed:
+            raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
+        fut = _futures.submit(args, keepalive, finish)
+        self._names.hold([a.name for a in args], fut)
+        return _work(fut)
+
+    def _args(self, op: int, name: str, src: torch.Tensor, dst: Optional[torch.Tensor], **fields: Any) -> _ops.TensorArgs:
+        return _t.args(src, op, name, _t.ptr(src), _t.ptr(dst) if dst is not None else 0, _t.dtype_code(src.dtype),
+                       list(src.shape), process_set_id=self._set_id, **fields)
+
+    # ---- allreduce family ----------------------------------------------------------------------
+
+    def _allreduce(self, tensors: Sequence[torch.Tensor], reduce_op: Any, what: str) -> Any:
+        tensors = [_dense(t, what) for t in tensors]
+        work = [t if t.is_contiguous() else t.contiguous() for t in tensors]
+        args = []
+        for t in work:
+            code = _red.code(reduce_op, t.dtype, what)
+            name = self._names.take("allreduce", [t], (code,))
+            args.append(self._args(_ops.ALLREDUCE, name, t, t, reduce_op=code))
+
+        def finish(_: List[_ops.CoreResult]) -> List[torch.Tensor]:
+            for t, w in zip(tensors, work):
+                if w is not t:
+                    t.copy_(w)
+            return list(tensors)
+
+        return self._submit(args, (tensors, work), finish)
+
+    def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+        op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        return self._allreduce(tensors, op, "allreduce")
+
+    def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+        op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        return self._allreduce(tensors, op, "allreduce_coalesced")
+
+    def reduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+        # Every member gets the result (torch leaves non-roots' tensors unspecified): one allreduce
+        # costs what a reduce to the root followed by nothing would on a ring, and keeps one path.
+        self._root(opts.rootRank, "reduce")
+        return self._allreduce(tensors, opts.reduceOp, "reduce")
+
+    # ---- broadcast -----------------------------------------------------------------------------
+
+    def broadcast(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+        root = self._root(opts.rootRank if opts is not None else 0, "broadcast")
+        tensors = [_dense(t, "broadcast") for t in tensors]
+        work = [t if t.is_contiguous() else t.contiguous() for t in tensors]
+        args = [self._args(_ops.BROADCAST, self._names.take("broadcast", [t], (root,)), t, t, root=root) for t in work]
+
+        def finish(_: List[_ops.CoreResult]) -> List[torch.Tensor]:
+            for t, w in zip(tensors, work):
+                if w is not t:
+                    t.copy_(w)
+            return list(tensors)
+
+        return self._submit(args, (tensors, work), finish)
+
+    # ---- allgather family ----------------------------------------------------------------------
+
+    def _gather_rows(self, inputs: Sequence[torch.Tensor], place: Callable[[int, torch.Tensor], None],
+                     value: Any, what: str) -> Any:
+        """Allgathers each input as one row [1, numel]; place(i, rows [size, numel]) writes input i's result."""
+        flats = [_flat(_dense(t, what)) for t in inputs]
+        args = [self._args(_ops.ALLGATHER, self._names.take("allgather", [f]), f, None) for f in flats]
+
+        def finish(results: List[_ops.CoreResult]) -> Any:
+            for i, (r, f) in enumerate(zip(results, flats)):
+                place(i, _t.wrap(r, f.dtype, f.device))
+            return value
+
+        return self._submit(args, flats, finish)
+
+    def allgather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
+                  opts: Any = None) -> Any:
+        self._check_lists(output_tensors, input_tensors, "allgather")
+
+        def place(i: int, rows: torch.Tensor) -> None:
+            for j, out in enumerate(output_tensors[i]):
+                out.copy_(rows[j].view(out.shape))
+
+        return self._gather_rows(input_tensors, place, output_tensors, "allgather")
+
+    def allgather_coalesced(self, output_lists: List[List[torch.Tensor]], input_list: List[torch.Tensor],
+                            opts: Any = None) -> Any:
+        return self.allgather(output_lists, input_list, opts)
+
+    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:  # noqa: A002
+        self._check_base(output, input, "all_gather_into_tensor", gather=True)
+        return self._gather_rows([input], lambda i, rows: output.view(self._size, -1).copy_(rows), [output],
+                                 "all_gather_into_tensor")
+
+    def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
+                                        opts: Any = None) -> Any:
+        for o, i in zip(outputs, inputs):
+            self._check_base(o, i, "all_gather_into_tensor", gather=True)
+        return self._gather_rows(inputs, lambda i, rows: outputs[i].view(self._size, -1).copy_(rows), outputs,
+                                 "all_gather_into_tensor")
+
+    # ---- reduce-scatter family -----------------------------------------------------------------
+
+    def _scatter_rows(self, stacked: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor], reduce_op: Any,
+                      what: str) -> Any:
+        """Reduce-scatters each [size, numel] input so that member i keeps row i, written to outputs[i]."""
+        args = []
+        for s in stacked:
+            code = _red.code(reduce_op, s.dtype, what)
+            args.append(self._args(_ops.REDUCESCATTER, self._names.take("reducescatter", [s], (code,)), s, None,
+                                   reduce_op=code))
+
+        def finish(results: List[_ops.CoreResult]) -> List[torch.Tensor]:
+            for r, s, out in zip(results, stacked, outputs):
+                out.copy_(_t.wrap(r, s.dtype, s.device).view(out.shape))
+            return list(outputs)
+
+        return self._submit(args, stacked, finish)
+
+    def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
+                       opts: Any = None) -> Any:
+        if len(output_tensors) != len(input_tensors):
+            raise ValueError("lightcc backend: reduce_scatter needs one input list per output tensor")
+        stacked = []
+        for out, ins in zip(output_tensors, input_tensors):
+            if len(ins) != self._size:
+                raise ValueError(f"lightcc backend: reduce_scatter needs {self._size} input tensors, got {len(ins)}")
+            stacked.append(torch.stack([_dense(t, "reduce_scatter").reshape(-1) for t in ins]))
+        return self._scatter_rows(stacked, output_tensors, opts.reduceOp, "reduce_scatter")
+
+    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:  # noqa: A002
+        self._check_base(output, input, "reduce_scatter_tensor", gather=False)
+        return self._scatter_rows([input.contiguous().view(self._size, -1)], [output], opts.reduceOp,
+                                  "reduce_scatter_tensor")
+
+    def reduce_scatter_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
+                                        opts: Any = None) -> Any:
+        for o, i in zip(outputs, inputs):
+            self._check_base(o, i, "reduce_scatter_tensor", gather=False)
+        return self._scatter_rows([i.contiguous().view(self._size, -1) for i in inputs], outputs, opts.reduceOp,
+                                  "reduce_scatter_tensor")
+
+    # ---- alltoall family, gather and scatter ---------------------------------------------------
+
+    def _exchange(self, send: torch.Tensor, splits: List[int], what: str,
+                  finish_rows: Callable[[torch.Tensor, List[int]], Any]) -> Any:
+        """One engine alltoall of `send`'s rows, splits[i] rows to member i; finish_rows(received, their splits)."""
+        send = _dense(send, what).contiguous()
+        name = self._names.take("alltoall", [send], (what,), shaped=False)
+        args = [self._args(_ops.ALLTOALL, name, send, None, aux=splits)]
+
+        def finish(results: List[_ops.CoreResult]) -> Any:
+            received = _t.wrap(results[0], send.dtype, send.device)
+            return finish_rows(received, [int(x) for x in results[0][2]])
+
+        return self._submit(args, send, finish)
+
+    def alltoall_base(self, output: torch.Tensor, input: torch.Tensor, output_split_sizes: List[int],  # noqa: A002
+                      input_split_sizes: List[int], opts: Any = None) -> Any:
+        rows = input.shape[0] if input.dim() else 1
+        if input_split_sizes:
+            if len(input_split_sizes) != self._size:
+                raise ValueError(f"lightcc backend: all_to_all_single needs {self._size} input split sizes, "
+                                 f"got {len(input_split_sizes)}")
+            splits = [int(s) for s in input_split_sizes]
+        else:
+            if rows % self._size:
+                raise ValueError(f"lightcc backend: all_to_all_single without split sizes needs the first "
+                                 f"dimension ({rows}) divisible by the group size ({self._size})")
+            splits = [rows // self._size] * self._size
+        send = input if input.dim() else input.reshape(1)
+
+        def place(received: torch.Tensor, got: List[int]) -> List[torch.Tensor]:
+            if received.numel() != output.numel():
+                raise RuntimeError(f"lightcc backend: all_to_all_single received {received.numel()} elements for an "
+                                   f"output of {output.numel()} (received splits {got})")
+            output.copy_(received.view(output.shape))
+            return [output]
+
+        return self._exchange(send, splits, "all_to_all_single", place)
+
+    def alltoall(self, output_tensors: List[torch.Tensor], input_tensors: List[torch.Tensor], opts: Any = None) -> Any:
+        if len(input_tensors) != self._size or len(output_tensors) != self._size:
+            raise ValueError(f"lightcc backend: all_to_all needs {self._size} input and output tensors")
+        send = torch.cat([_dense(t, "all_to_all").reshape(-1) for t in input_tensors])
+        splits = [t.numel() for t in input_tensors]
+
+        def place(received: torch.Tensor, got: List[int]) -> List[torch.Tensor]:
+            offset = 0
+            for out, n in zip(output_tensors, got):
+                if n != out.numel():
+                    raise RuntimeError(f"lightcc backend: all_to_all received {n} elements for an output of "
+                                       f"{out.numel()}")
+                out.copy_(received[offset:offset + n].view(out.shape))
+                offset += n
+            return list(output_tensors)
+
+        return self._exchange(send, splits, "all_to_all", place)
+
+    def gather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
+               opts: Any = None) -> Any:
+        root = opts.rootRank
+        self._root(root, "gather")
+        if len(input_tensors) != 1:
+            raise ValueError("lightcc backend: gather takes one input tensor per rank")
+        src = _dense(input_tensors[0], "gather").reshape(-1)
+        splits = [src.numel() if i == root else 0 for i in range(self._size)]
+        outs = output_tensors[0] if self._rank == root else []
+        if self._rank == root and len(outs) != self._size:
+            raise ValueError(f"lightcc backend: gather's root needs {self._size} output tensors, got {len(outs)}")
+
+        def place(received: torch.Tensor, got: List[int]) -> Any:
+            offset = 0
+            for out, n in zip(outs, got):
+                out.copy_(received[offset:offset + n].view(out.shape))
+                offset += n
+            return output_tensors
+
+        return self._exchange(src, splits, "gather", place)
+
+    def scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
+                opts: Any = None) -> Any:
+        root = opts.rootRank
+        self._root(root, "scatter")
+        out = output_tensors[0]
+        if self._rank == root:
+            ins = input_tensors[0]
+            if len(ins) != self._size:
+                raise ValueError(f"lightcc backend: scatter's root needs {self._size} input tensors, got {len(ins)}")
+            send = torch.cat([_dense(t, "scatter").reshape(-1) for t in ins])
+            splits = [t.numel() for t in ins]
+        else:
+            send = torch.empty(0, dtype=out.dtype, device=out.device)
+            splits = [0] * self._size
+
+        def place(received: torch.Tensor, got: List[int]) -> List[torch.Tensor]:
+            out.copy_(received.view(out.shape))
+            return [out]
+
+        return self._exchange(send, splits, "scatter", place)
+
+    # ---- barrier and shutdown ------------------------------------------------------------------
+
+    def barrier(self, opts: Any = None) -> Any:
+        if self._closed:
+            raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
+        name = self._names.take("barrier", [])
+        args = [_ops.TensorArgs(op=_ops.BARRIER, name=name, in_ptr=0, out_ptr=0, dtype=0, shape=[],
+                                process_set_id=self._set_id)]
+        fut = _futures.submit(args, None, lambda results: [])
+        self._names.hold([name], fut)
+        return _work(fut)
+
+    def send(self, tensors: List[torch.Tensor], dst: int, tag: int = 0) -> Any:
+        raise RuntimeError("lightcc backend: send/recv are not supported yet (use a collective, or "
+                           "init_process_group('cpu:gloo,...') for point-to-point)")
+
+    def recv(self, tensors: List[torch.Tensor], src: int, tag: int = 0) -> Any:
+        raise RuntimeError("lightcc backend: send/recv are not supported yet")
+
+    def recv_anysource(self, tensors: List[torch.Tensor], tag: int = 0) -> Any:
+        raise RuntimeError("lightcc backend: send/recv are not supported yet")
+
+    def shutdown(self) -> None:
+        """torch's destroy_process_group: waits for this group's calls, then lets go of the engine."""
+        if self._closed:
+            return
+        self._closed = True
+        for fut in self._names.pending():
+            try:
+                fut.wait()
+            except Exception:  # noqa: BLE001  (each call's own waiter saw its error)
+                pass
+        self._names.forget()
+        if self._on_shutdown is not None:
+            self._on_shutdown()
+
+    def abort(self) -> None:
+        """torch's abort: as shutdown, without waiting for calls in flight (they fail)."""
+        self._names.forget()
+        self._closed = True
+        if self._on_shutdown is not None:
+            self._on_shutdown()
+
+    # ---- argument checks -----------------------------------------------------------------------
+
+    def _check_lists(self, outputs: List[List[torch.Tensor]], inputs: List[torch.Tensor], what: str) -> None:
+        if len(outputs) != len(inputs):
+            raise ValueError(f"lightcc backend: {what} needs one output list per input tensor")
+        for outs, t in zip(outputs, inputs):
+            if len(outs) != self._size:
+                raise ValueError(f"lightcc backend: {what} needs {self._size} output tensors, got {len(outs)}")
+            for o in outs:
+                if o.numel() != t.numel() or o.dtype != t.dtype:
+                    raise ValueError(f"lightcc backend: {what} outputs must match the input's size and dtype "
+                                     f"({t.numel()} x {t.dtype}), got {o.numel()} x {o.dtype}")
+
+    def _check_base(self, output: torch.Tensor, input: torch.Tensor, what: str, gather: bool) -> None:  # noqa: A002
+        big, small = (output, input) if gather else (input, output)
+        if big.numel() != small.numel() * self._size:
+            raise ValueError(f"lightcc backend: {what} needs the {'output' if gather else 'input'} to hold "
+                             f"{self._size} x {small.numel()} elements, got {big.numel()}")
+        if output.dtype != input.dtype:
+            raise ValueError(f"lightcc backend: {what} needs one dtype, got {input.dtype} in and {output.dtype} out")
+        if not output.is_contiguous():
+            raise ValueError(f"lightcc backend: {what} needs a contiguous output tensor")

@@ -1,0 +1,35 @@
+"""torch.distributed's "lightcc" backend with real ranks: every collective, DDP, subgroups, restart in process."""
+from __future__ import annotations
+
+import pytest
+
+from tests.ranks import free_port, run_ranks
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_every_collective_ddp_and_reinit(size):
+    results = run_ranks("torch_c10d_worker.py", size, args=[str(free_port())], timeout=240)
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+
+
+def test_secret_made_when_the_launcher_gave_none():
+    """Without LIGHTCC_JOB_SECRET rank 0 makes one and hands it over in torch's store."""
+    results = run_ranks("torch_c10d_worker.py", 2, args=[str(free_port())], timeout=240,
+                        env={"LIGHTCC_JOB_SECRET": ""})
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+
+
+def test_rank_killed_during_ddp_training_is_named_by_every_survivor():
+    timeout = 8
+    results = run_ranks("torch_c10d_kill_worker.py", 3, args=[str(free_port()), "1", "5"], timeout=120,
+                        env={"LIGHTCC_TIMEOUT": str(timeout)}, expect_ok=False)
+    survivors = [r for r in results if r.rank != 1]
+    for res in survivors:
+        assert res.returncode == 0, res.stdout + res.stderr
+        line = next((l for l in res.stdout.splitlines() if l.startswith("RAISED ")), None)
+        assert line is not None, res.stdout + res.stderr
+        seconds = float(line.split()[1])
+        assert seconds < timeout + 5, line  # within LIGHTCC_TIMEOUT (plus the step in flight)
+        assert "rank 1" in line, line

@@ -1,0 +1,195 @@
+"""torch.distributed over the "lightcc" backend: every collective against a reference, async works, DDP, restart.
+
+Run as N ranks by tests/parallel/test_torch_c10d.py; argv[1] is the port of torch's TCPStore.
+Each check compares with what the same call computes locally from every rank's known inputs.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch_helpers import checker, close, expect
+
+import lightcc.torch  # noqa: F401  (registers the backend)
+
+R, N = int(os.environ["LIGHTCC_RANK"]), int(os.environ["LIGHTCC_SIZE"])
+PORT = int(sys.argv[1])
+
+
+def start() -> None:
+    dist.init_process_group("lightcc", init_method=f"tcp://127.0.0.1:{PORT}", rank=R, world_size=N,
+                            timeout=timedelta(seconds=60))
+
+
+def mine(rank: int, shape=(5, 3), dtype=torch.float32) -> torch.Tensor:
+    g = torch.Generator().manual_seed(100 + rank)
+    return torch.randint(-9, 9, shape, generator=g).to(dtype)
+
+
+def allreduces(c) -> None:
+    everyone = [mine(r) for r in range(N)]
+    stacked = torch.stack(everyone)
+    for op, ref in ((dist.ReduceOp.SUM, stacked.sum(0)), (dist.ReduceOp.MAX, stacked.max(0).values),
+                    (dist.ReduceOp.MIN, stacked.min(0).values), (dist.ReduceOp.AVG, stacked.mean(0)),
+                    (dist.ReduceOp.PRODUCT, stacked.prod(0))):
+        t = mine(R)
+        dist.all_reduce(t, op=op)
+        c.check(close(t, ref, 1e-5), f"all_reduce {op}")
+    ints = [mine(r, dtype=torch.int64) for r in range(N)]
+    for op, fold in ((dist.ReduceOp.BAND, torch.bitwise_and), (dist.ReduceOp.BOR, torch.bitwise_or),
+                     (dist.ReduceOp.BXOR, torch.bitwise_xor)):
+        ref = ints[0]
+        for x in ints[1:]:
+            ref = fold(ref, x)
+        t = ints[R].clone()
+        try:
+            dist.all_reduce(t, op=op)
+            c.check(torch.equal(t, ref), f"all_reduce {op} on int64")
+        except ValueError as err:  # a core without the bitwise ops says so on every rank alike
+            c.check("does not support" in str(err), f"all_reduce {op}: {err}")
+    works = [dist.all_reduce(t, async_op=True) for t in (x := [mine(R) * (i + 1) for i in range(6)])]
+    for w in works:
+        w.wait()
+    c.check(all(close(t, stacked.sum(0) * (i + 1)) for i, t in enumerate(x)), "six async all_reduce in flight")
+    t = mine(R)
+    fut = dist.all_reduce(t, async_op=True).get_future()
+    value = fut.then(lambda f: f.value()[0] * 2).wait()
+    c.check(close(value, stacked.sum(0) * 2), "future chained with then")
+    view = torch.zeros(4, 6)[:, ::2]
+    view.fill_(float(R + 1))
+    dist.all_reduce(view)
+    c.check(close(view, torch.full((4, 3), float(N * (N + 1) // 2))), "all_reduce of a non-contiguous view")
+    many = [mine(R, (i + 1,)) for i in range(5)]
+    dist.all_reduce_coalesced(many)
+    c.check(all(close(m, sum(mine(r, (i + 1,)) for r in range(N))) for i, m in enumerate(many)), "all_reduce_coalesced")
+
+
+def rooted(c) -> None:
+    for root in range(N):
+        t = mine(R)
+        dist.broadcast(t, src=root)
+        c.check(torch.equal(t, mine(root)), f"broadcast from {root}")
+        t = mine(R)
+        dist.reduce(t, dst=root, op=dist.ReduceOp.SUM)
+        if R == root:
+            c.check(close(t, sum(mine(r) for r in range(N))), f"reduce to {root}")
+        gathered = [torch.empty(5, 3) for _ in range(N)] if R == root else None
+        dist.gather(mine(R), gathered, dst=root)
+        if R == root:
+            c.check(all(torch.equal(g, mine(r)) for r, g in enumerate(gathered)), f"gather to {root}")
+        out = torch.empty(2, 2)
+        chunks = [torch.full((2, 2), float(10 * root + i)) for i in range(N)] if R == root else None
+        dist.scatter(out, chunks, src=root)
+        c.check(torch.equal(out, torch.full((2, 2), float(10 * root + R))), f"scatter from {root}")
+
+
+def gathers(c) -> None:
+    outs = [torch.empty(5, 3) for _ in range(N)]
+    dist.all_gather(outs, mine(R))
+    c.check(all(torch.equal(o, mine(r)) for r, o in enumerate(outs)), "all_gather")
+    flat = torch.empty(N * 5, 3)
+    dist.all_gather_into_tensor(flat, mine(R))
+    c.check(torch.equal(flat, torch.cat([mine(r) for r in range(N)])), "all_gather_into_tensor")
+    objects = [None] * N
+    dist.all_gather_object(objects, {"rank": R, "name": f"r{R}"})
+    c.check(objects == [{"rank": r, "name": f"r{r}"} for r in range(N)], "all_gather_object")
+    box = [{"from": 0}] if R == 0 else [None]
+    dist.broadcast_object_list(box, src=0)
+    c.check(box == [{"from": 0}], "broadcast_object_list")
+
+
+def scatters(c) -> None:
+    big = [mine(r, (N * 4,)) for r in range(N)]
+    out = torch.empty(4)
+    dist.reduce_scatter_tensor(out, big[R])
+    c.check(close(out, sum(big)[R * 4:(R + 1) * 4]), "reduce_scatter_tensor")
+    out = torch.empty(4)
+    dist.reduce_scatter(out, list(big[R].chunk(N)), op=dist.ReduceOp.MAX)
+    c.check(close(out, torch.stack(big).max(0).values[R * 4:(R + 1) * 4]), "reduce_scatter (list) MAX")
+    # Uneven all_to_all_single: rank r sends (j + 1) rows of value 100 r + j to rank j.
+    send_splits = [j + 1 for j in range(N)]
+    send = torch.cat([torch.full((j + 1, 2), float(100 * R + j)) for j in range(N)])
+    recv_splits = [R + 1] * N
+    recv = torch.empty(sum(recv_splits), 2)
+    dist.all_to_all_single(recv, send, recv_splits, send_splits)
+    ref = torch.cat([torch.full((R + 1, 2), float(100 * r + R)) for r in range(N)])
+    c.check(torch.equal(recv, ref), "all_to_all_single, uneven splits")
+    ins = [torch.full((j + 2,), float(10 * R + j)) for j in range(N)]
+    outs = [torch.empty(R + 2) for _ in range(N)]
+    dist.all_to_all(outs, ins)
+    c.check(all(torch.equal(o, torch.full((R + 2,), float(10 * r + R))) for r, o in enumerate(outs)), "all_to_all (list)")
+    dist.barrier()
+    c.check(True, "barrier")
+
+
+def ddp(c) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    ref.load_state_dict(model.state_dict())
+    if R != 0:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(1.0)  # DDP's construction must broadcast rank 0's weights
+    net = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0001)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for step in range(3):
+        xs = [torch.randn(4, 8, generator=torch.Generator().manual_seed(step * 10 + r)) for r in range(N)]
+        opt.zero_grad()
+        net(xs[R]).pow(2).sum().backward()
+        opt.step()
+        ref_opt.zero_grad()
+        (sum(ref(x).pow(2).sum() for x in xs) / N).backward()
+        ref_opt.step()
+    same = all(close(a, b, 1e-5) for a, b in zip(model.parameters(), ref.parameters()))
+    c.check(same, "DDP matches single-process training on the union of the batches")
+
+
+def subgroups(c) -> None:
+    if N < 3:
+        return
+    members = [0, 2]
+    group = dist.new_group(members)
+    if R in members:
+        t = torch.full((3,), float(R))
+        dist.all_reduce(t, group=group)
+        c.check(torch.equal(t, torch.full((3,), 2.0)), "all_reduce in new_group([0, 2])")
+        t = torch.full((2,), float(R))
+        dist.broadcast(t, src=2, group=group)
+        c.check(torch.equal(t, torch.full((2,), 2.0)), "broadcast from global rank 2 in new_group")
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    c.check(torch.equal(t, torch.full((2,), float(N))), "world all_reduce after new_group")
+
+
+def mistakes(c) -> None:
+    expect(c, ValueError, lambda: dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BAND), "BAND on floats", "integer")
+
+
+def main() -> None:
+    c = checker()
+    start()
+    c.check(dist.get_backend() == "lightcc", f"backend name {dist.get_backend()}")
+    allreduces(c)
+    rooted(c)
+    gathers(c)
+    scatters(c)
+    ddp(c)
+    subgroups(c)
+    mistakes(c)
+    dist.destroy_process_group()
+    c.check(not lightcc.torch.is_initialized(), "destroy_process_group shuts lightcc down")
+    start()  # torchrun restarts and Ray init again in the same process
+    t = torch.full((2,), float(R))
+    dist.all_reduce(t)
+    c.check(torch.equal(t, torch.full((2,), float(N * (N - 1) // 2))), "all_reduce after re-init")
+    dist.destroy_process_group()
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()

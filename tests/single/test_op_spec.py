@@ -1,0 +1,45 @@
+"""The Python op spec is the core's table: codes, reduce ops, dtypes and rules agree, and nothing restates them."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from lightcc.common import dtypes, op_spec, ops
+from lightcc.common.native import core
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_op_row_has_its_python_constant():
+    for row in op_spec.OPS:
+        assert getattr(ops, row.name) == row.code, row.name
+    assert [row.code for row in op_spec.OPS] == list(range(len(op_spec.OPS)))
+
+
+def test_reduce_ops_and_dtypes_come_from_the_core():
+    table = core().op_spec()
+    for row in table["reduce_ops"]:
+        assert getattr(ops, row["name"]) == row["code"]
+    for row in table["dtypes"]:
+        assert getattr(dtypes, row["name"].upper()) == row["code"]
+        assert dtypes.CODE_NAMES[row["code"]] == row["name"]
+
+
+def test_rules_read_from_rows():
+    with pytest.raises(ValueError, match="allgather needs a tensor with at least one dimension"):
+        op_spec.check_shape(ops.ALLGATHER, [])
+    op_spec.check_shape(ops.ALLREDUCE, [])
+    with pytest.raises(ValueError, match="reducescatter does not support Adasum"):
+        op_spec.check_reduce_op(ops.REDUCESCATTER, ops.Adasum)
+    op_spec.check_reduce_op(ops.BROADCAST, ops.Adasum)  # no reduction: ignored
+    process_set_ops = {row.label for row in op_spec.OPS if row.changes_process_sets}
+    assert process_set_ops == {"add_process_set", "remove_process_set"}
+
+
+def test_no_front_restates_codes():
+    """Op and dtype codes appear as literals nowhere in the Python package but the spec's readers."""
+    pattern = re.compile(r"=\s*range\(\d+\)")
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "lightcc").rglob("*.py") if pattern.search(p.read_text())]
+    assert not offenders, offenders
