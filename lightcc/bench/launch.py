@@ -76,7 +76,7 @@ def worker_env(
     if mpi:
         env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
         env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    elif "gloo" in libraries:
+    elif "gloo" in libraries or "torch-lightcc" in libraries:
         env[GLOO_ADDR_ENV] = f"127.0.0.1:{free_port()}"
     return env
 

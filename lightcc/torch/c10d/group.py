@@ -375,6 +375,13 @@ class LightccProcessGroup(dist.ProcessGroup):
         if self._on_shutdown is not None:
             self._on_shutdown()
 
+    # torch 2.13's names for the tensor forms (older torch calls the underscored ones above).
+    all_gather_single = _allgather_base
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+    reduce_scatter_single = _reduce_scatter_base
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+    all_to_all_single = alltoall_base
+
     # ---- argument checks -----------------------------------------------------------------------
 
     def _check_lists(self, outputs: List[List[torch.Tensor]], inputs: List[torch.Tensor], what: str) -> None:

@@ -50,7 +50,8 @@ def allreduces(c) -> None:
             c.check(torch.equal(t, ref), f"all_reduce {op} on int64")
         except ValueError as err:  # a core without the bitwise ops says so on every rank alike
             c.check("does not support" in str(err), f"all_reduce {op}: {err}")
-    works = [dist.all_reduce(t, async_op=True) for t in (x := [mine(R) * (i + 1) for i in range(6)])]
+    x = [mine(R) * (i + 1) for i in range(6)]
+    works = [dist.all_reduce(t, async_op=True) for t in x]
     for w in works:
         w.wait()
     c.check(all(close(t, stacked.sum(0) * (i + 1)) for i, t in enumerate(x)), "six async all_reduce in flight")
