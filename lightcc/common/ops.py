@@ -12,10 +12,12 @@ from lightcc.common.native import core
 # Operation codes (csrc/engine/request.h).
 ALLREDUCE, ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER, JOIN, ADD_PROCESS_SET, REMOVE_PROCESS_SET = range(9)
 
-# Reduction ops, Horovod's values.
-Average, Sum, Adasum, Min, Max, Product = range(6)
+# Reduction ops, Horovod's values (csrc/common/dtype.h); the bitwise ones (integer and bool tensors
+# only) follow them.
+Average, Sum, Adasum, Min, Max, Product, Band, Bor, Bxor = range(9)
 
-_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
+_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product",
+             Band: "Band", Bor: "Bor", Bxor: "Bxor"}
 
 
 def resolve_op(average: Optional[bool], op: Optional[int], default: int = Average) -> int:
@@ -27,7 +29,7 @@ def resolve_op(average: Optional[bool], op: Optional[int], default: int = Averag
     if op is None:
         return default
     if op not in _OP_NAMES:
-        raise ValueError(f"unknown reduction op {op!r}; use one of Average, Sum, Adasum, Min, Max, Product")
+        raise ValueError(f"unknown reduction op {op!r}; use one of {', '.join(_OP_NAMES.values())}")
     return op
 
 
