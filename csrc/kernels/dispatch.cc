@@ -12,7 +12,7 @@
 namespace lightcc::kernels {
 
 void contractViolation(const char* what, int value) {
-  std::fprintf(stderr, "lightcc: internal error: reduceN called with %s %d\n", what, value);
+  std::fprintf(stderr, "lightcc: internal error: a kernel was called with %s %d\n", what, value);
   std::abort();
 }
 

@@ -32,10 +32,11 @@ void reduceScaledInt(void* dst, const void* const* srcs, int n, size_t count, Da
 
 const char* simdLevelName(SimdLevel level);
 
-// Prints "lightcc: internal error: reduceN called with <what> <value>" and aborts: reduceN returns
-// nothing, so a caller breaking its contract (Adasum, a bitwise op on floats, an unknown dtype,
-// n < 1) is a bug in lightcc that would otherwise produce garbage silently. The kernels call it
-// for the ReduceOp cases the dispatcher has already refused.
+// Prints "lightcc: internal error: a kernel was called with <what> <value>" and aborts: reduceN
+// and the top-k kernel tables return nothing, so a caller breaking their contract (Adasum, a
+// bitwise op on floats, a dtype the caller should have refused, n < 1) is a bug in lightcc that
+// would otherwise produce garbage silently. The kernels call it for the enum cases their
+// dispatchers have already refused.
 [[noreturn]] void contractViolation(const char* what, int value);
 
 // True when this build contains the level and this CPU can run it.
