@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "engine/op_traits.h"
 #include "kernels/half.h"
 #include "kernels/reduce.h"
 #include "kernels/reduce_ops.h"
@@ -688,6 +689,13 @@ void testValidity(Tally& tally) {
   for (int code = 0; code < lightcc::kNumReduceOps; ++code) bitwise += lightcc::isBitwiseOp(ReduceOp(code));
   tally.check(bitwise == 3 && lightcc::isBitwiseOp(ReduceOp::kBxor) && !lightcc::isBitwiseOp(ReduceOp::kProduct),
               "isBitwiseOp: Band, Bor, Bxor");
+  static_assert(lightcc::kEveryReduceOp == (1u << lightcc::kNumReduceOps) - 1, "kEveryReduceOp lists every op");
+  bool taken = true;
+  for (ReduceOp op : {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor}) {
+    taken &= lightcc::supportsReduceOp(lightcc::OpType::kAllreduce, op) &&
+             lightcc::supportsReduceOp(lightcc::OpType::kReducescatter, op);
+  }
+  tally.check(taken, "allreduce and reducescatter take Band, Bor, Bxor");
 }
 
 // Bitwise ops on known bit patterns, every level, signed types included (bits, not values).
