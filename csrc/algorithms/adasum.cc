@@ -94,8 +94,16 @@ AdasumPartial adasumPartial(const void* a, const void* b, size_t n, DataType dty
       return partialCoded<HalfCodec>(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), n);
     case DataType::kBFloat16:
       return partialCoded<Bf16Codec>(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), n);
-    default: return {};
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kBool:
+      break;  // refused at validation (adasumUnsupported)
   }
+  return {};
 }
 
 void adasumCoefficients(double dot, double anorm, double bnorm, double* acoeff, double* bcoeff) {
@@ -114,7 +122,14 @@ void adasumCombine(void* dst, double dc, const void* other, double oc, size_t n,
       return combineCoded<HalfCodec>(static_cast<uint16_t*>(dst), dc, static_cast<const uint16_t*>(other), oc, n);
     case DataType::kBFloat16:
       return combineCoded<Bf16Codec>(static_cast<uint16_t*>(dst), dc, static_cast<const uint16_t*>(other), oc, n);
-    default: return;
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kBool:
+      return;  // refused at validation (adasumUnsupported)
   }
 }
 

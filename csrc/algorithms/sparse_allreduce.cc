@@ -20,8 +20,18 @@ float roundToWire(float v, DataType dtype) {
   switch (dtype) {
     case DataType::kFloat16: return kernels::halfToFloat(kernels::floatToHalf(v));
     case DataType::kBFloat16: return kernels::bf16ToFloat(kernels::floatToBf16(v));
-    default: return v;
+    case DataType::kFloat32: return v;
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      break;  // not a top-k wire type: sparseDtype() keeps them off this path
   }
+  return v;
 }
 
 // Adds the contribution into the residual and selects this member's pairs per segment into
@@ -55,7 +65,16 @@ Status selectLocal(const SparseLayout& layout, const void* contrib, float scale,
         kernels::storeWire(val[i], reinterpret_cast<kernels::BFloat16*>(mine->val(n)) + i);
       }
       break;
-    default: std::memcpy(mine->val(n), val.data(), n * sizeof(float));
+    case DataType::kFloat32: std::memcpy(mine->val(n), val.data(), n * sizeof(float)); break;
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      break;  // not a top-k wire type: sparseDtype() keeps them off this path
   }
   at = 0;
   for (const SparseSegment& s : layout.segments) {  // momentum factor masking

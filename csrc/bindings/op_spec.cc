@@ -15,8 +15,6 @@ namespace py = pybind11;
 namespace lightcc::bindings {
 namespace {
 
-constexpr int kLastReduceOp = static_cast<int>(ReduceOp::kProduct);
-
 const char* shapeRuleName(ShapeRule rule) {
   switch (rule) {
     case ShapeRule::kNone: return "none";
@@ -41,7 +39,7 @@ py::list opRows() {
     row["needs_dim"] = t.needs_dim;
     row["shapes"] = shapeRuleName(t.shapes);
     py::list reduce_ops;
-    for (int r = 0; r <= kLastReduceOp; ++r) {
+    for (int r = 0; r < kNumReduceOps; ++r) {
       if (supportsReduceOp(t.op, static_cast<ReduceOp>(r))) reduce_ops.append(r);
     }
     row["reduce_ops"] = reduce_ops;
@@ -54,10 +52,11 @@ py::list opRows() {
 
 py::list reduceOpRows() {
   py::list rows;
-  for (int code = 0; code <= kLastReduceOp; ++code) {
+  for (int code = 0; isValidReduceOp(code); ++code) {
     py::dict row;
     row["code"] = code;
     row["name"] = reduceOpName(static_cast<ReduceOp>(code));
+    row["bitwise"] = isBitwiseOp(static_cast<ReduceOp>(code));
     rows.append(row);
   }
   return rows;

@@ -24,7 +24,7 @@ namespace {
 void fillEntry(const TensorArgs& t, TensorEntry* entry) {
   if (!isOpCode(t.op)) throw py::value_error("unknown op code " + std::to_string(t.op));
   if (!isValidDataType(t.dtype)) throw py::value_error("unsupported dtype code " + std::to_string(t.dtype));
-  if (t.reduce_op < 0 || t.reduce_op > static_cast<int>(ReduceOp::kProduct)) throw py::value_error("unknown reduce op " + std::to_string(t.reduce_op));
+  if (!isValidReduceOp(t.reduce_op)) throw py::value_error("unknown reduce op " + std::to_string(t.reduce_op));
   Request& r = entry->request;
   r.op = static_cast<OpType>(t.op);
   r.name = t.name;

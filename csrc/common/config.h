@@ -13,6 +13,10 @@ namespace lightcc {
 // size: Horovod's per-cycle threshold; order: fixed buckets in first-seen (backward) order;
 // cost: order's buckets sized, and top-k routed, by an alpha-beta model probed at init.
 enum class FusionStrategy : int { kSize = 0, kOrder = 1, kCost = 2 };
+constexpr int kNumFusionStrategies = 3;
+static_assert(static_cast<int>(FusionStrategy::kCost) + 1 == kNumFusionStrategies, "kNumFusionStrategies");
+// A strategy code read from a peer (the autotuner's vote) names a FusionStrategy.
+inline bool isValidFusionStrategy(int code) { return code >= 0 && code < kNumFusionStrategies; }
 const char* fusionStrategyName(FusionStrategy s);
 
 enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4, kFatal = 5 };

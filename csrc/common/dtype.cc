@@ -30,6 +30,9 @@ const char* reduceOpName(ReduceOp op) {
     case ReduceOp::kMin: return "Min";
     case ReduceOp::kMax: return "Max";
     case ReduceOp::kProduct: return "Product";
+    case ReduceOp::kBand: return "Band";
+    case ReduceOp::kBor: return "Bor";
+    case ReduceOp::kBxor: return "Bxor";
   }
   return "unknown-op";
 }

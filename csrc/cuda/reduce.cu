@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
 
 #include "cuda/reduce_cuda.h"
 #include "kernels/half.h"
@@ -41,16 +42,54 @@ void launch(void* dst, const SourceList& srcs, int n, size_t count, double pre, 
                                                                   count, pre, post);
 }
 
+// Bitwise ops exist for integer element types only; reduceNCuda refuses them on floats before
+// this point, so the float instantiations below are never reached.
+template <class T, ReduceOp Op>
+void launchBitwise(void* dst, const SourceList& srcs, int n, size_t count, double pre, double post,
+                   cudaStream_t stream) {
+  if constexpr (std::is_integral_v<T>) launch<T, Op>(dst, srcs, n, count, pre, post, stream);
+}
+
 template <class T>
 void launchForOp(void* dst, const SourceList& srcs, int n, size_t count, ReduceOp op,
                  double pre, double post, cudaStream_t stream) {
   switch (op) {
+    case ReduceOp::kSum: return launch<T, ReduceOp::kSum>(dst, srcs, n, count, pre, post, stream);
     case ReduceOp::kMin: return launch<T, ReduceOp::kMin>(dst, srcs, n, count, pre, post, stream);
     case ReduceOp::kMax: return launch<T, ReduceOp::kMax>(dst, srcs, n, count, pre, post, stream);
     case ReduceOp::kProduct:
       return launch<T, ReduceOp::kProduct>(dst, srcs, n, count, pre, post, stream);
-    default: return launch<T, ReduceOp::kSum>(dst, srcs, n, count, pre, post, stream);
+    case ReduceOp::kBand:
+      return launchBitwise<T, ReduceOp::kBand>(dst, srcs, n, count, pre, post, stream);
+    case ReduceOp::kBor:
+      return launchBitwise<T, ReduceOp::kBor>(dst, srcs, n, count, pre, post, stream);
+    case ReduceOp::kBxor:
+      return launchBitwise<T, ReduceOp::kBxor>(dst, srcs, n, count, pre, post, stream);
+    case ReduceOp::kAverage:  // reduceNCuda turned these into kSum or refused them
+    case ReduceOp::kAdasum:
+      return;
   }
+}
+
+// The op the kernel applies, or why there is none: Average reduces as Sum (the caller folded
+// 1/size into postscale); Adasum is not element-wise; bitwise ops need integer or bool elements.
+Status elementWiseOp(DataType dtype, ReduceOp* op) {
+  switch (*op) {
+    case ReduceOp::kAverage: *op = ReduceOp::kSum; return Status::OK();
+    case ReduceOp::kSum:
+    case ReduceOp::kMin:
+    case ReduceOp::kMax:
+    case ReduceOp::kProduct: return Status::OK();
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      if (!isFloatType(dtype)) return Status::OK();
+      return Status::InvalidArgument(std::string("CUDA reduce: ") + reduceOpName(*op) +
+                                     " needs integer or bool elements, not " + dtypeName(dtype));
+    case ReduceOp::kAdasum: break;
+  }
+  return Status::InvalidArgument(std::string("CUDA reduce: op ") + reduceOpName(*op) +
+                                 " is not an element-wise reduction");
 }
 
 }  // namespace
@@ -64,12 +103,7 @@ Status reduceNCuda(void* dst, const void* const* srcs, int n, size_t count, Data
   if (!isValidDataType(int(dtype))) {
     return Status::InvalidArgument("CUDA reduce: unknown dtype code " + std::to_string(int(dtype)));
   }
-  if (op == ReduceOp::kAverage) op = ReduceOp::kSum;  // the caller folded 1/size into postscale
-  if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax &&
-      op != ReduceOp::kProduct) {
-    return Status::InvalidArgument(std::string("CUDA reduce: op ") + reduceOpName(op) +
-                                   " is not an element-wise reduction");
-  }
+  LIGHTCC_RETURN_IF_ERROR(elementWiseOp(dtype, &op));
   if (count == 0) return Status::OK();
   SourceList list{};
   for (int j = 0; j < n; ++j) list.p[j] = srcs[j];

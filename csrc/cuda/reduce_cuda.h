@@ -20,7 +20,9 @@ constexpr int kMaxCudaSources = 64;
 // device pointers. Semantics match kernels::reduceN bit for bit (same reduce_ops.h/half.h):
 // source order 0..n-1, float16/bfloat16 accumulate in float and round once, NaN-propagating
 // Min/Max, integer wrap-around and saturating integer scaling. dst may alias one source.
-// Errors: kInvalidArgument for n outside 1..kMaxCudaSources, Adasum or an unknown dtype;
+// Band/Bor/Bxor act on the bits of integer and bool elements.
+// Errors: kInvalidArgument for n outside 1..kMaxCudaSources, Adasum, a bitwise op on a floating
+// dtype or an unknown dtype;
 // kInternal when the launch fails (message from cudaGetErrorString).
 Status reduceNCuda(void* dst, const void* const* srcs, int n, size_t count, DataType dtype,
                    ReduceOp op, double prescale, double postscale, void* stream);

@@ -286,7 +286,10 @@ Status divideIntegers(void* data, size_t count, DataType dtype, long long diviso
     case DataType::kInt16: launchDivide<int16_t>(data, count, divisor, s); break;
     case DataType::kInt32: launchDivide<int32_t>(data, count, divisor, s); break;
     case DataType::kInt64: launchDivide<int64_t>(data, count, divisor, s); break;
-    default: return Status::OK();  // floating types, handled above
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kFloat32:
+    case DataType::kFloat64: return Status::OK();  // floats divide through postscale (returned above)
   }
   return launchError(std::string("integer divide (") + dtypeName(dtype) + ")");
 }

@@ -75,7 +75,14 @@ Status withWire(DataType dtype, const char* what, Fn&& fn) {
     case DataType::kFloat32: fn(0.0f); break;
     case DataType::kFloat16: fn(Half{}); break;
     case DataType::kBFloat16: fn(BFloat16{}); break;
-    default:
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
       return Status::InvalidArgument(std::string("CUDA ") + what + " takes float32, float16 or bfloat16, not " +
                                      dtypeName(dtype));
   }

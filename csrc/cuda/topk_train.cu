@@ -48,7 +48,14 @@ Status dgcAccumulateCuda(float* u, float* v, const void* grad, DataType dtype, s
       dgcKernel<<<gridFor(count), kThreads, 0, s>>>(u, v, static_cast<const kernels::BFloat16*>(grad), count, scale,
                                                     momentum, nesterov);
       break;
-    default:
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
       return Status::InvalidArgument(std::string("CUDA momentum correction takes float32, float16 or bfloat16, not ") +
                                      dtypeName(dtype));
   }

@@ -155,7 +155,15 @@ Status HostDevice::roundSelected(float* residual, const uint32_t* indices, const
     case DataType::kFloat32: roundTo(residual, indices, selected, static_cast<float*>(wire), k); break;
     case DataType::kFloat16: roundTo(residual, indices, selected, static_cast<kernels::Half*>(wire), k); break;
     case DataType::kBFloat16: roundTo(residual, indices, selected, static_cast<kernels::BFloat16*>(wire), k); break;
-    default: return Status::InvalidArgument(std::string("top-k values cannot be ") + dtypeName(dtype));
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      return Status::InvalidArgument(std::string("top-k values cannot be ") + dtypeName(dtype));
   }
   return Status::OK();
 }
@@ -165,7 +173,15 @@ Status HostDevice::fromFloat(void* dst, const float* src, size_t count, DataType
     case DataType::kFloat32: storeAll(static_cast<float*>(dst), src, count); break;
     case DataType::kFloat16: storeAll(static_cast<kernels::Half*>(dst), src, count); break;
     case DataType::kBFloat16: storeAll(static_cast<kernels::BFloat16*>(dst), src, count); break;
-    default: return Status::InvalidArgument(std::string("cannot round float32 to ") + dtypeName(dtype));
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      return Status::InvalidArgument(std::string("cannot round float32 to ") + dtypeName(dtype));
   }
   return Status::OK();
 }

@@ -36,8 +36,10 @@ int ncclDataType(DataType dtype) {
     case DataType::kBFloat16: return kNcclBfloat16;
     case DataType::kFloat32: return kNcclFloat32;
     case DataType::kFloat64: return kNcclFloat64;
-    default: return -1;
+    case DataType::kInt16:
+    case DataType::kUInt16: return -1;  // NCCL has no 16-bit integer type
   }
+  return -1;
 }
 
 const NcclLibrary* NcclLibrary::get(const std::string& hint, std::string* why) {
@@ -162,7 +164,14 @@ Status NcclComm::reduceArgs(DataType dtype, ReduceOp op, int* nd, int* nop) cons
     case ReduceOp::kProduct: *nop = kNcclProd; break;
     case ReduceOp::kMin: *nop = kNcclMin; break;
     case ReduceOp::kMax: *nop = kNcclMax; break;
-    default: return Status::InvalidArgument(std::string("NCCL: no element-wise op ") + reduceOpName(op));
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      return Status::InvalidArgument(std::string("NCCL has no bitwise reduction (") + reduceOpName(op) +
+                                     "): copy GPU tensors to host memory for it (for bool, Min is and, Max is or)");
+    case ReduceOp::kAverage:  // callers reduce Average as Sum, then scale
+    case ReduceOp::kAdasum:
+      return Status::InvalidArgument(std::string("NCCL: no element-wise op ") + reduceOpName(op));
   }
   return Status::OK();
 }

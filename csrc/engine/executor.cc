@@ -41,8 +41,9 @@ ReduceSpec reduceSpecFor(const Response& r, int members) {
 
 ReduceSpec reduceSpecFor(DataType dtype, ReduceOp op, double prescale, double postscale, int members) {
   ReduceSpec spec{dtype, op, prescale, postscale};
-  if (dtype == DataType::kBool) {
-    // Logical reductions: sum/average is "any" (or), product is "all" (and).
+  if (dtype == DataType::kBool && !isBitwiseOp(op)) {
+    // Logical reductions: sum/average is "any" (or), product is "all" (and). Band, Bor and Bxor
+    // act on the 0/1 bytes as they are.
     spec.op = op == ReduceOp::kProduct || op == ReduceOp::kMin ? ReduceOp::kMin : ReduceOp::kMax;
     return spec;
   }

@@ -168,7 +168,16 @@ Status denseFromResiduals(TopkBatch& batch, SetComm& comm, HierComm* hier, const
   switch (layout.dtype) {
     case DataType::kFloat16: storeAll(static_cast<kernels::Half*>(out), sum.data(), count); break;
     case DataType::kBFloat16: storeAll(static_cast<kernels::BFloat16*>(out), sum.data(), count); break;
-    default: std::memcpy(out, sum.data(), count * sizeof(float));
+    case DataType::kFloat32: std::memcpy(out, sum.data(), count * sizeof(float)); break;
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      return Status::Internal(std::string("top-k dense fallback cannot store ") + dtypeName(layout.dtype));
   }
   batch.unstage();
   return Status::OK();

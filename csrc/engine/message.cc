@@ -104,7 +104,7 @@ void writeRequest(Writer& w, const Request& r) {
 
 bool readRequest(Reader& rd, Request* r) {
   return rd.pod(&r->rank) && rd.enumeration(&r->op, kNumOpTypes) &&
-         rd.enumeration(&r->dtype, kNumDataTypes) && rd.enumeration(&r->reduce_op, 6) &&
+         rd.enumeration(&r->dtype, kNumDataTypes) && rd.enumeration(&r->reduce_op, kNumReduceOps) &&
          rd.pod(&r->root) && rd.pod(&r->process_set_id) && rd.pod(&r->prescale) &&
          rd.pod(&r->postscale) && rd.str(&r->name) && rd.ints(&r->shape) && rd.ints(&r->aux) &&
          rd.str(&r->error) && rd.pod(&r->device);
@@ -131,7 +131,7 @@ void writeResponse(Writer& w, const Response& r) {
 
 bool readResponse(Reader& rd, Response* r) {
   if (!(rd.enumeration(&r->op, kNumOpTypes) && rd.enumeration(&r->dtype, kNumDataTypes) &&
-        rd.enumeration(&r->reduce_op, 6) && rd.pod(&r->root) && rd.pod(&r->process_set_id) &&
+        rd.enumeration(&r->reduce_op, kNumReduceOps) && rd.pod(&r->root) && rd.pod(&r->process_set_id) &&
         rd.pod(&r->prescale) && rd.pod(&r->postscale))) {
     return false;
   }

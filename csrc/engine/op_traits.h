@@ -22,7 +22,9 @@ constexpr uint32_t reduceBit(ReduceOp r) { return 1u << static_cast<unsigned>(r)
 constexpr uint32_t kNoReduceOps = 0;
 constexpr uint32_t kEveryReduceOp = reduceBit(ReduceOp::kAverage) | reduceBit(ReduceOp::kSum) |
                                     reduceBit(ReduceOp::kAdasum) | reduceBit(ReduceOp::kMin) |
-                                    reduceBit(ReduceOp::kMax) | reduceBit(ReduceOp::kProduct);
+                                    reduceBit(ReduceOp::kMax) | reduceBit(ReduceOp::kProduct) |
+                                    reduceBit(ReduceOp::kBand) | reduceBit(ReduceOp::kBor) |
+                                    reduceBit(ReduceOp::kBxor);
 
 struct OpTraits {
   OpType op;

@@ -28,8 +28,10 @@ enum class OpType : uint8_t {
 };
 #ifdef LIGHTCC_TEST_EXTRA_OP
 constexpr int kNumOpTypes = 10;
+static_assert(static_cast<int>(OpType::kTestGather) + 1 == kNumOpTypes, "kNumOpTypes");
 #else
 constexpr int kNumOpTypes = 9;
+static_assert(static_cast<int>(OpType::kRemoveProcessSet) + 1 == kNumOpTypes, "kNumOpTypes counts OpType");
 #endif
 // What each op is and needs: engine/op_traits.h (adding an op: docs/design.md's checklist).
 

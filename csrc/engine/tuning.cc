@@ -82,7 +82,7 @@ Status Tuning::next(const uint64_t* words, uint64_t cycle, int rank, int max_str
   const uint64_t generation = decodeTune(words, &p, &frozen);
   if (generation == live_->generation) return Status::OK();
   if (p.streams < 1 || p.streams > max_streams || p.fusion_threshold < 0 || p.topk_threshold < 0 ||
-      static_cast<int>(p.strategy) > static_cast<int>(FusionStrategy::kCost)) {
+      !isValidFusionStrategy(static_cast<int>(p.strategy))) {
     return Status::Internal("autotune: rank " + std::to_string(rank) + " received invalid parameters (" +
                             p.describe() + ") in generation " + std::to_string(generation));
   }

@@ -28,6 +28,11 @@ Status checkReduceOp(const Request& r, const OpTraits& op, const ValidationConte
     return Status::InvalidArgument(tensorText(r) + ": " + op.label + " does not support " +
                                    reduceOpName(r.reduce_op) + "; use Average or Sum");
   }
+  if (isBitwiseOp(r.reduce_op) && isFloatType(r.dtype)) {
+    return Status::InvalidArgument("rank " + std::to_string(ctx.rank) + ", " + tensorText(r) + ": " + op.label + " with " +
+                                   reduceOpName(r.reduce_op) + " needs an integer or bool tensor, not " +
+                                   dtypeName(r.dtype));
+  }
   if (r.reduce_op == ReduceOp::kAdasum) {
     const std::string why = adasumUnsupported(static_cast<int>(ctx.members->size()), r.dtype);
     if (!why.empty()) {

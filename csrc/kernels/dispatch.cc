@@ -10,14 +10,13 @@
 #include "kernels/simd_dispatch.h"
 
 namespace lightcc::kernels {
-namespace {
 
-// reduceN returns nothing, so a caller breaking its contract (Adasum, an unknown dtype, n < 1)
-// is a bug in lightcc that would otherwise produce garbage silently: stop loudly instead.
-[[noreturn]] void contractViolation(const char* what, int value) {
-  std::fprintf(stderr, "lightcc: internal error: reduceN called with %s %d\n", what, value);
+void contractViolation(const char* what, int value) {
+  std::fprintf(stderr, "lightcc: internal error: a kernel was called with %s %d\n", what, value);
   std::abort();
 }
+
+namespace {
 
 // The generic kernels are always built; the x86 ones only on x86-64 (see cmake/kernels.cmake),
 // hence the one compile-time switch of the kernel layer.
@@ -91,16 +90,31 @@ SimdLevel bestSimdLevel() {
 
 namespace {
 
+// The op a kernel applies: Average reduces as Sum (the caller folded 1/size into postscale);
+// Adasum, and bitwise ops on floats, break reduceN's contract.
+ReduceOp elementWiseOp(ReduceOp op, DataType dtype) {
+  switch (op) {
+    case ReduceOp::kAverage: return ReduceOp::kSum;
+    case ReduceOp::kSum:
+    case ReduceOp::kMin:
+    case ReduceOp::kMax:
+    case ReduceOp::kProduct: return op;
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      if (isFloatType(dtype)) contractViolation("a bitwise op on a floating dtype, op", int(op));
+      return op;
+    case ReduceOp::kAdasum: break;
+  }
+  contractViolation("op", int(op));
+}
+
 // Checks the contract and routes scaled integers; fn is the kernel of a supported level.
 void reduceWith(ReduceFn fn, void* dst, const void* const* srcs, int n, size_t count,
                 DataType dtype, ReduceOp op, double prescale, double postscale) {
   if (n < 1) contractViolation("n", n);
   if (!isValidDataType(static_cast<int>(dtype))) contractViolation("dtype", int(dtype));
-  if (op == ReduceOp::kAverage) op = ReduceOp::kSum;  // the caller folded 1/size into postscale
-  if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax &&
-      op != ReduceOp::kProduct) {
-    contractViolation("op", int(op));
-  }
+  op = elementWiseOp(op, dtype);
   if (count == 0) return;
   if (!isFloatType(dtype) && (prescale != 1.0 || postscale != 1.0)) {
     return reduceScaledInt(dst, srcs, n, count, dtype, op, prescale, postscale);

@@ -21,7 +21,11 @@ void divideIntegers(void* data, size_t count, DataType dtype, int64_t divisor) {
     case DataType::kInt16: divideAll(static_cast<int16_t*>(data), count, divisor); break;
     case DataType::kInt32: divideAll(static_cast<int32_t*>(data), count, divisor); break;
     case DataType::kInt64: divideAll(static_cast<int64_t*>(data), count, divisor); break;
-    default: break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+      break;  // floats divide through postscale instead
   }
 }
 

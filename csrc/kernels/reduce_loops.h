@@ -147,7 +147,8 @@ static void reduceTyped(void* dst, const void* const* srcs, int n, size_t count,
   }
 }
 
-// Floating types: every op, scaled or not.
+// Floating types: every element-wise arithmetic op, scaled or not. The ops dispatch.cc has
+// already turned into another (Average) or refused (Adasum, bitwise ops) stop here.
 template <class S>
 static void reduceFloat(void* dst, const void* const* srcs, int n, size_t count, ReduceOp op,
                         double pre, double post) {
@@ -157,29 +158,41 @@ static void reduceFloat(void* dst, const void* const* srcs, int n, size_t count,
     if (scaled) return reduceTyped<S, ReduceOp::OP, true>(dst, srcs, n, count, pre, post); \
     return reduceTyped<S, ReduceOp::OP, false>(dst, srcs, n, count, pre, post);
   switch (op) {
+    LIGHTCC_FLOAT_CASE(kSum)
     LIGHTCC_FLOAT_CASE(kMin)
     LIGHTCC_FLOAT_CASE(kMax)
     LIGHTCC_FLOAT_CASE(kProduct)
-    default: LIGHTCC_FLOAT_CASE(kSum)
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum:
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      contractViolation("floating-point kernel op", int(op));
   }
 #undef LIGHTCC_FLOAT_CASE
 }
 
 // Integer types, unscaled only (the dispatcher sends scaled integers to the scalar path).
-// Sum and Product run on the unsigned type U: two's complement gives the same bits and
-// unsigned vector arithmetic wraps by definition. Min and Max need the signed type I.
+// Sum, Product and the bitwise ops run on the unsigned type U: two's complement gives the same
+// bits and unsigned vector arithmetic wraps by definition. Min and Max need the signed type I.
 template <class U, class I>
 static void reduceInt(void* dst, const void* const* srcs, int n, size_t count, ReduceOp op) {
   switch (op) {
+    case ReduceOp::kSum: return reduceTyped<U, ReduceOp::kSum, false>(dst, srcs, n, count, 1, 1);
     case ReduceOp::kMin: return reduceTyped<I, ReduceOp::kMin, false>(dst, srcs, n, count, 1, 1);
     case ReduceOp::kMax: return reduceTyped<I, ReduceOp::kMax, false>(dst, srcs, n, count, 1, 1);
     case ReduceOp::kProduct:
       return reduceTyped<U, ReduceOp::kProduct, false>(dst, srcs, n, count, 1, 1);
-    default: return reduceTyped<U, ReduceOp::kSum, false>(dst, srcs, n, count, 1, 1);
+    case ReduceOp::kBand: return reduceTyped<U, ReduceOp::kBand, false>(dst, srcs, n, count, 1, 1);
+    case ReduceOp::kBor: return reduceTyped<U, ReduceOp::kBor, false>(dst, srcs, n, count, 1, 1);
+    case ReduceOp::kBxor: return reduceTyped<U, ReduceOp::kBxor, false>(dst, srcs, n, count, 1, 1);
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum:
+      contractViolation("integer kernel op", int(op));
   }
 }
 
-// Entry point for this instruction set. op is already kSum/kMin/kMax/kProduct.
+// Entry point for this instruction set. op is already element-wise (dispatch.cc).
 static void reduceAll(void* dst, const void* const* srcs, int n, size_t count, DataType dtype,
                       ReduceOp op, double pre, double post) {
   switch (dtype) {

@@ -14,6 +14,8 @@
 // - float16/bfloat16 accumulate in float; float32 scales by float(factor); float64 by factor.
 // - Integers scale through double, truncate toward zero and saturate at the type's limits
 //   (NaN -> 0): the contract says "truncate", saturation makes out-of-range defined.
+// - Band/Bor/Bxor act on the bits of integer and bool elements; floats are refused before any
+//   kernel runs (engine/validate.cc), so no float instantiation of them exists.
 // Functions are templates over T so the CPU kernels can pass GCC vector types too.
 
 namespace lightcc::kernels {
@@ -40,24 +42,22 @@ template <> struct WrapType<int64_t> { using type = uint64_t; };
 template <ReduceOp Op, class T>
 static inline LIGHTCC_HD T combineAs(T a, T b) {
   using W = typename WrapType<T>::type;
+  static_assert(Op != ReduceOp::kAdasum, "Adasum is not element-wise (algorithms/adasum.h)");
   if constexpr (Op == ReduceOp::kMin) {
     return minOf(a, b);
   } else if constexpr (Op == ReduceOp::kMax) {
     return maxOf(a, b);
   } else if constexpr (Op == ReduceOp::kProduct) {
     return T(W(a) * W(b));
-  } else {  // kSum, and kAverage which reduces as kSum
-    return T(W(a) + W(b));
-  }
-}
-
-template <class T>
-static inline LIGHTCC_HD T combine(T a, T b, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kMin: return combineAs<ReduceOp::kMin>(a, b);
-    case ReduceOp::kMax: return combineAs<ReduceOp::kMax>(a, b);
-    case ReduceOp::kProduct: return combineAs<ReduceOp::kProduct>(a, b);
-    default: return combineAs<ReduceOp::kSum>(a, b);
+  } else if constexpr (Op == ReduceOp::kBand) {
+    return a & b;  // integer (and bool-as-uint8) lanes only: the dispatchers refuse floats
+  } else if constexpr (Op == ReduceOp::kBor) {
+    return a | b;
+  } else if constexpr (Op == ReduceOp::kBxor) {
+    return a ^ b;
+  } else {
+    static_assert(Op == ReduceOp::kSum || Op == ReduceOp::kAverage, "combineAs: a ReduceOp without arithmetic");
+    return T(W(a) + W(b));  // kAverage reduces as kSum (the caller folds 1/size into postscale)
   }
 }
 

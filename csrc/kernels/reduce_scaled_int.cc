@@ -22,14 +22,23 @@ template <class T>
 void reduceScaledOp(void* dst, const void* const* srcs, int n, size_t count, ReduceOp op,
                     double pre, double post) {
   switch (op) {
+    case ReduceOp::kSum:
+      return reduceScaledTyped<T, ReduceOp::kSum>(dst, srcs, n, count, pre, post);
     case ReduceOp::kMin:
       return reduceScaledTyped<T, ReduceOp::kMin>(dst, srcs, n, count, pre, post);
     case ReduceOp::kMax:
       return reduceScaledTyped<T, ReduceOp::kMax>(dst, srcs, n, count, pre, post);
     case ReduceOp::kProduct:
       return reduceScaledTyped<T, ReduceOp::kProduct>(dst, srcs, n, count, pre, post);
-    default:
-      return reduceScaledTyped<T, ReduceOp::kSum>(dst, srcs, n, count, pre, post);
+    case ReduceOp::kBand:
+      return reduceScaledTyped<T, ReduceOp::kBand>(dst, srcs, n, count, pre, post);
+    case ReduceOp::kBor:
+      return reduceScaledTyped<T, ReduceOp::kBor>(dst, srcs, n, count, pre, post);
+    case ReduceOp::kBxor:
+      return reduceScaledTyped<T, ReduceOp::kBxor>(dst, srcs, n, count, pre, post);
+    case ReduceOp::kAverage:  // dispatch.cc turned it into kSum
+    case ReduceOp::kAdasum:
+      contractViolation("scaled integer op", int(op));
   }
 }
 
@@ -46,7 +55,11 @@ void reduceScaledInt(void* dst, const void* const* srcs, int n, size_t count, Da
     case DataType::kInt16: return reduceScaledOp<int16_t>(dst, srcs, n, count, op, pre, post);
     case DataType::kInt32: return reduceScaledOp<int32_t>(dst, srcs, n, count, op, pre, post);
     case DataType::kInt64: return reduceScaledOp<int64_t>(dst, srcs, n, count, op, pre, post);
-    default: return;  // floating types never come here (see dispatch.cc)
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+      contractViolation("scaled integer kernel dtype", int(dtype));  // dispatch.cc sends floats elsewhere
   }
 }
 

@@ -13,8 +13,8 @@ namespace lightcc::kernels {
 
 enum class SimdLevel : int { kGeneric = 0, kAvx2 = 1, kAvx512 = 2 };
 
-// One instruction set's reduceN, with op already normalised to kSum/kMin/kMax/kProduct and,
-// for integer dtypes, pre == post == 1 (scaled integers take reduceScaledInt).
+// One instruction set's reduceN, with op already normalised to kSum/kMin/kMax/kProduct (or, for
+// integer dtypes, a bitwise op) and, for integer dtypes, pre == post == 1 (scaled integers take reduceScaledInt).
 using ReduceFn = void (*)(void* dst, const void* const* srcs, int n, size_t count,
                           DataType dtype, ReduceOp op, double prescale, double postscale);
 
@@ -31,6 +31,13 @@ void reduceScaledInt(void* dst, const void* const* srcs, int n, size_t count, Da
                      ReduceOp op, double prescale, double postscale);
 
 const char* simdLevelName(SimdLevel level);
+
+// Prints "lightcc: internal error: a kernel was called with <what> <value>" and aborts: reduceN
+// and the top-k kernel tables return nothing, so a caller breaking their contract (Adasum, a
+// bitwise op on floats, a dtype the caller should have refused, n < 1) is a bug in lightcc that
+// would otherwise produce garbage silently. The kernels call it for the enum cases their
+// dispatchers have already refused.
+[[noreturn]] void contractViolation(const char* what, int value);
 
 // True when this build contains the level and this CPU can run it.
 bool simdLevelSupported(SimdLevel level);

@@ -12,10 +12,13 @@ const TopkIsaKernels* topkKernelsAt(SimdLevel level) {
 #if defined(__x86_64__)
     case SimdLevel::kAvx512: return &topkKernelsAvx512();
     case SimdLevel::kAvx2: return &topkKernelsAvx2();
+#else
+    case SimdLevel::kAvx512:
+    case SimdLevel::kAvx2: return nullptr;  // not built off x86-64 (simdLevelSupported said so)
 #endif
     case SimdLevel::kGeneric: return &topkKernelsGeneric();
-    default: return nullptr;
   }
+  return nullptr;
 }
 
 const TopkIsaKernels& topkKernels() {

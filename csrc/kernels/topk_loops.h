@@ -120,9 +120,19 @@ static size_t filter(const void* values, DataType dtype, size_t count, uint32_t 
       return filterTyped(static_cast<const Half*>(values), count, lo, hi, cap, idx, raw);
     case DataType::kBFloat16:
       return filterTyped(static_cast<const BFloat16*>(values), count, lo, hi, cap, idx, raw);
-    default:
+    case DataType::kFloat32:
       return filterTyped(static_cast<const float*>(values), count, lo, hi, cap, idx, raw);
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      break;
   }
+  contractViolation("top-k filter dtype", int(dtype));
 }
 
 static void residual(float* r, const void* g, DataType dtype, size_t count, float scale) {
@@ -131,7 +141,16 @@ static void residual(float* r, const void* g, DataType dtype, size_t count, floa
       return residualTyped(r, static_cast<const Half*>(g), count, scale);
     case DataType::kBFloat16:
       return residualTyped(r, static_cast<const BFloat16*>(g), count, scale);
-    default: return residualTyped(r, static_cast<const float*>(g), count, scale);
+    case DataType::kFloat32: return residualTyped(r, static_cast<const float*>(g), count, scale);
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      contractViolation("top-k residual dtype", int(dtype));
   }
 }
 
@@ -141,7 +160,16 @@ static void momentum(float* u, float* v, const void* g, DataType dtype, size_t c
       return momentumTyped(u, v, static_cast<const Half*>(g), count, m);
     case DataType::kBFloat16:
       return momentumTyped(u, v, static_cast<const BFloat16*>(g), count, m);
-    default: return momentumTyped(u, v, static_cast<const float*>(g), count, m);
+    case DataType::kFloat32: return momentumTyped(u, v, static_cast<const float*>(g), count, m);
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      contractViolation("top-k momentum dtype", int(dtype));
   }
 }
 

@@ -16,8 +16,17 @@ Status withWire(DataType dtype, F f) {
     case DataType::kFloat32: f(float{}); return Status::OK();
     case DataType::kFloat16: f(Half{}); return Status::OK();
     case DataType::kBFloat16: f(BFloat16{}); return Status::OK();
-    default: return Status::InvalidArgument(std::string("top-k pairs cannot carry ") + dtypeName(dtype));
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      break;
   }
+  return Status::InvalidArgument(std::string("top-k pairs cannot carry ") + dtypeName(dtype));
 }
 
 }  // namespace

@@ -56,8 +56,18 @@ KthKey kthLargestKeyOf(const void* values, DataType dtype, size_t n, size_t k, u
   switch (dtype) {
     case DataType::kFloat16: return kthLargestTyped<Half>(values, n, k, hist);
     case DataType::kBFloat16: return kthLargestTyped<BFloat16>(values, n, k, hist);
-    default: return kthLargestTyped<float>(values, n, k, hist);
+    case DataType::kFloat32: return kthLargestTyped<float>(values, n, k, hist);
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      break;
   }
+  contractViolation("top-k selection dtype", int(dtype));
 }
 
 }  // namespace lightcc::kernels

@@ -112,7 +112,18 @@ Status scatterAddRanksAny(float* dst, size_t count, const uint32_t* const* indic
     case DataType::kBFloat16:
       scatterAddTyped<BFloat16>(dst, indices, values, nranks, k, ascending);
       break;
-    default: scatterAddTyped<float>(dst, indices, values, nranks, k, ascending);
+    case DataType::kFloat32:
+      scatterAddTyped<float>(dst, indices, values, nranks, k, ascending);
+      break;
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      return unsupported("top-k scatter-add", dtype);  // refused above (floatingInput)
   }
   return Status::OK();
 }
@@ -161,7 +172,15 @@ Status dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_
     case DataType::kFloat32: dgcTyped<float>(u, v, grad, count, scale, momentum, nesterov); break;
     case DataType::kFloat16: dgcTyped<Half>(u, v, grad, count, scale, momentum, nesterov); break;
     case DataType::kBFloat16: dgcTyped<BFloat16>(u, v, grad, count, scale, momentum, nesterov); break;
-    default: return unsupported("top-k momentum correction", dtype);
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kBool:
+      return unsupported("top-k momentum correction", dtype);
   }
   return Status::OK();
 }

@@ -25,7 +25,12 @@ bool Worker::progressRecv(Flow& f) {
       case FlowState::kHeader: step = readHeader(f); break;
       case FlowState::kParked: step = lookupRecv(f); break;
       case FlowState::kPayload: step = readPayload(f); break;
-      default: return progressed;
+      case FlowState::kIdle:
+      case FlowState::kSending:
+      case FlowState::kUringBusy:
+      case FlowState::kEof:
+      case FlowState::kBroken:
+        return progressed;  // not a receiving state: nothing to read
     }
     if (!step) break;
     progressed = true;

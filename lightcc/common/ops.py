@@ -28,6 +28,10 @@ Adasum = _spec.reduce_op("Adasum")
 Min = _spec.reduce_op("Min")
 Max = _spec.reduce_op("Max")
 Product = _spec.reduce_op("Product")
+# Bitwise, for integer and bool tensors only (torch.distributed's BAND/BOR/BXOR).
+Band = _spec.reduce_op("Band")
+Bor = _spec.reduce_op("Bor")
+Bxor = _spec.reduce_op("Bxor")
 
 _OP_NAMES = _spec.REDUCE_OP_NAMES
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "engine/op_traits.h"
 #include "kernels/half.h"
 #include "kernels/reduce.h"
 #include "kernels/reduce_ops.h"
@@ -277,6 +278,9 @@ void reduceInt(const std::vector<const void*>& srcs, size_t count, ReduceOp op, 
       else if (op == ReduceOp::kMin) acc = x < acc ? x : acc;
       else if (op == ReduceOp::kMax) acc = x > acc ? x : acc;
       else if (op == ReduceOp::kProduct) acc = T(uint64_t(U(acc)) * uint64_t(U(x)));
+      else if (op == ReduceOp::kBand) acc = T(U(acc) & U(x));
+      else if (op == ReduceOp::kBor) acc = T(U(acc) | U(x));
+      else if (op == ReduceOp::kBxor) acc = T(U(acc) ^ U(x));
       else acc = T(uint64_t(U(acc)) + uint64_t(U(x)));
     }
     if (post != 1.0) acc = saturate<T>(double(acc) * post);
@@ -338,7 +342,10 @@ const DataType kTypes[] = {DataType::kUInt8,    DataType::kInt8,    DataType::kI
                            DataType::kFloat32,  DataType::kFloat64, DataType::kBool,
                            DataType::kInt16,    DataType::kUInt16};
 const ReduceOp kOps[] = {ReduceOp::kAverage, ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
-                         ReduceOp::kProduct};
+                         ReduceOp::kProduct, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+
+// The ops defined on dtype t: the bitwise ones only on integers and bool.
+bool opApplies(DataType t, ReduceOp op) { return !(lightcc::isBitwiseOp(op) && isFloatType(t)); }
 const size_t kLengths[] = {0, 1, 7, 33, 1000003};
 const int kNs[] = {1, 2, 3, 4, 5, 8};
 constexpr size_t kGuard = 16;  // bytes after dst that must stay untouched
@@ -430,6 +437,7 @@ void testMatrix(Tally& tally, const std::vector<Runner>& rs, ref::Rng& rng) {
       for (size_t count : kLengths) {
         Case c(t, n, count, rng);
         for (ReduceOp op : kOps) {
+          if (!opApplies(t, op)) continue;
           std::vector<unsigned char> want = ref::reduce(t, c.srcs, count, op, 1.0, 1.0);
           for (const Runner& r : rs) runAndCompare(tally, r, c, n, op, 1.0, 1.0, want);
           if (n == 1 && op != ReduceOp::kAverage) break;  // n == 1 ignores the op: one is enough
@@ -445,7 +453,8 @@ void testScaled(Tally& tally, const std::vector<Runner>& rs, ref::Rng& rng) {
     for (int n : {1, 2, 5}) {
       for (size_t count : {size_t(33), size_t(100003)}) {
         Case c(t, n, count, rng);
-        for (ReduceOp op : {ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kProduct}) {
+        for (ReduceOp op : {ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kProduct, ReduceOp::kBxor}) {
+          if (!opApplies(t, op)) continue;
           for (const auto& s : kScales) {
             std::vector<unsigned char> want = ref::reduce(t, c.srcs, count, op, s[0], s[1]);
             for (const Runner& r : rs) runAndCompare(tally, r, c, n, op, s[0], s[1], want);
@@ -461,7 +470,8 @@ void testAliasing(Tally& tally, const std::vector<Runner>& rs, ref::Rng& rng) {
   for (DataType t : kTypes) {
     for (int n : {2, 3, 4, 5, 8}) {
       for (size_t count : {size_t(33), size_t(100003)}) {
-        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kBand}) {
+          if (!opApplies(t, op)) continue;
           for (int k : {0, n - 1}) {
             Case c(t, n, count, rng);
             double post = isFloatType(t) ? 0.5 : 1.0;
@@ -569,7 +579,19 @@ void elementReduceAs(void* dst, const std::vector<const void*>& srcs, size_t cou
     case ReduceOp::kMax: return elementLoop<T, ReduceOp::kMax>(dst, srcs, count, pre, post);
     case ReduceOp::kProduct:
       return elementLoop<T, ReduceOp::kProduct>(dst, srcs, count, pre, post);
-    default: return elementLoop<T, ReduceOp::kSum>(dst, srcs, count, pre, post);
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      if constexpr (std::is_integral_v<T>) {
+        if (op == ReduceOp::kBand) return elementLoop<T, ReduceOp::kBand>(dst, srcs, count, pre, post);
+        if (op == ReduceOp::kBor) return elementLoop<T, ReduceOp::kBor>(dst, srcs, count, pre, post);
+        return elementLoop<T, ReduceOp::kBxor>(dst, srcs, count, pre, post);
+      }
+      return;  // not called for floats (opApplies)
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum:  // not called
+      return elementLoop<T, ReduceOp::kSum>(dst, srcs, count, pre, post);
   }
 }
 
@@ -595,7 +617,9 @@ void testDeviceElement(Tally& tally, ref::Rng& rng) {
   for (DataType t : kTypes) {
     for (int n : {1, 2, 3, 5}) {
       Case c(t, n, 1001, rng);
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct,
+                          ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor}) {
+        if (!opApplies(t, op)) continue;
         for (const auto& sc : kScales) {
           std::vector<unsigned char> want = ref::reduce(t, c.srcs, c.count, op, sc[0], sc[1]);
           std::vector<unsigned char> got(c.count * c.size);
@@ -645,6 +669,57 @@ void testNames(Tally& tally) {
   tally.check(std::strcmp(lightcc::reduceOpName(ReduceOp::kAdasum), "Adasum") == 0, "reduceOpName");
   tally.check(std::strcmp(lightcc::reduceOpName(ReduceOp::kProduct), "Product") == 0,
               "reduceOpName");
+  tally.check(std::strcmp(lightcc::reduceOpName(ReduceOp::kBand), "Band") == 0 &&
+                  std::strcmp(lightcc::reduceOpName(ReduceOp::kBor), "Bor") == 0 &&
+                  std::strcmp(lightcc::reduceOpName(ReduceOp::kBxor), "Bxor") == 0,
+              "reduceOpName bitwise");
+}
+
+// The named counts and validity functions that replaced the magic bounds: every code below the
+// count names a value, the first one past it (what a newer peer or a bad caller sends) does not.
+void testValidity(Tally& tally) {
+  tally.check(lightcc::kNumReduceOps == 9 && lightcc::isValidReduceOp(int(ReduceOp::kBxor)) &&
+                  !lightcc::isValidReduceOp(lightcc::kNumReduceOps) && !lightcc::isValidReduceOp(-1) &&
+                  !lightcc::isValidReduceOp(255),
+              "isValidReduceOp: 0..8 only");
+  tally.check(lightcc::isValidDataType(int(DataType::kUInt16)) &&
+                  !lightcc::isValidDataType(lightcc::kNumDataTypes) && !lightcc::isValidDataType(-1),
+              "isValidDataType: 0..10 only");
+  int bitwise = 0;
+  for (int code = 0; code < lightcc::kNumReduceOps; ++code) bitwise += lightcc::isBitwiseOp(ReduceOp(code));
+  tally.check(bitwise == 3 && lightcc::isBitwiseOp(ReduceOp::kBxor) && !lightcc::isBitwiseOp(ReduceOp::kProduct),
+              "isBitwiseOp: Band, Bor, Bxor");
+  static_assert(lightcc::kEveryReduceOp == (1u << lightcc::kNumReduceOps) - 1, "kEveryReduceOp lists every op");
+  bool taken = true;
+  for (ReduceOp op : {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor}) {
+    taken &= lightcc::supportsReduceOp(lightcc::OpType::kAllreduce, op) &&
+             lightcc::supportsReduceOp(lightcc::OpType::kReducescatter, op);
+  }
+  tally.check(taken, "allreduce and reducescatter take Band, Bor, Bxor");
+}
+
+// Bitwise ops on known bit patterns, every level, signed types included (bits, not values).
+void testBitwiseValues(Tally& tally, const std::vector<Runner>& rs) {
+  const int8_t a[] = {-1, 0x55, -128, 0x0f, 0};
+  const int8_t b[] = {0x3c, 0x0f, -1, -16, 0};
+  const int8_t c[] = {0x70, -1, 0x01, 0x33, 0};
+  const void* srcs[] = {a, b, c};
+  for (const Runner& r : rs) {
+    int8_t out[5];
+    r(out, srcs, 3, 5, DataType::kInt8, ReduceOp::kBand, 1.0, 1.0);
+    bool ok = out[0] == 0x30 && out[1] == 0x05 && out[2] == 0 && out[3] == 0x00 && out[4] == 0;
+    r(out, srcs, 3, 5, DataType::kInt8, ReduceOp::kBor, 1.0, 1.0);
+    ok &= out[0] == -1 && out[1] == -1 && out[2] == -1 && out[3] == -1 && out[4] == 0;
+    r(out, srcs, 3, 5, DataType::kInt8, ReduceOp::kBxor, 1.0, 1.0);
+    ok &= out[0] == int8_t(~0x3c ^ 0x70) && out[1] == int8_t(0x55 ^ 0x0f ^ -1) && out[2] == int8_t(-128 ^ -1 ^ 1) &&
+          out[3] == int8_t(0x0f ^ -16 ^ 0x33) && out[4] == 0;
+    tally.check(ok, r.name + " int8 Band/Bor/Bxor on known bits");
+    const uint8_t t[] = {1, 1, 0, 0}, u[] = {1, 0, 1, 0};
+    const void* bools[] = {t, u};
+    uint8_t o[4];
+    r(o, bools, 2, 4, DataType::kBool, ReduceOp::kBxor, 1.0, 1.0);
+    tally.check(o[0] == 0 && o[1] == 1 && o[2] == 1 && o[3] == 0, r.name + " bool Bxor");
+  }
 }
 
 }  // namespace
@@ -659,6 +734,8 @@ int main() {
 
   ref::testHalfConversions([&](bool ok, const std::string& what) { tally.check(ok, what); }, rng);
   testNames(tally);
+  testValidity(tally);
+  testBitwiseValues(tally, rs);
   testDivideIntegers(tally);
   testDeviceElement(tally, rng);
   testNanPropagation(tally, rs);

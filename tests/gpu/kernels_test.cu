@@ -89,7 +89,8 @@ void reduceCase(const Env& env, Group& g, DataType dtype, size_t count, ReduceOp
 
 void testReduce(const Env& env, Totals& t) {
   Group g("reduceN");
-  std::vector<ReduceOp> ops = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+  std::vector<ReduceOp> ops = {ReduceOp::kSum, ReduceOp::kMin,  ReduceOp::kMax, ReduceOp::kProduct,
+                               ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
   std::vector<Scales> scales = {{-1.75, 0.1}};  // the last one is also used in place
   std::vector<int> sourceCounts = {1, 2, 4};
   if (!env.quick) {
@@ -108,6 +109,7 @@ void testReduce(const Env& env, Totals& t) {
       }
       DeviceBuffer dst(env, count * dtypeSize(dtype));
       for (ReduceOp op : ops) {
+        if (isBitwiseOp(op) && isFloatType(dtype)) continue;  // refused, below
         for (int n : sourceCounts) {
           for (const Scales& sc : scales) {
             reduceCase(env, g, dtype, count, op, n, sc, -1, host, dev, dst);
@@ -151,6 +153,9 @@ void testReduce(const Env& env, Totals& t) {
                               env.stream), "Adasum");
   refused(env.reduce->reduceN(one.get(), srcs, 2, 4, DataType(42), ReduceOp::kSum, 1, 1,
                               env.stream), "dtype 42");
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64}) {
+    refused(env.reduce->reduceN(one.get(), srcs, 2, 4, dtype, ReduceOp::kBxor, 1, 1, env.stream), "Bxor on floats");
+  }
   g.end(t.checks, t.failed);
 }
 

@@ -59,9 +59,8 @@ Status refusal(const std::string& rank_prefix, const std::string& server, FrameR
     case RefuseReason::kBadVersion:
       why = "protocol version mismatch: " + detail + " (run the same lightcc on every rank)";
       break;
-    default:
-      why = refuseReasonName(reason) + ": " + detail;
   }
+  if (why.empty()) why = refuseReasonName(reason) + ": " + detail;  // a code from a newer server
   return Status::PeerFailure(rank_prefix + "rendezvous server at " + server +
                              " refused this process: " + why);
 }
