@@ -129,7 +129,8 @@ def dead(c: Checker) -> None:
     r = hvd.rank()
     hvd.allreduce(np.ones(1), name="warmup")
     if r == 2:
-        os._exit(3)  # a member dies before it adds the set
+        time.sleep(0.3)  # rank 0's add is on its way
+        os._exit(3)  # a member dies instead of adding the set
     t = time.monotonic()
     try:
         if r == 0:
