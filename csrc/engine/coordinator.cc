@@ -6,6 +6,7 @@
 
 #include "common/logging.h"
 #include "engine/op_traits.h"
+#include "engine/process_sets.h"
 
 namespace lightcc {
 namespace {
@@ -69,14 +70,53 @@ std::string disagreement(const std::string& name, const std::string& what, const
   return "";
 }
 
+std::string ranksText(const std::vector<int>& ranks) {
+  return shapeText(std::vector<int64_t>(ranks.begin(), ranks.end()));
+}
+
+const Request* firstSubmitted(const std::vector<std::optional<Request>>& by_member) {
+  for (const auto& q : by_member) {
+    if (q) return &*q;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+const std::vector<int>* Coordinator::membersOf(const Key& key, const Pending& p) const {
+  return key.first == kMembersOnlySetId ? &p.own_members : members_(key.first);
+}
+
+std::string Coordinator::membersOnlyRanks(const Request& req, const Pending* p, std::vector<int>* ranks) const {
+  const std::string what = "process set change '" + req.name + "'";
+  if (!req.error.empty()) return "rank " + std::to_string(req.rank) + " rejected " + what + ": " + req.error;
+  if (req.op == OpType::kAddProcessSet) {
+    ranks->assign(req.aux.begin(), req.aux.end());
+  } else {
+    // validate.cc let only a single id through; its members are the registry's.
+    const int32_t id = static_cast<int32_t>(req.aux.at(0));
+    const std::vector<int>* set = members_(id);
+    if (set == nullptr) return what + ": process set " + std::to_string(id) + " does not exist";
+    *ranks = *set;
+  }
+  if (std::find(ranks->begin(), ranks->end(), req.rank) == ranks->end()) {
+    return what + ": rank " + std::to_string(req.rank) + " is not among its members " + ranksText(*ranks);
+  }
+  const Request* first = p ? firstSubmitted(p->by_member) : nullptr;
+  if (first != nullptr && (first->op != req.op || first->aux != req.aux)) {
+    return "Mismatched process-set arguments for " + what + ": rank " + std::to_string(first->rank) + " called " +
+           opTraits(first->op).label + " with " + shapeText(first->aux) + " but rank " +
+           std::to_string(req.rank) + " called " + opTraits(req.op).label + " with " + shapeText(req.aux);
+  }
+  return "";
+}
 
 bool Coordinator::isJoined(int rank) const {
   return std::find(joined_.begin(), joined_.end(), rank) != joined_.end();
 }
 
 bool Coordinator::complete(const Key& key, const Pending& p) const {
-  const std::vector<int>* members = members_(key.first);
+  const std::vector<int>* members = membersOf(key, p);
   if (members == nullptr) return true;  // build() reports the unknown set
   for (size_t m = 0; m < members->size(); ++m) {
     if (!p.by_member[m] && !isJoined((*members)[m])) return false;
@@ -88,29 +128,25 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
   Response r;
   r.process_set_id = key.first;
   r.names = {key.second};
-  const std::vector<int>* members = members_(key.first);
+  const std::vector<int>* members = membersOf(key, p);
   if (members == nullptr) {
     r.error = "process set " + std::to_string(key.first) + " does not exist (tensor '" + key.second + "')";
     return r;
   }
-  const Request* first = nullptr;
-  for (const auto& q : p.by_member) {
-    if (q) {
-      first = &*q;
-      break;
-    }
-  }
+  const Request* first = firstSubmitted(p.by_member);
   if (first == nullptr) {  // every member joined: nothing to run, but someone asked
     r.error = "tensor '" + key.second + "' was submitted only by ranks that have since joined";
     return r;
   }
+  // Dispatch routes even an error by its op (a process-set change completes under the set it
+  // was submitted on), so every response names it.
+  r.op = first->op;
   for (const auto& q : p.by_member) {
     if (q && !q->error.empty()) {
       r.error = "rank " + std::to_string(q->rank) + " rejected tensor '" + key.second + "': " + q->error;
       return r;
     }
   }
-  r.op = first->op;
   r.dtype = first->dtype;
   r.reduce_op = first->reduce_op;
   r.root = first->root;
@@ -160,15 +196,32 @@ void Coordinator::add(const Request& req, Clock::time_point now, std::vector<Res
     return;
   }
   Key key{req.process_set_id, req.name};
-  const std::vector<int>* members = members_(req.process_set_id);
   auto it = table_.find(key);
+  std::vector<int> own;
+  if (req.process_set_id == kMembersOnlySetId) {
+    const std::string why = membersOnlyRanks(req, it == table_.end() ? nullptr : &it->second, &own);
+    if (!why.empty()) {
+      // Everyone who submitted it so far gets the error; a member still to come starts afresh.
+      Response r;
+      r.op = req.op;
+      r.process_set_id = key.first;
+      r.names = {key.second};
+      r.error = why;
+      out->push_back(std::move(r));
+      if (it != table_.end()) table_.erase(it);
+      return;
+    }
+  }
   if (it == table_.end()) {
     Pending p;
+    p.own_members = std::move(own);
+    const std::vector<int>* members = membersOf(key, p);
     p.by_member.resize(members ? members->size() : 1);
     p.first_seen = now;
     it = table_.emplace(key, std::move(p)).first;
     arrival_.push_back(key);
   }
+  const std::vector<int>* members = membersOf(key, it->second);
   size_t idx = 0;
   if (members != nullptr) {
     auto pos = std::find(members->begin(), members->end(), req.rank);
@@ -205,18 +258,19 @@ void Coordinator::checkStalls(Clock::time_point now, double warn_s, double fail_
     if (it == table_.end()) continue;
     Pending& p = it->second;
     double age = std::chrono::duration<double>(now - p.first_seen).count();
-    const std::vector<int>* members = members_(key.first);
+    const std::vector<int>* members = membersOf(key, p);
     std::vector<int> absent;
     for (size_t m = 0; members && m < members->size(); ++m) {
       if (!p.by_member[m] && !isJoined((*members)[m])) absent.push_back((*members)[m]);
     }
     if (fail_s > 0 && age > fail_s) {
       Response r;
+      if (const Request* first = firstSubmitted(p.by_member)) r.op = first->op;
       r.process_set_id = key.first;
       r.names = {key.second};
       std::ostringstream os;
       os << "tensor '" << key.second << "' stalled for " << static_cast<int>(age)
-         << " s (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS): ranks " << shapeText(std::vector<int64_t>(absent.begin(), absent.end()))
+         << " s (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS): ranks " << ranksText(absent)
          << " never submitted it";
       r.error = os.str();
       out->push_back(std::move(r));

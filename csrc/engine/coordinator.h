@@ -5,6 +5,13 @@
 // submitted). Ready tensors become Responses in the order they became ready, so the list every
 // rank receives is deterministic. Disagreement (op, dtype, shape, reduce op, root, scales)
 // becomes an error Response carrying a message that names the tensor and the ranks.
+//
+// Member-only process-set changes (process_sets.h, kMembersOnlySetId) are keyed by that id and
+// their name, and wait for their own ranks, not a registered set's: an add for the ranks in its
+// aux, a remove for the members of the set it removes. Those ranks are kept in the pending
+// entry, since the set of an add does not exist yet. A member whose aux differs from the first
+// one's fails the change at once for everyone who submitted it. The response, like every one,
+// goes to every rank, which applies it; only the submitters hold a handle to complete.
 #pragma once
 
 #include <chrono>
@@ -37,10 +44,17 @@ class Coordinator {
  private:
   struct Pending {
     std::vector<std::optional<Request>> by_member;
+    std::vector<int> own_members;  // a member-only change's ranks; empty for a registered set's
     Clock::time_point first_seen;
     bool warned = false;
   };
   using Key = std::pair<int32_t, std::string>;
+  // The ranks that must submit `key`: the pending entry's own, or its registered set's (null
+  // when that set is unknown).
+  const std::vector<int>* membersOf(const Key& key, const Pending& p) const;
+  // A member-only change (`p`: its pending entry, if any): "" with its ranks in *ranks, or the
+  // error that fails it at once.
+  std::string membersOnlyRanks(const Request& req, const Pending* p, std::vector<int>* ranks) const;
   bool complete(const Key& key, const Pending& p) const;
   Response build(const Key& key, const Pending& p) const;
   void sweep(std::vector<Response>* out);

@@ -3,6 +3,11 @@
 //
 // Fences — barrier, join, process-set add/remove — first wait for every stream to go idle, so
 // they see (and, for barrier, complete after) everything agreed before them.
+//
+// A process-set change is applied on every rank, whether it was submitted by all of them (on
+// set 0, Horovod's API) or only by the ranks concerned (on kMembersOnlySetId, process_sets.h):
+// every rank's table then gives the set the same id. Only the submitters hold a handle, found
+// under the set id the change was submitted on.
 #include "common/logging.h"
 #include "engine/driver.h"
 #include "engine/op_traits.h"
@@ -12,8 +17,9 @@ namespace lightcc {
 
 Status Driver::applyProcessSetChange(const Response& r) {
   const std::string& name = r.names.front();
+  const int32_t submitted_on = r.process_set_id;
   if (r.isError()) {
-    negotiator_->complete(0, name, Status::Mismatch(r.error));
+    negotiator_->complete(submitted_on, name, Status::Mismatch(r.error));
     return Status::OK();
   }
   HandleResult result;
@@ -21,8 +27,9 @@ Status Driver::applyProcessSetChange(const Response& r) {
     std::vector<int> ranks;
     const int32_t id = s_.sets.add(std::vector<int>(r.aux.begin(), r.aux.end()), shm::kMaxProcessSets, &ranks);
     if (id < 0) {
-      negotiator_->complete(0, name, Status::InvalidArgument("too many process sets created in this job (limit " +
-                                                             std::to_string(shm::kMaxProcessSets) + ")"));
+      const std::string limit = std::to_string(shm::kMaxProcessSets);
+      negotiator_->complete(submitted_on, name,
+                            Status::InvalidArgument("too many process sets created in this job (limit " + limit + ")"));
       return Status::OK();
     }
     mesh_->addSet(id, ranks);
@@ -35,7 +42,7 @@ Status Driver::applyProcessSetChange(const Response& r) {
     negotiator_->dropSet(id);
     result.value = 1;
   }
-  negotiator_->complete(0, name, Status::OK(), result);
+  negotiator_->complete(submitted_on, name, Status::OK(), result);
   return Status::OK();
 }
 

@@ -11,6 +11,11 @@
 //      anyone has uncached work, a mismatch or joined, run the coordinator round trip through
 //      rank 0 along the tree's slow-path edges (slow_path.cc), whose answer every rank then
 //      inserts into its cache in list order, so all caches stay identical without being sent.
+// Control ops (barrier, join, process-set changes) are never cached (isCacheable: data ops
+// only), so they always take step 3's coordinator round trip, which every rank joins as soon
+// as any rank has uncached work (the AND of word 0). A change only some ranks submit (a
+// member-only process set, process_sets.h) therefore reaches rank 0 from its submitters while
+// the others join the same cycles with nothing to send, and every rank gets its response.
 // Agreed tensors stay pending here until dispatch takes them (take()) or completes them
 // (complete()). Peers' first cycle messages are received into buffers posted at the end of the
 // previous cycle, so an idle engine notices a peer's cycle without a timer (incoming()).

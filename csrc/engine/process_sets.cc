@@ -42,6 +42,9 @@ void ProcessSets::remove(int32_t id) {
 }
 
 Status ProcessSets::checkMember(int32_t id, int rank) const {
+  // Whether this rank belongs among a member-only change's ranks is validate.cc's check (add)
+  // or the coordinator's (remove): neither is a registered set's membership.
+  if (id == kMembersOnlySetId) return Status::OK();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = sets_.find(id);
   if (it == sets_.end()) {
@@ -56,7 +59,7 @@ Status ProcessSets::checkMember(int32_t id, int rank) const {
 
 std::vector<int> ProcessSets::members(int32_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = sets_.find(id);
+  auto it = sets_.find(id == kMembersOnlySetId ? 0 : id);
   return it == sets_.end() ? std::vector<int>{} : it->second;
 }
 

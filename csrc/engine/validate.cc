@@ -6,6 +6,7 @@
 
 #include "algorithms/adasum.h"
 #include "engine/op_traits.h"
+#include "engine/process_sets.h"
 
 namespace lightcc {
 namespace {
@@ -77,6 +78,35 @@ Status checkSplits(const Request& r, const OpTraits& op, const ValidationContext
   return Status::OK();
 }
 
+// A member-only process-set change (process_sets.h): an add lists distinct ranks of the job,
+// this one among them; a remove names one set other than the global one. Whether this rank is
+// a member of the set it removes is the coordinator's check, which holds the registry.
+Status checkMembersOnlyChange(const Request& r, const ValidationContext& ctx) {
+  const std::string who = "rank " + std::to_string(ctx.rank) + ", process set change '" + r.name + "'";
+  if (r.op == OpType::kRemoveProcessSet) {
+    if (r.aux.size() == 1 && r.aux[0] > 0) return Status::OK();
+    return Status::InvalidArgument(who + ": a member-only remove names one process set id other than 0");
+  }
+  if (r.op != OpType::kAddProcessSet) {
+    return Status::InvalidArgument(who + ": process set " + std::to_string(kMembersOnlySetId) +
+                                   " takes only member-only process set changes, not " + opTraits(r.op).label);
+  }
+  const auto size = static_cast<int64_t>(ctx.members->size());
+  std::vector<int64_t> ranks = r.aux;
+  std::sort(ranks.begin(), ranks.end());
+  if (ranks.empty() || ranks.front() < 0 || ranks.back() >= size) {
+    return Status::InvalidArgument(who + ": member ranks must be given and lie in [0, " + std::to_string(size) + ")");
+  }
+  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
+    return Status::InvalidArgument(who + ": member ranks contain duplicates");
+  }
+  if (!std::binary_search(ranks.begin(), ranks.end(), int64_t{ctx.rank})) {
+    return Status::InvalidArgument(who + ": only the new set's members submit a member-only add, and this rank is "
+                                   "not among them");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status validateRequest(const Request& r, const ValidationContext& ctx) {
@@ -85,6 +115,10 @@ Status validateRequest(const Request& r, const ValidationContext& ctx) {
   LIGHTCC_RETURN_IF_ERROR(checkReduceOp(r, op, ctx));
   LIGHTCC_RETURN_IF_ERROR(checkRoot(r, op, ctx));
   LIGHTCC_RETURN_IF_ERROR(checkSplits(r, op, ctx));
+  // Member-only changes need no HOROVOD_DYNAMIC_PROCESS_SETS: that flag keeps Horovod's API
+  // as Horovod has it (add_process_set refused without it), while the engine itself needs
+  // nothing from it, and torch's new_group must work under any init.
+  if (r.process_set_id == kMembersOnlySetId) return checkMembersOnlyChange(r, ctx);
   if (r.op == OpType::kAddProcessSet && !ctx.dynamic_process_sets) {
     return Status::InvalidArgument(
         "add_process_set after init needs HOROVOD_DYNAMIC_PROCESS_SETS=1 (set it on every rank)");

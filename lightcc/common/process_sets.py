@@ -1,4 +1,11 @@
-"""Process sets: subsets of ranks that run their own collectives (Horovod's ProcessSet API)."""
+"""Process sets: subsets of ranks that run their own collectives (Horovod's ProcessSet API).
+
+Two ways to register one. Horovod's `add_process_set` / `remove_process_set` are collective:
+every rank calls them (and they need dynamic process sets). `add_process_set_of_members` /
+`remove_process_set_of_members` are called only by the set's members, as torch's `new_group`
+calls a backend only on the new group's ranks: the engine waits for those ranks alone, yet every
+rank's table gets the set under the same id (csrc/engine/process_sets.h, kMembersOnlySetId).
+"""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Union
@@ -80,6 +87,10 @@ class _GlobalProcessSet(ProcessSet):
 global_process_set: ProcessSet = _GlobalProcessSet()
 _registered: Dict[int, ProcessSet] = {}
 
+# The process_set_id a member-only change is submitted on: not a set, but the engine's mark that
+# only the ranks concerned submit it (csrc/engine/process_sets.h, kMembersOnlySetId).
+MEMBERS_ONLY_SET_ID = -1
+
 
 def _register(process_set: ProcessSet, set_id: int) -> None:
     process_set.process_set_id = set_id
@@ -133,3 +144,52 @@ def remove_process_set(process_set: ProcessSet) -> bool:
     _registered.pop(process_set.process_set_id, None)
     process_set.process_set_id = None
     return True
+
+
+def _member_ranks(ranks: Sequence[int]) -> List[int]:
+    members = sorted(int(r) for r in ranks)
+    size, me = core().size(), core().rank()
+    if not members or members[0] < 0 or members[-1] >= size:
+        raise ValueError(f"process set ranks {members} must be given and lie in [0, {size})")
+    if len(set(members)) != len(members):
+        raise ValueError(f"process set ranks contain duplicates: {members}")
+    if me not in members:
+        raise ValueError(f"rank {me} is not in {members}: only a member-only set's members call for it")
+    return members
+
+
+def add_process_set_of_members(ranks: Sequence[int], name: str) -> int:
+    """Register a process set of `ranks`, called by those ranks only; returns its id.
+
+    Unlike `add_process_set`, ranks outside the set call nothing and dynamic process sets need not
+    be on; the engine completes the call once every member has made it, and registers the set on
+    every rank under the returned id. `name` must be the same on all members and unique among
+    adds in flight at once (two sets may be made concurrently by different members under different
+    names); ranks may repeat an existing set's, which gives a second set. Members that disagree on
+    `ranks` all get an error naming them.
+    """
+    from lightcc.common import ops
+
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a member-only process set needs a non-empty name, got {name!r}")
+    members = _member_ranks(ranks)
+    return ops.run_simple(ops.ADD_PROCESS_SET, f"process_set.members.add.{name}", MEMBERS_ONLY_SET_ID, members)
+
+
+def remove_process_set_of_members(process_set_id: int) -> None:
+    """Unregister a process set made by `add_process_set_of_members`, called by its members only.
+
+    Completes once every member has called it; the set then leaves every rank's table, and any
+    of its tensors still pending fail.
+    """
+    from lightcc.common import ops
+
+    set_id = int(process_set_id)
+    ranks = _get_process_set_ids_and_ranks().get(set_id)
+    if set_id == 0 or ranks is None:
+        raise ValueError(f"process set {set_id} is not a registered set other than the global one")
+    _member_ranks(ranks)
+    ops.run_simple(ops.REMOVE_PROCESS_SET, f"process_set.members.remove.{set_id}", MEMBERS_ONLY_SET_ID, [set_id])
+    stale = _registered.pop(set_id, None)
+    if stale is not None:
+        stale.process_set_id = None

@@ -1,5 +1,6 @@
 // Tests negotiation's pure parts: the wire format, the tensor table, the response cache and the
-// coordinator (readiness, cross-rank validation, one rank's own rejection, join, stalls).
+// coordinator (readiness, cross-rank validation, one rank's own rejection, join, stalls, and
+// member-only process-set changes, which wait for their own ranks only).
 //
 // Pure (no sockets, well under a second). tests/single/test_cpp_units.py builds it with CMake
 // (-DLIGHTCC_BUILD_TESTS=ON) against lightcc_core and runs it.
@@ -11,6 +12,7 @@
 #include "check.h"
 #include "engine/coordinator.h"
 #include "engine/message.h"
+#include "engine/process_sets.h"
 #include "engine/response_cache.h"
 #include "engine/tensor_table.h"
 
@@ -224,6 +226,81 @@ void testCoordinator() {
   }
 }
 
+// A member-only add (aux: the new set's ranks) or remove (aux: the set's id) from `rank`.
+Request change(int rank, const std::string& name, std::vector<int64_t> aux, OpType op = OpType::kAddProcessSet) {
+  Request r = request(rank, name, {}, DataType::kFloat32, op);
+  r.process_set_id = kMembersOnlySetId;
+  r.aux = std::move(aux);
+  return r;
+}
+
+void testMembersOnlyChanges() {
+  {
+    CoordinatorFixture f;  // ranks 0 and 2 make a set; rank 1 never hears of it
+    f.add(change(0, "pair", {0, 2}));
+    check(f.out.empty(), "a member-only add waits for its other member");
+    f.add(change(2, "pair", {0, 2}));
+    check(f.out.size() == 1 && !f.out[0].isError() && f.out[0].op == OpType::kAddProcessSet &&
+              f.out[0].process_set_id == kMembersOnlySetId && f.out[0].aux == std::vector<int64_t>({0, 2}) &&
+              f.c.empty(),
+          "ready once its members (not every rank) submitted it, carrying the ranks");
+  }
+  {
+    CoordinatorFixture f;  // two sets at once, overlapping in rank 1, each done by its own members
+    f.add(change(1, "left", {0, 1}));
+    f.add(change(1, "right", {1, 2}));
+    f.add(change(2, "right", {1, 2}));
+    f.add(change(0, "left", {0, 1}));
+    check(f.out.size() == 2 && f.out[0].names[0] == "right" && f.out[1].names[0] == "left" &&
+              !f.out[0].isError() && !f.out[1].isError(),
+          "concurrent member-only adds complete in the order their members finished");
+  }
+  {
+    CoordinatorFixture f;  // members disagree on the ranks: both named, both lists shown
+    f.add(change(1, "m", {0, 1, 2}));
+    f.add(change(0, "m", {0, 1}));
+    check(f.out.size() == 1 && contains(f.out[0].error, "rank 1") && contains(f.out[0].error, "rank 0") &&
+              contains(f.out[0].error, "[0, 1, 2]") && contains(f.out[0].error, "[0, 1]") && f.c.empty(),
+          "a member mismatch fails the add at once: " + (f.out.empty() ? "" : f.out[0].error));
+  }
+  {
+    CoordinatorFixture f;  // a member's own rejection fails it at once, with the reason
+    Request bad = change(2, "r", {0, 2});
+    bad.error = "member ranks contain duplicates";
+    f.add(change(0, "r", {0, 2}));
+    f.add(bad);
+    check(f.out.size() == 1 && contains(f.out[0].error, "rank 2 rejected") && f.c.empty(),
+          "a rejected member-only add fails for its submitters");
+  }
+  {
+    CoordinatorFixture f;  // stall: only the absent member is named, not the ranks outside
+    f.add(change(0, "s", {0, 2}));
+    std::vector<Response> out;
+    f.c.checkStalls(Coordinator::Clock::now() + std::chrono::seconds(100), 10, 60, &out);
+    check(out.size() == 1 && contains(out[0].error, "ranks [2] never") && f.c.empty(),
+          "a stalled member-only add names its absent member only: " + (out.empty() ? "" : out[0].error));
+  }
+  {
+    CoordinatorFixture f;  // a joined member: the add cannot run, and says why
+    f.add(request(2, "join", {}, DataType::kFloat32, OpType::kJoin));
+    f.add(change(0, "j", {0, 2}));
+    check(f.out.size() == 1 && contains(f.out[0].error, "joined"), "a member-only add refuses a joined member");
+  }
+  {
+    CoordinatorFixture f;  // remove: the members of the set it removes (set 5 is ranks 0 and 2)
+    f.add(change(0, "rm5", {5}, OpType::kRemoveProcessSet));
+    check(f.out.empty(), "a member-only remove waits for the set's other member");
+    f.add(change(2, "rm5", {5}, OpType::kRemoveProcessSet));
+    check(f.out.size() == 1 && !f.out[0].isError() && f.out[0].aux == std::vector<int64_t>({5}),
+          "a member-only remove is ready once the set's members submitted it");
+    f.add(change(1, "rm5b", {5}, OpType::kRemoveProcessSet));
+    check(f.out.size() == 2 && contains(f.out[1].error, "rank 1 is not among its members [0, 2]"),
+          "a non-member cannot remove the set");
+    f.add(change(0, "rm7", {7}, OpType::kRemoveProcessSet));
+    check(f.out.size() == 3 && contains(f.out[2].error, "process set 7 does not exist"), "unknown set named");
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -232,5 +309,6 @@ int main() {
   testTensorTable();
   testResponseCache();
   testCoordinator();
+  testMembersOnlyChanges();
   return testing::summary();
 }

@@ -1,7 +1,8 @@
 // Tests Negotiator::negotiate with ranks as threads over in-memory links (fake_link.h), as gloo
 // tests its algorithms: the uncached slow path through rank 0's coordinator, the cached fast path,
 // mismatches (uncached and against the cache) and one rank's own rejection becoming the same
-// error on every rank, and the shutdown votes — at 2 to 8 thread-ranks spread over "hosts" of
+// error on every rank, a process set added by its members only while the other ranks submit
+// nothing, and the shutdown votes — at 2 to 8 thread-ranks spread over "hosts" of
 // several shapes (one host, a host per rank, uneven hosts, odd host counts), since the host
 // layout shapes the negotiation tree (negotiation_tree.h). The tree itself and BitExchange are
 // tested too: the AND is right, a single rank starting a cycle wakes every idle rank, and no rank
@@ -24,6 +25,7 @@
 #include "engine/bit_exchange.h"
 #include "engine/negotiation_tree.h"
 #include "engine/negotiator.h"
+#include "engine/process_sets.h"
 #include "fake_link.h"
 
 using namespace lightcc;
@@ -90,16 +92,33 @@ struct Rank {
   void submit(const std::string& name, std::vector<int64_t> shape, OpType op = OpType::kAllreduce,
               const std::string& rejected = "") {
     TensorEntry e;
-    e.request.rank = topo.rank;
     e.request.op = op;
     e.request.name = name;
     e.request.shape = std::move(shape);
     e.request.error = rejected;
+    push(std::move(e));
+  }
+
+  // A process set of `members` that only they submit (process_sets.h, kMembersOnlySetId).
+  void submitMembersOnlyAdd(const std::string& name, std::vector<int64_t> members) {
+    TensorEntry e;
+    e.request.op = OpType::kAddProcessSet;
+    e.request.name = name;
+    e.request.process_set_id = kMembersOnlySetId;
+    e.request.aux = std::move(members);
+    push(std::move(e));
+  }
+
+  void push(TensorEntry e) {
+    e.request.rank = topo.rank;
     e.handle = std::make_shared<Handle>();
+    handles.push_back(e.handle);
     std::vector<TensorEntry> entries;
     entries.push_back(std::move(e));
     if (!queue.push(std::move(entries), false).ok()) pushed_all = false;
   }
+
+  std::vector<std::shared_ptr<Handle>> handles;  // every submission's, in order
 
   // One cycle as the engine runs it: negotiate, take and complete every agreed tensor, finish.
   void cycle(const Negotiator::Votes& votes = {}) {
@@ -213,6 +232,32 @@ void testMismatches(int n) {
   const std::string who = "rank " + std::to_string(n - 1) + " rejected tensor 'rejected'";
   check(failedWith(seen[4], who) && contains(seen[4].errors[0], "splits do not sum to 4"),
         "one rank's own rejection fails the tensor on every rank, with its reason" + at);
+}
+
+// Ranks 0 and n-1 add a set in different cycles; the others submit nothing. Every rank joins
+// the same cycles and sees the same agreed add; the members' handles complete, nothing is left.
+void testMembersOnlyAdd(int n) {
+  const std::string at = " at " + std::to_string(n) + " ranks";
+  const int last = n - 1;
+  auto ranks = runRanks(n, [last](Rank& r) {
+    if (r.topo.rank == 0) r.submitMembersOnlyAdd("pair", {0, last});
+    r.cycle();
+    if (r.topo.rank == last) r.submitMembersOnlyAdd("pair", {0, last});
+    r.cycle();
+    r.cycle();
+  });
+  const auto seen = agreed(ranks, "member-only add" + at);
+  if (seen.size() != 3) return check(false, "member-only add" + at + ": three cycles ran");
+  check(seen[0].slow && seen[0].names.empty(), "one member's add goes to the coordinator and waits" + at);
+  check(seen[1].slow && seen[1].names == std::vector<std::string>{"pair"} && seen[1].errors[0].empty(),
+        "the second member's add completes it, agreed on every rank" + at);
+  check(!seen[2].slow && seen[2].names.empty(), "nothing is left to negotiate" + at);
+  bool done = true;
+  for (const auto& r : ranks) {
+    done = done && !r->negotiator->anyWork();
+    for (const auto& h : r->handles) done = done && h->done();
+  }
+  check(done, "the members' handles completed, no rank holds work" + at);
 }
 
 void testShutdownVotes(int n) {
@@ -365,6 +410,7 @@ int main() {
       if (n > 5 && hosts != shapesOf(n)[2]) continue;  // the full suite at 2-5, one shape above
       testFastAndSlowPaths(n);
       testMismatches(n);
+      testMembersOnlyAdd(n);
       testShutdownVotes(n);
     }
   }
