@@ -12,6 +12,14 @@ rendezvous through torch.distributed at the host of LIGHTCC_RENDEZVOUS_ADDR (set
 lightcc's DistributedOptimizer and one through DDP, iterations alternating in ABBA order so both
 see the same machine load (DDP's store then defaults to the rendezvous port + 1); it prints both
 rates and their ratio. Memory is twice the single mode's.
+
+--contenders picks any of: lightcc (the DistributedOptimizer), ddp-gloo, ddp-lightcc (DDP over
+torch.distributed's "lightcc" backend, on lightcc's engine) and bound (the same training with no
+communication at all: the compute bound). All run interleaved in the same processes, in rotating
+order, one model copy each:
+
+    lightccrun -np 2 python examples/pytorch/pytorch_synthetic_benchmark.py --model mlp25m \
+        --num-threads 1 --contenders bound,lightcc,ddp-gloo,ddp-lightcc
 """
 from __future__ import annotations
 
@@ -42,6 +50,8 @@ def parse_args() -> argparse.Namespace:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--ddp", action="store_true", help="run on torch DistributedDataParallel (gloo) instead")
     mode.add_argument("--compare-ddp", action="store_true", help="run lightcc and DDP interleaved, print the ratio")
+    mode.add_argument("--contenders", default="", help="comma-separated, interleaved: bound, lightcc, ddp-gloo, "
+                      "ddp-lightcc")
     p.add_argument("--ddp-port", type=int, default=0, help="torch.distributed store port for --ddp")
     p.add_argument("--num-threads", type=int, default=0, help="torch threads per rank (0: cores / local ranks)")
     p.add_argument("--json", default="", help="rank 0 writes its results to this file")
@@ -90,11 +100,13 @@ class DDP:
         host, _, rport = os.environ["LIGHTCC_RENDEZVOUS_ADDR"].rpartition(":")
         port = port or int(rport) + port_offset
         self.group = TorchGroup("gloo", host, port, self.rank, self.size)
+        self.process_group: Any = None  # the default group
 
     def wrap(self, model: torch.nn.Module, optimizer: Any, fp16: bool) -> Tuple[torch.nn.Module, Any]:
         from torch.nn.parallel import DistributedDataParallel
 
-        ddp = DistributedDataParallel(model)  # broadcasts rank 0's parameters
+        # broadcasts rank 0's parameters
+        ddp = DistributedDataParallel(model, process_group=self.process_group)
         if fp16:
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
@@ -108,6 +120,54 @@ class DDP:
 
     def close(self) -> None:
         self.group.close()
+
+
+class DDPOverLightcc(DDP):
+    """DDP over torch.distributed's "lightcc" backend: a group on lightcc's engine beside the gloo one."""
+
+    name = "ddp-lightcc"
+
+    def __init__(self, gloo: DDP) -> None:
+        import lightcc.torch  # noqa: F401  (registers the backend; the engine is the one Lightcc() started)
+
+        self.dist, self.rank, self.size, self.local_size = gloo.dist, gloo.rank, gloo.size, gloo.local_size
+        self.process_group = self.dist.new_group(backend="lightcc")
+
+    def close(self) -> None:
+        self.dist.destroy_process_group(self.process_group)
+
+
+class Bound(Lightcc):
+    """The compute bound: the same training with no communication (rates gathered through lightcc)."""
+
+    name = "bound"
+
+    def __init__(self, hvd_side: Lightcc) -> None:
+        self.hvd, self.rank, self.size, self.local_size = hvd_side.hvd, hvd_side.rank, hvd_side.size, hvd_side.local_size
+
+    def wrap(self, model: torch.nn.Module, optimizer: Any, fp16: bool) -> Tuple[torch.nn.Module, Any]:
+        return model, optimizer
+
+    def close(self) -> None:
+        pass
+
+
+def make_backends(args: argparse.Namespace) -> List[Any]:
+    """The contenders, in the order asked; lightcc's engine and the gloo group are shared."""
+    names = [n.strip() for n in args.contenders.split(",") if n.strip()]
+    if not names:
+        names = ["lightcc", "ddp-gloo"] if args.compare_ddp else ["ddp-gloo"] if args.ddp else ["lightcc"]
+    known = {"bound", "lightcc", "ddp-gloo", "ddp-lightcc"}
+    if set(names) - known or len(set(names)) != len(names):
+        raise SystemExit(f"--contenders takes distinct names among {', '.join(sorted(known))}; got {args.contenders}")
+    hvd_side = Lightcc() if {"lightcc", "bound", "ddp-lightcc"} & set(names) else None
+    gloo = DDP(args.ddp_port, port_offset=1 if hvd_side else 0) if {"ddp-gloo", "ddp-lightcc"} & set(names) else None
+    made = {"lightcc": hvd_side, "ddp-gloo": gloo}
+    if "bound" in names:
+        made["bound"] = Bound(hvd_side)
+    if "ddp-lightcc" in names:
+        made["ddp-lightcc"] = DDPOverLightcc(gloo)
+    return [made[n] for n in names]
 
 
 def mean_and_conf(values: List[float]) -> Tuple[float, float]:
@@ -157,17 +217,13 @@ class Contender:
 
 def main() -> None:
     args = parse_args()
-    if args.compare_ddp:
-        backends = [Lightcc()]
-        backends.append(DDP(args.ddp_port, port_offset=1))
-    else:
-        backends = [DDP(args.ddp_port) if args.ddp else Lightcc()]
+    backends = make_backends(args)
     first = backends[0]
     torch.set_num_threads(args.num_threads or max(1, (os.cpu_count() or 1) // first.local_size))
     spec = models.get(args.model)
     contenders = [Contender(b, spec, args) for b in backends]
-    unit = "img" if spec.kind == "image" else "tok"
-    per_batch = args.batch_size * (1 if spec.kind == "image" else spec.input_size)
+    unit = "tok" if spec.kind == "lm" else "img"
+    per_batch = args.batch_size * (spec.input_size if spec.kind == "lm" else 1)
     n_params = contenders[0].n_params
 
     def log(msg: str) -> None:
@@ -182,7 +238,10 @@ def main() -> None:
         timeit.timeit(c.step, number=args.num_warmup_batches)
     log("Running benchmark...")
     for i in range(args.num_iters):
-        for c in (contenders if i % 2 == 0 else contenders[::-1]):  # ABBA: a drifting load hits both alike
+        # ABBA for two, a rotation for more: a drifting load hits every contender alike.
+        order = (contenders if i % 2 == 0 else contenders[::-1]) if len(contenders) <= 2 else \
+            contenders[i % len(contenders):] + contenders[:i % len(contenders)]
+        for c in order:
             rate = c.timed(args.num_batches_per_iter, per_batch)
             log(f"Iter #{i}: {rate:.1f} {unit}/sec per rank ({c.backend.name})")
     results = [c.result(spec, args, unit) for c in contenders]
@@ -195,15 +254,22 @@ def main() -> None:
         log(f"| {r['backend']:<8} | {spec.name:<14} | {n_params / 1e6:10.2f} | {args.batch_size:10d} | "
             f"{r['ranks']:5d} | {r['per_rank_mean']:9.1f} +-{r['per_rank_conf']:6.1f} | {r['total']:14.1f} | "
             f"{r['cpu_seconds_per_batch']:11.2f} |")
-    if len(results) == 2:
+    if len(results) == 2 and not args.contenders:
         log(f"lightcc / DDP throughput ratio: {results[0]['total'] / results[1]['total']:.2f} "
             f"(1-minute load average {results[0]['load_average']:.1f})")
+    elif len(results) > 1:
+        bound = next((r for r in results if r["backend"] == "bound"), None)
+        for r in results:
+            share = f", {100 * r['total'] / bound['total']:.0f} % of the bound" if bound and r is not bound else ""
+            log(f"{r['backend']}: {r['total']:.1f} {unit}/sec in total{share}")
     else:
         log(f"Total {unit}/sec on {first.size} ranks: {results[0]['total']:.1f} "
             f"(1-minute load average {results[0]['load_average']:.1f})")
     if args.json and first.rank == 0:
         Path(args.json).write_text(json.dumps(results[0] if len(results) == 1 else results, indent=1))
-    for b in backends[::-1]:
+    # DDP over lightcc's group first, then gloo's (the default torch group), lightcc's engine last.
+    closing = {"ddp-lightcc": 0, "bound": 1, "ddp-gloo": 2, "lightcc": 3}
+    for b in sorted(backends, key=lambda b: closing[b.name]):
         b.close()
 
 

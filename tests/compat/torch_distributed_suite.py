@@ -1,6 +1,6 @@
 """Runs PyTorch's backend-generic suite from the installed torch wheel against one backend.
 
-    python -m tests.compat.torch_distributed_suite --backend lightcc [-k EXPR] [--list] [--junit FILE]
+    BACKEND=lightcc python -m tests.compat.torch_distributed_suite --backend lightcc [-k EXPR] [--test NAME] [--list]
 
 The suite is `DistributedTest._DistTestBase` in torch.testing._internal.distributed.distributed_test,
 which ships in the torch wheel; this runner only sets the environment it reads at import
@@ -57,13 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default=os.environ["BACKEND"], help="must match $BACKEND (set before import)")
     parser.add_argument("-k", action="append", default=[], help="run tests whose name contains EXPR (repeatable)")
+    parser.add_argument("--test", action="append", default=[], help="run the test named exactly NAME (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the selected tests and exit")
     args = parser.parse_args(argv)
     if args.backend != os.environ["BACKEND"]:
         parser.error(f"--backend {args.backend} but BACKEND={os.environ['BACKEND']}: set BACKEND before running")
     loader = unittest.TestLoader()
-    if args.k:
-        loader.testNamePatterns = [f"*{k}*" for k in args.k]
+    if args.k or args.test:
+        loader.testNamePatterns = [f"*{k}*" for k in args.k] + [f"*.{name}" for name in args.test]
     suite = loader.loadTestsFromTestCase(TestDistBackendWithSpawn)
     if args.list:
         for test in suite:

@@ -73,6 +73,21 @@ def test_torchrun_on_two_emulated_hosts():
 
 
 @NEEDS_NETNS
+def test_torchrun_ddp_over_the_lightcc_backend_on_two_emulated_hosts():
+    """The DDP example with init_process_group("lightcc"), 2 hosts x 2 ranks: HARP between the hosts."""
+    with netns.hosts(2) as h:
+        port = free_port()
+        cmds = [_in_host(h, i, [*TORCHRUN, "--nnodes=2", "--nproc-per-node=2", f"--node-rank={i}",
+                                f"--master-addr={h.addrs[0]}", f"--master-port={port}",
+                                str(ROOT / "examples" / "pytorch" / "pytorch_ddp.py"), "--steps", "5"])
+                for i in range(2)]
+        env = _env({"HARP_IFNAME": h.ifname, "HARP_NFLOWS": "2", "HARP_NINSTANCES": "1"})
+        outs = _run_all(cmds, [env, env], timeout=300)
+    text = "".join(outs)
+    assert text.count("(lightcc, node") == 4 and text.count(" 0 failed") == 4, text[-4000:]
+
+
+@NEEDS_NETNS
 def test_srun_shaped_job_on_two_emulated_hosts(tmp_path):
     with netns.hosts(2) as h:
         cmds, envs = [], []

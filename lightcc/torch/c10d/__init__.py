@@ -54,12 +54,17 @@ def _create(options: Any, backend_options: Any = None) -> LightccProcessGroup:
     else:
         from lightcc.common import process_sets
 
-        add = getattr(process_sets, "add_process_set_of_members", None)
-        if add is None:
-            raise RuntimeError("lightcc backend: groups of some ranks (new_group) need member-made process "
-                               "sets, which this build lacks")
-        set_id = add(sorted(global_ranks), f"c10d.new_group.{group_id}")
-    return LightccProcessGroup(rank, size, set_id, global_ranks, f"c10d.{group_id}", timeout)
+        set_id = process_sets.add_process_set_of_members(sorted(global_ranks), f"c10d.new_group.{group_id}")
+    return LightccProcessGroup(rank, size, set_id, global_ranks, f"c10d.{group_id}", timeout,
+                               on_shutdown=(lambda: _release_set(set_id)) if set_id else None)
+
+
+def _release_set(set_id: int) -> None:
+    """A subgroup's destroy_process_group: its members take its process set out of every table."""
+    from lightcc.common import basics, process_sets
+
+    if basics.is_initialized():
+        process_sets.remove_process_set_of_members(set_id)
 
 
 def register() -> None:

@@ -165,6 +165,25 @@ def subgroups(c) -> None:
     t = torch.ones(2)
     dist.all_reduce(t)
     c.check(torch.equal(t, torch.full((2,), float(N))), "world all_reduce after new_group")
+    mine_alone, _ = dist.new_subgroups(group_size=1)  # every rank in a set of its own, made by itself alone
+    t = torch.full((2,), float(R + 5))
+    dist.all_reduce(t, group=mine_alone)
+    c.check(torch.equal(t, torch.full((2,), float(R + 5))), "all_reduce in a one-rank subgroup")
+    if R in members:
+        dist.destroy_process_group(group)
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    c.check(torch.equal(t, torch.full((2,), float(N))), "world all_reduce after destroying new_group")
+
+
+def window(c) -> None:
+    """More same-shaped calls in flight than the naming window: the oldest must finish first, no hang."""
+    ts = [torch.full((4,), float(R + i)) for i in range(20)]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    for w in works:
+        w.wait()
+    c.check(all(torch.equal(t, torch.full((4,), float(sum(range(N)) + N * i))) for i, t in enumerate(ts)),
+            "20 same-shaped async all_reduce in flight")
 
 
 def mistakes(c) -> None:
@@ -176,6 +195,7 @@ def main() -> None:
     start()
     c.check(dist.get_backend() == "lightcc", f"backend name {dist.get_backend()}")
     allreduces(c)
+    window(c)
     rooted(c)
     gathers(c)
     scatters(c)
