@@ -1,4 +1,4 @@
-// fake_link.h: in-memory Links between threads of one process, and the host group of such a thread-rank.
+// fake_link.h: in-memory Links between threads of one process, and the thread-ranks that use them.
 //
 // Each direction of a pair is a Mailbox: a mutex-guarded FIFO of whole messages. A send copies
 // its bytes into the peer's mailbox at once (eager, so it completes in test()'s first call) and
@@ -11,12 +11,15 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "algorithms/set_comm.h"
 #include "transport/link.h"
 #include "transport/shm/host_group.h"
 
@@ -156,5 +159,60 @@ inline std::unique_ptr<shm::HostGroup> makeThreadHost(const std::string& tag, in
   wait.max_sleep_us = 1000;
   return std::make_unique<shm::HostGroup>(0, std::vector<int>{rank}, std::move(segments), layout, wait);
 }
+
+// One thread-rank of a set with one member per rank: its host group, its links to every other
+// rank (each told the peer's host, "node<m>", as the engine's are) and the SetComm algorithms run on.
+struct ThreadRank {
+  std::unique_ptr<shm::HostGroup> host;
+  std::vector<std::unique_ptr<Link>> links;
+  SetComm comm;
+
+  ThreadRank(int rank, int size, FakeFabric& fabric, const std::string& tag) : host(makeThreadHost(tag, rank)) {
+    fabric.setReader(rank, host.get());
+    comm.me = rank;
+    comm.host = host.get();
+    comm.local_index.assign(static_cast<size_t>(size), -1);
+    comm.local_index[static_cast<size_t>(rank)] = 0;
+    comm.links.assign(static_cast<size_t>(size), nullptr);
+    for (int m = 0; m < size; ++m) {
+      comm.ranks.push_back(m);
+      if (m == rank) continue;
+      links.push_back(fabric.link(rank, m));
+      links.back()->setPeerHost("node" + std::to_string(m));
+      comm.links[static_cast<size_t>(m)] = links.back().get();
+    }
+  }
+};
+
+// `size` thread-ranks over one fabric, kept across collectives as an engine keeps its links:
+// run() calls body on one thread per rank and returns when every thread has.
+class ThreadWorld {
+ public:
+  ThreadWorld(int size, const std::string& tag) : fabric_(size) {
+    for (int r = 0; r < size; ++r) ranks_.push_back(std::make_unique<ThreadRank>(r, size, fabric_, tag));
+  }
+  int size() const { return static_cast<int>(ranks_.size()); }
+  FakeFabric& fabric() { return fabric_; }
+  ThreadRank& rank(int r) { return *ranks_[static_cast<size_t>(r)]; }
+  // Did every rank get its host group (a shared-memory segment)?
+  bool ready() const {
+    for (const auto& r : ranks_) {
+      if (!r->host) return false;
+    }
+    return true;
+  }
+  void run(const std::function<void(ThreadRank&)>& body) {
+    std::vector<std::thread> threads;
+    for (auto& r : ranks_) {
+      ThreadRank* me = r.get();
+      threads.emplace_back([me, &body] { body(*me); });
+    }
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  FakeFabric fabric_;
+  std::vector<std::unique_ptr<ThreadRank>> ranks_;
+};
 
 }  // namespace lightcc::testing
