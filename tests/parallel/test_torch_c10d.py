@@ -8,14 +8,14 @@ from tests.ranks import free_port, run_ranks
 
 @pytest.mark.parametrize("size", [2, 3])
 def test_every_collective_ddp_and_reinit(size):
-    results = run_ranks("torch_c10d_worker.py", size, args=[str(free_port())], timeout=240)
+    results = run_ranks("torch_c10d_worker.py", size, args=[f"{free_port()},{free_port()}"], timeout=240)
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
 
 
 def test_secret_made_when_the_launcher_gave_none():
     """Without LIGHTCC_JOB_SECRET rank 0 makes one and hands it over in torch's store."""
-    results = run_ranks("torch_c10d_worker.py", 2, args=[str(free_port())], timeout=240,
+    results = run_ranks("torch_c10d_worker.py", 2, args=[f"{free_port()},{free_port()}"], timeout=240,
                         env={"LIGHTCC_JOB_SECRET": ""})
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout + res.stderr

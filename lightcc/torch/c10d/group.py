@@ -78,6 +78,19 @@ class LightccProcessGroup(dist.ProcessGroup):
     def __repr__(self) -> str:
         return f"LightccProcessGroup(rank={self._rank}, size={self._size}, process_set={self._set_id})"
 
+    # torch keeps a group's name and description on its C++ backends; a Python group holds its own.
+    def setGroupName(self, name: str) -> None:  # noqa: N802  (torch's method name)
+        self._group_name = name
+
+    def getGroupName(self) -> str:  # noqa: N802
+        return getattr(self, "_group_name", "")
+
+    def setGroupDesc(self, desc: str) -> None:  # noqa: N802
+        self._group_desc = desc
+
+    def getGroupDesc(self) -> str:  # noqa: N802
+        return getattr(self, "_group_desc", "")
+
     @property
     def process_set_id(self) -> int:
         """The lightcc process set this group's collectives run on."""

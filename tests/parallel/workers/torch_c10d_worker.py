@@ -1,6 +1,7 @@
 """torch.distributed over the "lightcc" backend: every collective against a reference, async works, DDP, restart.
 
-Run as N ranks by tests/parallel/test_torch_c10d.py; argv[1] is the port of torch's TCPStore.
+Run as N ranks by tests/parallel/test_torch_c10d.py; argv[1] is "port,port": torch's TCPStore for
+the first init_process_group and for the one after destroy_process_group.
 Each check compares with what the same call computes locally from every rank's known inputs.
 """
 from __future__ import annotations
@@ -16,11 +17,11 @@ from torch_helpers import checker, close, expect
 import lightcc.torch  # noqa: F401  (registers the backend)
 
 R, N = int(os.environ["LIGHTCC_RANK"]), int(os.environ["LIGHTCC_SIZE"])
-PORT = int(sys.argv[1])
+PORTS = [int(p) for p in sys.argv[1].split(",")]  # one torch store per init_process_group
 
 
-def start() -> None:
-    dist.init_process_group("lightcc", init_method=f"tcp://127.0.0.1:{PORT}", rank=R, world_size=N,
+def start(store: int = 0) -> None:
+    dist.init_process_group("lightcc", init_method=f"tcp://127.0.0.1:{PORTS[store]}", rank=R, world_size=N,
                             timeout=timedelta(seconds=60))
 
 
@@ -204,7 +205,7 @@ def main() -> None:
     mistakes(c)
     dist.destroy_process_group()
     c.check(not lightcc.torch.is_initialized(), "destroy_process_group shuts lightcc down")
-    start()  # torchrun restarts and Ray init again in the same process
+    start(1)  # torchrun restarts and Ray init again in the same process
     t = torch.full((2,), float(R))
     dist.all_reduce(t)
     c.check(torch.equal(t, torch.full((2,), float(N * (N - 1) // 2))), "all_reduce after re-init")
