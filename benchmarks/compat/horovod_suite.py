@@ -6,7 +6,9 @@
 The test file and the helpers it imports (test/parallel/base_test_*.py, test/utils/common.py,
 test/conftest.py) are read from the Horovod mirror with `git show v0.28.1:...`, their `horovod`
 imports rewritten to `lightcc`, and written to a temporary tree; nothing of Horovod's is kept
-in this repository. The file then runs under `python -m lightcc.runner.launch -np N` with pytest
+in this repository. Test-harness helpers lightcc does not provide (Horovod's `in_thread`,
+`get_env_rank_and_size`, and `mock` when the backport is not installed) are served by small
+support modules written beside it. The file then runs under `python -m lightcc.runner.launch -np N` with pytest
 in every rank. A small pytest plugin (written next to it) appends each test's outcome to a
 per-rank JSON-lines file as it finishes, so a hang or a crash still leaves the counts so far and
 names the test that never finished.
