@@ -6,7 +6,9 @@
 The test file and the helpers it imports (test/parallel/base_test_*.py, test/utils/common.py,
 test/conftest.py) are read from the Horovod mirror with `git show v0.28.1:...`, their `horovod`
 imports rewritten to `lightcc`, and written to a temporary tree; nothing of Horovod's is kept
-in this repository. The file then runs under `python -m lightcc.runner.launch -np N` with pytest
+in this repository. Test-harness helpers lightcc does not provide (Horovod's `in_thread`,
+`get_env_rank_and_size`, and `mock` when the backport is not installed) are served by small
+support modules written beside it. The file then runs under `python -m lightcc.runner.launch -np N` with pytest
 in every rank. A small pytest plugin (written next to it) appends each test's outcome to a
 per-rank JSON-lines file as it finishes, so a hang or a crash still leaves the counts so far and
 names the test that never finished.
@@ -36,10 +38,21 @@ TAG = "v0.28.1"
 
 # Modules Horovod's test helpers import that are not part of the API under test; when lightcc
 # does not provide one, the import is served by _suite_support (written by this runner).
-_SUPPORT_MODULES = {"lightcc.runner.util.threads": "_suite_support"}
+_SUPPORT_MODULES = {"lightcc.runner.util.threads": "_suite_support",
+                    "lightcc.runner.common.util.env": "_suite_support"}
 
 _SUPPORT = '''"""Test-harness helpers the Horovod test utilities import (written by horovod_suite)."""
+import os
 import threading
+
+
+def get_env_rank_and_size():
+    """(rank, size) from the first launcher pair set in the environment, else (0, 1)."""
+    for rank_var, size_var in (("HOROVOD_RANK", "HOROVOD_SIZE"), ("LIGHTCC_RANK", "LIGHTCC_SIZE"),
+                               ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")):
+        if rank_var in os.environ and size_var in os.environ:
+            return int(os.environ[rank_var]), int(os.environ[size_var])
+    return 0, 1
 
 
 def in_thread(target, args=(), name=None, daemon=True, silent=False):
@@ -47,6 +60,12 @@ def in_thread(target, args=(), name=None, daemon=True, silent=False):
     thread = threading.Thread(target=target, args=args, name=name, daemon=daemon)
     thread.start()
     return thread
+'''
+
+# `mock` (the PyPI backport Horovod's test/utils/common.py imports) is unittest.mock's API; when it is
+# not installed, this stands in for it.
+_MOCK = '''"""unittest.mock under the name `mock` (written by horovod_suite; the backport is not installed)."""
+from unittest.mock import *  # noqa: F401,F403
 '''
 
 _PLUGIN = '''"""pytest plugin (written by horovod_suite): one JSON line per test phase outcome, flushed at once."""
@@ -66,6 +85,12 @@ def _out():
 
 def pytest_runtest_logstart(nodeid, location):
     _out().write(json.dumps({"test": nodeid, "event": "start"}) + "\\n")
+
+
+def pytest_collectreport(report):
+    if report.failed:  # a file that cannot even be collected counts as a failed test, not as nothing
+        _out().write(json.dumps({"test": report.nodeid or "<collection>", "event": "collect", "outcome": "failed",
+                                 "msg": str(report.longrepr)[-1500:]}) + "\\n")
 
 
 def pytest_runtest_logreport(report):
@@ -125,6 +150,8 @@ def materialise(test_file: str, dest: Path) -> Path:
         out.write_text(rewrite(git_show(name)))
     (dest / "test" / "parallel" / "_suite_support.py").write_text(_SUPPORT)
     (dest / "test" / "parallel" / "_suite_report.py").write_text(_PLUGIN)
+    if _module_missing("mock"):
+        (dest / "test" / "parallel" / "mock.py").write_text(_MOCK)
     return dest / "test" / "parallel" / test_file
 
 

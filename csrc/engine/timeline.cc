@@ -1,8 +1,8 @@
-// Timeline: event formatting and file handling.
+// Timeline: the recording queue, the writer thread, event formatting and file handling.
 #include "engine/timeline.h"
 
-#include <chrono>
 #include <sstream>
+#include <utility>
 
 namespace lightcc {
 namespace {
@@ -29,38 +29,81 @@ int64_t Timeline::nowMicros() const {
 }
 
 Status Timeline::start(const std::string& path, bool mark_cycles) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (active_) {
-    out_ << "\n]\n";
-    out_.close();
+  std::lock_guard<std::mutex> control(control_mu_);
+  std::ofstream out(path, std::ios::out | std::ios::trunc);
+  if (!out) return Status::InvalidArgument("cannot open timeline file '" + path + "' for writing");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (active_) {  // restarting: close the old file first, as Horovod's start_timeline does
+      stopping_ = true;
+      active_.store(false, std::memory_order_release);
+    }
   }
-  out_.open(path, std::ios::out | std::ios::trunc);
-  if (!out_) return Status::InvalidArgument("cannot open timeline file '" + path + "' for writing");
-  mark_cycles_ = mark_cycles;
+  wake_.notify_one();
+  if (writer_.joinable()) writer_.join();
+  out_ = std::move(out);
   first_event_ = true;
   rows_.clear();
-  start_us_ = nowMicros();
+  int64_t start_us = nowMicros();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.clear();
+    stopping_ = false;
+    start_us_ = start_us;
+  }
+  mark_cycles_.store(mark_cycles, std::memory_order_relaxed);
   out_ << "[";
   std::ostringstream meta;
   meta << R"({"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "lightcc", )"
-       << R"("start_time_since_epoch_in_micros": )" << start_us_ << "}}";
-  write(meta.str());
+       << R"("start_time_since_epoch_in_micros": )" << start_us << "}}";
+  writeRaw(meta.str());
+  out_.flush();
+  writer_ = std::thread([this] { writerLoop(); });
   active_.store(true, std::memory_order_release);
   return Status::OK();
 }
 
 void Timeline::stop() {
+  std::lock_guard<std::mutex> control(control_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    active_.store(false, std::memory_order_release);
+  }
+  wake_.notify_one();
+  if (writer_.joinable()) writer_.join();
+}
+
+void Timeline::record(Kind kind, const std::string& tensor, const std::string& label) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!active_) return;
-  active_.store(false, std::memory_order_release);
-  out_ << "\n]\n";
+  if (!active_) return;  // stopped between the caller's active() check and here
+  pending_.push_back(Event{kind, nowMicros() - start_us_, tensor, label});
+}
+
+void Timeline::writerLoop() {
+  std::vector<Event> batch;
+  bool last = false;
+  while (!last) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // A timed wait, not a wakeup per event: recording never pays for a notify.
+      wake_.wait_for(lock, kFlushInterval, [this] { return stopping_; });
+      last = stopping_;
+      batch.swap(pending_);
+    }
+    if (batch.empty() && !last) continue;
+    for (const Event& e : batch) writeEvent(e);
+    batch.clear();
+    if (last) out_ << "\n]\n";
+    out_.flush();
+  }
   out_.close();
 }
 
-void Timeline::write(const std::string& event) {
+void Timeline::writeRaw(const std::string& json) {
   if (!first_event_) out_ << ",";
   first_event_ = false;
-  out_ << "\n" << event;
+  out_ << "\n" << json;
 }
 
 int Timeline::rowOf(const std::string& tensor) {
@@ -71,55 +114,51 @@ int Timeline::rowOf(const std::string& tensor) {
   std::ostringstream meta;
   meta << R"({"name": "process_name", "ph": "M", "pid": )" << row << R"(, "args": {"name": ")"
        << jsonEscape(tensor) << R"("}})";
-  write(meta.str());
+  writeRaw(meta.str());
   std::ostringstream sort;
   sort << R"({"name": "process_sort_index", "ph": "M", "pid": )" << row
        << R"(, "args": {"sort_index": )" << row << "}}";
-  write(sort.str());
+  writeRaw(sort.str());
   return row;
 }
 
+void Timeline::writeEvent(const Event& e) {
+  std::ostringstream out;
+  switch (e.kind) {
+    case Kind::kBegin:
+      out << R"({"name": ")" << jsonEscape(e.label) << R"(", "ph": "B", "ts": )" << e.ts
+          << R"(, "pid": )" << rowOf(e.tensor) << R"(, "tid": 0})";
+      break;
+    case Kind::kEnd:
+      out << R"({"ph": "E", "ts": )" << e.ts << R"(, "pid": )" << rowOf(e.tensor) << R"(, "tid": 0})";
+      break;
+    case Kind::kInstant:
+      out << R"({"name": ")" << jsonEscape(e.label) << R"(", "ph": "i", "s": "p", "ts": )" << e.ts
+          << R"(, "pid": )" << rowOf(e.tensor) << R"(, "tid": 0})";
+      break;
+    case Kind::kCycleStart:
+      out << R"({"name": "CYCLE_START", "ph": "i", "s": "g", "ts": )" << e.ts << R"(, "pid": 0, "tid": 0})";
+      break;
+  }
+  writeRaw(out.str());
+}
+
 void Timeline::begin(const std::string& tensor, const std::string& phase) {
-  if (!active()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!active_) return;
-  int row = rowOf(tensor);
-  std::ostringstream e;
-  e << R"({"name": ")" << jsonEscape(phase) << R"(", "ph": "B", "ts": )" << nowMicros() - start_us_
-    << R"(, "pid": )" << row << R"(, "tid": 0})";
-  write(e.str());
+  if (active()) record(Kind::kBegin, tensor, phase);
 }
 
 void Timeline::end(const std::string& tensor) {
-  if (!active()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!active_) return;
-  int row = rowOf(tensor);
-  std::ostringstream e;
-  e << R"({"ph": "E", "ts": )" << nowMicros() - start_us_ << R"(, "pid": )" << row
-    << R"(, "tid": 0})";
-  write(e.str());
+  if (active()) record(Kind::kEnd, tensor, std::string());
 }
 
 void Timeline::instant(const std::string& tensor, const std::string& label) {
-  if (!active()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!active_) return;
-  int row = rowOf(tensor);
-  std::ostringstream e;
-  e << R"({"name": ")" << jsonEscape(label) << R"(", "ph": "i", "s": "p", "ts": )"
-    << nowMicros() - start_us_ << R"(, "pid": )" << row << R"(, "tid": 0})";
-  write(e.str());
+  if (active()) record(Kind::kInstant, tensor, label);
 }
 
 void Timeline::cycleStart() {
-  if (!active() || !mark_cycles_) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!active_) return;
-  std::ostringstream e;
-  e << R"({"name": "CYCLE_START", "ph": "i", "s": "g", "ts": )" << nowMicros() - start_us_
-    << R"(, "pid": 0, "tid": 0})";
-  write(e.str());
+  if (active() && mark_cycles_.load(std::memory_order_relaxed)) {
+    record(Kind::kCycleStart, std::string(), std::string());
+  }
 }
 
 }  // namespace lightcc

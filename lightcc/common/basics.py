@@ -52,9 +52,7 @@ def init(comm: Optional[Any] = None,
             info = _subset_info(detect(None), comm)
         else:
             info = detect(comm)
-        for ps in sets:
-            if not ps.ranks or ps.ranks[0] < 0 or ps.ranks[-1] >= info.size:
-                raise ValueError(f"process set ranks {ps.ranks} must lie in [0, {info.size})")
+        _ps._check_static(sets, info.size)  # before connecting: every rank refuses alike, none waits
         opts = _engine_options(info, sets, dynamic)
         if elastic is None:
             c.init(opts)

@@ -103,6 +103,24 @@ def _reset() -> None:
     _registered.clear()
 
 
+def _check_static(process_sets: Sequence[ProcessSet], size: int) -> None:
+    """ValueError unless every set lies in [0, size) and no two sets (nor a set and the global
+    set) hold the same ranks; Horovod refuses such duplicates at init as well.
+
+    A pure function of the arguments, so ranks passing the same sets (in any rank order) decide
+    alike before any of them connects.
+    """
+    seen = {tuple(range(size)): "the global process set"}
+    for i, ps in enumerate(process_sets):
+        if not ps.ranks or ps.ranks[0] < 0 or ps.ranks[-1] >= size:
+            raise ValueError(f"process set ranks {ps.ranks} must lie in [0, {size})")
+        key = tuple(ps.ranks)
+        if key in seen:
+            raise ValueError(f"process_sets entry number {i} (ranks {ps.ranks}) is a duplicate of {seen[key]}; "
+                             "each process set must hold a different set of ranks")
+        seen[key] = f"process_sets entry number {i}"
+
+
 def _get_process_set_ids_and_ranks() -> Dict[int, List[int]]:
     """Every registered process set id with its ranks (as Horovod's `_basics` offers)."""
     return {int(k): list(v) for k, v in core().process_sets().items()}

@@ -113,6 +113,15 @@ def _run(kind: str, tensors: List[tf.Tensor], body: Callable[[List[np.ndarray]],
     return u.run_in_graph(graph_body, tensors, out_dtypes, f"Lightcc{kind}")
 
 
+def _set_id(process_set: ProcessSet) -> int:
+    """The id ops pass to the engine. While a graph is built the id must also be registered: an
+    unknown set is then the ValueError it is eagerly, not an error deferred to the graph's run."""
+    set_id = _id_of(process_set)
+    if set_id != 0 and not u.executing_eagerly() and set_id not in _get_process_set_ids_and_ranks():
+        raise _errors.invalid_argument(f"process set {set_id} is not registered (rank {rank()})")
+    return set_id
+
+
 # ---- allreduce -------------------------------------------------------------------------------
 
 def _grouped_allreduce(tensors: Sequence[Any], op: int = Sum, prescale_factor: float = 1.0,
@@ -123,7 +132,7 @@ def _grouped_allreduce(tensors: Sequence[Any], op: int = Sum, prescale_factor: f
     xs = [u.as_tensor(t) for t in tensors]
     if not xs:
         return []
-    set_id = _id_of(process_set)
+    set_id = _set_id(process_set)
     op = _ops.resolve_op(None, op)
     _ops.check_adasum(op, process_set)
 
@@ -186,7 +195,7 @@ def grouped_allgather(tensors: Sequence[Any], name: Optional[str] = None, ignore
         if x.shape.rank == 0:
             raise _errors.invalid_argument("allgather needs tensors with at least one dimension; "
                                            "reshape scalars to [1]")
-    set_id = _id_of(process_set)
+    set_id = _set_id(process_set)
 
     @tf.custom_gradient
     def fn(*inputs: tf.Tensor):
@@ -225,7 +234,7 @@ def _grouped_broadcast(tensors: Sequence[Any], root_rank: int, name: Optional[st
     xs = [u.as_tensor(t) for t in tensors]
     if not xs:
         return []
-    set_id = _id_of(process_set)
+    set_id = _set_id(process_set)
     root_rank = int(root_rank)
 
     @tf.custom_gradient
@@ -276,7 +285,7 @@ def broadcast_(variables: Sequence[Any], root_rank: int, name: Optional[str] = N
 
 def _alltoall(x: tf.Tensor, splits: Optional[tf.Tensor], name: Optional[str], ignore_name_scope: bool,
               process_set: ProcessSet) -> Tuple[tf.Tensor, tf.Tensor]:
-    set_id = _id_of(process_set)
+    set_id = _set_id(process_set)
 
     @tf.custom_gradient
     def fn(inp: tf.Tensor):
@@ -344,7 +353,7 @@ def _grouped_reducescatter(tensors: Sequence[Any], op: int = Sum, name: Optional
         if x.shape.rank == 0:
             raise _errors.invalid_argument("reducescatter needs tensors with at least one dimension")
     op = _ops.resolve_op(None, op)
-    set_id = _id_of(process_set)
+    set_id = _set_id(process_set)
 
     @tf.custom_gradient
     def fn(*inputs: tf.Tensor):

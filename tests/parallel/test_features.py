@@ -13,12 +13,18 @@ def test_static_process_sets(size):
 
 
 @pytest.mark.parametrize("size", [2, 3])
+def test_duplicate_static_process_sets_raise_value_error(size):
+    for res in run_ranks("features_worker.py", size, ["duplicate"], timeout=120):
+        assert " 0 failed" in res.stdout
+
+
+@pytest.mark.parametrize("size", [2, 3])
 def test_dynamic_process_sets(size):
     for res in run_ranks("features_worker.py", size, ["dynamic"], timeout=120):
         assert " 0 failed" in res.stdout
 
 
-def test_timeline_is_chrome_trace(tmp_path):
+def test_timeline_is_chrome_trace_written_as_it_goes(tmp_path):
     path = tmp_path / "timeline.json"
     env = {"HOROVOD_TIMELINE": str(path), "HOROVOD_TIMELINE_MARK_CYCLES": "1"}
     for res in run_ranks("features_worker.py", 2, ["timeline"], timeout=60, env=env):

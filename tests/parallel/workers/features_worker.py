@@ -1,4 +1,4 @@
-"""Process sets (static and dynamic), timeline, stall inspector: one mode per run."""
+"""Process sets (static, duplicate and dynamic), timeline, stall inspector: one mode per run."""
 from __future__ import annotations
 
 import json
@@ -43,6 +43,32 @@ def process_sets_static(c: Checker) -> None:
         s = hvd.allreduce(np.ones(3), op=hvd.Sum, name="set", process_set=mine)
         c.check(np.allclose(a, n) and np.allclose(s, mine.size()), f"interleaved {i}")
     hvd.barrier(process_set=mine)
+    hvd.shutdown()
+
+
+def process_sets_duplicate(c: Checker) -> None:
+    """init refuses duplicate static sets with ValueError on every rank, then inits normally."""
+    n = int(os.environ["LIGHTCC_SIZE"])
+    r = int(os.environ["LIGHTCC_RANK"])
+    rest = range(1, n) if r == 0 else reversed(range(1, n))  # rank order within a set does not matter
+    cases = {
+        "same set twice": [hvd.ProcessSet([0]), hvd.ProcessSet(rest), hvd.ProcessSet([0])],
+        "the global set": [hvd.ProcessSet([0]), hvd.ProcessSet(range(n - 1, -1, -1))],
+    }
+    for what, sets in cases.items():
+        try:
+            hvd.init(process_sets=sets)
+            c.check(False, f"init accepted {what}")
+        except ValueError as e:
+            c.check("duplicate" in str(e) and not hvd.is_initialized(), f"{what}: {e}")
+        c.check(all(ps.process_set_id is None for ps in sets), f"{what}: no id assigned")
+    zero, others = hvd.ProcessSet([0]), hvd.ProcessSet(range(1, n))
+    hvd.init(process_sets=[zero, others])
+    from lightcc.common.process_sets import _get_process_set_ids_and_ranks
+    c.check(_get_process_set_ids_and_ranks() == {0: list(range(n)), 1: [0], 2: list(range(1, n))},
+            "init after the refusals registers the sets")
+    out = hvd.allreduce(np.ones(2), op=hvd.Sum, name="dup.after")
+    c.check(np.allclose(out, n), "collective after the refusals")
     hvd.shutdown()
 
 
@@ -91,11 +117,28 @@ def process_sets_dynamic(c: Checker) -> None:
     hvd.shutdown()
 
 
+def _in_file_within(path: str, parts: list, seconds: float) -> str:
+    """Polls the timeline file until it holds every part (or the deadline passes); returns its text."""
+    deadline = time.monotonic() + seconds
+    while True:
+        text = open(path).read() if os.path.exists(path) else ""
+        if all(p in text for p in parts) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.01)
+
+
 def timeline(c: Checker, path: str) -> None:
     hvd.init()
     for i in range(3):
         hvd.allreduce(np.ones(10), name="tl.tensor")
     hvd.broadcast(np.ones(3), 0, name="tl.b")
+    if int(os.environ["LIGHTCC_RANK"]) == 0:
+        # Written as it goes (as Horovod's): readable before stop or shutdown. The deadline is
+        # generous for a loaded machine; a timeline written only at close never gets there.
+        want = ["allreduce.tl.tensor", "NEGOTIATE_ALLREDUCE", "BROADCAST", "CYCLE_START"]
+        live = _in_file_within(path, want, 10)
+        c.check(all(p in live for p in want), f"timeline not written while running: {live[-500:]!r}")
+    hvd.barrier()  # rank 1 stays up until rank 0 has read
     hvd.shutdown()
     if int(os.environ["LIGHTCC_RANK"]) == 0:
         events = json.load(open(path))
@@ -126,6 +169,8 @@ def main() -> None:
     mode = sys.argv[1]
     if mode == "static":
         process_sets_static(c)
+    elif mode == "duplicate":
+        process_sets_duplicate(c)
     elif mode == "dynamic":
         process_sets_dynamic(c)
     elif mode == "timeline":

@@ -1,7 +1,9 @@
-"""TF1-style graph mode (eager disabled, Session.run): broadcast_global_variables, allreduce, DistributedOptimizer."""
+"""TF1-style graph mode (eager disabled, Session.run): broadcast_global_variables, allreduce, DistributedOptimizer,
+process sets (a set this rank is not in, an unregistered id, reducescatter's gradient in a set)."""
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -16,8 +18,49 @@ tf.compat.v1.disable_eager_execution()
 import lightcc.tensorflow as hvd  # noqa: E402
 
 
+def in_new_graph(body: Callable[[tf.compat.v1.Session], None]) -> None:
+    """Run body in a graph and session of its own: a graph chains its collectives, so running one
+    would also run every collective built before it in that graph."""
+    with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+        body(sess)
+
+
+def process_sets_in_graph(c: Checker, alone: hvd.ProcessSet, r: int) -> None:
+    """Horovod's graph-mode process-set errors, and reducescatter's gradient inside a set."""
+    def unregistered(sess: tf.compat.v1.Session) -> None:
+        fake = hvd.ProcessSet([0])
+        fake.process_set_id = 10  # not registered
+        try:
+            hvd.allreduce(tf.ones([4]), process_set=fake)
+            c.check(False, "an unregistered process set id was accepted while building the graph")
+        except ValueError as e:  # also tf.errors.InvalidArgumentError, as eagerly
+            c.check(isinstance(e, tf.errors.InvalidArgumentError) and "not registered" in str(e), f"fake set: {e!r}")
+
+    def foreign(sess: tf.compat.v1.Session) -> None:
+        try:
+            sess.run(hvd.allreduce(tf.ones([4]), process_set=alone))
+            c.check(False, "allreduce in a set this rank is not in ran")
+        except tf.errors.InvalidArgumentError as e:
+            c.check("not a member" in str(e), f"foreign set: {e}")
+
+    def reducescatter_grads(sess: tf.compat.v1.Session) -> None:
+        for dtype in (tf.float16, tf.float32, tf.float64):
+            x = tf.constant(np.arange(12).reshape(4, 3), dtype)
+            for op, want in ((hvd.Sum, alone.size()), (hvd.Average, 1)):
+                out = hvd.reducescatter(x, op=op, process_set=alone)
+                got = sess.run(tf.gradients(out, x, tf.ones([4, 3], dtype))[0])
+                c.check(got.dtype == dtype.as_numpy_dtype and np.array_equal(got, np.full((4, 3), want)),
+                        f"reducescatter gradient in a process set, graph mode, {dtype.name}: {got}")
+
+    in_new_graph(unregistered)
+    in_new_graph(reducescatter_grads if r == 0 else foreign)
+    # nobody shuts down while rank 0 still works in its set
+    in_new_graph(lambda sess: sess.run(hvd.allreduce(tf.zeros([1]), name="process_sets_done")))
+
+
 def main() -> None:
-    hvd.init()
+    alone = hvd.ProcessSet([0])
+    hvd.init(process_sets=[alone])
     r, n = hvd.rank(), hvd.size()
     c = Checker(r)
     v = tf.compat.v1.get_variable("v", initializer=tf.constant([float(r), 1.0]))
@@ -53,6 +96,7 @@ def main() -> None:
         want = np.array([1.0, -2.0, 0.5]) + deltas[0]
         got = sess.run(w)
         c.check(np.allclose(got, want, rtol=1e-5), f"DistributedOptimizer(op=Adasum) in a TF1 session: {got} vs {want}")
+    process_sets_in_graph(c, alone, r)
     hvd.shutdown()
     c.finish()
 
