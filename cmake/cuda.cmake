@@ -12,7 +12,8 @@
 # installed next to the module, and is built whenever the module is. The module does not link
 # it: it dlopens liblightcc_cuda.so and looks up lightccCudaAbiV1 (csrc/cuda/c_abi.h: the function
 # tables in C types, with the architectures below), so importing lightcc never needs libcudart or
-# a driver. Only the lightccCuda* symbols are exported (csrc/cuda/exports.map).
+# a driver. Only lightccCudaAbiV1 is exported (csrc/cuda/exports.map): the C++ tables behind it
+# stay inside, so no core can call them across a C++ runtime it does not share.
 #
 # LIGHTCC_CUDA_LINK_LAUNCHER (cache variable, empty by default): a program put in front of the
 # library's link command (CMake's RULE_LAUNCH_LINK). packaging/build_cuda_wheel.sh sets it to
