@@ -99,14 +99,15 @@ struct Crossing<Member> {
   static void exportCall(LightccCudaStatus* out, A... args) {
     out->code = int(StatusCode::kInternal);
     out->message[0] = '\0';
-    Status st;
-    try {
-      st = (static_cast<const T*>(Own())->*Member)(args...);
-    } catch (const std::exception& e) {  // never let one runtime's exception reach the other
-      st = Status::Internal(std::string("CUDA library: ") + e.what());
-    } catch (...) {
-      st = Status::Internal("CUDA library: unknown exception");
-    }
+    const Status st = [&]() -> Status {
+      try {
+        return (static_cast<const T*>(Own())->*Member)(args...);
+      } catch (const std::exception& e) {  // never let one runtime's exception reach the other
+        return Status::Internal(std::string("CUDA library: ") + e.what());
+      } catch (...) {
+        return Status::Internal("CUDA library: unknown exception");
+      }
+    }();
     out->code = int(st.code());
     std::strncpy(out->message, st.message().c_str(), sizeof(out->message) - 1);
     out->message[sizeof(out->message) - 1] = '\0';
