@@ -2,8 +2,11 @@
 
 Reads the native core's ``lightcc._core.build_info()`` (keys ``version``, ``simd``,
 ``cuda_compiled``, ``harp_plugin_path``, ``nccl_found``, and from ``build_info.summary()``
-``cuda_devices``/``cuda_devices_note``) and looks for frameworks without importing them. CUDA is two
-lines: the kernels this install was built with, and a GPU the driver can actually use. Works, and says so, when the core is not built.
+``cuda_devices``/``cuda_devices_note``, and from the core's ``device_info`` ``cuda_error``,
+``cuda_architectures``, ``cuda_compiler_version``) and looks for frameworks without importing them. CUDA is two
+lines: the kernels the engine loads (from a source build with nvcc or the lightcc-cudaNN wheel) with the GPU
+architectures they carry, and a GPU the driver can actually use ("no CUDA device" and why, when there is none).
+Works, and says so, when the core is not built.
 """
 
 from __future__ import annotations
