@@ -10,8 +10,15 @@
 # and imports the same. With one, it adds the SHARED library `lightcc_cuda`, which links the
 # CUDA runtime statically (the runtime itself finds libcuda.so when first used), is written and
 # installed next to the module, and is built whenever the module is. The module does not link
-# it: it dlopens liblightcc_cuda.so and looks up lightccCudaKernelTableV1 (csrc/cuda/reduce_cuda.h),
-# so importing lightcc never needs libcudart or a driver.
+# it: it dlopens liblightcc_cuda.so and looks up lightccCudaAbiV1 (csrc/cuda/c_abi.h: the function
+# tables in C types, with the architectures below), so importing lightcc never needs libcudart or
+# a driver. Only lightccCudaAbiV1 is exported (csrc/cuda/exports.map): the C++ tables behind it
+# stay inside, so no core can call them across a C++ runtime it does not share.
+#
+# LIGHTCC_CUDA_LINK_LAUNCHER (cache variable, empty by default): a program put in front of the
+# library's link command (CMake's RULE_LAUNCH_LINK). packaging/build_cuda_wheel.sh sets it to
+# packaging/cuda_link.sh, which links with zig against glibc 2.28's symbol versions instead of
+# this machine's glibc; nothing else changes.
 #
 # lightcc_add_cuda_kernels_test adds tests/gpu/kernels_test.cu, which holds every CUDA kernel to
 # its CPU twin bit for bit. It links the CPU kernels from the core's static library and the CUDA
@@ -60,8 +67,18 @@ function(lightcc_add_cuda_objects target)
   set(c "${LIGHTCC_CUDA_CSRC_DIR}")
   add_library(lightcc_cuda SHARED "${c}/cuda/reduce.cu" "${c}/common/dtype.cc")
   target_sources(lightcc_cuda PRIVATE "${c}/cuda/topk.cu" "${c}/cuda/topk_merge.cu" "${c}/cuda/topk_train.cu"
-                 "${c}/cuda/runtime.cu")
+                 "${c}/cuda/runtime.cu" "${c}/cuda/c_abi_export.cc")
   target_include_directories(lightcc_cuda PRIVATE "${c}")
+  # What lightccCudaAbiV1 reports (lightccrun --check-build prints it): the list nvcc was given.
+  string(JOIN " " archs ${CMAKE_CUDA_ARCHITECTURES})
+  set_source_files_properties("${c}/cuda/c_abi_export.cc" PROPERTIES COMPILE_DEFINITIONS
+    "LIGHTCC_CUDA_ARCHITECTURES=\"${archs}\";LIGHTCC_CUDA_COMPILER_VERSION=\"${CMAKE_CUDA_COMPILER_VERSION}\"")
+  target_link_options(lightcc_cuda PRIVATE "-Wl,--version-script=${c}/cuda/exports.map")
+  set_property(TARGET lightcc_cuda APPEND PROPERTY LINK_DEPENDS "${c}/cuda/exports.map")
+  set(LIGHTCC_CUDA_LINK_LAUNCHER "" CACHE STRING "program put in front of liblightcc_cuda.so's link command")
+  if(LIGHTCC_CUDA_LINK_LAUNCHER)
+    set_property(TARGET lightcc_cuda PROPERTY RULE_LAUNCH_LINK "${LIGHTCC_CUDA_LINK_LAUNCHER}")
+  endif()
   set_target_properties(lightcc_cuda PROPERTIES
                         CUDA_STANDARD 17
                         CUDA_STANDARD_REQUIRED ON

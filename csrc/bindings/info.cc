@@ -37,9 +37,19 @@ py::dict deviceInfo(const std::string& nccl_hint) {
   const device::CudaLibrary* cuda = device::CudaLibrary::get(&why);
   d["cuda_library"] = cuda ? cuda->path : "";
   d["cuda_error"] = why;
+  d["cuda_architectures"] = cuda ? cuda->architectures : "";
+  d["cuda_compiler_version"] = cuda ? cuda->cudaVersion : "";
   int gpus = 0;
-  if (cuda && !cuda->rt->deviceCount(&gpus).ok()) gpus = 0;
+  std::string device_error;
+  if (cuda) {
+    Status st = cuda->rt->deviceCount(&gpus);
+    if (!st.ok()) {
+      gpus = 0;
+      device_error = st.message();
+    }
+  }
   d["cuda_runtime_devices"] = gpus;
+  d["cuda_runtime_error"] = device_error;
   why.clear();
   const device::NcclLibrary* nccl = device::NcclLibrary::get(nccl_hint, &why);
   d["nccl_library"] = nccl ? nccl->path() : "";

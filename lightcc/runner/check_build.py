@@ -2,8 +2,11 @@
 
 Reads the native core's ``lightcc._core.build_info()`` (keys ``version``, ``simd``,
 ``cuda_compiled``, ``harp_plugin_path``, ``nccl_found``, and from ``build_info.summary()``
-``cuda_devices``/``cuda_devices_note``) and looks for frameworks without importing them. CUDA is two
-lines: the kernels this install was built with, and a GPU the driver can actually use. Works, and says so, when the core is not built.
+``cuda_devices``/``cuda_devices_note``, and from the core's ``device_info`` ``cuda_error``,
+``cuda_architectures``, ``cuda_compiler_version``) and looks for frameworks without importing them. CUDA is two
+lines: the kernels the engine loads (from a source build with nvcc or the lightcc-cudaNN wheel) with the GPU
+architectures they carry, and a GPU the driver can actually use ("no CUDA device" and why, when there is none).
+Works, and says so, when the core is not built.
 """
 
 from __future__ import annotations
@@ -87,19 +90,7 @@ def report() -> str:
     nccl = (f"NCCL {nccl_version // 10000}.{nccl_version // 100 % 100}.{nccl_version % 100} "
             f"({info.get('nccl_library')})" if nccl_version else f"NCCL ({str(info.get('nccl_error') or 'not found').replace(chr(10), ' ')})")
     lines.append(_line(nccl_version > 0, nccl))
-    built = bool(info.get("cuda_compiled"))
-    kernels_error = str(info.get("cuda_error") or "")
-    if built and not kernels_error:
-        kernels = "CUDA kernels (liblightcc_cuda.so: fusion, scaling, casts, top-k; loaded by the engine)"
-    elif built:
-        kernels = f"CUDA kernels ({kernels_error})"
-    else:
-        kernels = "CUDA kernels (not built: no nvcc at build time)"
-    lines.append(_line(built and not kernels_error, kernels))
-    devices = int(info.get("cuda_devices") or 0)
-    note = str(info.get("cuda_devices_note") or "")
-    gpu = f"CUDA GPU ({devices} visible)" if devices else f"CUDA GPU ({note})" if note else "CUDA GPU"
-    lines.append(_line(devices > 0, gpu))
+    lines += _cuda_lines(info)
     chosen = os.environ.get("NCCL_NET_PLUGIN") or os.environ.get("LIGHTCC_NET_PLUGIN")
     if chosen:
         lines.append(_line(True, f"NCCL net plugin: {chosen} (your choice; lightcc leaves it)"))
@@ -111,6 +102,46 @@ def report() -> str:
     lines.append(_line(bool(info), f"CPU ({simd})" if simd else "CPU"))
     lines += ["", *_fd_budget()]
     return "\n".join(lines)
+
+
+def cuda_architectures(spec: str) -> str:
+    """CMake's CUDA_ARCHITECTURES as GPUs: ``"75-real 90-real 90-virtual"`` -> ``"sm_75 sm_90, PTX compute_90"``.
+
+    ``-real`` is machine code for that GPU, ``-virtual`` PTX that the driver compiles for newer ones,
+    a bare number both; anything else (``all``, ``native``) is shown as given.
+    """
+    machine: list[str] = []
+    ptx: list[str] = []
+    for entry in spec.replace(";", " ").split():
+        arch, _, kind = entry.partition("-")
+        if not arch.isdigit():
+            return spec
+        if kind in ("", "real"):
+            machine.append(f"sm_{arch}")
+        if kind in ("", "virtual"):
+            ptx.append(f"compute_{arch}")
+    return ", ".join(part for part in (" ".join(machine), f"PTX {' '.join(ptx)}" if ptx else "") if part)
+
+
+def _cuda_lines(info: dict[str, Any]) -> list[str]:
+    """The CUDA kernels line and the CUDA GPU line: built (and for which GPUs) is one fact, a usable GPU another."""
+    built = bool(info.get("cuda_compiled"))
+    kernels_error = str(info.get("cuda_error") or "")
+    loaded = built and not kernels_error
+    if loaded:
+        archs = cuda_architectures(str(info.get("cuda_architectures") or ""))
+        cuda = str(info.get("cuda_compiler_version") or "")
+        kernels = (f"CUDA kernels (liblightcc_cuda.so{', CUDA ' + cuda if cuda else ''}: {archs or 'architectures unknown'}; "
+                   "fusion, scaling, casts, top-k; loaded by the engine)")
+    elif built:
+        kernels = f"CUDA kernels ({kernels_error})"
+    else:
+        kernels = "CUDA kernels (not built: no nvcc at build time, and no lightcc-cuda13 wheel installed)"
+    devices = int(info.get("cuda_devices") or 0)
+    note = str(info.get("cuda_devices_note") or "")
+    gpu = f"CUDA GPU ({devices} visible)" if devices else f"CUDA GPU (no CUDA device: {note})" if note else \
+        "CUDA GPU (no CUDA device)"
+    return [_line(loaded, kernels), _line(devices > 0, gpu)]
 
 
 def _fd_budget() -> list[str]:

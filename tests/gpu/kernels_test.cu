@@ -3,10 +3,9 @@
 // Built by cmake/cuda.cmake (LIGHTCC_BUILD_TESTS=ON, nvcc found) at build/gpu_tests/kernels_test;
 // tests/gpu/run.sh runs it plainly and under `compute-sanitizer ... --quick`.
 //
-// Every GPU call goes through the extern "C" tables the core dlopens (lightccCudaRuntimeTableV1,
-// lightccCudaKernelTableV1, lightccCudaTopkTableV2, lightccCudaMergeTableV1,
-// lightccCudaTrainTableV1), so the entry points are covered with the
-// kernels; the CPU side is the lightcc_core static library. Each group seeds its own data,
+// Every GPU call goes through the C boundary the core dlopens (lightccCudaAbiV1, turned into the
+// C++ tables by the core's own device::CudaLibrary::fromAbi, csrc/cuda/c_abi.h), so the entry
+// points are covered with the kernels; the CPU side is the lightcc_core static library. Each group seeds its own data,
 // runs both sides on the same bytes and compares:
 //   - bit for bit, except that two NaNs match whatever their payload where the result comes
 //     from arithmetic (x86 keeps an operand's payload, the GPU returns the canonical NaN);
@@ -24,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "device/cuda_library.h"
 #include "kernels/reduce.h"
 #include "kernels/topk.h"
 #include "kernels/topk_merge.h"
@@ -852,11 +852,20 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  env.rt = lightccCudaRuntimeTableV1();
-  env.reduce = lightccCudaKernelTableV1();
-  env.topk = lightccCudaTopkTableV2();
-  env.merge = lightccCudaMergeTableV1();
-  env.train = lightccCudaTrainTableV1();
+  std::string why;
+  const lightcc::device::CudaLibrary* lib =
+      lightcc::device::CudaLibrary::fromAbi(lightccCudaAbiV1(), "liblightcc_cuda.so (linked)", &why);
+  if (lib == nullptr) {
+    std::printf("kernels_test: %s\n", why.c_str());
+    return 1;
+  }
+  std::printf("kernels_test: liblightcc_cuda.so built with CUDA %s for %s\n", lib->cudaVersion.c_str(),
+              lib->architectures.c_str());
+  env.rt = lib->rt;
+  env.reduce = lib->reduce;
+  env.topk = lib->topk;
+  env.merge = lib->merge;
+  env.train = lib->train;
   if (env.rt->version != 1 || env.reduce->version != 1 || env.topk->version != 2 || env.merge->version != 2 ||
       env.train->version != 1) {
     std::printf("kernels_test: unexpected table versions %d/%d/%d/%d\n", env.rt->version,
