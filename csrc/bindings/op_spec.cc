@@ -45,6 +45,7 @@ py::list opRows() {
     row["reduce_ops"] = reduce_ops;
     row["caller_stream_event"] = t.caller_stream_event;
     row["runs_with_joined"] = t.runs_with_joined;
+    row["changes_sets"] = t.changes_sets;
     rows.append(row);
   }
   return rows;

@@ -53,7 +53,7 @@ Status Driver::execute(const ResponsePtr& shared) {
   // The control ops (barrier, join, process-set changes) are the fences.
   const bool fence = !movesData(r.op);
   if (fence && !r.isError()) LIGHTCC_RETURN_IF_ERROR(pool_.drain());
-  if (r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet) return applyProcessSetChange(r);
+  if (changesSets(r.op)) return applyProcessSetChange(r);
   if (r.op == OpType::kJoin) {
     HandleResult result;
     result.value = r.last_joined;

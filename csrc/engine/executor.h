@@ -4,7 +4,8 @@
 // each used by its channel's one thread. An executor sees only a Batch (the agreed response and
 // this rank's entries), its Channel (communicators, links, scratch) and the shared, thread-safe
 // ExecEnv; it never reads negotiation state, so it runs the same whether the plan came from the
-// cache or the coordinator. pickAlgorithm() is the one place that decides how a response runs.
+// cache or the coordinator. pickAlgorithm() decides how a response runs, except a top-k batch's
+// dense steps, which pick their own (docs/design.md, "Algorithms").
 // Executor is the interface a device (GPU) executor implements too; HostExecutor runs host
 // buffers through shared memory and links.
 #pragma once
@@ -90,8 +91,8 @@ int memberIndex(const SetComm& c, int rank);
 // then the handle. Entries already completed are skipped.
 void completeEntry(const ExecEnv& env, Batch& b, size_t index, const Status& st, HandleResult result = {});
 
-// How a response runs; pickAlgorithm() below is the one place that decides, for both executors
-// (the device executor runs the allreduce rows on its device communicators).
+// How a response runs; pickAlgorithm() below decides, for both executors (the device executor
+// runs the allreduce rows on its device communicators); top-k's dense steps are the exception.
 enum class Algorithm {
   kSelf,          // a one-member set: a local copy (and scaling)
   kSharedMemory,  // every member on this host

@@ -40,7 +40,7 @@ std::vector<ResponsePtr> FusionScheduler::pace(const std::vector<ResponsePtr>& a
   now.reserve(paced_.size() + agreed.size());
   bool release = flush || device_ready;
   for (const ResponsePtr& p : agreed) {
-    if (p->op == OpType::kAddProcessSet || p->op == OpType::kRemoveProcessSet) release = true;
+    if (changesSets(p->op)) release = true;
   }
   if (release && !paced_.empty()) {
     // Held ones were agreed first: they lead, and fuse with this cycle's.
@@ -118,7 +118,7 @@ std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr
   std::vector<ResponsePtr> now, released;
   for (const ResponsePtr& p : agreed) {
     const Response& r = *p;
-    if (r.op == OpType::kAddProcessSet || r.op == OpType::kRemoveProcessSet) flush = true;
+    if (changesSets(r.op)) flush = true;
     if (!bucketable(r)) {
       now.push_back(p);
       continue;

@@ -46,34 +46,37 @@ struct OpTraits {
   // May run while some member has joined (hvd.join): it contributes zeros to an allreduce and
   // nothing to a barrier, but has no rows to gather, scatter or exchange and cannot be a root.
   bool runs_with_joined;
+  // Adds or removes a process set: dispatch applies it, and the fusion scheduler releases what it
+  // holds back and flushes before it, since a set's members must see the change between batches.
+  bool changes_sets;
 };
 
 constexpr uint32_t kReducescatterOps = kEveryReduceOp & ~reduceBit(ReduceOp::kAdasum);
 
 // Indexed by OpType; the static_assert below keeps row i describing op i.
 inline constexpr std::array<OpTraits, kNumOpTypes> kOpTraits = {{
-    // op, name, label, data, fuse, root, splits, aux=, dim, shapes, reduce ops, event, joined
+    // op, name, label, data, fuse, root, splits, aux=, dim, shapes, reduce ops, event, joined, sets
     {OpType::kAllreduce, "ALLREDUCE", "allreduce", true, true, false, false, false, false, ShapeRule::kAll,
-     kEveryReduceOp, true, true},
+     kEveryReduceOp, true, true, false},
     {OpType::kAllgather, "ALLGATHER", "allgather", true, false, false, false, false, true, ShapeRule::kTrailing,
-     kNoReduceOps, true, false},
+     kNoReduceOps, true, false, false},
     {OpType::kBroadcast, "BROADCAST", "broadcast", true, false, true, false, false, false, ShapeRule::kAll,
-     kNoReduceOps, true, false},
+     kNoReduceOps, true, false, false},
     {OpType::kAlltoall, "ALLTOALL", "alltoall", true, false, false, true, false, true, ShapeRule::kTrailing,
-     kNoReduceOps, true, false},
+     kNoReduceOps, true, false, false},
     {OpType::kReducescatter, "REDUCESCATTER", "reducescatter", true, false, false, false, false, true,
-     ShapeRule::kAll, kReducescatterOps, true, false},
+     ShapeRule::kAll, kReducescatterOps, true, false, false},
     {OpType::kBarrier, "BARRIER", "barrier", false, false, false, false, false, false, ShapeRule::kNone,
-     kNoReduceOps, false, true},
+     kNoReduceOps, false, true, false},
     {OpType::kJoin, "JOIN", "join", false, false, false, false, false, false, ShapeRule::kNone, kNoReduceOps,
-     false, false},
+     false, false, false},
     {OpType::kAddProcessSet, "ADD_PROCESS_SET", "add_process_set", false, false, false, false, true, false,
-     ShapeRule::kNone, kNoReduceOps, false, false},
+     ShapeRule::kNone, kNoReduceOps, false, false, true},
     {OpType::kRemoveProcessSet, "REMOVE_PROCESS_SET", "remove_process_set", false, false, false, false, true,
-     false, ShapeRule::kNone, kNoReduceOps, false, false},
+     false, ShapeRule::kNone, kNoReduceOps, false, false, true},
 #ifdef LIGHTCC_TEST_EXTRA_OP
     {OpType::kTestGather, "TEST_GATHER", "test_gather", true, false, true, false, false, true,
-     ShapeRule::kTrailing, kNoReduceOps, true, false},
+     ShapeRule::kTrailing, kNoReduceOps, true, false, false},
 #endif
 }};
 
@@ -98,5 +101,6 @@ constexpr bool takesReduceOp(OpType op) { return opTraits(op).reduce_ops != kNoR
 constexpr bool supportsReduceOp(OpType op, ReduceOp r) { return (opTraits(op).reduce_ops & reduceBit(r)) != 0; }
 constexpr bool needsCallerStreamEvent(OpType op) { return opTraits(op).caller_stream_event; }
 constexpr bool runsWithJoined(OpType op) { return opTraits(op).runs_with_joined; }
+constexpr bool changesSets(OpType op) { return opTraits(op).changes_sets; }
 
 }  // namespace lightcc

@@ -32,15 +32,11 @@ class OpRow:
     reduce_ops: FrozenSet[int]
     caller_stream_event: bool
     runs_with_joined: bool
+    changes_sets: bool   # adds or removes a process set (dispatch applies it; fusion flushes before it)
 
     @property
     def takes_reduce_op(self) -> bool:
         return bool(self.reduce_ops)
-
-    @property
-    def changes_process_sets(self) -> bool:
-        """A control op whose arguments are a process set's (add/remove): agreed, never fused."""
-        return self.agrees_aux and not self.moves_data
 
 
 def _load() -> Dict[str, Any]:

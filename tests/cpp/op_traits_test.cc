@@ -33,6 +33,8 @@ void testRowsAreConsistent() {
           who + ": control ops neither fuse, reduce nor compare shapes");
     check(!t.takes_splits || t.shapes == ShapeRule::kTrailing, who + ": splits vary the first dimension");
     check((t.reduce_ops & ~kEveryReduceOp) == 0, who + ": only known reduce ops");
+    // A process-set change is a control op whose arguments (the ranks, or the id) must agree.
+    check(!t.changes_sets || (!t.moves_data && t.agrees_aux), who + ": a set change is an agreed control op");
   }
 }
 
@@ -54,6 +56,9 @@ void testReadyEventFollowsTheTable() {
 }
 
 void testKnownRows() {
+  check(changesSets(OpType::kAddProcessSet) && changesSets(OpType::kRemoveProcessSet) &&
+            !changesSets(OpType::kBarrier) && !changesSets(OpType::kAllreduce),
+        "exactly add and remove change the process sets");
   check(movesData(OpType::kAllreduce) && canFuse(OpType::kAllreduce), "allreduce moves data and fuses");
   check(supportsReduceOp(OpType::kAllreduce, ReduceOp::kAdasum), "allreduce takes Adasum");
   check(supportsReduceOp(OpType::kReducescatter, ReduceOp::kAverage) &&

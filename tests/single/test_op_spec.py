@@ -34,7 +34,7 @@ def test_rules_read_from_rows():
     with pytest.raises(ValueError, match="reducescatter does not support Adasum"):
         op_spec.check_reduce_op(ops.REDUCESCATTER, ops.Adasum)
     op_spec.check_reduce_op(ops.BROADCAST, ops.Adasum)  # no reduction: ignored
-    process_set_ops = {row.label for row in op_spec.OPS if row.changes_process_sets}
+    process_set_ops = {row.label for row in op_spec.OPS if row.changes_sets}
     assert process_set_ops == {"add_process_set", "remove_process_set"}
 
 
