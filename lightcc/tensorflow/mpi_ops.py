@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from lightcc.common import basics as _b
+from lightcc.common import op_spec as _spec
 from lightcc.common import ops as _ops
 from lightcc.common.basics import (
     ccl_built,
@@ -73,6 +74,15 @@ _basics = SimpleNamespace(**{k: getattr(_b, k) for k in dir(_b) if callable(geta
                           _get_process_set_ids_and_ranks=_get_process_set_ids_and_ranks,
                           Average=Average, Sum=Sum, Adasum=Adasum, Min=Min, Max=Max, Product=Product)
 
+
+def _check_shape(op: int, x: tf.Tensor) -> None:
+    """The op's row decides whether a scalar is refused (lightcc/common/op_spec.py); TF's error type."""
+    if x.shape.rank is None:  # unknown until the graph runs: the engine checks it then
+        return
+    try:
+        _spec.check_shape(op, x.shape.as_list())
+    except ValueError as err:
+        raise _errors.invalid_argument(str(err)) from None
 
 def handle_average_backwards_compatibility(op: Optional[int], average: Optional[bool]) -> int:
     """Horovod's rule for the deprecated `average` flag versus `op` (default Average)."""
@@ -192,9 +202,7 @@ def grouped_allgather(tensors: Sequence[Any], name: Optional[str] = None, ignore
     if not xs:
         return []
     for x in xs:
-        if x.shape.rank == 0:
-            raise _errors.invalid_argument("allgather needs tensors with at least one dimension; "
-                                           "reshape scalars to [1]")
+        _check_shape(_ops.ALLGATHER, x)
     set_id = _set_id(process_set)
 
     @tf.custom_gradient
@@ -317,8 +325,7 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
     (output, received_splits). Gradient: alltoall of the output gradient with received_splits.
     """
     x = u.as_tensor(tensor)
-    if x.shape.rank == 0:
-        raise _errors.invalid_argument("alltoall needs a tensor with at least one dimension")
+    _check_shape(_ops.ALLTOALL, x)
     s = None
     if splits is not None:
         s = u.as_tensor(splits)
@@ -350,8 +357,7 @@ def _grouped_reducescatter(tensors: Sequence[Any], op: int = Sum, name: Optional
     if not xs:
         return []
     for x in xs:
-        if x.shape.rank == 0:
-            raise _errors.invalid_argument("reducescatter needs tensors with at least one dimension")
+        _check_shape(_ops.REDUCESCATTER, x)
     op = _ops.resolve_op(None, op)
     set_id = _set_id(process_set)
 
