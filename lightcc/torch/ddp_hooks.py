@@ -382,3 +382,15 @@ def topk_hook(state: TopkState, bucket: Any) -> torch.futures.Future:
     buf, views = _views(bucket)
     names = state.names_for(bucket)
     return _submit(views, names, _ops.Average, 1.0, None, (buf, views), lambda: buf)
+
+
+def _annotate(*hooks: Any) -> None:
+    """DDP's register_comm_hook checks the hook's annotations by identity: give it the objects, not strings."""
+    import torch.distributed as dist
+
+    for hook in hooks:
+        hook.__annotations__ = {**hook.__annotations__, "bucket": dist.GradBucket,
+                                "return": torch.futures.Future[torch.Tensor]}
+
+
+_annotate(allreduce_hook, fp16_compress_hook, bf16_compress_hook, topk_hook)
