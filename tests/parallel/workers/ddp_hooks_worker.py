@@ -41,6 +41,7 @@ R, N = int(os.environ["LIGHTCC_RANK"]), int(os.environ["LIGHTCC_SIZE"])
 PORT, BACKEND = int(sys.argv[1]), sys.argv[2]
 WIDTH, BATCH, LR, WD, MOMENTUM = 16, 32, 0.1, 1e-4, 0.9
 TOPK_ENV = ("LIGHT_TOPK_ALLREDUCE", "LIGHT_TOPK_DENSITY")
+_STORE: list = []  # torch's store for every run of this process, then one entry per run started
 
 
 def start(setting: str) -> None:
@@ -50,7 +51,12 @@ def start(setting: str) -> None:
     kind, _, ratio = setting.partition(":")
     if BACKEND == "lightcc" and kind.startswith("topk"):
         os.environ.update({"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": ratio.split("/")[0]})
-    dist.init_process_group(BACKEND, init_method=f"tcp://127.0.0.1:{PORT}", rank=R, world_size=N,
+    # One TCPStore for the process, a prefix per run: a rank that starts the next run while its peer
+    # still tears down the last one must not read that run's keys (or reach its closing store).
+    if not _STORE:
+        _STORE.append(dist.TCPStore("127.0.0.1", PORT, N, R == 0, timeout=timedelta(seconds=60)))
+    _STORE.append(None)
+    dist.init_process_group(BACKEND, store=dist.PrefixStore(f"run{len(_STORE)}/", _STORE[0]), rank=R, world_size=N,
                             timeout=timedelta(seconds=60))
 
 
