@@ -394,3 +394,6 @@ def _annotate(*hooks: Any) -> None:
 
 
 _annotate(allreduce_hook, fp16_compress_hook, bf16_compress_hook, topk_hook)
+# DDP refuses a hook *named* bf16_compress_hook unless CUDA and NCCL 2.10+ are present (it means
+# torch's own, which needs NCCL's bfloat16); lightcc's engine reduces bfloat16 anywhere.
+bf16_compress_hook.__name__ = bf16_compress_hook.__qualname__ = "lightcc_bf16_compress_hook"

@@ -58,6 +58,7 @@ def test_each_hook_trains_with_identical_weights(backend):
 def within_a_point(rows: List[dict]) -> None:
     check_rows(rows)
     acc = mean_accuracy(rows)
+    print("MEAN ACCURACY " + json.dumps(acc), "ROWS " + json.dumps(rows))  # shown by pytest -rA
     for setting, a in acc.items():
         assert a >= acc["dense"] - 1.0, f"{setting}: {a:.2f} % vs dense {acc['dense']:.2f} % over seeds {SEEDS}; {acc}"
 
