@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
@@ -56,19 +55,6 @@ def _world(process_group: Any) -> Tuple[int, int]:
     return dist.get_rank(), world
 
 
-@contextmanager
-def _flag_defaults(defaults: Mapping[str, str]) -> Iterator[None]:
-    """The engine reads flags at start: stand in for the ones the environment leaves unset, then tidy up."""
-    added = [k for k in defaults if k not in os.environ]
-    for k in added:
-        os.environ[k] = defaults[k]
-    try:
-        yield
-    finally:
-        for k in added:
-            os.environ.pop(k, None)
-
-
 def ensure_engine(process_group: Any = None, flag_defaults: Optional[Mapping[str, str]] = None) -> None:
     """Start lightcc's engine for DDP's group unless it runs already (then check it places ranks alike).
 
@@ -87,8 +73,7 @@ def ensure_engine(process_group: Any = None, flag_defaults: Optional[Mapping[str
                                f"group as rank {rank} of {size}; start both with the same placement")
         return
     store = dist.PrefixStore(_STORE_PREFIX, dist.distributed_c10d._get_default_store())  # noqa: SLF001
-    with _flag_defaults(flag_defaults or {}):
-        meeting.start_engine(store, rank, size, _group_timeout())
+    meeting.start_engine(store, rank, size, _group_timeout(), flag_defaults=flag_defaults)
 
 
 def _group_timeout() -> timedelta:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import secrets
 import socket
 from datetime import timedelta
-from typing import Any
+from typing import Any, Mapping, Optional
 
 from lightcc.common import basics as _basics
 from lightcc.common import launch_env as _le
@@ -40,10 +40,12 @@ def _my_address(store: Any) -> str:
     return _le.routable_address(os.environ, toward=getattr(tcp, "host", "") if tcp is not None else "")
 
 
-def start_engine(store: Any, rank: int, size: int, timeout: timedelta) -> None:
+def start_engine(store: Any, rank: int, size: int, timeout: timedelta,
+                 flag_defaults: Optional[Mapping[str, str]] = None) -> None:
     """Meets the other ranks through `store` and starts lightcc's engine on this process.
 
-    The group's timeout becomes LIGHTCC_TIMEOUT unless the environment sets that flag.
+    The group's timeout becomes LIGHTCC_TIMEOUT, and `flag_defaults` (flag -> text; the DDP
+    hooks' top-k settings) the other flags' values, wherever the environment leaves them unset.
     """
     import os
 
@@ -70,4 +72,5 @@ def start_engine(store: Any, rank: int, size: int, timeout: timedelta) -> None:
     info = _le.placed("torch.distributed", rank, size, (-1, -1), (-1, -1), hostname, (host, port, secret))
     seconds = max(1, int(timeout.total_seconds())) if timeout else 0
     defaults = {"LIGHTCC_TIMEOUT": str(seconds)} if seconds else {}
+    defaults.update(flag_defaults or {})
     _basics.init_placed(info, dynamic_process_sets=True, flag_defaults=defaults)
