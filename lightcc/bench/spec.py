@@ -11,7 +11,7 @@ from dataclasses import dataclass
 # the port and broadcasts it with mpi4py instead.
 GLOO_ADDR_ENV = "LIGHTCC_BENCH_GLOO_ADDR"
 
-LIBRARIES = ("lightcc", "gloo", "mpi")
+LIBRARIES = ("lightcc", "gloo", "torch-lightcc", "mpi")
 COMMANDS = ("allreduce", "allgather", "broadcast", "alltoall", "reducescatter", "latency", "negotiation")
 DTYPES = ("float16", "float32", "float64", "int32", "int64")
 

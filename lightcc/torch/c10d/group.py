@@ -45,6 +45,11 @@ def _dense(tensor: torch.Tensor, what: str) -> torch.Tensor:
     return tensor
 
 
+def _synchronous(opts: Any) -> bool:
+    """Whether torch will wait for the call at once (async_op=False): it says so in the options."""
+    return opts is not None and getattr(opts, "asyncOp", True) is False
+
+
 def _flat(tensor: torch.Tensor) -> torch.Tensor:
     """A contiguous 2-D [1, numel] view (or copy) of `tensor`, as the engine's row-wise collectives take it."""
     return tensor.contiguous().reshape(1, -1)
@@ -111,13 +116,25 @@ class LightccProcessGroup(dist.ProcessGroup):
         self._names.hold([a.name for a in args], fut)
         return _work(fut)
 
+    def _now(self, args: _ops.TensorArgs, tensors: Sequence[torch.Tensor], work: Sequence[torch.Tensor]) -> Any:
+        """A synchronous call (asyncOp false) of one tensor: the engine's synchronous path, which on
+        one host runs a small allreduce as one direct step with no thread hand-off; its error
+        raises here, in the caller."""
+        if self._closed:
+            raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
+        _ops.run_now(args.as_tuple())
+        for t, w in zip(tensors, work):
+            if w is not t:
+                t.copy_(w)
+        return _done(list(tensors))
+
     def _args(self, op: int, name: str, src: torch.Tensor, dst: Optional[torch.Tensor], **fields: Any) -> _ops.TensorArgs:
         return _t.args(src, op, name, _t.ptr(src), _t.ptr(dst) if dst is not None else 0, _t.dtype_code(src.dtype),
                        list(src.shape), process_set_id=self._set_id, **fields)
 
     # ---- allreduce family ----------------------------------------------------------------------
 
-    def _allreduce(self, tensors: Sequence[torch.Tensor], reduce_op: Any, what: str) -> Any:
+    def _allreduce(self, tensors: Sequence[torch.Tensor], reduce_op: Any, what: str, sync: bool = False) -> Any:
         tensors = [_dense(t, what) for t in tensors]
         work = [t if t.is_contiguous() else t.contiguous() for t in tensors]
         args = []
@@ -125,6 +142,8 @@ class LightccProcessGroup(dist.ProcessGroup):
             code = _red.code(reduce_op, t.dtype, what)
             name = self._names.take("allreduce", [t], (code,))
             args.append(self._args(_ops.ALLREDUCE, name, t, t, reduce_op=code))
+        if sync and len(args) == 1 and not _t.is_device(work[0]):
+            return self._now(args[0], tensors, work)
 
         def finish(_: List[_ops.CoreResult]) -> List[torch.Tensor]:
             for t, w in zip(tensors, work):
@@ -136,7 +155,7 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
-        return self._allreduce(tensors, op, "allreduce")
+        return self._allreduce(tensors, op, "allreduce", sync=_synchronous(opts))
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
@@ -155,6 +174,8 @@ class LightccProcessGroup(dist.ProcessGroup):
         tensors = [_dense(t, "broadcast") for t in tensors]
         work = [t if t.is_contiguous() else t.contiguous() for t in tensors]
         args = [self._args(_ops.BROADCAST, self._names.take("broadcast", [t], (root,)), t, t, root=root) for t in work]
+        if _synchronous(opts) and len(args) == 1 and not _t.is_device(work[0]):
+            return self._now(args[0], tensors, work)
 
         def finish(_: List[_ops.CoreResult]) -> List[torch.Tensor]:
             for t, w in zip(tensors, work):
