@@ -178,6 +178,16 @@ def checkpointed(mode: str, steps: int, where: str) -> None:
         print("RESULT " + json.dumps(row), flush=True)
 
 
+def leave() -> None:
+    """Rank 0 serves torch's store, which a peer's teardown may still use: it leaves last (as
+    lightcc/bench/torch_group.py), once every rank has said it is out."""
+    if not _STORE:
+        return
+    _STORE[0].set(f"left/{R}", "1")
+    if R == 0:
+        _STORE[0].wait([f"left/{r}" for r in range(N)], timedelta(seconds=120))
+
+
 def main() -> None:
     torch.set_num_threads(1)
     mode = sys.argv[3]
@@ -185,6 +195,7 @@ def main() -> None:
         train(int(sys.argv[4]), sys.argv[5], sys.argv[6:])
     else:
         checkpointed(mode, int(sys.argv[4]), sys.argv[5] if len(sys.argv) > 5 else "")
+    leave()
 
 
 if __name__ == "__main__":
