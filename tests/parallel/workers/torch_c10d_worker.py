@@ -209,7 +209,12 @@ def main() -> None:
     t = torch.full((2,), float(R))
     dist.all_reduce(t)
     c.check(torch.equal(t, torch.full((2,), float(N * (N - 1) // 2))), "all_reduce after re-init")
+    store = dist.distributed_c10d._get_default_store()  # noqa: SLF001  (kept past the group's end)
     dist.destroy_process_group()
+    # Rank 0 serves torch's store: it leaves last, once every rank has torn down.
+    store.set(f"left/{R}", "1")
+    if R == 0:
+        store.wait([f"left/{r}" for r in range(N)], timedelta(seconds=60))
     c.finish()
 
 
