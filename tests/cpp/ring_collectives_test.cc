@@ -36,17 +36,7 @@ const std::vector<DataType> kDtypes = {DataType::kUInt8,   DataType::kInt8,     
                                        DataType::kFloat64, DataType::kBool};
 
 std::string dtypeLabel(DataType t) { return "dtype " + std::to_string(static_cast<int>(t)); }
-std::string opLabel(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kAverage: return "Average";
-    case ReduceOp::kSum: return "Sum";
-    case ReduceOp::kAdasum: return "Adasum";
-    case ReduceOp::kMin: return "Min";
-    case ReduceOp::kMax: return "Max";
-    case ReduceOp::kProduct: return "Product";
-  }
-  return "?";
-}
+std::string opLabel(ReduceOp op) { return reduceOpName(op); }
 
 bool isSigned(DataType t) {
   return t == DataType::kInt8 || t == DataType::kInt16 || t == DataType::kInt32 || t == DataType::kInt64 ||
