@@ -47,6 +47,35 @@ class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
 
 
 class _Counting(unittest.TextTestResult):
+    """unittest's result, also keeping each test's outcome for one machine-readable line a test."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.outcomes: dict[str, str] = {}
+
+    def _note(self, test: unittest.TestCase, outcome: str) -> None:
+        self.outcomes[test.id().rsplit(".", 1)[-1]] = outcome
+
+    def addSuccess(self, test):  # noqa: N802  (unittest's names)
+        super().addSuccess(test)
+        self._note(test, "ok")
+
+    def addFailure(self, test, err):  # noqa: N802
+        super().addFailure(test, err)
+        self._note(test, "FAIL")
+
+    def addError(self, test, err):  # noqa: N802
+        super().addError(test, err)
+        self._note(test, "ERROR")
+
+    def addSkip(self, test, reason):  # noqa: N802
+        super().addSkip(test, reason)
+        self._note(test, "skipped")
+
+    def addUnexpectedSuccess(self, test):  # noqa: N802
+        super().addUnexpectedSuccess(test)
+        self._note(test, "FAIL")
+
     def summary(self) -> str:
         failed = len(self.failures) + len(self.errors) + len(self.unexpectedSuccesses)
         passed = self.testsRun - failed - len(self.skipped)
@@ -72,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     runner = unittest.TextTestRunner(verbosity=2, resultclass=_Counting)
     result = runner.run(suite)
+    for name, outcome in sorted(result.outcomes.items()):
+        print(f"RESULT {name} {outcome}", flush=True)
     print(f"{args.backend}: {result.summary()}", flush=True)
     return 0 if result.wasSuccessful() else 1
 

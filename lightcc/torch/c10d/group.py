@@ -212,7 +212,17 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     def allgather_coalesced(self, output_lists: List[List[torch.Tensor]], input_list: List[torch.Tensor],
                             opts: Any = None) -> Any:
-        return self.allgather(output_lists, input_list, opts)
+        # Rank-major, unlike allgather: output_lists[r][i] receives member r's input i.
+        if len(output_lists) != self._size or any(len(outs) != len(input_list) for outs in output_lists):
+            raise ValueError(f"lightcc backend: all_gather_coalesced needs {self._size} output lists of "
+                             f"{len(input_list)} tensors each")
+
+        def place(i: int, rows: torch.Tensor) -> None:
+            for r in range(self._size):
+                out = output_lists[r][i]
+                out.copy_(rows[r].view(out.shape))
+
+        return self._gather_rows(input_list, place, output_lists, "all_gather_coalesced")
 
     def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:  # noqa: A002
         self._check_base(output, input, "all_gather_into_tensor", gather=True)
