@@ -61,17 +61,9 @@ printf '#!/bin/sh\nexec "%s" -m ziglang cc -target x86_64-linux-gnu.2.28 "$@"\n'
 chmod +x "$WORK/bin/zig-cc"
 CUOBJDUMP=$("$VPY" -c 'import nvidia, pathlib; print(next(p for b in nvidia.__path__ for p in pathlib.Path(b).glob("**/bin/cuobjdump")))')
 
-# The committed tree into $WORK/src, keeping the times of unchanged files (as build_wheel.sh).
-git -C "$ROOT" archive --format=tar HEAD | tar -x -C "$WORK/src.new"
-(cd "$WORK/src.new" && find . -type f) | while IFS= read -r f; do
-  if ! cmp -s "$WORK/src.new/$f" "$WORK/src/$f"; then
-    mkdir -p "$(dirname "$WORK/src/$f")" && cp "$WORK/src.new/$f" "$WORK/src/$f"
-  fi
-done
-(cd "$WORK/src" && find . -path ./build -prune -o -type f -print) | while IFS= read -r f; do
-  [ -e "$WORK/src.new/$f" ] || rm -f "$WORK/src/$f"
-done
-rm -rf "$WORK/src.new"
+# The committed tree into $WORK/src, unchanged files keeping their times (incremental rebuilds).
+. "$ROOT/packaging/sync_source.sh"
+sync_source "$ROOT" "$WORK/src"
 SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct)
 export SOURCE_DATE_EPOCH
 VERSION=$("$VPY" -c "v = {}; exec(open('$WORK/src/lightcc/version.py').read(), v); print(v['__version__'])")

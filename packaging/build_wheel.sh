@@ -64,18 +64,9 @@ for tool in cc c++; do
   chmod +x "$WORK/bin/$name"
 done
 
-# The committed tree into $WORK/src; files whose content did not change keep their times, so a
-# second build recompiles only what changed (the CMake tree lives in $WORK/src/build).
-git -C "$ROOT" archive --format=tar HEAD | tar -x -C "$WORK/src.new"
-(cd "$WORK/src.new" && find . -type f) | while IFS= read -r f; do
-  if ! cmp -s "$WORK/src.new/$f" "$WORK/src/$f"; then
-    mkdir -p "$(dirname "$WORK/src/$f")" && cp "$WORK/src.new/$f" "$WORK/src/$f"
-  fi
-done
-(cd "$WORK/src" && find . -path ./build -prune -o -type f -print) | while IFS= read -r f; do
-  [ -e "$WORK/src.new/$f" ] || rm -f "$WORK/src/$f"
-done
-rm -rf "$WORK/src.new"
+# The committed tree into $WORK/src, unchanged files keeping their times (incremental rebuilds).
+. "$ROOT/packaging/sync_source.sh"
+sync_source "$ROOT" "$WORK/src"
 SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct)
 export SOURCE_DATE_EPOCH
 
