@@ -26,7 +26,7 @@ import os
 import re
 import secrets
 import tempfile
-from typing import Mapping
+from typing import Any, Mapping
 
 from lightcc.common import launch_env as le
 
@@ -72,24 +72,33 @@ def _torch_store_exchange(
     store = _c10d_store(env, who, master, master_port, rank, size)
     run = env.get("TORCHELASTIC_RUN_ID", "none")
     key = f"lightcc/rendezvous/{run}/{env.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+    where = f"{who}'s store {master}:{port_text} (key {key!r}) within {STORE_TIMEOUT_S:g} s"
+    rendezvous = meet_through_store(store, key, rank, env, toward=master, where=where)
+    return le.placed(names.launcher, rank, size, local, cross, hostname, rendezvous)
+
+
+def meet_through_store(store: Any, key: str, rank: int, env: Mapping[str, str], toward: str,
+                       where: str) -> tuple[str, int, str]:
+    """Rank 0 offers ``host port secret`` under `key` in a torch store; every rank reads it back.
+
+    The address is rank 0's route toward `toward` (the store's host). A secret every rank was
+    given stays off the (unauthenticated) store: the offer says "-", "use yours". ValueError
+    names `where` when the offer does not come, or when only some ranks have a secret.
+    """
     if rank == 0:
-        host = le.routable_address(env, toward=master)
-        # A secret every rank was given stays off the (unauthenticated) store: "-" says "use yours".
+        host = le.routable_address(env, toward=toward)
         offer = f"{host} {le.free_port()} {'-' if env.get(le.JOB_SECRET_VAR) else secrets.token_hex(32)}"
         store.set(key, offer)
     try:
         fields = store.get(key).decode().split()
     except Exception as err:  # noqa: BLE001  (torch raises DistStoreError or RuntimeError on a timeout)
-        raise ValueError(
-            f"rank {rank}: rank 0 did not publish lightcc's rendezvous in {who}'s store "
-            f"{master}:{port_text} (key {key!r}) within {STORE_TIMEOUT_S:g} s: {err}"
-        ) from None
+        raise ValueError(f"rank {rank}: rank 0 did not publish lightcc's rendezvous in {where}: {err}") from None
     host, port, secret = fields[0], int(fields[1]), fields[2]
     if secret == "-":
         secret = env.get(le.JOB_SECRET_VAR, "")
         if not secret:
             raise ValueError(f"rank {rank}: rank 0 was given {le.JOB_SECRET_VAR} but this rank was not; set it on every rank")
-    return le.placed(names.launcher, rank, size, local, cross, hostname, (host, port, secret))
+    return host, port, secret
 
 
 def _c10d_store(env: Mapping[str, str], who: str, master: str, port: int, rank: int, size: int):

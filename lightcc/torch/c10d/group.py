@@ -45,6 +45,19 @@ def _dense(tensor: torch.Tensor, what: str) -> torch.Tensor:
     return tensor
 
 
+def _copy_back(tensors: Sequence[torch.Tensor], work: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+    """`tensors`, after copying in the result of each one that ran on a contiguous copy (in `work`)."""
+    for t, w in zip(tensors, work):
+        if w is not t:
+            t.copy_(w)
+    return list(tensors)
+
+
+def _contiguous(tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+    """What the engine runs on: each tensor itself, or a contiguous copy of a strided view."""
+    return [t if t.is_contiguous() else t.contiguous() for t in tensors]
+
+
 def _synchronous(opts: Any) -> bool:
     """Whether torch will wait for the call at once (async_op=False): it says so in the options."""
     return opts is not None and getattr(opts, "asyncOp", True) is False
@@ -123,10 +136,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         if self._closed:
             raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
         _ops.run_now(args.as_tuple())
-        for t, w in zip(tensors, work):
-            if w is not t:
-                t.copy_(w)
-        return _done(list(tensors))
+        return _done(_copy_back(tensors, work))
 
     def _args(self, op: int, name: str, src: torch.Tensor, dst: Optional[torch.Tensor], **fields: Any) -> _ops.TensorArgs:
         return _t.args(src, op, name, _t.ptr(src), _t.ptr(dst) if dst is not None else 0, _t.dtype_code(src.dtype),
@@ -136,7 +146,7 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     def _allreduce(self, tensors: Sequence[torch.Tensor], reduce_op: Any, what: str, sync: bool = False) -> Any:
         tensors = [_dense(t, what) for t in tensors]
-        work = [t if t.is_contiguous() else t.contiguous() for t in tensors]
+        work = _contiguous(tensors)
         args = []
         for t in work:
             code = _red.code(reduce_op, t.dtype, what)
@@ -145,13 +155,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         if sync and len(args) == 1 and not _t.is_device(work[0]):
             return self._now(args[0], tensors, work)
 
-        def finish(_: List[_ops.CoreResult]) -> List[torch.Tensor]:
-            for t, w in zip(tensors, work):
-                if w is not t:
-                    t.copy_(w)
-            return list(tensors)
-
-        return self._submit(args, (tensors, work), finish)
+        return self._submit(args, (tensors, work), lambda _: _copy_back(tensors, work))
 
     def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
@@ -172,18 +176,12 @@ class LightccProcessGroup(dist.ProcessGroup):
     def broadcast(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
         root = self._root(opts.rootRank if opts is not None else 0, "broadcast")
         tensors = [_dense(t, "broadcast") for t in tensors]
-        work = [t if t.is_contiguous() else t.contiguous() for t in tensors]
+        work = _contiguous(tensors)
         args = [self._args(_ops.BROADCAST, self._names.take("broadcast", [t], (root,)), t, t, root=root) for t in work]
         if _synchronous(opts) and len(args) == 1 and not _t.is_device(work[0]):
             return self._now(args[0], tensors, work)
 
-        def finish(_: List[_ops.CoreResult]) -> List[torch.Tensor]:
-            for t, w in zip(tensors, work):
-                if w is not t:
-                    t.copy_(w)
-            return list(tensors)
-
-        return self._submit(args, (tensors, work), finish)
+        return self._submit(args, (tensors, work), lambda _: _copy_back(tensors, work))
 
     # ---- allgather family ----------------------------------------------------------------------
 

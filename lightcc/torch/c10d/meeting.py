@@ -10,13 +10,13 @@ HARP's data ports refuse anyone without it. A secret the launcher gave every ran
 """
 from __future__ import annotations
 
-import secrets
 import socket
 from datetime import timedelta
 from typing import Any, Mapping, Optional
 
 from lightcc.common import basics as _basics
 from lightcc.common import launch_env as _le
+from lightcc.common.launch_more import meet_through_store
 
 _KEY = "lightcc/meeting"
 
@@ -32,14 +32,6 @@ def _tcp_store(store: Any) -> Any:
     return None
 
 
-def _my_address(store: Any) -> str:
-    """The address the other ranks reach rank 0 at: the route toward torch's store host, if any."""
-    import os
-
-    tcp = _tcp_store(store)
-    return _le.routable_address(os.environ, toward=getattr(tcp, "host", "") if tcp is not None else "")
-
-
 def start_engine(store: Any, rank: int, size: int, timeout: timedelta,
                  flag_defaults: Optional[Mapping[str, str]] = None) -> None:
     """Meets the other ranks through `store` and starts lightcc's engine on this process.
@@ -49,22 +41,14 @@ def start_engine(store: Any, rank: int, size: int, timeout: timedelta,
     """
     import os
 
-    own_secret = os.environ.get(_le.JOB_SECRET_VAR, "")
     if size > 1:
-        if rank == 0:
-            offer = f"{_my_address(store)} {_le.free_port()} {'-' if own_secret else secrets.token_hex(32)}"
-            store.set(_KEY, offer)
+        tcp = _tcp_store(store)
         try:
-            fields = store.get(_KEY).decode().split()
-        except Exception as err:  # noqa: BLE001  (torch raises DistStoreError or RuntimeError on a timeout)
-            raise RuntimeError(f"lightcc backend: rank {rank} did not find rank 0's meeting point in torch's store "
-                               f"(key {_KEY!r}): {err}") from None
-        host, port, secret = fields[0], int(fields[1]), fields[2]
-        if secret == "-":
-            secret = own_secret
-            if not secret:
-                raise RuntimeError(f"lightcc backend: rank 0 was given {_le.JOB_SECRET_VAR} but rank {rank} was not; "
-                                   f"set it on every rank or on none")
+            host, port, secret = meet_through_store(store, _KEY, rank, os.environ,
+                                                    toward=getattr(tcp, "host", "") if tcp is not None else "",
+                                                    where=f"torch's store (key {_KEY!r})")
+        except ValueError as err:
+            raise RuntimeError(f"lightcc backend: {err}") from None
     else:
         host, port, secret = "", 0, ""
     # Ranks with one host id share memory; lightccrun and the emulated-hosts harness name hosts.
@@ -73,4 +57,4 @@ def start_engine(store: Any, rank: int, size: int, timeout: timedelta,
     seconds = max(1, int(timeout.total_seconds())) if timeout else 0
     defaults = {"LIGHTCC_TIMEOUT": str(seconds)} if seconds else {}
     defaults.update(flag_defaults or {})
-    _basics.init_placed(info, dynamic_process_sets=True, flag_defaults=defaults)
+    _basics.init_placed(info, flag_defaults=defaults)  # new_group's sets need no dynamic flag
