@@ -8,10 +8,13 @@ rank's table gets the set under the same id (csrc/engine/process_sets.h, kMember
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Union
 
 from lightcc.common.native import core
 from lightcc.common.util import is_iterable  # noqa: F401  (Horovod's process_sets has it)
+
+if TYPE_CHECKING:
+    from lightcc.common.ops import TensorArgs
 
 
 class ProcessSet:
@@ -188,10 +191,20 @@ def add_process_set_of_members(ranks: Sequence[int], name: str) -> int:
     """
     from lightcc.common import ops
 
+    args = members_set_args(ranks, name)
+    return ops.run_simple(args.op, args.name, args.process_set_id, args.aux)
+
+
+def members_set_args(ranks: Sequence[int], name: str) -> TensorArgs:
+    """The submission that makes a member-only set (see `add_process_set_of_members`), for callers
+    that queue it asynchronously (the torch.distributed backend's point-to-point pairs)."""
+    from lightcc.common import ops
+
     if not isinstance(name, str) or not name:
         raise ValueError(f"a member-only process set needs a non-empty name, got {name!r}")
     members = _member_ranks(ranks)
-    return ops.run_simple(ops.ADD_PROCESS_SET, f"process_set.members.add.{name}", MEMBERS_ONLY_SET_ID, members)
+    return ops.TensorArgs(op=ops.ADD_PROCESS_SET, name=f"process_set.members.add.{name}", in_ptr=0, out_ptr=0,
+                          dtype=0, shape=[], process_set_id=MEMBERS_ONLY_SET_ID, aux=members)
 
 
 def remove_process_set_of_members(process_set_id: int) -> None:

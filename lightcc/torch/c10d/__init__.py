@@ -21,7 +21,9 @@ _STATE = {"owns_engine": False}
 
 def _release_engine() -> None:
     from lightcc.common import basics
+    from lightcc.torch.c10d import p2p
 
+    p2p.forget_pairs()
     if _STATE["owns_engine"]:
         _STATE["owns_engine"] = False
         basics.shutdown()
@@ -37,6 +39,9 @@ def _create(options: Any, backend_options: Any = None) -> LightccProcessGroup:
     global_ranks = list(options.global_ranks_in_group or [])
     group_id = str(options.group_id)
     if not global_ranks:  # the default group
+        from lightcc.torch.c10d import p2p
+
+        p2p.forget_pairs()  # pairs made on an engine since shut down (by hvd.shutdown, say) are gone
         if basics.is_initialized():
             if basics.rank() != rank or basics.size() != size:
                 raise RuntimeError(f"lightcc backend: lightcc is already initialized as rank {basics.rank()} of "

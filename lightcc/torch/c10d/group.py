@@ -5,8 +5,8 @@ engine (no copy for the in-place collectives) and returns a Work wrapping a torc
 lightcc's completion thread completes (lightcc/torch/futures.py). The engine runs the group's
 collectives on its process set: set 0 for the default group, a set made of the members for
 `new_group`. Collectives c10d has and the engine lacks are composed from the engine's: reduce is
-an allreduce, gather and scatter are alltoalls with one non-empty side. Point-to-point
-(send/recv) is not in the engine yet and raises.
+an allreduce, gather and scatter are alltoalls with one non-empty side, and a send is a
+broadcast in a process set of the pair (p2p.py).
 """
 from __future__ import annotations
 
@@ -15,25 +15,20 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import _create_work_from_future
 
 from lightcc.common import ops as _ops
 from lightcc.torch import futures as _futures
 from lightcc.torch import tensors as _t
 from lightcc.torch.c10d import reduce_ops as _red
 from lightcc.torch.c10d.naming import Names
+from lightcc.torch.c10d.p2p import PointToPoint
+from lightcc.torch.c10d.work import LightccWork, completed
 
 BACKEND_NAME = "lightcc"
 
 
-def _work(fut: torch.futures.Future) -> Any:
-    return _create_work_from_future(fut)
-
-
-def _done(value: Any) -> Any:
-    fut: torch.futures.Future = torch.futures.Future()
-    fut.set_result(value)
-    return _work(fut)
+def _work(pending: _futures.Pending) -> Any:
+    return LightccWork(pending)
 
 
 def _dense(tensor: torch.Tensor, what: str) -> torch.Tensor:
@@ -84,6 +79,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         self._set_id = set_id
         self._global_ranks = list(global_ranks)
         self._names = Names(tag)
+        self._p2p = PointToPoint(tag, self._global_ranks[rank])
         self._timeout = timeout
         self._on_shutdown = on_shutdown
         self._closed = False
@@ -125,9 +121,9 @@ class LightccProcessGroup(dist.ProcessGroup):
                 finish: Callable[[List[_ops.CoreResult]], Any]) -> Any:
         if self._closed:
             raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
-        fut = _futures.submit(args, keepalive, finish)
-        self._names.hold([a.name for a in args], fut)
-        return _work(fut)
+        pending = _futures.launch(args, keepalive, finish)
+        self._names.hold([a.name for a in args], pending.outcome)
+        return _work(pending)
 
     def _now(self, args: _ops.TensorArgs, tensors: Sequence[torch.Tensor], work: Sequence[torch.Tensor]) -> Any:
         """A synchronous call (asyncOp false) of one tensor: the engine's synchronous path, which on
@@ -136,7 +132,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         if self._closed:
             raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
         _ops.run_now(args.as_tuple())
-        return _done(_copy_back(tensors, work))
+        return completed(_copy_back(tensors, work))
 
     def _args(self, op: int, name: str, src: torch.Tensor, dst: Optional[torch.Tensor], **fields: Any) -> _ops.TensorArgs:
         return _t.args(src, op, name, _t.ptr(src), _t.ptr(dst) if dst is not None else 0, _t.dtype_code(src.dtype),
@@ -382,26 +378,37 @@ class LightccProcessGroup(dist.ProcessGroup):
         name = self._names.take("barrier", [])
         args = [_ops.TensorArgs(op=_ops.BARRIER, name=name, in_ptr=0, out_ptr=0, dtype=0, shape=[],
                                 process_set_id=self._set_id)]
-        fut = _futures.submit(args, None, lambda results: [])
-        self._names.hold([name], fut)
-        return _work(fut)
+        pending = _futures.launch(args, None, lambda results: [])
+        self._names.hold([name], pending.outcome)
+        return _work(pending)
+
+    # ---- point-to-point (p2p.py) ----------------------------------------------------------------
+
+    def _one(self, tensors: List[torch.Tensor], what: str) -> torch.Tensor:
+        if self._closed:
+            raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
+        if len(tensors) != 1:
+            raise ValueError(f"lightcc backend: {what} takes one tensor, got {len(tensors)}")
+        return _dense(tensors[0], what)
 
     def send(self, tensors: List[torch.Tensor], dst: int, tag: int = 0) -> Any:
-        raise RuntimeError("lightcc backend: send/recv are not supported yet (use a collective, or "
-                           "init_process_group('cpu:gloo,...') for point-to-point)")
+        tensor = self._one(tensors, "send")
+        return _work(self._p2p.send(tensor, self._root(dst, "send"), tag))
 
     def recv(self, tensors: List[torch.Tensor], src: int, tag: int = 0) -> Any:
-        raise RuntimeError("lightcc backend: send/recv are not supported yet")
+        tensor = self._one(tensors, "recv")
+        return _work(self._p2p.recv(tensor, self._root(src, "recv"), tag))
 
     def recv_anysource(self, tensors: List[torch.Tensor], tag: int = 0) -> Any:
-        raise RuntimeError("lightcc backend: send/recv are not supported yet")
+        raise RuntimeError("lightcc backend: recv needs a source rank (receiving from any source, src=None, is "
+                           "not supported; name the sender, or use init_process_group('cpu:gloo,...') for it)")
 
     def shutdown(self) -> None:
         """torch's destroy_process_group: waits for this group's calls, then lets go of the engine."""
         if self._closed:
             return
         self._closed = True
-        for fut in self._names.pending():
+        for fut in self._names.pending() + self._p2p.pending():
             try:
                 fut.wait()
             except Exception:  # noqa: BLE001  (each call's own waiter saw its error)

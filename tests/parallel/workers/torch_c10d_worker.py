@@ -127,6 +127,48 @@ def scatters(c) -> None:
     c.check(True, "barrier")
 
 
+def point_to_point(c) -> None:
+    """send/recv, isend/irecv running ahead, tags, a ring through batch_isend_irecv, a strided receiver."""
+    nxt, prv = (R + 1) % N, (R - 1) % N
+    if R == 0:
+        dist.send(torch.arange(6, dtype=torch.float64), dst=1)
+    elif R == 1:
+        got = torch.empty(6, dtype=torch.float64)
+        dist.recv(got, src=0)
+        c.check(torch.equal(got, torch.arange(6, dtype=torch.float64)), "send/recv 0 -> 1")
+    # Rank 0 runs 12 isends (more than the collectives' naming window) ahead of rank 1's receives,
+    # on two tags that rank 1 receives in the opposite order.
+    if R == 0:
+        works = [dist.isend(torch.full((3,), float(i)), dst=1, tag=i % 2) for i in range(12)]
+        for w in works:
+            w.wait()
+    elif R == 1:
+        odd = [torch.empty(3) for _ in range(6)]
+        even = [torch.empty(3) for _ in range(6)]
+        works = [dist.irecv(t, src=0, tag=1) for t in odd] + [dist.irecv(t, src=0, tag=0) for t in even]
+        for w in works:
+            w.wait()
+        c.check(all(torch.equal(t, torch.full((3,), float(2 * i + 1))) for i, t in enumerate(odd)) and
+                all(torch.equal(t, torch.full((3,), float(2 * i))) for i, t in enumerate(even)),
+                "12 isends ahead of their receives, tags received out of order")
+    # The ring: every rank sends to the next and receives from the previous, in one batch.
+    for _ in range(2):
+        out = torch.full((4,), float(R), dtype=torch.int64)
+        into = torch.zeros(8, dtype=torch.int64)[::2]  # strided: received into through a copy
+        works = dist.batch_isend_irecv([dist.P2POp(dist.isend, out, nxt), dist.P2POp(dist.irecv, into, prv)])
+        for w in works:
+            w.wait()
+        c.check(torch.equal(into, torch.full((4,), prv, dtype=torch.int64)), "ring through batch_isend_irecv")
+    expect(c, RuntimeError, lambda: dist.recv(torch.empty(2)), "recv from any source", "source")
+    # A receiver of another dtype: both sides' wait() raises lightcc's error naming the tensor.
+    if R == 0:
+        expect(c, RuntimeError, lambda: dist.send(torch.ones(4), dst=1), "send to a receiver of another dtype",
+               "rank 1 has int32")
+    elif R == 1:
+        expect(c, RuntimeError, lambda: dist.recv(torch.ones(4, dtype=torch.int32), src=0),
+               "receive from a sender of another dtype", "rank 0 has float32")
+
+
 def ddp(c) -> None:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
@@ -200,6 +242,7 @@ def main() -> None:
     rooted(c)
     gathers(c)
     scatters(c)
+    point_to_point(c)
     ddp(c)
     subgroups(c)
     mistakes(c)
