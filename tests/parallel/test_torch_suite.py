@@ -27,6 +27,7 @@ SUBSET = [
     "test_DistributedDataParallelCPU_grad_is_view", "test_ddp_hook_parity_allreduce",
     "test_accumulate_gradients_no_sync", "test_static_graph_api_cpu", "test_ddp_sync_module_states",
     "test_ddp_inference", "test_ddp_logging_data_cpu",
+    "test_send_recv", "test_isend", "test_irecv", "test_send_recv_with_tag",
 ]
 RESULT = re.compile(r"^RESULT (test_\w+) (ok|FAIL|ERROR|skipped)$", re.M)  # the runner's line per test
 
