@@ -13,6 +13,16 @@ def test_every_collective_ddp_and_reinit(size):
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
 
 
+def test_every_collective_through_the_device_executor():
+    """The path CUDA tensors take (engine/device_executor.cc's schedules, NCCL's place taken by the
+    host implementation of the device interface) on CPU ranks, three of them: every collective,
+    point-to-point, DDP and the restart, as above."""
+    results = run_ranks("torch_c10d_worker.py", 3, args=[f"{free_port()},{free_port()}"], timeout=240,
+                        env={"LIGHTCC_DEVICE_EXECUTOR": "host"})
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+
+
 def test_secret_made_when_the_launcher_gave_none():
     """Without LIGHTCC_JOB_SECRET rank 0 makes one and hands it over in torch's store."""
     results = run_ranks("torch_c10d_worker.py", 2, args=[f"{free_port()},{free_port()}"], timeout=240,
