@@ -14,3 +14,7 @@ ROOT = Path("lightcc-results")
 def default_out(suite: str, *parts: str) -> Path:
     """``lightcc-results/SUITE/PARTS...``: the default output path of a benchmark in SUITE."""
     return ROOT.joinpath(suite, *parts)
+
+# The results branch checked out beside this checkout (`git worktree add ../lightcc-results results`,
+# run from the checkout's root): what scripts that read published runs read by default.
+RESULTS_CHECKOUT = Path(__file__).resolve().parents[1].parent / "lightcc-results"

@@ -9,7 +9,7 @@ dense runs its ring over links as it would across hosts and both algorithms' byt
 the same links; `--hosts H` spreads the ranks over H network namespaces (tests/netns.py; needs
 root). Byte counts do not depend on placement or load; only wall time would.
 
-    python -m benchmarks.topk.bytes_vs_p --sizes 4 8 16 32 64 --out benchmarks/topk/results/bytes_vs_p.json
+    python -m benchmarks.topk.bytes_vs_p --sizes 4 8 16 32 64 --out lightcc-results/topk/bytes_vs_p.json
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.output import default_out
 from tests import netns
 from tests.ranks import free_port, rank_env
 
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--hosts", type=int, default=0, help="emulated hosts (network namespaces); 0 = this host")
     ap.add_argument("--timeout", type=float, default=280.0, help="seconds per run of p ranks")
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--out", type=Path, default=default_out("topk", "bytes_vs_p.json"), help="JSON of every row")
     a = ap.parse_args(argv)
     if a.hosts and netns.available() is not None:
         sys.exit(f"--hosts needs network namespaces: {netns.available()}")
