@@ -3,7 +3,7 @@
     python -m benchmarks.engine.vs_mpi_table lightcc-results/engine/vs-mpi [--metric busbw]
 
 Reads the JSON files `benchmarks.engine.vs_mpi` writes, and the older runs on the `results` branch
-(`benchmarks/engine/results/{split,rd,s9-shm,s9-req6-quiet,s10-req6,s11-req6,...}/`), whose tree label is
+(`results:benchmarks/engine/results/{split,rd,s9-shm,s9-req6-quiet,s10-req6,s11-req6,...}/`), whose tree label is
 in the file name only. "x OpenMPI" is OpenMPI's time over lightcc's (or lightcc's busbw over
 OpenMPI's) in the same launch, so > 1 means lightcc faster; per run, with the 1-minute load of each.
 """
@@ -17,7 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 
 # Older file names: [ar-|lat-|neg-]LABEL[-COMMAND][-npN[-SIZES]]-ROUND.json
-_NAME = re.compile(r"(?:(?:ar|lat|neg)-)?(?P<label>.+?)(?:-(?:allreduce|latency|negotiation))?(?:-np\d+.*)?-(?P<round>\d+)\.json$")
+_NAME = re.compile(r"(?:(?:ar|lat|neg)-)?(?P<label>.+?)(?:-(?:allreduce|latency|negotiation))?"
+                   r"(?:-np\d+.*)?-(?P<round>\d+)\.json$")
 
 
 def label_of(path: Path, doc: dict) -> tuple[str, int] | None:
@@ -57,8 +58,9 @@ def table(folder: Path, metric: str = "time_us") -> str:
         runs.sort()
         ours = [r[1] for r in runs]
         ratios = [(r[2] / r[1]) if metric == "time_us" else (r[1] / r[2]) for r in runs]
+        spread = f"{statistics.median(ours):{fmt}} ({min(ours):{fmt}}-{max(ours):{fmt}})"
         lines.append(
-            f"| {command} | {np_} | {size} | {label} | {statistics.median(ours):{fmt}} ({min(ours):{fmt}}-{max(ours):{fmt}}) | "
+            f"| {command} | {np_} | {size} | {label} | {spread} | "
             f"{statistics.median(r[2] for r in runs):{fmt}} | {statistics.median(ratios):.2f} | "
             f"{', '.join(f'{x:.2f}' for x in ratios)} | {', '.join(f'{r[3]:.1f}' for r in runs)} |")
     return "\n".join(lines)

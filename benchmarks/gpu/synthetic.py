@@ -195,7 +195,8 @@ def run_config(model: str, batch: int, config: str, args: argparse.Namespace, ti
     port, secret = free_port(), secrets.token_hex(16)
     logs = [args.out / "logs" / f"{model}_{config}_r{repeat}_rank{r}.log" for r in range(args.np)]
     cmd = [sys.executable, "-m", "benchmarks.gpu.synthetic", "--worker", "--config", config, "--model", model,
-           "--batch-size", str(batch), "--warmup", str(args.warmup), "--iters", str(args.iters), "--device", args.device]
+           "--batch-size", str(batch), "--warmup", str(args.warmup), "--iters", str(args.iters),
+           "--device", args.device]
     procs = []
     for r in range(args.np):
         with open(logs[r], "w") as log:

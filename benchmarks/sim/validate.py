@@ -47,10 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="*", help="results JSON files (default: the published ones, under --results)")
     ap.add_argument("--results", type=Path, default=RESULTS_CHECKOUT,
                     help="a checkout of the results branch (default %(default)s)")
-    ap.add_argument("--fit-on", nargs="*", help=f"files whose top-k rows fit the constants (default RESULTS/{DEFAULT_FIT})")
+    ap.add_argument("--fit-on", nargs="*",
+                    help=f"files whose top-k rows fit the constants (default RESULTS/{DEFAULT_FIT})")
     ap.add_argument("--probe-from", help="run file whose links autotune files (which have no probe) borrow "
                     f"(default RESULTS/{PROBE_FROM})")
-    ap.add_argument("--out", default=str(default_out("sim", "validation")), help="output stem: writes STEM.md and STEM.json")
+    ap.add_argument("--out", default=str(default_out("sim", "validation")),
+                    help="output stem: writes STEM.md and STEM.json")
     args = ap.parse_args(argv)
     args.fit_on = args.fit_on or [str(args.results / DEFAULT_FIT)]
     args.probe_from = args.probe_from or str(args.results / PROBE_FROM)
