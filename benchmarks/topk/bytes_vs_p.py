@@ -6,7 +6,7 @@ reports the per-rank bytes of one allreduce step: the most any rank sent and the
 
 Placement: `--hosts 0` (default) runs every rank on this host with LIGHTCC_FORCE_RING=1, so
 dense runs its ring over links as it would across hosts and both algorithms' bytes are counted on
-the same links; `--hosts H` spreads the ranks over H network namespaces (tests/netns.py; needs
+the same links; `--hosts H` spreads the ranks over H network namespaces (testbed/netns.py; needs
 root). Byte counts do not depend on placement or load; only wall time would.
 
     python -m benchmarks.topk.bytes_vs_p --sizes 4 8 16 32 64 --out lightcc-results/topk/bytes_vs_p.json
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.output import default_out
-from tests import netns
+from testbed import netns
 from tests.ranks import free_port, rank_env
 
 WORKER = Path(__file__).resolve().parent / "bytes_worker.py"
@@ -92,8 +92,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--timeout", type=float, default=280.0, help="seconds per run of p ranks")
     ap.add_argument("--out", type=Path, default=default_out("topk", "bytes_vs_p.json"), help="JSON of every row")
     a = ap.parse_args(argv)
-    if a.hosts and netns.available() is not None:
-        sys.exit(f"--hosts needs network namespaces: {netns.available()}")
+    if a.hosts and netns.unavailable() is not None:
+        sys.exit(f"--hosts needs network namespaces: {netns.unavailable()}")
     rows = []
     for size in a.sizes:
         row = {"ranks": size, "elements": a.elements, "density": a.density,
