@@ -1,6 +1,6 @@
 """harp-bench scenarios on emulated links: two network namespaces, a veth pair, and tc shaping.
 
-`python -m lightcc.harp.scenarios --shape flowcap --rate 400mbit` runs one socket, HARP with 1/2/4/8
+`python -m benchmarks.harp.scenarios --shape flowcap --rate 400mbit` runs one socket, HARP with 1/2/4/8
 flows and raw multi-stream TCP through the same shaped link, several times interleaved, and prints
 medians and ratios against the one-socket baseline of the same invocation.
 
@@ -13,7 +13,7 @@ Shapes (all applied to the sender's egress, the direction the data flows):
            port puts each flow into its own leaf class of `rate`. The scenario counts the leaf
            classes that carried bulk data after each run; fewer than the flows used means two
            flows shared a class (a hash collision), which is reported rather than hidden.
-Needs root and iproute2; namespaces are removed on every exit path.
+Needs root and iproute2; the namespaces (testbed/netns.py) are removed on every exit path.
 """
 
 from __future__ import annotations
@@ -21,109 +21,36 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 from lightcc.harp._native import LIB_DIR
+from testbed import netns
 
 _BULK_BYTES = 4 << 20  # a leaf class that sent more than this in a run carried a bulk flow
 
 
-def _run(cmd: list[str], timeout: float = 30, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout, **kw)
-
-
 class Link:
-    """Namespaces `<tag>r` (receiver) and `<tag>s` (sender) joined by veth `<tag>vr`/`<tag>vs`."""
+    """A testbed.netns pair (receiver `ns_recv`, sender `ns_send`) and the shaping of the sender's egress."""
 
-    def __init__(self) -> None:
-        tag = "hs" + uuid.uuid4().hex[:5]
-        self.ns_recv, self.ns_send = tag + "r", tag + "s"
-        self.if_recv, self.if_send = tag + "vr", tag + "vs"
-        self.prefix = tag + "v"  # HARP_IFNAME prefix matching both ends
-        net = 20 + int(tag[2:4], 16) % 200
-        self.addr_recv, self.addr_send = f"10.214.{net}.1", f"10.214.{net}.2"
-        self._made: list[str] = []
-
-    def __enter__(self):  # returns self
-        try:
-            for ns in (self.ns_recv, self.ns_send):
-                _run(["ip", "netns", "add", ns])
-                self._made.append(ns)
-                _run(["ip", "-n", ns, "link", "set", "lo", "up"])
-            _run(
-                [
-                    "ip",
-                    "link",
-                    "add",
-                    self.if_recv,
-                    "netns",
-                    self.ns_recv,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    self.if_send,
-                    "netns",
-                    self.ns_send,
-                ]
-            )
-            for ns, dev, addr in (
-                (self.ns_recv, self.if_recv, self.addr_recv),
-                (self.ns_send, self.if_send, self.addr_send),
-            ):
-                _run(["ip", "-n", ns, "addr", "add", addr + "/30", "dev", dev])
-                _run(["ip", "-n", ns, "link", "set", dev, "up"])
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for ns in reversed(self._made):
-            subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True, timeout=30)
-        self._made.clear()
-
-    def tc(self, *args: str) -> None:
-        _run(["ip", "netns", "exec", self.ns_send, "tc", *args])
+    def __init__(self, pair: netns.Pair) -> None:
+        self.pair = pair
 
     def shape(self, shape: str, rate: str) -> None:
-        dev = self.if_send
+        p = self.pair
         if shape == "tbf":
-            self.tc("qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "1mb", "latency", "100ms")
+            netns.tc(p.ns_send, "qdisc", "add", "dev", p.if_send, "root", "tbf", "rate", rate, "burst", "1mb",
+                     "latency", "100ms")
         elif shape == "flowcap":
-            lines = [
-                f"qdisc add dev {dev} root handle 1: htb default 2 r2q 1000",
-                f"class add dev {dev} parent 1: classid 1:1 htb rate 100gbit",
-                f"class add dev {dev} parent 1:1 classid 1:2 htb rate 100gbit",
-            ]
-            lines += [
-                f"class add dev {dev} parent 1:1 classid 1:{0x100 + i:x} htb rate {rate} ceil {rate} "
-                f"burst 256k cburst 256k"
-                for i in range(256)
-            ]
-            lines.append(f"filter add dev {dev} parent 1: prio 1 handle 2: protocol ip u32 divisor 256")
-            # IPv4 without options: the TCP header starts at byte 20; its first word is sport:dport.
-            lines.append(
-                f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 800:: "
-                "match ip protocol 6 0xff hashkey mask 0x00ff0000 at 20 link 2:"
-            )
-            lines += [
-                f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 2:{i:x}: "
-                f"match u32 0 0 flowid 1:{0x100 + i:x}"
-                for i in range(256)
-            ]
-            _run(["ip", "netns", "exec", self.ns_send, "tc", "-batch", "-"], input="\n".join(lines) + "\n")
+            netns.tc(p.ns_send, "-batch", "-", stdin="\n".join(_flowcap_lines(p.if_send, rate)) + "\n")
         elif shape != "none":
             raise ValueError(f"unknown shape '{shape}': expected none, tbf or flowcap")
 
     def class_bytes(self) -> dict[int, int]:
         """Bytes sent so far by each per-flow leaf class (flowcap), keyed by class minor."""
-        out = _run(["ip", "netns", "exec", self.ns_send, "tc", "-s", "class", "show", "dev", self.if_send]).stdout
+        out = netns.tc(self.pair.ns_send, "-s", "class", "show", "dev", self.pair.if_send)
         sent = {}
         for block in out.split("class htb ")[1:]:
             m = re.match(r"1:(\w+) .*?Sent (\d+) bytes", block, re.DOTALL)
@@ -132,9 +59,33 @@ class Link:
         return sent
 
 
+def _flowcap_lines(dev: str, rate: str) -> list[str]:
+    """tc batch lines: an HTB leaf of RATE per value of the TCP source port's low byte."""
+    lines = [
+        f"qdisc add dev {dev} root handle 1: htb default 2 r2q 1000",
+        f"class add dev {dev} parent 1: classid 1:1 htb rate 100gbit",
+        f"class add dev {dev} parent 1:1 classid 1:2 htb rate 100gbit",
+    ]
+    lines += [
+        f"class add dev {dev} parent 1:1 classid 1:{0x100 + i:x} htb rate {rate} ceil {rate} burst 256k cburst 256k"
+        for i in range(256)
+    ]
+    lines.append(f"filter add dev {dev} parent 1: prio 1 handle 2: protocol ip u32 divisor 256")
+    # IPv4 without options: the TCP header starts at byte 20; its first word is sport:dport.
+    lines.append(
+        f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 800:: "
+        "match ip protocol 6 0xff hashkey mask 0x00ff0000 at 20 link 2:"
+    )
+    lines += [
+        f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 2:{i:x}: match u32 0 0 flowid 1:{0x100 + i:x}"
+        for i in range(256)
+    ]
+    return lines
+
+
 def _bench(args, link: Link, mode: str, extra_env: dict[str, str], streams: int) -> tuple[dict[int, float], str]:
     env = dict(os.environ)
-    env.update({"HARP_JOB_SECRET": "scenario", "HARP_IFNAME": link.prefix})
+    env.update({"HARP_JOB_SECRET": "scenario", "HARP_IFNAME": link.pair.ifname_prefix})
     env.update(extra_env)
     cmd = [
         str(args.bench),
@@ -149,11 +100,11 @@ def _bench(args, link: Link, mode: str, extra_env: dict[str, str], streams: int)
         "--mb-per-size",
         str(args.mb_per_size),
         "--ns-recv",
-        link.ns_recv,
+        link.pair.ns_recv,
         "--ns-send",
-        link.ns_send,
+        link.pair.ns_send,
         "--ifname",
-        link.if_recv,
+        link.pair.if_recv,
         "--idle",
         args.idle,
     ]
@@ -194,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     args.flows = [int(x) for x in args.flows.split(",") if x]
     args.streams = [int(x) for x in args.streams.split(",") if x]
-    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None:
-        print("scenarios: needs root, ip and tc (network namespaces and qdiscs)", file=sys.stderr)
+    if netns.unavailable() is not None:
+        print(f"scenarios: {netns.unavailable()}", file=sys.stderr)
         return 77
     for path in (args.bench, args.lib):
         if not path.exists():
@@ -203,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     results: dict[tuple[str, int], list[float]] = {}
     notes: list[str] = []
-    with Link() as link:
+    with netns.pair("hs") as pair:
+        link = Link(pair)
         link.shape(args.shape, args.rate)
         print(
             f"# shape={args.shape} rate={args.rate} sizes={args.sizes} mb/size={args.mb_per_size} "
