@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lightcc.bench.scale.netns import Hosts, remove_segments
+from testbed.netns import Hosts, remove_segments
 
 PROBE = Path(__file__).resolve().with_name("probe.py")
 LAUNCHER_VARS = ("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_", "LIGHT_", "HARP_")
@@ -102,7 +102,7 @@ class Job:
         hosts, per_host, tree = self.hosts, self.per_host, self.tree
         for r in range(self.size):
             h = r // per_host
-            proc = subprocess.Popen([*hosts.exec_prefix(h), sys.executable, str(probe), *args], cwd=self._dir,
+            proc = subprocess.Popen([*hosts.prefix(h), sys.executable, str(probe), *args], cwd=self._dir,
                                     env=rank_env(tree, hosts, h, r, self.size, port, secret, env),
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     start_new_session=True)

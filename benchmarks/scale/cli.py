@@ -1,4 +1,4 @@
-"""`lightcc-bench scale`: the emulated-cluster sweep (and its fault modes), before/after trees back to back."""
+"""`python -m benchmarks.scale`: the emulated-cluster sweep (and its fault modes), before/after trees back to back."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,8 @@ import signal
 import sys
 import time
 from pathlib import Path
+
+from benchmarks.output import default_out
 
 DEFAULT_SHAPES = "2x2,4x2,8x2,8x4,16x4"
 
@@ -21,7 +23,7 @@ def _shape(text: str) -> tuple[int, int]:
 def _trees(specs: list[str]) -> dict[str, str]:
     """LABEL=PATH pairs (a bare PATH is labelled by its folder name); default: this checkout as 'after'."""
     if not specs:
-        return {"after": str(Path(__file__).resolve().parents[3])}
+        return {"after": str(Path(__file__).resolve().parents[2])}
     out = {}
     for s in specs:
         label, _, path = s.rpartition("=")
@@ -34,7 +36,7 @@ def _trees(specs: list[str]) -> dict[str, str]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="lightcc-bench scale",
+        prog="python -m benchmarks.scale",
         description="H network-namespace hosts x R ranks on this machine (root): init time, 4 KiB allreduce, "
         "100-tensor async step, 4 MiB allreduce, fds/sockets/threads per rank, at each shape; optionally a host's "
         "link cut or its ranks SIGKILLed, checking every survivor's error names that host; optionally bytes per rank "
@@ -58,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topk-steps", type=int, default=3, help="counted allreduce steps (default 3)")
     p.add_argument("--timeout", type=float, default=600.0, help="hard limit per measuring run in seconds (default 600)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment for every rank")
-    p.add_argument("--out", default="scale-results", help="folder for scale.json, scale.md and the PNGs")
+    p.add_argument("--out", default=str(default_out("scale")), help="folder for scale.json, scale.md and the PNGs "
+                   "(default %(default)s)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNGs")
     return p
 
@@ -69,8 +72,9 @@ def _load() -> str:
 
 def run(args: argparse.Namespace, say=print) -> dict:
     """Runs every shape for every tree (trees back to back per shape), then the fault modes."""
-    from lightcc.bench.scale import cluster, netns
-    from lightcc.bench.scale.report import summarize, table
+    from benchmarks.scale import cluster
+    from benchmarks.scale.report import summarize, table
+    from testbed import netns
 
     why = netns.unavailable()
     if why:
@@ -115,8 +119,9 @@ def run(args: argparse.Namespace, say=print) -> dict:
 
 def _topk_runs(args: argparse.Namespace, trees: dict[str, str], env: dict[str, str], say) -> list[dict]:
     """Per --topk shape and tree: dense, then top-k, on the same namespaces; bytes per rank and host."""
-    from lightcc.bench.scale import cluster, netns
-    from lightcc.bench.scale.report import summarize_topk
+    from benchmarks.scale import cluster
+    from benchmarks.scale.report import summarize_topk
+    from testbed import netns
 
     runs = []
     for h, r in (_shape(s) for s in args.topk.split(",") if s.strip()):
@@ -144,8 +149,8 @@ def _interrupt(*_: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `lightcc-bench scale`; returns the exit status (1 on a wrong result, hang or unnamed host)."""
-    from lightcc.bench.scale.report import table, topk_table, write
+    """Entry point of `python -m benchmarks.scale`; the exit status (1 on a wrong result, hang or unnamed host)."""
+    from benchmarks.scale.report import table, topk_table, write
 
     args = build_parser().parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so the ranks, namespaces and segments go either way.
@@ -153,10 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = run(args)
     except ValueError as e:
-        print(f"lightcc-bench scale: error: {e}", file=sys.stderr)
+        print(f"benchmarks.scale: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("lightcc-bench scale: interrupted; ranks, namespaces and shared memory removed", file=sys.stderr)
+        print("benchmarks.scale: interrupted; ranks, namespaces and shared memory removed", file=sys.stderr)
         return 130
     paths = write(doc, Path(args.out), plots=not args.no_plot)
     print((table(doc) if doc["runs"] or doc["faults"] else "") + topk_table(doc["topk"]))
