@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from pathlib import Path
 
 from benchmarks.output import default_out
 from lightcc.bench.simulate import report
