@@ -2,7 +2,7 @@
 
     python benchmarks/control_plane_init.py --before /work/main --after . [--repeats 3]
 
-Each configuration (hosts x ranks per host, network namespaces from tests/netns.py) runs the
+Each configuration (hosts x ranks per host, network namespaces from testbed/netns.py) runs the
 builds alternately, `--repeats` times each; a run's init time is the slowest rank's `hvd.init()`
 (every rank waits for the last to arrive), its fds the most any rank holds right after init.
 Prints one row per configuration and build: medians, with the load average beside them.
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests import netns
+from testbed import netns
 from tests.ranks import run_ranks
 
 
@@ -44,8 +44,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--shapes", default="2x2,4x2,8x2", help="hosts x ranks per host, comma-separated")
     a = ap.parse_args()
-    if netns.available() is not None:
-        sys.exit(f"cannot emulate hosts: {netns.available()}")
+    if netns.unavailable() is not None:
+        sys.exit(f"cannot emulate hosts: {netns.unavailable()}")
     print("| ranks (hosts x per host) | build | init s (median) | max fds | max sockets | load avg |")
     print("|---|---|---:|---:|---:|---|")
     for shape in a.shapes.split(","):

@@ -1,6 +1,6 @@
 """Command line of the emulated-cluster benchmark: setup, teardown, status, sizes, run, report.
 
-python -m benchmarks.cluster run --out results/cluster.json     # set up, measure all, tear down
+python -m benchmarks.cluster run --out lightcc-results/cluster/cluster.json     # set up, measure all, tear down
 python -m benchmarks.cluster setup --hosts 2 --rate 1gbit        # or keep a cluster between runs
 python -m benchmarks.cluster run --reuse --out ...
 python -m benchmarks.cluster teardown

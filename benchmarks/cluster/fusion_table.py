@@ -1,6 +1,7 @@
 """Aggregates interleaved cluster runs of the fusion strategies into the docs/algorithms.md table.
 
-    python -m benchmarks.cluster.fusion_table "results/fusion/fast_*.json" "results/fusion/slow_*.json"
+    python -m benchmarks.cluster.fusion_table "lightcc-results/cluster/fusion/fast_*.json" \
+        "lightcc-results/cluster/fusion/slow_*.json"
 
 Each argument is a glob of `benchmarks.cluster run` results (one file per round); per model, the
 median over every timed step of every round, per configuration, and its ratio to `flat` (= size).

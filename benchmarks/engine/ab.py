@@ -1,7 +1,7 @@
 """Before/after speed of two lightcc builds, measured back to back in alternating rounds.
 
     python -m benchmarks.engine.ab --before /path/to/old/checkout --after . --rounds 3 \
-        --out benchmarks/engine/results/ab-YYYY-MM-DD
+        --out lightcc-results/engine/ab-YYYY-MM-DD
 
 Each build is a source tree with its core built in place (`python setup.py build_ext --inplace`,
 or a copy of `lightcc/_core*.so` and `lightcc/lib/`). Every round runs each measurement once per
@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
+
+from benchmarks.output import default_out
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,7 +87,8 @@ def main() -> None:
     p.add_argument("--after", required=True, type=Path, help="source tree of the new build")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", default=",".join(MEASUREMENTS), help="comma-separated subset of " + ",".join(MEASUREMENTS))
-    p.add_argument("--out", required=True, type=Path, help="writes OUT.json (every sample) and OUT.md (medians)")
+    p.add_argument("--out", type=Path, default=default_out("engine", "ab"),
+                   help="writes OUT.json (every sample) and OUT.md (medians)")
     args = p.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     samples: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+from benchmarks.output import default_out
+
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "lightcc" / "lib" / "libnccl-net-harp.so"
 
@@ -146,7 +148,7 @@ def main() -> None:
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=BASE:K=V,...",
                     help="an extra configuration, run after --configs")
-    ap.add_argument("--out", type=Path, default=Path("nccl_net_results"))
+    ap.add_argument("--out", type=Path, default=default_out("gpu", "nccl_net"))
     args = ap.parse_args()
     if args.worker:
         worker([int(s) for s in args.sizes.split(",")], args.iters)

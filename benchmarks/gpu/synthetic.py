@@ -45,6 +45,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.output import default_out
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ("ddp-socket", "ddp-harp", "lightcc-socket", "lightcc-harp", "lightcc-harp-topk", "lightcc-harp-2d")
 DEFAULT_CONFIGS = CONFIGS[:4]
@@ -192,8 +194,9 @@ def run_config(model: str, batch: int, config: str, args: argparse.Namespace, ti
     extra = config_env(config, args)
     port, secret = free_port(), secrets.token_hex(16)
     logs = [args.out / "logs" / f"{model}_{config}_r{repeat}_rank{r}.log" for r in range(args.np)]
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--config", config, "--model", model,
-           "--batch-size", str(batch), "--warmup", str(args.warmup), "--iters", str(args.iters), "--device", args.device]
+    cmd = [sys.executable, "-m", "benchmarks.gpu.synthetic", "--worker", "--config", config, "--model", model,
+           "--batch-size", str(batch), "--warmup", str(args.warmup), "--iters", str(args.iters),
+           "--device", args.device]
     procs = []
     for r in range(args.np):
         with open(logs[r], "w") as log:
@@ -266,7 +269,7 @@ def table(results: list[dict[str, Any]]) -> str:
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--out", type=Path, default=Path("synthetic_results"), help="results and logs go here")
+    ap.add_argument("--out", type=Path, default=default_out("gpu", "synthetic"), help="results and logs go here")
     ap.add_argument("--models", "--model", default="resnet50,vgg16", help="comma-separated (tiny: smoke test)")
     ap.add_argument("--batch-size", type=int, default=0, help="per rank; 0: 32 for resnet50 and vgg16")
     ap.add_argument("--np", type=int, default=2, help="ranks, all on GPU 0")

@@ -1,6 +1,6 @@
 """Predictions for the emulated cluster at 2-16 hosts x 2 ranks, to set beside its runs.
 
-    python -m benchmarks.sim.predict_emulated     # writes benchmarks/sim/results/emulated-prediction.{md,json}
+    python -m benchmarks.sim.predict_emulated     # writes lightcc-results/sim/emulated-prediction.{md,json}
 
 The set-up of benchmarks/cluster (1 Gbit/s tbf per host, the replay with no backward, the probe's
 links, the top-k constants fitted per rank with a core of its own) at more hosts. Every rank runs
@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from pathlib import Path
 
+from benchmarks.output import default_out
 from lightcc.bench.simulate import report
 from lightcc.bench.simulate.cluster import preset
 from lightcc.bench.simulate.settings import EMULATED_ENGINE, Settings
@@ -25,7 +25,7 @@ from lightcc.bench.simulate.validate import workload_of
 MODELS = ("inception_v3", "resnet101", "vgg16", "transformer_xl")
 CONFIGS = ("flat", "2d", "topk", "2d_topk")
 HOSTS = (2, 4, 8, 16)
-OUT = Path(__file__).resolve().parent / "results" / "emulated-prediction"
+OUT = default_out("sim", "emulated-prediction")
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """The seeds' table shape, simulated: lightcc vs a Horovod-style flat ring on a 25 Gbit/s VPC, and
 lightcc on 50 Gbit/s + HARP vs a flat ring on 100 Gbit/s RDMA, at 8-1,024 GPUs (8 per host).
 
-    python -m benchmarks.sim.seeds            # writes benchmarks/sim/results/seeds.{md,json,png}
+    python -m benchmarks.sim.seeds            # writes lightcc-results/sim/seeds.{md,json,png}
 
 Assumptions (the presets in lightcc/bench/simulate/cluster.py and workload.COMPUTE; docs/simulator.md
 states each one): V100 per-GPU compute, fp32 gradients, ready in reverse layer order over backward.
@@ -13,13 +13,14 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from benchmarks.output import default_out
 from lightcc.bench.simulate import report
 from lightcc.bench.simulate.cluster import preset
 from lightcc.bench.simulate.settings import Engine, Settings
 from lightcc.bench.simulate.workload import named
 
 MODELS = ("inception_v3", "resnet101", "vgg16", "transformer_xl")
-OUT = Path(__file__).resolve().parent / "results" / "seeds"
+OUT = default_out("sim", "seeds")
 # (column label, configuration, cluster preset)
 SCENARIOS = (
     ("Horovod flat ring, 25G TCP", "horovod", "vpc25"),

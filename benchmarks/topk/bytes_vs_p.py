@@ -6,10 +6,10 @@ reports the per-rank bytes of one allreduce step: the most any rank sent and the
 
 Placement: `--hosts 0` (default) runs every rank on this host with LIGHTCC_FORCE_RING=1, so
 dense runs its ring over links as it would across hosts and both algorithms' bytes are counted on
-the same links; `--hosts H` spreads the ranks over H network namespaces (tests/netns.py; needs
+the same links; `--hosts H` spreads the ranks over H network namespaces (testbed/netns.py; needs
 root). Byte counts do not depend on placement or load; only wall time would.
 
-    python -m benchmarks.topk.bytes_vs_p --sizes 4 8 16 32 64 --out benchmarks/topk/results/bytes_vs_p.json
+    python -m benchmarks.topk.bytes_vs_p --sizes 4 8 16 32 64 --out lightcc-results/topk/bytes_vs_p.json
 """
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests import netns
+from benchmarks.output import default_out
+from testbed import netns
 from tests.ranks import free_port, rank_env
 
 WORKER = Path(__file__).resolve().parent / "bytes_worker.py"
@@ -89,10 +90,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--hosts", type=int, default=0, help="emulated hosts (network namespaces); 0 = this host")
     ap.add_argument("--timeout", type=float, default=280.0, help="seconds per run of p ranks")
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--out", type=Path, default=default_out("topk", "bytes_vs_p.json"), help="JSON of every row")
     a = ap.parse_args(argv)
-    if a.hosts and netns.available() is not None:
-        sys.exit(f"--hosts needs network namespaces: {netns.available()}")
+    if a.hosts and netns.unavailable() is not None:
+        sys.exit(f"--hosts needs network namespaces: {netns.unavailable()}")
     rows = []
     for size in a.sizes:
         row = {"ranks": size, "elements": a.elements, "density": a.density,

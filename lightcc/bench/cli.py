@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="nccl-tests-style benchmarks of lightcc collectives, optionally beside gloo and MPI. "
         "`lightcc-bench autotune-plot LOG.csv --out PNG` draws an autotune log instead; "
         "`lightcc-bench simulate --help` predicts step times at 8-1,024 GPUs; "
-        "`lightcc-bench scale --help` runs the emulated cluster (network-namespace hosts).",
+        "the emulated cluster (network-namespace hosts, root) is `python -m benchmarks.scale` in a source checkout.",
     )
     p.add_argument(
         "command",
@@ -186,10 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         from lightcc.bench.autotune_plot import main as autotune_plot
 
         return autotune_plot(argv[1:])
-    if argv and argv[0] == "scale":  # the emulated cluster: network-namespace hosts (docs/scale.md)
-        from lightcc.bench.scale.cli import main as scale
-
-        return scale(argv[1:])
+    if argv and argv[0] == "scale":  # moved out of the installed package: it needs root and namespaces
+        print("lightcc-bench: the emulated cluster needs root and network namespaces and is not installed; "
+              "run `python -m benchmarks.scale` from a source checkout (docs/scale.md)", file=sys.stderr)
+        return 2
     if argv and argv[0] == "quality":  # trains to a target accuracy on emulated hosts (docs/topk.md)
         from lightcc.bench.quality.cli import main as quality
 

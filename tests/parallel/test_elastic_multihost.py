@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from tests import netns
+from testbed import netns
 from tests.elastic_job import ElasticJob
 
-pytestmark = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 WORKER = "elastic_torch_worker.py"
 HARP_ENV = {"HARP_IFNAME": "eth0", "HARP_NFLOWS": "1", "HARP_NINSTANCES": "1"}
 

@@ -12,10 +12,10 @@ from typing import Sequence
 
 import pytest
 
-from tests import netns
+from testbed import netns
 from tests.ranks import ROOT, WORKERS, free_port
 
-NEEDS_NETNS = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+NEEDS_NETNS = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 
 

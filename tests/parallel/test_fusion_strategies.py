@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import netns
+from testbed import netns
 from tests.ranks import TOPK_BARE, run_ranks
 
 
@@ -56,7 +56,7 @@ def test_strategy_must_match_across_ranks():
     assert "LIGHT_FUSION_STRATEGY=order" in out and "LIGHT_FUSION_STRATEGY=size" in out, out
 
 
-@pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 def test_cost_routes_topk_across_slow_hosts():
     # 2 emulated hosts x 2 ranks on 200 Mbit/s links: the model should find a top-k threshold (the
     # wire costs far more per byte than the selection) and the worker checks both sides of it.

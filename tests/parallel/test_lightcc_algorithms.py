@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import netns
+from testbed import netns
 from tests.ranks import TOPK_BARE, run_ranks
 
 
@@ -16,7 +16,7 @@ def test_2d_allreduce_matches_reference(size, intra):
         assert " 0 failed" in res.stdout, res.stdout
 
 
-@pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 def test_2d_allreduce_across_emulated_hosts():
     with netns.hosts(2) as h:
         layout = [0, 0, 1, 1]

@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from tests import netns
+from testbed import netns
 from tests.ranks import run_ranks
 
-pytestmark = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 
 
 def _field(out: str, tag: str, name: str) -> int:

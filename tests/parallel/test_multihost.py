@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests import netns
+from testbed import netns
 from tests.ranks import run_ranks
 
-pytestmark = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 
 
 @pytest.mark.parametrize("layout", [[0, 0, 1, 1], [0, 1, 1], [0, 1]])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import netns
+from testbed import netns
 from tests.ranks import run_ranks
 
 # LIGHTCC_FORCE_RING runs the link algorithms (what runs between hosts) over shared-memory links.
@@ -33,7 +33,7 @@ def test_ranks_that_disagree_on_the_cut_fail_at_init_naming_it():
         assert "init refused" in res.stdout and "LIGHTCC_RD_ALLREDUCE_BYTES" in res.stdout, res.stdout + res.stderr
 
 
-@pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 @pytest.mark.parametrize("layout", [[0, 0, 1, 1, 1], [0, 0, 1, 2, 2, 2]])
 @pytest.mark.parametrize("leaders", ["1", "0"])
 def test_across_emulated_hosts_by_host_leaders_or_flat(layout, leaders):

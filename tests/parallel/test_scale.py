@@ -1,4 +1,4 @@
-"""The emulated cluster (lightcc-bench scale): correct results at 8 hosts x 4 ranks, and a lost host named by every survivor.
+"""The emulated cluster (benchmarks/scale): correct results at 8 hosts x 4 ranks, a lost host named by every survivor.
 
 Real ranks in network-namespace hosts (root only; skipped elsewhere). A host is lost by cutting
 its link (`ip link set down` inside it: packets vanish, nothing is reset) or by SIGKILLing its
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from lightcc.bench.scale import cluster, netns
+from benchmarks.scale import cluster
+from testbed import netns
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 8.0  # LIGHTCC_TIMEOUT of the fault runs
@@ -40,9 +41,9 @@ def _check_survivors(res: dict) -> None:
 @pytest.mark.parametrize("hosts,per_host", [(2, 2), (4, 4)])
 def test_every_survivor_names_the_lost_host(mode, hosts, per_host):
     with netns.hosts(hosts) as h:
-        prefix = h.prefix
+        tag = h.tag
         res = cluster.fault(h, per_host, str(ROOT), mode, hosts - 1, TIMEOUT_S, {})
-    assert not netns.list_namespaces(prefix), "namespaces left behind"
+    assert not netns.list_namespaces(tag), "namespaces left behind"
     assert res["lost_ranks"] == list(range((hosts - 1) * per_host, hosts * per_host))
     _check_survivors(res)
     if mode == "cut":
@@ -63,9 +64,9 @@ def test_host_cut_while_its_peers_wait_on_it_found_within_the_timeout():
 
 
 def test_eight_hosts_of_four_correct_and_cut_link_named(tmp_path):
-    """The CI configuration of `lightcc-bench scale`: 32 ranks, every result checked, then one host's link cut."""
+    """The CI configuration of the emulated cluster: 32 ranks, every result checked, then one host's link cut."""
     out = tmp_path / "scale"
-    cmd = [sys.executable, "-m", "lightcc.bench", "scale", "--shapes", "8x4", "--reps", "5", "--steps", "2",
+    cmd = [sys.executable, "-m", "benchmarks.scale", "--shapes", "8x4", "--reps", "5", "--steps", "2",
            "--big-reps", "1", "--fault", "cut", "--fault-shapes", "8x4", "--fault-timeout", str(TIMEOUT_S),
            "--out", str(out), "--no-plot", "--timeout", "200"]
     p = subprocess.Popen(cmd, cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
@@ -75,7 +76,7 @@ def test_eight_hosts_of_four_correct_and_cut_link_named(tmp_path):
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGINT)  # the harness removes its namespaces on the way out
         stdout, stderr = p.communicate(timeout=60)
-        pytest.fail(f"lightcc-bench scale ran past 420 s:\n{stdout[-3000:]}\n{stderr[-3000:]}")
+        pytest.fail(f"benchmarks.scale ran past 420 s:\n{stdout[-3000:]}\n{stderr[-3000:]}")
     doc = json.loads((out / "scale.json").read_text())
     assert p.returncode == 0, stdout[-3000:] + stderr[-3000:]
     run = doc["runs"][0]
@@ -87,9 +88,9 @@ def test_eight_hosts_of_four_correct_and_cut_link_named(tmp_path):
 
 
 def test_topk_byte_count_runs_and_sends_fewer_bytes_than_dense(tmp_path):
-    """`lightcc-bench scale --topk 2x2`: both modes run on every rank, and top-k 1 % moves fewer bytes per rank."""
+    """`benchmarks.scale --topk 2x2`: both modes run on every rank, and top-k 1 % moves fewer bytes per rank."""
     out = tmp_path / "topk"
-    cmd = [sys.executable, "-m", "lightcc.bench", "scale", "--shapes", "", "--topk", "2x2", "--topk-elements", "65536",
+    cmd = [sys.executable, "-m", "benchmarks.scale", "--shapes", "", "--topk", "2x2", "--topk-elements", "65536",
            "--topk-steps", "2", "--out", str(out), "--no-plot", "--timeout", "120"]
     p = subprocess.run(cmd, cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                        timeout=300, check=False)

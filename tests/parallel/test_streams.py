@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import netns
+from testbed import netns
 from tests.ranks import TOPK_BARE, run_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,7 +143,7 @@ def test_ranks_must_agree_on_the_stream_count():
         assert res.returncode == 0 and "LIGHT_NUM_STREAMS" in res.stdout, res.stdout + res.stderr
 
 
-@pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 @pytest.mark.parametrize(
     "layout,extra",
     [

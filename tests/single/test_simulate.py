@@ -1,5 +1,6 @@
 """lightcc-bench simulate: each cost function against hand-computed values, the step timeline, monotonicity,
-the validation against the committed emulated-cluster results, profiles, and the command line."""
+the validation against measured emulated-cluster runs (trimmed copies in tests/data/simulate), profiles,
+and the command line."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ from lightcc.bench.simulate.settings import EMULATED_ENGINE, Engine, Settings
 from lightcc.bench.simulate.workload import Tensor, Workload, load_profile, named, save_profile
 
 ROOT = Path(__file__).resolve().parents[2]
-CLUSTER_JSON = ROOT / "benchmarks" / "cluster" / "results" / "cluster.json"
-HOSTS2_JSON = ROOT / "benchmarks" / "cluster" / "results" / "s11" / "hosts2.json"  # the top-k fit's run
+# Measured runs the model is pinned to: the fields validate reads, from the results branch's
+# benchmarks/cluster/results/{cluster,s11/hosts2,...}.json (tests/data/simulate/README.md).
+DATA = ROOT / "tests" / "data" / "simulate"
+CLUSTER_JSON = DATA / "cluster.json"
+HOSTS2_JSON = DATA / "s11-hosts2.json"  # the top-k fit's run
 MIB = 1 << 20
 
 
@@ -69,7 +73,7 @@ def test_sparse_merge_by_hand():
 def test_sparse_merge_bytes_match_the_engines_count():
     # benchmarks/topk/bytes_vs_p.py counted the bytes each rank's engine sent per step (65,536
     # float32 elements at 1 %: k = 656 pairs); the model must give the same bytes at every p.
-    doc = json.loads((ROOT / "benchmarks" / "topk" / "results" / "bytes_vs_p.json").read_text())
+    doc = json.loads((DATA / "bytes_vs_p.json").read_text())
     assert doc["rows"]
     for row in doc["rows"]:
         k = costs.topk_pairs(4 * row["elements"], row["density"])
@@ -253,7 +257,7 @@ def test_topk_at_density_one_is_never_cheaper_than_dense(model, algorithm):
             assert topk >= dense, (cluster, gpus)
 
 
-# ---- validation against the committed measurements -----------------------------------------------------
+# ---- validation against the measured runs -----------------------------------------------------
 
 def test_validation_on_the_emulated_cluster():
     rows = validate.validate_files([HOSTS2_JSON])
@@ -263,16 +267,15 @@ def test_validation_on_the_emulated_cluster():
     old = validate.validate_files([CLUSTER_JSON])
     assert all(r.within for r in old if "topk" not in r.config), validate.format_rows(old)
     # out of sample: 4 hosts x 2 at 200 Mbit/s (links the bottleneck), resnet50 never fitted
-    four = validate.validate_files([HOSTS2_JSON.with_name("hosts4-200m.json")])
+    four = validate.validate_files([DATA / "s11-hosts4-200m.json"])
     assert len(four) == 12 and all(r.within for r in four), validate.format_rows(four)
     # and 8 hosts x 2 (16 ranks on 2 cores) once callers stopped polling the engine, 2D + top-k too
-    eight = validate.validate_files([HOSTS2_JSON.parents[1] / "s12" / "hosts8-200m.json"])
+    eight = validate.validate_files([DATA / "s12-hosts8-200m.json"])
     assert len(eight) == 12 and all(r.within for r in eight), validate.format_rows(eight)
     # with HARP ringing the engine's doorbell: 8 x 2 all, 16 x 2 (32 ranks on 2 cores) dense, 2D and top-k
-    s13 = HOSTS2_JSON.parents[1] / "s13"
-    eight = validate.validate_files([s13 / "hosts8-200m.json"])
+    eight = validate.validate_files([DATA / "s13-hosts8-200m.json"])
     assert len(eight) == 12 and all(r.within for r in eight), validate.format_rows(eight)
-    sixteen = [r for r in validate.validate_files([s13 / "hosts16-200m.json"]) if r.config != "2d_topk"]
+    sixteen = [r for r in validate.validate_files([DATA / "s13-hosts16-200m.json"]) if r.config != "2d_topk"]
     assert len(sixteen) == 9 and all(r.within for r in sixteen), validate.format_rows(sixteen)
 
 
@@ -394,7 +397,7 @@ def test_bad_input_is_a_clear_error():
 
 
 def test_autotune_files_validate_with_borrowed_links():
-    files = sorted((ROOT / "benchmarks" / "cluster" / "results" / "autotune").glob("autotune-*.json"))
+    files = sorted(DATA.glob("autotune-*.json"))
     with pytest.raises(ValueError, match="no probe"):
         validate.validate_files(files[:1])
     rows = validate.validate_files(files, probe_from=CLUSTER_JSON)

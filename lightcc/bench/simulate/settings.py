@@ -88,7 +88,7 @@ class Engine:
 # On the emulated cluster (benchmarks/cluster): per-collective cost from its probe (4 KiB allreduce
 # minus link latencies, 38 us at 2 x 2, which already includes that collective's negotiation cycle);
 # top-k costs per rank with a core of its own, fitted to the six top-k rows of the 2 x 2 run
-# results/s11/hosts2.json (validate.fit_topk; docs/simulator.md). The emulated cluster's ranks
-# share its machine's cores, which Cluster.cores charges on top.
+# results:benchmarks/cluster/results/s11/hosts2.json (validate.fit_topk; docs/simulator.md). The emulated
+# cluster's ranks share its machine's cores, which Cluster.cores charges on top.
 EMULATED_ENGINE = Engine(call_s=38.3e-6, neg_base_s=0.0, neg_per_peer_s=0.0,
                          select_s_per_byte=0.913e-9, add_s_per_pair=0.0, topk_call_s=1.748e-3, topk_window_s=0.474e-3)

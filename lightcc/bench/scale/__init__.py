@@ -1,7 +1,0 @@
-"""The emulated cluster (`lightcc-bench scale`): H network-namespace hosts x R ranks, probed at p = 4..64.
-
-`probe.py` is what each rank runs (it imports only NumPy and the lightcc under test, so a
-"before" checkout can run it); `netns.py` makes and removes the hosts; `cluster.py` starts the
-ranks, injects faults (a host's link cut, its ranks SIGKILLed) and collects what they report;
-`report.py` turns runs into a table, JSON and PNGs; `cli.py` is the subcommand. See docs/scale.md.
-"""
