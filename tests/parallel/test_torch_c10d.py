@@ -31,6 +31,14 @@ def test_secret_made_when_the_launcher_gave_none():
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
 
 
+def test_members_issuing_different_collectives_raise_within_the_timeout():
+    """c10d's order contract broken (each rank all-reduces another size): not a hang but an error on
+    every rank, naming the ranks that did not issue the call, within the group's timeout."""
+    results = run_ranks("torch_c10d_mismatch_worker.py", 3, args=[str(free_port()), "5"], timeout=120)
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+
+
 def test_rank_killed_during_ddp_training_is_named_by_every_survivor():
     timeout = 8
     results = run_ranks("torch_c10d_kill_worker.py", 3, args=[str(free_port()), "1", "5"], timeout=120,

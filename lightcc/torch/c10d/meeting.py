@@ -55,6 +55,10 @@ def start_engine(store: Any, rank: int, size: int, timeout: timedelta,
     hostname = os.environ.get(_le._SOURCES[0].hostname or "", "") or socket.gethostname()
     info = _le.placed("torch.distributed", rank, size, (-1, -1), (-1, -1), hostname, (host, port, secret))
     seconds = max(1, int(timeout.total_seconds())) if timeout else 0
-    defaults = {"LIGHTCC_TIMEOUT": str(seconds)} if seconds else {}
+    # c10d's contract makes a collective that some member never issues a bug, not a wait: after
+    # the group's timeout it fails on every rank that did issue it, naming the ranks that did not
+    # (Horovod's API, which may legitimately wait, only warns by default).
+    defaults = {"LIGHTCC_TIMEOUT": str(seconds), "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": str(seconds),
+                "HOROVOD_STALL_CHECK_TIME_SECONDS": str(min(60, seconds))} if seconds else {}
     defaults.update(flag_defaults or {})
     _basics.init_placed(info, flag_defaults=defaults)  # new_group's sets need no dynamic flag

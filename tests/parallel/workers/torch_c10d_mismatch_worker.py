@@ -1,0 +1,52 @@
+"""Members that issue different collectives over the "lightcc" backend: every one raises within the group's timeout.
+
+Run as N ranks by tests/parallel/test_torch_c10d.py; argv[1] is torch's store port, argv[2] the
+group's timeout in seconds. Rank r all-reduces a tensor of 4 + r elements (c10d's contract
+broken: no two members issue the same call), synchronously and then asynchronously; each call
+must raise naming a rank that did not issue it, and the group must still work afterwards.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch_helpers import checker
+
+import lightcc.torch  # noqa: F401  (registers the backend)
+
+R, N = int(os.environ["LIGHTCC_RANK"]), int(os.environ["LIGHTCC_SIZE"])
+PORT, TIMEOUT = int(sys.argv[1]), float(sys.argv[2])
+
+
+def main() -> None:
+    c = checker()
+    dist.init_process_group("lightcc", init_method=f"tcp://127.0.0.1:{PORT}", rank=R, world_size=N,
+                            timeout=timedelta(seconds=TIMEOUT))
+    for how in ("synchronous", "asynchronous"):
+        start = time.monotonic()
+        try:
+            dist.all_reduce(torch.ones(4 + R), async_op=how == "asynchronous").wait()
+            c.check(False, f"{how} all_reduce of mismatched sizes returned")
+        except RuntimeError as err:
+            seconds = time.monotonic() - start
+            others = [r for r in range(N) if r != R]
+            c.check(any(f"[{r}" in str(err) or f" {r}]" in str(err) or f", {r}" in str(err) for r in others),
+                    f"{how}: the error names a rank that did not issue the call: {err}")
+            c.check(seconds < TIMEOUT + 10, f"{how}: raised after {seconds:.1f} s (timeout {TIMEOUT} s)")
+    t = torch.full((3,), float(R))
+    dist.all_reduce(t)
+    c.check(torch.equal(t, torch.full((3,), float(N * (N - 1) // 2))), "all_reduce after the mismatches")
+    store = dist.distributed_c10d._get_default_store()  # noqa: SLF001  (kept past the group's end)
+    dist.destroy_process_group()
+    store.set(f"left/{R}", "1")
+    if R == 0:  # rank 0 serves torch's store: it leaves last
+        store.wait([f"left/{r}" for r in range(N)], timedelta(seconds=60))
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
