@@ -193,6 +193,45 @@ def ddp(c) -> None:
     c.check(same, "DDP matches single-process training on the union of the batches")
 
 
+def fsdp(c) -> None:
+    """FSDP (the wrapper and fully_shard) on CPU: all-gather and reduce-scatter into tensors in lightcc."""
+    from torch.distributed.fsdp import FullyShardedDataParallel, fully_shard
+
+    def make() -> torch.nn.Module:
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+
+    def batch(step: int, rank: int):
+        g = torch.Generator().manual_seed(1000 * step + rank)
+        x = torch.randn(4, 8, generator=g)
+        return x, x.sum(1, keepdim=True)
+
+    ref = make()
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
+    for step in range(3):
+        ref_opt.zero_grad()
+        (sum(torch.nn.functional.mse_loss(ref(x), y) for x, y in (batch(step, r) for r in range(N))) / N).backward()
+        ref_opt.step()
+    expected = torch.cat([p.detach().reshape(-1) for p in ref.parameters()])
+    for kind in ("FullyShardedDataParallel", "fully_shard"):
+        model = make()
+        net = FullyShardedDataParallel(model, device_id=torch.device("cpu")) if kind != "fully_shard" else model
+        if kind == "fully_shard":
+            fully_shard(model)
+        opt = torch.optim.SGD(net.parameters(), lr=0.05)
+        for step in range(3):
+            x, y = batch(step, R)
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(net(x), y).backward()
+            opt.step()
+        if kind == "fully_shard":
+            flat = torch.cat([p.full_tensor().detach().reshape(-1) for p in net.parameters()])
+        else:
+            with FullyShardedDataParallel.summon_full_params(net):
+                flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+        c.check(close(flat, expected, 1e-5), f"{kind} matches one-process training")
+
+
 def subgroups(c) -> None:
     if N < 3:
         return
@@ -244,6 +283,7 @@ def main() -> None:
     scatters(c)
     point_to_point(c)
     ddp(c)
+    fsdp(c)
     subgroups(c)
     mistakes(c)
     dist.destroy_process_group()
