@@ -2,7 +2,9 @@
 
 Every rank gets ``LIGHTCC_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/CROSS_RANK/CROSS_SIZE/HOSTNAME``,
 ``LIGHTCC_RENDEZVOUS_ADDR`` (rank 0's store), ``LIGHTCC_JOB_SECRET``, the same numbers under
-Horovod's ``HOROVOD_*`` names (scripts read them), and the variables of the tuning flags.
+Horovod's ``HOROVOD_*`` names (scripts read them) and torch.distributed's ``env://`` names
+(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``/``MASTER_PORT``, ...), and the variables
+of the tuning flags.
 """
 
 from __future__ import annotations
@@ -100,6 +102,31 @@ def rank_variables(slot: SlotAssignment, rendezvous: tuple[str, int]) -> dict[st
     return env
 
 
+def torch_variables(slot: SlotAssignment, master: tuple[str, int]) -> dict[str, str]:
+    """torch.distributed's ``env://`` variables, as torchrun sets them, so that a script calls
+    ``init_process_group("lightcc")`` (or "gloo") with no arguments under lightccrun; ``master``
+    is where rank 0 serves torch's store (a port of its own: the script may also ``hvd.init()``)."""
+    return {
+        "RANK": str(slot.rank),
+        "WORLD_SIZE": str(slot.size),
+        "LOCAL_RANK": str(slot.local_rank),
+        "LOCAL_WORLD_SIZE": str(slot.local_size),
+        "GROUP_RANK": str(slot.cross_rank),
+        "MASTER_ADDR": master[0].strip("[]"),
+        "MASTER_PORT": str(master[1]),
+    }
+
+
+def torch_master(rendezvous: tuple[str, int], local_names: set[str]) -> tuple[str, int]:
+    """Rank 0's address for torch's store beside lightcc's rendezvous store: the same host, another port."""
+    host, taken = rendezvous
+    local = host in local_names or host in _LOOPBACK_NAMES
+    while True:
+        port = free_port() if local else _random_remote_port()
+        if port != taken:
+            return host, port
+
+
 def threads_per_rank(local_size: int) -> int:
     """OpenMP/BLAS threads for each of ``local_size`` ranks on this machine: its cores shared out.
 
@@ -134,10 +161,15 @@ def build_launches(
     """One :class:`RankLaunch` per slot: local ranks run ``command`` directly, others through
     the launch template with the environment forwarded on the command line."""
     launches = []
+    # A launcher above lightccrun (torchrun, a scheduler) may have set torch's variables: its win.
+    torch_env = not any(v in base_env for v in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"))
+    master = torch_master(rendezvous, local_names) if torch_env else None
     for slot in slots:
         env = dict(base_env)
         env.update(flag_env)
         env.update(rank_variables(slot, rendezvous))
+        if master is not None:
+            env.update(torch_variables(slot, master))
         if slot.hostname in local_names:
             env[remote.SECRET_VAR] = secret
             if "OMP_NUM_THREADS" not in env:

@@ -29,7 +29,8 @@ RANK_VARS = ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SI
 PRINT_ENV = (
     "import json, os, sys\n"
     "keys = [k for k in os.environ if k.startswith(('LIGHTCC_', 'HOROVOD_', 'NCCL_'))]\n"
-    "keys += ['HOME', 'PATH', 'OMP_NUM_THREADS']\n"
+    "keys += ['HOME', 'PATH', 'OMP_NUM_THREADS', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', "
+    "'MASTER_ADDR', 'MASTER_PORT']\n"
     "print(json.dumps({k: os.environ.get(k) for k in keys} | {'cwd': os.getcwd()}))\n"
     "print('to stderr from', os.environ['LIGHTCC_RANK'], file=sys.stderr)\n"
 )
@@ -106,6 +107,23 @@ def test_local_ranks_get_their_variables(np):
     assert len(addrs) == 1 and re.fullmatch(r"127\.0\.0\.1:\d+", addrs.pop())
     assert len(secrets) == 1 and re.fullmatch(r"[0-9a-f]{64}", secrets.pop())
     assert sorted(tagged(result.stderr, "stderr")) == [(r, f"to stderr from {r}") for r in range(np)]
+    # torch.distributed's env:// variables, its store on a port of its own beside lightcc's
+    masters = {(env["MASTER_ADDR"], env["MASTER_PORT"]) for env in envs.values()}
+    assert len(masters) == 1
+    master = masters.pop()
+    assert master[0] == "127.0.0.1" and envs[0]["LIGHTCC_RENDEZVOUS_ADDR"] != f"{master[0]}:{master[1]}"
+    for rank, env in envs.items():
+        assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == \
+            (str(rank), str(np), str(rank), str(np))
+
+
+def test_init_process_group_needs_no_arguments_under_lightccrun():
+    """A torch.distributed script (env://) under lightccrun, on the lightcc backend, 3 ranks."""
+    pytest.importorskip("torch")
+    script = Path(PACKAGE_ROOT) / "examples" / "pytorch" / "pytorch_ddp.py"
+    result = lightccrun("-np", "3", sys.executable, str(script), timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("(lightcc, ") == 3 and result.stdout.count(" 0 failed") == 3, result.stdout
 
 
 def test_each_job_gets_a_fresh_secret_unless_one_is_set():
