@@ -6,9 +6,11 @@
 #include <string>
 
 #include "bindings/errors.h"
+#include "bindings/python_store.h"
 #include "bindings/state.h"
 #include "common/config.h"
 #include "common/interrupt.h"
+#include "transport/rendezvous/store_server.h"
 
 namespace py = pybind11;
 
@@ -21,6 +23,13 @@ thread_local uint64_t t_init_generation = 0;
 bool initInterrupted() {
   if (state().abandoned_generation.load(std::memory_order_acquire) == t_init_generation) return true;
   return pythonSignalRaised();
+}
+
+// The store handed in (torch's, by the c10d backend), or none: init then meets at rank 0's own.
+std::shared_ptr<PythonStore> handedStore(const py::dict& opts) {
+  if (!opts.contains("store") || opts["store"].is_none()) return nullptr;
+  return std::make_shared<PythonStore>(py::reinterpret_borrow<py::object>(opts["store"]),
+                                       opts.contains("store_prefix") ? opts["store_prefix"].cast<std::string>() : "");
 }
 
 InitOptions initOptions(const py::dict& opts) {
@@ -63,14 +72,18 @@ void init(py::dict opts) {
   }
   if (state().engine) throw py::value_error("lightcc is already initialized; call shutdown() first");
   o.generation = nextGeneration(opts);
+  std::shared_ptr<PythonStore> store = handedStore(opts);
+  o.store = store;
   std::unique_ptr<Engine> made;
   Status st;
   {
+    // Released while the ranks meet: a PythonStore takes the GIL for each call only.
     py::gil_scoped_release release;
     t_init_generation = o.generation;
     ScopedInterruptCheck interrupt(&initInterrupted);
     st = Engine::create(o, config, &made);
   }
+  if (store) store->detach();  // init is over: let torch's store go now, with the GIL held
   raisePendingSignal();
   if (st.code() == StatusCode::kCancelled) {
     st = Status::Cancelled("rank " + std::to_string(o.rank) + ": init (generation " + std::to_string(o.generation) +
@@ -100,6 +113,8 @@ void bindLifecycle(py::module_& m) {
       "Any thread: make the init() whose count is `generation` (now or later) fail fast with "
       "LightCCInternalError instead of waiting out LIGHTCC_TIMEOUT for peers that will not come.");
   m.def("init_generation", [] { return state().generation; }, "How many init() calls this process made.");
+  m.def("store_servers_started", &rendezvous::StoreServer::startedCount,
+        "How many rendezvous stores this process has served (init through a store handed in serves none).");
   m.def("is_initialized", [] { return static_cast<bool>(state().engine); });
   m.def("rank", [] { return engine().topology().rank; });
   m.def("size", [] { return engine().topology().size; });

@@ -1,4 +1,4 @@
-// Mesh: rendezvous through rank 0's store, map host peers, connect remote peers on every channel.
+// Mesh: rendezvous through rank 0's store or one handed in, map host peers, connect remote peers.
 #include "engine/mesh.h"
 
 #include <unistd.h>
@@ -74,7 +74,7 @@ Status compareFingerprints(const std::string& mine, const std::string& theirs, i
 
 // Every rank's settings against rank 0's: one value read per rank. A rank that disagrees says so
 // under "settings/why" (the first one to take the ticket), so every rank can name the setting.
-Status checkSettings(const InitOptions& o, const Config& config, rendezvous::StoreClient& store) {
+Status checkSettings(const InitOptions& o, const Config& config, rendezvous::Store& store) {
   const std::string mine = fingerprint(config);
   if (o.rank == 0) return store.set("settings", mine);
   std::string theirs;
@@ -91,7 +91,7 @@ Status checkSettings(const InitOptions& o, const Config& config, rendezvous::Sto
 // Every rank's host id, checking that all run with the same settings. Rank 0 gathers the host
 // ids and publishes them as one value, so each rank makes one read of O(p) bytes (the topology
 // needs every host id) instead of p reads of every rank's settings.
-Status meet(const InitOptions& o, const Config& config, rendezvous::StoreClient& store, std::vector<std::string>* hosts) {
+Status meet(const InitOptions& o, const Config& config, rendezvous::Store& store, std::vector<std::string>* hosts) {
   const double timeout = config.timeout_seconds;
   Status agreed = checkSettings(o, config, store);
   LIGHTCC_RETURN_IF_ERROR(store.set("host/" + std::to_string(o.rank), o.hostname));
@@ -174,21 +174,25 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
   const int rank = options_.rank, size = options_.size;
   const double timeout = config_.timeout_seconds;
   std::unique_ptr<rendezvous::StoreServer> server;
-  std::unique_ptr<rendezvous::StoreClient> store;
+  std::unique_ptr<rendezvous::StoreClient> client;
+  rendezvous::Store* store = options_.store.get();  // handed in (torch's): no server of our own
   hosts_.assign(size, options_.hostname);
   if (size > 1) {
     if (options_.secret.empty()) {
       return Status::InvalidArgument(
           "no job secret: launch with lightccrun or mpirun+mpi4py, or set LIGHTCC_JOB_SECRET on every rank");
     }
-    if (rank == 0) {
-      LIGHTCC_RETURN_IF_ERROR(rendezvous::StoreServer::start("", options_.rendezvous_port, options_.secret,
-                                                             options_.generation, &server)
-                                  .withContext("rank 0 cannot serve the rendezvous store"));
+    if (store == nullptr) {
+      if (rank == 0) {
+        LIGHTCC_RETURN_IF_ERROR(rendezvous::StoreServer::start("", options_.rendezvous_port, options_.secret,
+                                                               options_.generation, &server)
+                                    .withContext("rank 0 cannot serve the rendezvous store"));
+      }
+      LIGHTCC_RETURN_IF_ERROR(rendezvous::StoreClient::connect(options_.rendezvous_host, options_.rendezvous_port,
+                                                               options_.secret, options_.generation, rank,
+                                                               timeout, &client));
+      store = client.get();
     }
-    LIGHTCC_RETURN_IF_ERROR(rendezvous::StoreClient::connect(options_.rendezvous_host, options_.rendezvous_port,
-                                                             options_.secret, options_.generation, rank,
-                                                             timeout, &store));
     LIGHTCC_RETURN_IF_ERROR(meet(options_, config_, *store, &hosts_));
   }
   std::vector<int> local;
@@ -196,7 +200,7 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
 
   std::vector<std::unique_ptr<shm::ShmSegment>> segments;
   shm::RankAreaLayout layout;
-  LIGHTCC_RETURN_IF_ERROR(mapSharedMemory(store.get(), local, &layout, &segments));
+  LIGHTCC_RETURN_IF_ERROR(mapSharedMemory(store, local, &layout, &segments));
   const int streams = static_cast<int>(config_.num_streams);
   shm::WaitOptions wait;
   const int cores = onlineCores();
@@ -217,15 +221,16 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
     ch->host = channels_.front()->host->channel(s);
     channels_.push_back(std::move(ch));
   }
-  for (auto& ch : channels_) LIGHTCC_RETURN_IF_ERROR(connectChannel(*ch, store.get()));
+  for (auto& ch : channels_) LIGHTCC_RETURN_IF_ERROR(connectChannel(*ch, store));
   if (net_plugin_ != nullptr && net_plugin_->supportsCompletionHook() && !net_plugin_->completionHookInstalled()) {
     for (auto& ch : channels_) net_wakeups_.push_back(std::make_unique<NetWakeups::Registration>(ch->host.get()));
     net_plugin_->installCompletionHook(&NetWakeups::ring, nullptr);
   }
 
   if (size > 1) {
-    // Rank 0 keeps serving until every rank has finished with the store.
+    // Rank 0 keeps serving its store until every rank has finished with it.
     LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(*store, "connected", size, timeout));
+    if (options_.store != nullptr) return Status::OK();  // a store handed in outlives init
     LIGHTCC_RETURN_IF_ERROR(store->set("bye/" + std::to_string(rank), "1"));
     if (rank == 0) {
       std::vector<std::string> keys;
@@ -238,7 +243,7 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
 
 // Shared memory: each rank creates its area, peers map it, then the owner unlinks the name.
 // One channel for the driving thread; with streams, one more per stream, each with staging.
-Status Mesh::mapSharedMemory(rendezvous::StoreClient* store, const std::vector<int>& local,
+Status Mesh::mapSharedMemory(rendezvous::Store* store, const std::vector<int>& local,
                              shm::RankAreaLayout* layout, std::vector<std::unique_ptr<shm::ShmSegment>>* segments) {
   const int rank = options_.rank, size = options_.size;
   const double timeout = config_.timeout_seconds;
@@ -296,7 +301,7 @@ Status Mesh::mapSharedMemory(rendezvous::StoreClient* store, const std::vector<i
 // A channel's links: shared-memory rings of that channel to every host peer; fresh net comms (its
 // own HARP flows) to the remote peers its algorithms need from the start (eagerPeers); a dialer
 // for the other remote peers, linked the first time an algorithm asks (PeerDialer).
-Status Mesh::connectChannel(Channel& ch, rendezvous::StoreClient* store) {
+Status Mesh::connectChannel(Channel& ch, rendezvous::Store* store) {
   const int rank = topo_.rank, size = topo_.size;
   ch.world_links.assign(size, nullptr);
   std::vector<int> remote;

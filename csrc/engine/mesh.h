@@ -30,7 +30,7 @@
 namespace lightcc {
 
 namespace rendezvous {
-class StoreClient;
+class Store;
 }
 
 struct InitOptions {
@@ -44,6 +44,10 @@ struct InitOptions {
   std::vector<std::vector<int>> process_sets;  // created at init, ids 1..n
   std::string bundled_net_plugin;              // path of the HARP plugin shipped with lightcc
   std::string nccl_library;                    // the nvidia-nccl wheel's libnccl.so.2, if installed
+  // A store every rank shares, handed in (torch's, by the c10d backend): init meets through it
+  // under keys fresh for this init, and rank 0 serves no store of its own (rendezvous_host/port
+  // unused). Used only during init.
+  std::shared_ptr<rendezvous::Store> store;
 };
 
 struct Topology {
@@ -78,9 +82,9 @@ class Mesh {
  private:
   Mesh(const InitOptions& options, const Config& config) : options_(options), config_(config) {}
   Status connect(const std::atomic<bool>* abort);
-  Status mapSharedMemory(rendezvous::StoreClient* store, const std::vector<int>& local, shm::RankAreaLayout* layout,
+  Status mapSharedMemory(rendezvous::Store* store, const std::vector<int>& local, shm::RankAreaLayout* layout,
                          std::vector<std::unique_ptr<shm::ShmSegment>>* segments);
-  Status connectChannel(Channel& ch, rendezvous::StoreClient* store);
+  Status connectChannel(Channel& ch, rendezvous::Store* store);
   SetComm makeSetComm(const Channel& ch, int32_t id, const std::vector<int>& ranks) const;
   void buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const;
   // After buildHierComm (a LeaderComm shares the 2D group when there is one).

@@ -36,7 +36,7 @@ void ringNeighbours(const std::vector<int>& members, int rank, std::vector<int>*
 }  // namespace
 
 Status connectNetPeers(const Config& config, const InitOptions& options, int rank, int size,
-                       const std::vector<int>& remote, rendezvous::StoreClient& store, const std::string& key,
+                       const std::vector<int>& remote, rendezvous::Store& store, const std::string& key,
                        std::unique_ptr<net::NetPlugin>* plugin, std::vector<std::unique_ptr<Link>>* links) {
   LIGHTCC_RETURN_IF_ERROR(loadPlugin(config, options, remote.front(), plugin));
   // Each rank publishes its listen handle and reads only the handles of the peers it connects to.
@@ -81,7 +81,7 @@ std::vector<int> eagerPeers(const Config& config, const Topology& topo, int chan
 }
 
 Status makeDialer(const Config& config, const InitOptions& options, int size, const std::vector<int>& remote,
-                  const std::vector<std::string>& hosts, rendezvous::StoreClient& store, const std::string& key,
+                  const std::vector<std::string>& hosts, rendezvous::Store& store, const std::string& key,
                   std::unique_ptr<net::NetPlugin>* plugin, std::vector<Link*>* world,
                   std::unique_ptr<PeerDialer>* out) {
   LIGHTCC_RETURN_IF_ERROR(loadPlugin(config, options, remote.front(), plugin));

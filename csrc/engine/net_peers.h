@@ -9,7 +9,7 @@
 #include "engine/peer_dialer.h"
 #include "transport/link.h"
 #include "transport/net/net_plugin.h"
-#include "transport/rendezvous/store_client.h"
+#include "transport/rendezvous/store.h"
 
 namespace lightcc {
 
@@ -21,7 +21,7 @@ struct Topology;
 // under `key`/<rank> and reads only the handles of the peers in `remote`. The links use
 // *plugin, which must outlive them.
 Status connectNetPeers(const Config& config, const InitOptions& options, int rank, int size,
-                       const std::vector<int>& remote, rendezvous::StoreClient& store, const std::string& key,
+                       const std::vector<int>& remote, rendezvous::Store& store, const std::string& key,
                        std::unique_ptr<net::NetPlugin>* plugin, std::vector<std::unique_ptr<Link>>* links);
 
 // Of `remote` (ranks on other hosts, ascending), the ones channel `channel` connects at init: the
@@ -33,7 +33,7 @@ std::vector<int> eagerPeers(const Config& config, const Topology& topo, int chan
 // Listens once more, for the remote peers dialed on first use, and learns every rank's such
 // handle in one read (rank 0 gathers them under `key`). Every rank with remote peers calls it.
 Status makeDialer(const Config& config, const InitOptions& options, int size, const std::vector<int>& remote,
-                  const std::vector<std::string>& hosts, rendezvous::StoreClient& store, const std::string& key,
+                  const std::vector<std::string>& hosts, rendezvous::Store& store, const std::string& key,
                   std::unique_ptr<net::NetPlugin>* plugin, std::vector<Link*>* world,
                   std::unique_ptr<PeerDialer>* out);
 

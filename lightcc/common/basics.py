@@ -88,17 +88,22 @@ def _engine_options(info: Any, sets: Sequence[_ps.ProcessSet], dynamic: bool) ->
     }
 
 
-def init_placed(info: Any, dynamic_process_sets: bool = False, flag_defaults: Optional[dict] = None) -> None:
+def init_placed(info: Any, dynamic_process_sets: bool = False, flag_defaults: Optional[dict] = None,
+                store: Any = None, store_prefix: str = "") -> None:
     """Start lightcc at a place another front has agreed (a LaunchInfo), without a launcher's help.
 
-    The torch.distributed backend's path: torch gave rank, size and a store, through which the
-    rendezvous address and secret were agreed. `flag_defaults` (flag name -> text) stand in for
-    flags the environment leaves unset, e.g. LIGHTCC_TIMEOUT from the group's timeout.
+    The torch.distributed backend's path: torch gave rank, size and a store every rank shares.
+    With `store` (torch's Store API: set, get, add, check) the engine meets through it, under keys
+    starting with `store_prefix` (fresh for each init), and no rank serves a store of its own;
+    the store is used during this call only. Without it, `info` names rank 0's rendezvous address.
+    `flag_defaults` (flag name -> text) stand in for flags the environment leaves unset, e.g.
+    LIGHTCC_TIMEOUT from the group's timeout.
     """
     c = core()
     if c.is_initialized():
         raise ValueError("lightcc is already initialized; call shutdown() first")
-    c.init({**_engine_options(info, [], dynamic_process_sets), "flag_defaults": dict(flag_defaults or {})})
+    c.init({**_engine_options(info, [], dynamic_process_sets), "flag_defaults": dict(flag_defaults or {}),
+            "store": store, "store_prefix": store_prefix})
     _ps._reset()
     from lightcc.common.env_names import warn_unread
 

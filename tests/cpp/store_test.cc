@@ -17,11 +17,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +32,7 @@
 #include "common/hmac_sha256.h"
 #include "common/status.h"
 #include "transport/rendezvous/socket_util.h"
+#include "transport/rendezvous/store.h"
 #include "transport/rendezvous/store_auth.h"
 #include "transport/rendezvous/store_client.h"
 #include "transport/rendezvous/store_collectives.h"
@@ -712,6 +716,85 @@ void testServerShutdownWakesClients() {
   CHECK(!again.ok() && contains(again.message(), "unusable"), again.message());
 }
 
+// ---- the collectives over a store handed in (as torch's is by the c10d backend) ----
+
+// A Store in this process's memory: what the engine asks of a store handed in, nothing more.
+class MemoryStore : public Store {
+ public:
+  Status set(const std::string& key, const std::string& value) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    table_[key] = value;
+    cv_.notify_all();
+    return Status::OK();
+  }
+  Status get(const std::string& key, std::string* value, double timeout_s) override {
+    LIGHTCC_RETURN_IF_ERROR(wait({key}, timeout_s));
+    std::lock_guard<std::mutex> lock(mu_);
+    *value = table_[key];
+    return Status::OK();
+  }
+  Status add(const std::string& key, int64_t delta, int64_t* result) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = table_.find(key);
+    *result = (it == table_.end() ? 0 : std::stoll(it->second)) + delta;
+    table_[key] = std::to_string(*result);
+    cv_.notify_all();
+    return Status::OK();
+  }
+  Status wait(const std::vector<std::string>& keys, double timeout_s) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto all = [&] {
+      for (const auto& k : keys) {
+        if (!table_.count(k)) return false;
+      }
+      return true;
+    };
+    if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), all)) {
+      return Status::Timeout("memory store: a key is missing");
+    }
+    return Status::OK();
+  }
+  std::string where() const override { return "memory store"; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::string> table_;
+};
+
+void testCollectivesOverAnyStore() {
+  MemoryStore store;
+  const uint64_t servers = StoreServer::startedCount();
+  constexpr int kRanks = 3;  // odd, so no pairing hides a rank
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(kRanks);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    threads.emplace_back([&, rank] {
+      Store& s = store;
+      std::vector<std::string> all;
+      Status st = allgather(s, "hosts", rank, kRanks, "host-" + std::to_string(rank), &all, kTimeout);
+      for (int r = 0; st.ok() && r < kRanks; ++r) {
+        if (all[r] != "host-" + std::to_string(r)) {
+          st = Status::Internal("allgather[" + std::to_string(r) + "]=" + all[r]);
+        }
+      }
+      if (st.ok()) st = barrier(s, "met", kRanks, kTimeout);
+      if (!st.ok()) errors[rank] = st.message();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int rank = 0; rank < kRanks; ++rank) CHECK(errors[rank].empty(), errors[rank]);
+  // A barrier short of one rank times out naming how many came, over any store.
+  Status st = barrier(store, "short", kRanks, 0.2);
+  CHECK(st.code() == StatusCode::kTimeout && contains(st.message(), "1 of 3"), st.message());
+  CHECK(StoreServer::startedCount() == servers, "meeting over a store handed in started a server");
+  auto server = startServer();
+  CHECK(StoreServer::startedCount() == servers + 1, "startedCount did not count a server");
+  auto client = connectClient(*server, 0);
+  CHECK(client != nullptr && contains(client->where(), "lightcc's store at 127.0.0.1:"),
+        client ? client->where() : "no client");
+}
+
 }  // namespace
 
 int main() {
@@ -737,6 +820,7 @@ int main() {
       {"garbage_clients", testGarbageClients},
       {"oversized_frames", testOversizedFrames},
       {"server_shutdown_wakes_clients", testServerShutdownWakesClients},
+      {"collectives_over_any_store", testCollectivesOverAnyStore},
   };
   int passed = 0;
   int failed = 0;

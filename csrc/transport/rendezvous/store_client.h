@@ -1,4 +1,4 @@
-// store_client: one rank's authenticated connection to the rendezvous store (set/get/add/wait).
+// store_client: one rank's authenticated connection to lightcc's rendezvous store (a Store).
 //
 // Thread-safety: every call takes the client's mutex, so threads may share one client; calls are
 // then served one at a time. A call whose reply never arrives or is malformed leaves the byte
@@ -14,11 +14,12 @@
 
 #include "common/status.h"
 #include "transport/rendezvous/socket_util.h"
+#include "transport/rendezvous/store.h"
 
 namespace lightcc {
 namespace rendezvous {
 
-class StoreClient {
+class StoreClient : public Store {
  public:
   // Connects to host:port and runs the handshake, retrying refused connections until timeout_s
   // (rank 0 may start later than this rank). `timeout_s` also bounds set/add replies later.
@@ -28,13 +29,11 @@ class StoreClient {
                         uint64_t generation, int rank, double timeout_s,
                         std::unique_ptr<StoreClient>* out);
 
-  Status set(const std::string& key, const std::string& value);
-  // Blocks until `key` exists (then fills *value) or timeout_s passes (Status::Timeout naming it).
-  Status get(const std::string& key, std::string* value, double timeout_s);
-  // Atomically adds delta to the decimal counter at key (absent = 0); *result is the new value.
-  Status add(const std::string& key, int64_t delta, int64_t* result);
-  // Blocks until every key exists, or Status::Timeout naming a missing one.
-  Status wait(const std::vector<std::string>& keys, double timeout_s);
+  Status set(const std::string& key, const std::string& value) override;
+  Status get(const std::string& key, std::string* value, double timeout_s) override;
+  Status add(const std::string& key, int64_t delta, int64_t* result) override;
+  Status wait(const std::vector<std::string>& keys, double timeout_s) override;
+  std::string where() const override { return "lightcc's store at " + server_; }
 
   // "host:port" of the server, for messages.
   const std::string& server() const { return server_; }

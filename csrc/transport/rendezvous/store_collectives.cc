@@ -14,7 +14,7 @@ double secondsLeft(const Deadline& deadline) { return deadline.remainingMs() / 1
 
 }  // namespace
 
-Status allgather(StoreClient& client, const std::string& prefix, int rank, int size,
+Status allgather(Store& client, const std::string& prefix, int rank, int size,
                  const std::string& mine, std::vector<std::string>* all, double timeout_s) {
   if (size < 1 || rank < 0 || rank >= size) {
     return Status::InvalidArgument("store allgather '" + prefix + "': rank " +
@@ -39,7 +39,7 @@ Status allgather(StoreClient& client, const std::string& prefix, int rank, int s
   return Status::OK();
 }
 
-Status barrier(StoreClient& client, const std::string& name, int size, double timeout_s) {
+Status barrier(Store& client, const std::string& name, int size, double timeout_s) {
   if (size < 1) {
     return Status::InvalidArgument("store barrier '" + name + "' for " + std::to_string(size) +
                                    " ranks");

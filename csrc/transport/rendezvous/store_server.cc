@@ -74,7 +74,11 @@ Status bindAndListen(const std::string& bind_host, int port, UniqueFd* out, int*
   return last;
 }
 
+std::atomic<uint64_t> g_started{0};  // servers this process started (StoreServer::startedCount)
+
 }  // namespace
+
+uint64_t StoreServer::startedCount() { return g_started.load(std::memory_order_relaxed); }
 
 Status StoreServer::start(const std::string& bind_host, int port, const std::string& secret,
                           uint64_t generation, std::unique_ptr<StoreServer>* out) {
@@ -95,6 +99,7 @@ Status StoreServer::start(const std::string& bind_host, int port, const std::str
   }
   *out = std::make_unique<StoreServer>(PassKey{}, std::move(listen_fd), std::move(wake_fd),
                                        bound_port, secret, generation);
+  g_started.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 

@@ -36,6 +36,9 @@ class StoreServer {
 
   // The bound port (the one picked when start() was given 0).
   int port() const { return port_; }
+  // How many servers this process has started: a path that meets through another store (torch's)
+  // must leave it unchanged, and the tests check that it does.
+  static uint64_t startedCount();
 
  private:
   // Lets start() use std::make_unique while nobody else can construct a server.

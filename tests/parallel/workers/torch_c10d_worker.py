@@ -1,7 +1,8 @@
 """torch.distributed over the "lightcc" backend: every collective against a reference, async works, DDP, restart.
 
 Run as N ranks by tests/parallel/test_torch_c10d.py; argv[1] is "port,port": torch's TCPStore for
-the first init_process_group and for the one after destroy_process_group.
+the first init_process_group and for the one after destroy_process_group (a third init reuses
+that second store).
 Each check compares with what the same call computes locally from every rank's known inputs.
 """
 from __future__ import annotations
@@ -272,10 +273,18 @@ def mistakes(c) -> None:
     expect(c, ValueError, lambda: dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BAND), "BAND on floats", "integer")
 
 
+def met_in_torchs_store(c, when: str) -> None:
+    """The engine bootstrapped through torch's store: no rank served a lightcc rendezvous store."""
+    from lightcc.common.basics import core
+
+    c.check(core().store_servers_started() == 0, f"{when}: no lightcc store served (torch's store used)")
+
+
 def main() -> None:
     c = checker()
     start()
     c.check(dist.get_backend() == "lightcc", f"backend name {dist.get_backend()}")
+    met_in_torchs_store(c, "init")
     allreduces(c)
     window(c)
     rooted(c)
@@ -292,7 +301,15 @@ def main() -> None:
     t = torch.full((2,), float(R))
     dist.all_reduce(t)
     c.check(torch.equal(t, torch.full((2,), float(N * (N - 1) // 2))), "all_reduce after re-init")
+    met_in_torchs_store(c, "re-init")
     store = dist.distributed_c10d._get_default_store()  # noqa: SLF001  (kept past the group's end)
+    dist.destroy_process_group()
+    # The same store once more (as Ray and Lightning hand one in): the meeting's keys must be new.
+    dist.init_process_group("lightcc", store=store, rank=R, world_size=N, timeout=timedelta(seconds=60))
+    t = torch.full((3,), float(R + 1))
+    dist.all_reduce(t)
+    c.check(torch.equal(t, torch.full((3,), float(N * (N + 1) // 2))), "all_reduce after init in the same store")
+    met_in_torchs_store(c, "init in the same store")
     dist.destroy_process_group()
     # Rank 0 serves torch's store: it leaves last, once every rank has torn down.
     store.set(f"left/{R}", "1")
