@@ -1,0 +1,224 @@
+"""Results of `lightcc-bench quality --ddp-hooks`: per setting and link over seeds, overheads, crossovers, plots.
+
+    python -m lightcc.bench.quality.ddp_report run.json [more.json ...] [--target 95] [--md out.md] [--plot out.png]
+
+Per (setting, link): final test accuracy per seed and its mean, time and steps to the target
+(median and range over seeds), bytes the busiest host sent per step, step time, CPU milliseconds
+per step and rank (every thread of the process), and beside the unshaped runs the overhead
+against dense over gloo (what the hook itself costs, less the link time it saves on a fast link).
+Crossovers use report.py's model, T(B) = steps to target x (unshaped step + bytes per step / B),
+with medians over seeds, against ``dense@gloo`` and against ``powersgd2``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from typing import Any, Dict, List, Optional, Tuple
+
+from lightcc.bench.quality.report import crossover, rate_bytes_per_s, time_to_target
+
+BASELINES = ("dense@gloo", "powersgd2")
+
+
+def _spread(values: List[float]) -> Optional[Dict[str, float]]:
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def _groups(rows: List[Dict[str, Any]]) -> Dict[Tuple[str, str], List[Dict[str, Any]]]:
+    out: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault((r["setting"], r["rate"]), []).append(r)
+    return out
+
+
+def summarise(doc: Dict[str, Any], target: Optional[float] = None) -> List[Dict[str, Any]]:
+    """One entry per (setting, rate), in the order the runs came."""
+    t = doc["target"] if target is None else target
+    out = []
+    for (setting, rate), runs in _groups(doc["rows"]).items():
+        runs = sorted(runs, key=lambda r: r["seed"])
+        reach = [time_to_target(r, t) for r in runs]
+        reached = [x for x in reach if x is not None]
+        steps = [max(1, r["steps"]) for r in runs]
+        out.append({
+            "setting": setting, "rate": rate, "target": t, "seeds": [r["seed"] for r in runs],
+            "accuracy": [r["accuracy"] for r in runs], "mean_accuracy": statistics.mean(r["accuracy"] for r in runs),
+            "reached": len(reached), "time_to_target_s": _spread([x["train_s"] for x in reached]),
+            "steps_to_target": _spread([x["step"] for x in reached]),
+            "bytes_per_step": _spread([max(r["bytes_per_host"].values() or [0]) / s for r, s in zip(runs, steps)]),
+            "step_ms": _spread([1e3 * r["train_s"] / s for r, s in zip(runs, steps)]),
+            "cpu_ms_per_rank": _spread([1e3 * statistics.mean(r["cpu_s_per_rank"]) / s for r, s in zip(runs, steps)]),
+            "identical_weights": all(r["identical_weights"] for r in runs),
+            "digests": [r.get("digest") for r in runs],
+            "loadavg": [x for r in runs for x in (r.get("loadavg_before"), r.get("loadavg_after")) if x is not None],
+            "backend": (runs[0].get("method") or {}).get("backend"),
+            "warmup": (runs[0].get("method") or {}).get("warmup"),
+        })
+    return out
+
+
+def crossovers(summary: List[Dict[str, Any]], baselines: Tuple[str, ...] = BASELINES) -> List[Dict[str, Any]]:
+    """Every setting against each baseline, from the unshaped runs' medians."""
+    unshaped = {s["setting"]: s for s in summary if s["rate"] == "none"}
+    out = []
+    for base in baselines:
+        d = unshaped.get(base)
+        if d is None:
+            continue
+        for name, c in unshaped.items():
+            if name == base:
+                continue
+            entry: Dict[str, Any] = {"setting": name, "baseline": base}
+            if not (d["steps_to_target"] and c["steps_to_target"]):
+                entry.update(crossover_mbit_s=None, note="did not reach the target in every seed"
+                             if c["steps_to_target"] else "did not reach the target")
+                if not d["steps_to_target"]:
+                    entry["note"] = f"{base} did not reach the target"
+            else:
+                entry.update(crossover(d["steps_to_target"]["median"], d["step_ms"]["median"] / 1e3,
+                                       d["bytes_per_step"]["median"], c["steps_to_target"]["median"],
+                                       c["step_ms"]["median"] / 1e3, c["bytes_per_step"]["median"]))
+                if entry["crossover_mbit_s"] is None:
+                    entry["note"] = "never wins"
+            out.append(entry)
+    return out
+
+
+def predicted_s(s: Dict[str, Any], unshaped: Dict[str, Dict[str, Any]], rate: str) -> Optional[float]:
+    """The model's time to target at `rate` from the setting's unshaped medians."""
+    u, bps = unshaped.get(s["setting"]), rate_bytes_per_s(rate)
+    if u is None or bps is None or not u["steps_to_target"]:
+        return None
+    return u["steps_to_target"]["median"] * (u["step_ms"]["median"] / 1e3 + u["bytes_per_step"]["median"] / bps)
+
+
+def _fmt(s: Optional[Dict[str, float]], digits: int = 1, scale: float = 1.0) -> str:
+    if s is None:
+        return "not reached"
+    if s["n"] == 1 or s["min"] == s["max"]:
+        return f"{s['median'] * scale:.{digits}f}"
+    return f"{s['median'] * scale:.{digits}f} ({s['min'] * scale:.{digits}f}–{s['max'] * scale:.{digits}f})"
+
+
+def _rate_order(rate: str) -> float:
+    return -(rate_bytes_per_s(rate) or 1e30)
+
+
+def markdown(doc: Dict[str, Any], target: Optional[float] = None) -> str:
+    """The comparison table, then the crossovers."""
+    summary = doc.get("summary") or summarise(doc, target)
+    t = summary[0]["target"] if summary else doc["target"]
+    unshaped = {s["setting"]: s for s in summary if s["rate"] == "none"}
+    dense = unshaped.get("dense@gloo")
+    lines = [f"CPU: {doc.get('cpu', '?')}; {doc['hosts']} hosts x {doc['ranks_per_host']} rank(s); "
+             f"{doc['recipe']['model']} width {doc['recipe']['width']}, {doc['recipe']['epochs']} epochs, "
+             f"{doc['recipe']['optimizer']} lr {doc['recipe']['lr']} cosine, weight decay "
+             f"{doc['recipe']['weight_decay']}; scaled warm-up {doc.get('warmup_fraction')} of the run.", "",
+             f"| setting | backend | warm-up | link | final acc. % (mean; per seed) | time to {t:g} % s | "
+             f"steps to {t:g} % | model s | KiB/step | step ms | CPU ms/step/rank | overhead ms vs dense | "
+             f"identical | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in sorted(summary, key=lambda x: (_rate_order(x["rate"]), 0)):
+        over = ""
+        if s["rate"] == "none" and dense is not None and s["setting"] != "dense@gloo":
+            over = (f"{s['step_ms']['median'] - dense['step_ms']['median']:+.1f} "
+                    f"(CPU {s['cpu_ms_per_rank']['median'] - dense['cpu_ms_per_rank']['median']:+.1f})")
+        pred = predicted_s(s, unshaped, s["rate"])
+        loads = s["loadavg"]
+        partial = "" if s["reached"] == len(s["seeds"]) else f" [{s['reached']}/{len(s['seeds'])} seeds]"
+        lines.append(
+            f"| {s['setting']} | {s['backend']} | {s['warmup'] or '—'} | {s['rate']} | {s['mean_accuracy']:.2f} "
+            f"({', '.join(f'{a:.2f}' for a in s['accuracy'])}) | "
+            f"{_fmt(s['time_to_target_s'])}{partial} | "
+            f"{_fmt(s['steps_to_target'], 0)} | {'—' if pred is None else f'{pred:.1f}'} | "
+            f"{_fmt(s['bytes_per_step'], 0, 1 / 1024)} | {_fmt(s['step_ms'])} | {_fmt(s['cpu_ms_per_rank'])} | "
+            f"{over} | {s['identical_weights']} | {f'{min(loads):.1f}–{max(loads):.1f}' if loads else '—'} |")
+    lines += ["", "| setting | against | crossover (model, unshaped medians) |", "|---|---|---|"]
+    for c in crossovers(summary):
+        x = c.get("crossover_mbit_s")
+        shown = "—" if x is None else ("any rate" if x == float("inf") else f"{x:,.0f} Mbit/s")
+        lines.append(f"| {c['setting']} | {c['baseline']} | {shown}: {c['note']} |")
+    return "\n".join(lines)
+
+
+def plot(doc: Dict[str, Any], path: str, target: Optional[float] = None) -> None:
+    """Left panels: test accuracy over training time per shaped link (first seed). Right: the model's time to
+    target against link rate per setting, with the measured medians as points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = doc.get("summary") or summarise(doc, target)
+    t = summary[0]["target"] if summary else doc["target"]
+    rates = [r for r in dict.fromkeys(x["rate"] for x in doc["rows"]) if r != "none"] or ["none"]
+    first = min(r["seed"] for r in doc["rows"])
+    fig, axes = plt.subplots(1, len(rates) + 1, figsize=(6 * (len(rates) + 1), 4.8), squeeze=False)
+    colours = {s: plt.cm.tab20(i % 20) for i, s in enumerate(dict.fromkeys(x["setting"] for x in doc["rows"]))}
+    for ax, rate in zip(axes[0], rates):
+        for r in (x for x in doc["rows"] if x["rate"] == rate and x["seed"] == first):
+            ax.plot([0] + [p["wall_s"] for p in r["curve"]], [10.0] + [p["accuracy"] for p in r["curve"]],
+                    marker=".", color=colours[r["setting"]], label=r["setting"])
+        ax.axhline(t, color="grey", lw=0.8, ls="--")
+        ax.set_title(f"link {rate}: test accuracy over training time (seed {first})")
+        ax.set_xlabel("training time (s)")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_ylim(80, 100)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = axes[0][-1]
+    unshaped = {s["setting"]: s for s in summary if s["rate"] == "none"}
+    mbit = [10 * 1.1 ** i for i in range(100)]
+    for name, u in unshaped.items():
+        if not u["steps_to_target"]:
+            continue
+        n, a, b = u["steps_to_target"]["median"], u["step_ms"]["median"] / 1e3, u["bytes_per_step"]["median"]
+        ax.plot(mbit, [n * (a + b / (m * 1e6 / 8)) for m in mbit], color=colours[name], label=name)
+        for s in summary:
+            if s["setting"] == name and s["rate"] != "none" and s["time_to_target_s"]:
+                ax.plot(rate_bytes_per_s(s["rate"]) * 8 / 1e6, s["time_to_target_s"]["median"], "o", color=colours[name])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("link rate (Mbit/s)")
+    ax.set_ylabel(f"time to {t:g} % (s)")
+    ax.set_title("model (lines, unshaped medians) and measured medians (dots)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("inputs", nargs="+", help="`lightcc-bench quality --ddp-hooks --json` documents (rows are merged)")
+    p.add_argument("--target", type=float, help="time to this accuracy instead of the runs' own target")
+    p.add_argument("--md")
+    p.add_argument("--json", help="write the summary and crossovers here")
+    p.add_argument("--plot")
+    args = p.parse_args(argv)
+    docs = []
+    for path in args.inputs:
+        with open(path, encoding="utf-8") as f:
+            docs.append(json.load(f))
+    doc = dict(docs[0], rows=[r for d in docs for r in d["rows"]], summary=None)
+    doc["summary"] = summarise(doc, args.target)
+    table = markdown(doc)
+    print(table)
+    if args.md:
+        with open(args.md, "w", encoding="utf-8") as f:
+            f.write(table + "\n")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"inputs": args.inputs, "summary": doc["summary"], "crossovers": crossovers(doc["summary"])},
+                      f, indent=1)
+    if args.plot:
+        plot(doc, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
