@@ -22,6 +22,7 @@ import dataclasses
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -61,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 0.1, torch's suggested start); settings ending -default keep the tools' own")
     p.add_argument("--eval-every", type=int, default=0,
                    help="--ddp-hooks: test accuracy every N steps (default 0: every half epoch)")
+    p.add_argument("--bucket-mb", type=float, default=25.0,
+                   help="--ddp-hooks: DDP's bucket_cap_mb, given explicitly so the first bucket is as large (default 25)")
     p.add_argument("--loopback", action="store_true",
                    help="every host on this machine's loopback: no root, no shaping, bytes of all hosts together "
                         "(tests of the harness; --rates must be none)")
@@ -132,7 +135,8 @@ def _plan(args: argparse.Namespace, recipe: Recipe) -> List[Any]:
         total = steps_per_epoch(recipe, size) * recipe.epochs
         every = args.eval_every or max(1, steps_per_epoch(recipe, size) // 2)
         return [(m.setting, m.env(total, args.warmup_fraction),
-                 {"method": m.spec(total, args.warmup_fraction), "eval_every": every}, "lightcc.bench.quality.ddp_worker")
+                 {"method": m.spec(total, args.warmup_fraction), "eval_every": every, "bucket_mb": args.bucket_mb},
+                 "lightcc.bench.quality.ddp_worker")
                 for m in methods.parse_all(args.settings or methods.DEFAULT_SETTINGS)]
     names = [s for s in (args.settings or ",".join(SETTINGS)).split(",") if s]
     unknown = [s for s in names if s not in SETTINGS]
@@ -197,6 +201,8 @@ def _cpu_model() -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of `lightcc-bench quality`; returns the exit status."""
     args = build_parser().parse_args(argv)
+    # A TERM (a stopped sweep) unwinds like an error: the ranks are killed and the namespaces deleted.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     why = None if args.loopback else unavailable()
     if why:
         print(f"lightcc-bench quality: {why}", file=sys.stderr)

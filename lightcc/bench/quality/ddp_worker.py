@@ -54,7 +54,7 @@ def register_hook(ddp: Any, opt: Any, method: Dict[str, Any], prefix: str) -> An
     raise ValueError(f"unknown hook {hook!r}")
 
 
-def train(recipe: Recipe, method: Dict[str, Any], eval_every: int, rank: int, size: int
+def train(recipe: Recipe, method: Dict[str, Any], eval_every: int, rank: int, size: int, bucket_mb: float
           ) -> Tuple[Any, List[Dict[str, float]], float, float, int]:
     """(model, curve, training seconds, CPU seconds of training, steps); evaluation is excluded from both times."""
     import torch
@@ -62,7 +62,10 @@ def train(recipe: Recipe, method: Dict[str, Any], eval_every: int, rank: int, si
 
     xtr, ytr, xte, yte = load_split()
     model = make_model(recipe)
-    ddp = DDP(model)  # DDP's defaults: 25 MiB buckets (the first 1 MiB), no static graph
+    # bucket_cap_mb given explicitly (25 is DDP's default) also sizes the first bucket, which DDP otherwise caps at
+    # 1 MiB: the wide MLP's 8.3 MiB is then one bucket. With two, torch's PowerSGD hook over gloo hung in every
+    # attempt (its future callbacks wait for their own allreduces on gloo's two worker threads).
+    ddp = DDP(model, bucket_cap_mb=bucket_mb)
     opt = make_optimizer(recipe, model.parameters())
     register_hook(ddp, opt, method, f"quality.s{recipe.seed}")
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -123,7 +126,8 @@ def main(spec_json: str) -> int:
         for seed in spec["seeds"]:  # one process group for every seed: starting torch costs more than a run
             recipe = Recipe(**dict(spec["recipe"], seed=seed))
             before = tx_bytes(spec["iface"])
-            model, curve, wall, cpu, steps = train(recipe, method, spec["eval_every"], rank, size)
+            model, curve, wall, cpu, steps = train(recipe, method, spec["eval_every"], rank, size,
+                                                       spec.get("bucket_mb", 25.0))
             sent = tx_bytes(spec["iface"]) - before
             gathered: List[Any] = [None] * size
             dist.all_gather_object(gathered, (spec["host"], sent, cpu, param_digest(model)))
