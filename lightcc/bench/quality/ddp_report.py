@@ -3,7 +3,8 @@
     python -m lightcc.bench.quality.ddp_report run.json [more.json ...] [--target 95] [--md out.md] [--plot out.png]
 
 Per (setting, link): final test accuracy per seed and its mean, time and steps to the target
-(median and range over seeds), bytes the busiest host sent per step, step time, CPU milliseconds
+(median and range over seeds), bytes the busiest host sent per step over the whole run and once
+past the warm-up (PowerSGD's dense steps, top-k's decaying density), step time, CPU milliseconds
 per step and rank (every thread of the process), and beside the unshaped runs the overhead
 against dense over gloo (what the hook itself costs, less the link time it saves on a fast link).
 Crossovers use report.py's model, T(B) = steps to target x (unshaped step + bytes per step / B),
@@ -34,6 +35,25 @@ def _groups(rows: List[Dict[str, Any]]) -> Dict[Tuple[str, str], List[Dict[str, 
     return out
 
 
+def steady_bytes_per_step(row: Dict[str, Any]) -> Optional[float]:
+    """Bytes the busiest host sent a step once the warm-up is over (curve points carry `sent`); None when
+    the run never left it or the points lack the counter."""
+    warmup = (row.get("method") or {}).get("warmup") or 0
+    points = [p for p in row["curve"] if "sent" in p]
+    after = [p for p in points if p["step"] >= warmup]
+    if len(after) < 2 or not after[-1]["sent"]:
+        return None
+    return (after[-1]["sent"] - after[0]["sent"]) / (after[-1]["step"] - after[0]["step"])
+
+
+def sent_to_target(row: Dict[str, Any], target: float) -> Optional[float]:
+    """Bytes the host sent from the start to the curve point that reached the target (None without the counter)."""
+    for p in row["curve"]:
+        if p["accuracy"] >= target:
+            return float(p["sent"]) if p.get("sent") else None
+    return None
+
+
 def summarise(doc: Dict[str, Any], target: Optional[float] = None) -> List[Dict[str, Any]]:
     """One entry per (setting, rate), in the order the runs came."""
     t = doc["target"] if target is None else target
@@ -49,6 +69,8 @@ def summarise(doc: Dict[str, Any], target: Optional[float] = None) -> List[Dict[
             "reached": len(reached), "time_to_target_s": _spread([x["train_s"] for x in reached]),
             "steps_to_target": _spread([x["step"] for x in reached]),
             "bytes_per_step": _spread([max(r["bytes_per_host"].values() or [0]) / s for r, s in zip(runs, steps)]),
+            "steady_bytes_per_step": _spread([b for b in map(steady_bytes_per_step, runs) if b is not None]),
+            "bytes_to_target": _spread([b for b in (sent_to_target(r, t) for r in runs) if b is not None]),
             "step_ms": _spread([1e3 * r["train_s"] / s for r, s in zip(runs, steps)]),
             "cpu_ms_per_rank": _spread([1e3 * statistics.mean(r["cpu_s_per_rank"]) / s for r, s in zip(runs, steps)]),
             "identical_weights": all(r["identical_weights"] for r in runs),
@@ -60,39 +82,53 @@ def summarise(doc: Dict[str, Any], target: Optional[float] = None) -> List[Dict[
     return out
 
 
+def _link_inputs(summary: List[Dict[str, Any]]) -> Dict[str, Tuple[float, float, float]]:
+    """Per setting that reached the target unshaped: (steps to target, unshaped step s, bytes per step to target).
+
+    Bytes to the target come from the curve's counter (any link: training and bytes do not depend on
+    it), which counts the warm-up's dense steps as they fall; without it, the run's mean per step."""
+    sent = {s["setting"]: s["bytes_to_target"] for s in summary if s.get("bytes_to_target")}
+    out = {}
+    for s in summary:
+        if s["rate"] != "none" or not s["steps_to_target"]:
+            continue
+        n = s["steps_to_target"]["median"]
+        b = sent[s["setting"]]["median"] / n if s["setting"] in sent else s["bytes_per_step"]["median"]
+        out[s["setting"]] = (n, s["step_ms"]["median"] / 1e3, b)
+    return out
+
+
 def crossovers(summary: List[Dict[str, Any]], baselines: Tuple[str, ...] = BASELINES) -> List[Dict[str, Any]]:
     """Every setting against each baseline, from the unshaped runs' medians."""
     unshaped = {s["setting"]: s for s in summary if s["rate"] == "none"}
+    inputs = _link_inputs(summary)
     out = []
     for base in baselines:
-        d = unshaped.get(base)
-        if d is None:
+        if base not in unshaped:
             continue
-        for name, c in unshaped.items():
+        for name in unshaped:
             if name == base:
                 continue
             entry: Dict[str, Any] = {"setting": name, "baseline": base}
-            if not (d["steps_to_target"] and c["steps_to_target"]):
-                entry.update(crossover_mbit_s=None, note="did not reach the target in every seed"
-                             if c["steps_to_target"] else "did not reach the target")
-                if not d["steps_to_target"]:
-                    entry["note"] = f"{base} did not reach the target"
+            if base not in inputs:
+                entry.update(crossover_mbit_s=None, note=f"{base} did not reach the target")
+            elif name not in inputs:
+                entry.update(crossover_mbit_s=None, note="did not reach the target")
             else:
-                entry.update(crossover(d["steps_to_target"]["median"], d["step_ms"]["median"] / 1e3,
-                                       d["bytes_per_step"]["median"], c["steps_to_target"]["median"],
-                                       c["step_ms"]["median"] / 1e3, c["bytes_per_step"]["median"]))
+                entry.update(crossover(*inputs[base], *inputs[name]))
                 if entry["crossover_mbit_s"] is None:
                     entry["note"] = "never wins"
             out.append(entry)
     return out
 
 
-def predicted_s(s: Dict[str, Any], unshaped: Dict[str, Dict[str, Any]], rate: str) -> Optional[float]:
+def predicted_s(s: Dict[str, Any], inputs: Dict[str, Tuple[float, float, float]], rate: str) -> Optional[float]:
     """The model's time to target at `rate` from the setting's unshaped medians."""
-    u, bps = unshaped.get(s["setting"]), rate_bytes_per_s(rate)
-    if u is None or bps is None or not u["steps_to_target"]:
+    bps = rate_bytes_per_s(rate)
+    if s["setting"] not in inputs or bps is None:
         return None
-    return u["steps_to_target"]["median"] * (u["step_ms"]["median"] / 1e3 + u["bytes_per_step"]["median"] / bps)
+    n, a, b = inputs[s["setting"]]
+    return n * (a + b / bps)
 
 
 def _fmt(s: Optional[Dict[str, float]], digits: int = 1, scale: float = 1.0) -> str:
@@ -113,12 +149,14 @@ def markdown(doc: Dict[str, Any], target: Optional[float] = None) -> str:
     t = summary[0]["target"] if summary else doc["target"]
     unshaped = {s["setting"]: s for s in summary if s["rate"] == "none"}
     dense = unshaped.get("dense@gloo")
+    inputs = _link_inputs(summary)
     lines = [f"CPU: {doc.get('cpu', '?')}; {doc['hosts']} hosts x {doc['ranks_per_host']} rank(s); "
              f"{doc['recipe']['model']} width {doc['recipe']['width']}, {doc['recipe']['epochs']} epochs, "
              f"{doc['recipe']['optimizer']} lr {doc['recipe']['lr']} cosine, weight decay "
              f"{doc['recipe']['weight_decay']}; scaled warm-up {doc.get('warmup_fraction')} of the run.", "",
              f"| setting | backend | warm-up | link | final acc. % (mean; per seed) | time to {t:g} % s | "
-             f"steps to {t:g} % | model s | KiB/step | step ms | CPU ms/step/rank | overhead ms vs dense | "
+             f"steps to {t:g} % | model s | KiB/step: run; after warm-up | step ms | CPU ms/step/rank | "
+             f"overhead ms vs dense | "
              f"identical | load |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in sorted(summary, key=lambda x: (_rate_order(x["rate"]), 0)):
@@ -126,7 +164,7 @@ def markdown(doc: Dict[str, Any], target: Optional[float] = None) -> str:
         if s["rate"] == "none" and dense is not None and s["setting"] != "dense@gloo":
             over = (f"{s['step_ms']['median'] - dense['step_ms']['median']:+.1f} "
                     f"(CPU {s['cpu_ms_per_rank']['median'] - dense['cpu_ms_per_rank']['median']:+.1f})")
-        pred = predicted_s(s, unshaped, s["rate"])
+        pred = predicted_s(s, inputs, s["rate"])
         loads = s["loadavg"]
         partial = "" if s["reached"] == len(s["seeds"]) else f" [{s['reached']}/{len(s['seeds'])} seeds]"
         lines.append(
@@ -134,7 +172,7 @@ def markdown(doc: Dict[str, Any], target: Optional[float] = None) -> str:
             f"({', '.join(f'{a:.2f}' for a in s['accuracy'])}) | "
             f"{_fmt(s['time_to_target_s'])}{partial} | "
             f"{_fmt(s['steps_to_target'], 0)} | {'—' if pred is None else f'{pred:.1f}'} | "
-            f"{_fmt(s['bytes_per_step'], 0, 1 / 1024)} | {_fmt(s['step_ms'])} | {_fmt(s['cpu_ms_per_rank'])} | "
+            f"{_fmt(s['bytes_per_step'], 0, 1 / 1024)}; {_fmt(s['steady_bytes_per_step'], 0, 1 / 1024) if s['steady_bytes_per_step'] else '—'} | {_fmt(s['step_ms'])} | {_fmt(s['cpu_ms_per_rank'])} | "
             f"{over} | {s['identical_weights']} | {f'{min(loads):.1f}–{max(loads):.1f}' if loads else '—'} |")
     lines += ["", "| setting | against | crossover (model, unshaped medians) |", "|---|---|---|"]
     for c in crossovers(summary):
@@ -170,12 +208,8 @@ def plot(doc: Dict[str, Any], path: str, target: Optional[float] = None) -> None
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     ax = axes[0][-1]
-    unshaped = {s["setting"]: s for s in summary if s["rate"] == "none"}
     mbit = [10 * 1.1 ** i for i in range(100)]
-    for name, u in unshaped.items():
-        if not u["steps_to_target"]:
-            continue
-        n, a, b = u["steps_to_target"]["median"], u["step_ms"]["median"] / 1e3, u["bytes_per_step"]["median"]
+    for name, (n, a, b) in _link_inputs(summary).items():
         ax.plot(mbit, [n * (a + b / (m * 1e6 / 8)) for m in mbit], color=colours[name], label=name)
         for s in summary:
             if s["setting"] == name and s["rate"] != "none" and s["time_to_target_s"]:

@@ -54,9 +54,12 @@ def register_hook(ddp: Any, opt: Any, method: Dict[str, Any], prefix: str) -> An
     raise ValueError(f"unknown hook {hook!r}")
 
 
-def train(recipe: Recipe, method: Dict[str, Any], eval_every: int, rank: int, size: int, bucket_mb: float
-          ) -> Tuple[Any, List[Dict[str, float]], float, float, int]:
-    """(model, curve, training seconds, CPU seconds of training, steps); evaluation is excluded from both times."""
+def train(recipe: Recipe, method: Dict[str, Any], eval_every: int, rank: int, size: int, bucket_mb: float,
+          iface: str = "") -> Tuple[Any, List[Dict[str, float]], float, float, int]:
+    """(model, curve, training seconds, CPU seconds of training, steps); evaluation is excluded from both times.
+
+    Each curve point holds the bytes this host sent since the start (`iface`'s counter), so the
+    bytes of a step after the warm-up can be told from the warm-up's."""
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -75,6 +78,7 @@ def train(recipe: Recipe, method: Dict[str, Any], eval_every: int, rank: int, si
     wall = cpu = 0.0
     step = 0
     losses: List[float] = []
+    sent0 = tx_bytes(iface) if iface else 0
     while step < total:
         epoch, s = divmod(step, steps_per_epoch)
         perm = torch.randperm(len(ytr), generator=torch.Generator().manual_seed(1000 * recipe.seed + epoch))
@@ -92,7 +96,8 @@ def train(recipe: Recipe, method: Dict[str, Any], eval_every: int, rank: int, si
         losses.append(loss.item())
         if step % eval_every == 0 or step == total:
             curve.append({"epoch": step / steps_per_epoch, "step": step, "wall_s": wall,
-                          "accuracy": accuracy(model, xte, yte), "loss": sum(losses) / len(losses)})
+                          "accuracy": accuracy(model, xte, yte), "loss": sum(losses) / len(losses),
+                          "sent": (tx_bytes(iface) - sent0) if iface else 0})
             losses = []
     return model, curve, wall, cpu, step
 
@@ -127,7 +132,7 @@ def main(spec_json: str) -> int:
             recipe = Recipe(**dict(spec["recipe"], seed=seed))
             before = tx_bytes(spec["iface"])
             model, curve, wall, cpu, steps = train(recipe, method, spec["eval_every"], rank, size,
-                                                       spec.get("bucket_mb", 25.0))
+                                                   spec.get("bucket_mb", 25.0), spec["iface"])
             sent = tx_bytes(spec["iface"]) - before
             gathered: List[Any] = [None] * size
             dist.all_gather_object(gathered, (spec["host"], sent, cpu, param_digest(model)))
