@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-every", type=int, default=0,
                    help="--ddp-hooks: test accuracy every N steps (default 0: every half epoch)")
     p.add_argument("--bucket-mb", type=float, default=25.0,
-                   help="--ddp-hooks: DDP's bucket_cap_mb, given explicitly so the first bucket is as large (default 25)")
+                   help="--ddp-hooks: DDP's bucket_cap_mb, given explicitly so the first bucket is as large (default 25; "
+                        "0 leaves it unset: DDP's 25 MiB with a 1 MiB first bucket)")
     p.add_argument("--loopback", action="store_true",
                    help="every host on this machine's loopback: no root, no shaping, bytes of all hosts together "
                         "(tests of the harness; --rates must be none)")

@@ -199,12 +199,13 @@ def plot(doc: Dict[str, Any], path: str, target: Optional[float] = None) -> None
     for ax, rate in zip(axes[0], rates):
         for r in (x for x in doc["rows"] if x["rate"] == rate and x["seed"] == first):
             ax.plot([0] + [p["wall_s"] for p in r["curve"]], [10.0] + [p["accuracy"] for p in r["curve"]],
-                    marker=".", color=colours[r["setting"]], label=r["setting"])
+                    marker=".", color=colours[r["setting"]], label=r["setting"],
+                    ls="-" if (r.get("method") or {}).get("backend") == "lightcc" else "--")
         ax.axhline(t, color="grey", lw=0.8, ls="--")
         ax.set_title(f"link {rate}: test accuracy over training time (seed {first})")
         ax.set_xlabel("training time (s)")
         ax.set_ylabel("test accuracy (%)")
-        ax.set_ylim(80, 100)
+        ax.set_ylim(50, 100)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     ax = axes[0][-1]

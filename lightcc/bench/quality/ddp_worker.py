@@ -68,7 +68,7 @@ def train(recipe: Recipe, method: Dict[str, Any], eval_every: int, rank: int, si
     # bucket_cap_mb given explicitly (25 is DDP's default) also sizes the first bucket, which DDP otherwise caps at
     # 1 MiB: the wide MLP's 8.3 MiB is then one bucket. With two, torch's PowerSGD hook over gloo hung in every
     # attempt (its future callbacks wait for their own allreduces on gloo's two worker threads).
-    ddp = DDP(model, bucket_cap_mb=bucket_mb)
+    ddp = DDP(model, bucket_cap_mb=bucket_mb or None)  # 0: DDP's implicit default, 1 MiB first bucket
     opt = make_optimizer(recipe, model.parameters())
     register_hook(ddp, opt, method, f"quality.s{recipe.seed}")
     loss_fn = torch.nn.CrossEntropyLoss()
