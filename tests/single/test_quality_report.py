@@ -115,7 +115,7 @@ def ddp_row(setting: str, rate: str, seed: int, step_s: float, sent_per_step: in
 
 
 def test_ddp_report_summarises_seeds_and_solves_crossovers():
-    from lightcc.bench.quality.ddp_report import crossovers, markdown, summarise
+    from lightcc.bench.quality.ddp_report import compact_markdown, crossovers, markdown, summarise
 
     rows = [ddp_row("dense@gloo", "none", s, 0.1, 1000, 20) for s in (1, 2, 3)]
     rows += [ddp_row("powersgd2", "none", s, 0.11, 100, 20) for s in (1, 2, 3)]
@@ -132,3 +132,6 @@ def test_ddp_report_summarises_seeds_and_solves_crossovers():
     # top-k: more steps and more bytes than powersgd2 for the same target, more compute too: never
     assert cross[("topk1", "powersgd2")]["crossover_mbit_s"] is None
     assert "| topk1 | gloo |" in markdown(dict(doc, summary=summary))
+    compact = compact_markdown(doc, [95.0, 99.0]).splitlines()
+    assert len(compact) == 2 + 3 and compact[-1].startswith("| topk1 | gloo | — | 96.00")
+    assert compact[-1].endswith("| 30 | not reached |"), compact[-1]  # steps to 95 %, to 99 %

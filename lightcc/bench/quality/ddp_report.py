@@ -182,6 +182,42 @@ def markdown(doc: Dict[str, Any], target: Optional[float] = None) -> str:
     return "\n".join(lines)
 
 
+def compact_markdown(doc: Dict[str, Any], targets: List[float]) -> str:
+    """One row per setting: accuracy over seeds, bytes and costs per step, and time to each target at every
+    shaped link (medians over seeds; a setting that missed the target in some seed says how many reached it)."""
+    rates = sorted({r["rate"] for r in doc["rows"] if r["rate"] != "none"}, key=_rate_order)
+    by_t = {t: {(s["setting"], s["rate"]): s for s in summarise(doc, t)} for t in targets}
+    first = by_t[targets[0]]
+    head = ["setting", "backend", "warm-up", "final acc. %, mean (seeds)", "KiB/step after warm-up",
+            "unshaped step ms", "CPU ms/step/rank"]
+    head += [f"steps to {t:g} %" for t in targets]
+    head += [f"s to {t:g} % at {r}" for t in targets for r in rates]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for setting in dict.fromkeys(r["setting"] for r in doc["rows"]):
+        u = first.get((setting, "none")) or next(s for (n, _), s in first.items() if n == setting)
+        steady = next((s["steady_bytes_per_step"] for (n, _), s in first.items()
+                       if n == setting and s["steady_bytes_per_step"]), None)
+
+        def reach(s: Optional[Dict[str, Any]], key: str, digits: int) -> str:
+            if s is None:
+                return "—"
+            if not s[key]:
+                return "not reached"
+            part = "" if s["reached"] == len(s["seeds"]) else f" ({s['reached']}/{len(s['seeds'])} seeds)"
+            return f"{s[key]['median']:.{digits}f}{part}"
+
+        cells = [setting, str(u["backend"]), str(u["warmup"] or "—"),
+                 f"{u['mean_accuracy']:.2f} ({', '.join(f'{a:.2f}' for a in u['accuracy'])})",
+                 f"{steady['median'] / 1024:.0f}" if steady
+                 else f"{u['bytes_per_step']['median'] / 1024:.0f} (run mean, all warm-up)",
+                 f"{u['step_ms']['median']:.0f}" if u["rate"] == "none" else "—",
+                 f"{u['cpu_ms_per_rank']['median']:.0f}" if u["rate"] == "none" else "—"]
+        cells += [reach(by_t[t].get((setting, "none")) or u, "steps_to_target", 0) for t in targets]
+        cells += [reach(by_t[t].get((setting, r)), "time_to_target_s", 1) for t in targets for r in rates]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def plot(doc: Dict[str, Any], path: str, target: Optional[float] = None) -> None:
     """Left panels: test accuracy over training time per shaped link (first seed). Right: the model's time to
     target against link rate per setting, with the measured medians as points."""
@@ -234,6 +270,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--md")
     p.add_argument("--json", help="write the summary and crossovers here")
     p.add_argument("--plot")
+    p.add_argument("--compact", help="comma list of targets: one row per setting with time to each (docs/topk.md)")
     args = p.parse_args(argv)
     docs = []
     for path in args.inputs:
@@ -242,6 +279,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     doc = dict(docs[0], rows=[r for d in docs for r in d["rows"]], summary=None)
     doc["summary"] = summarise(doc, args.target)
     table = markdown(doc)
+    if args.compact:
+        table += "\n\n" + compact_markdown(doc, [float(t) for t in args.compact.split(",")])
     print(table)
     if args.md:
         with open(args.md, "w", encoding="utf-8") as f:
