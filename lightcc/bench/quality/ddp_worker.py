@@ -66,8 +66,9 @@ def train(recipe: Recipe, method: Dict[str, Any], eval_every: int, rank: int, si
     xtr, ytr, xte, yte = load_split()
     model = make_model(recipe)
     # bucket_cap_mb given explicitly (25 is DDP's default) also sizes the first bucket, which DDP otherwise caps at
-    # 1 MiB: the wide MLP's 8.3 MiB is then one bucket. With two, torch's PowerSGD hook over gloo hung in every
-    # attempt (its future callbacks wait for their own allreduces on gloo's two worker threads).
+    # 1 MiB: the wide MLP's 8.3 MiB is then one bucket. With two, torch's PowerSGD hook over gloo failed in all
+    # three attempts (hung, or gloo's "collective mismatch"): its future callbacks issue the next allreduces from
+    # gloo's worker threads, in an order that can differ between ranks.
     ddp = DDP(model, bucket_cap_mb=bucket_mb or None)  # 0: DDP's implicit default, 1 MiB first bucket
     opt = make_optimizer(recipe, model.parameters())
     register_hook(ddp, opt, method, f"quality.s{recipe.seed}")
