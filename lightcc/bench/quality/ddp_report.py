@@ -82,9 +82,12 @@ def summarise(doc: Dict[str, Any], target: Optional[float] = None) -> List[Dict[
     return out
 
 
-def _link_inputs(summary: List[Dict[str, Any]]) -> Dict[str, Tuple[float, float, float]]:
+def _link_inputs(summary: List[Dict[str, Any]], costs: Optional[Dict[str, float]] = None
+                 ) -> Dict[str, Tuple[float, float, float]]:
     """Per setting that reached the target unshaped: (steps to target, unshaped step s, bytes per step to target).
 
+    `costs` (setting -> unshaped step seconds) replaces the runs' own step times: steps and bytes of
+    a run whose times are unusable (run niced beside another) with another run's step costs.
     Bytes to the target come from the curve's counter (any link: training and bytes do not depend on
     it), which counts the warm-up's dense steps as they fall; without it, the run's mean per step."""
     sent = {s["setting"]: s["bytes_to_target"] for s in summary if s.get("bytes_to_target")}
@@ -94,14 +97,21 @@ def _link_inputs(summary: List[Dict[str, Any]]) -> Dict[str, Tuple[float, float,
             continue
         n = s["steps_to_target"]["median"]
         b = sent[s["setting"]]["median"] / n if s["setting"] in sent else s["bytes_per_step"]["median"]
-        out[s["setting"]] = (n, s["step_ms"]["median"] / 1e3, b)
+        a = (costs or {}).get(s["setting"], s["step_ms"]["median"] / 1e3)
+        out[s["setting"]] = (n, a, b)
     return out
 
 
-def crossovers(summary: List[Dict[str, Any]], baselines: Tuple[str, ...] = BASELINES) -> List[Dict[str, Any]]:
-    """Every setting against each baseline, from the unshaped runs' medians."""
+def step_costs(doc: Dict[str, Any]) -> Dict[str, float]:
+    """Median unshaped step seconds per setting of a document (for `costs`)."""
+    return {s["setting"]: s["step_ms"]["median"] / 1e3 for s in summarise(doc) if s["rate"] == "none"}
+
+
+def crossovers(summary: List[Dict[str, Any]], baselines: Tuple[str, ...] = BASELINES,
+               costs: Optional[Dict[str, float]] = None) -> List[Dict[str, Any]]:
+    """Every setting against each baseline, from the unshaped runs' medians (step times from `costs` if given)."""
     unshaped = {s["setting"]: s for s in summary if s["rate"] == "none"}
-    inputs = _link_inputs(summary)
+    inputs = _link_inputs(summary, costs)
     out = []
     for base in baselines:
         if base not in unshaped:
@@ -143,13 +153,13 @@ def _rate_order(rate: str) -> float:
     return -(rate_bytes_per_s(rate) or 1e30)
 
 
-def markdown(doc: Dict[str, Any], target: Optional[float] = None) -> str:
-    """The comparison table, then the crossovers."""
+def markdown(doc: Dict[str, Any], target: Optional[float] = None, costs: Optional[Dict[str, float]] = None) -> str:
+    """The comparison table, then the crossovers (and the model's times at 1 Gbit/s and 100 Mbit/s)."""
     summary = doc.get("summary") or summarise(doc, target)
     t = summary[0]["target"] if summary else doc["target"]
     unshaped = {s["setting"]: s for s in summary if s["rate"] == "none"}
     dense = unshaped.get("dense@gloo")
-    inputs = _link_inputs(summary)
+    inputs = _link_inputs(summary, costs)
     lines = [f"CPU: {doc.get('cpu', '?')}; {doc['hosts']} hosts x {doc['ranks_per_host']} rank(s); "
              f"{doc['recipe']['model']} width {doc['recipe']['width']}, {doc['recipe']['epochs']} epochs, "
              f"{doc['recipe']['optimizer']} lr {doc['recipe']['lr']} cosine, weight decay "
@@ -175,10 +185,15 @@ def markdown(doc: Dict[str, Any], target: Optional[float] = None) -> str:
             f"{_fmt(s['bytes_per_step'], 0, 1 / 1024)}; {_fmt(s['steady_bytes_per_step'], 0, 1 / 1024) if s['steady_bytes_per_step'] else '—'} | {_fmt(s['step_ms'])} | {_fmt(s['cpu_ms_per_rank'])} | "
             f"{over} | {s['identical_weights']} | {f'{min(loads):.1f}–{max(loads):.1f}' if loads else '—'} |")
     lines += ["", "| setting | against | crossover (model, unshaped medians) |", "|---|---|---|"]
-    for c in crossovers(summary):
+    for c in crossovers(summary, costs=costs):
         x = c.get("crossover_mbit_s")
         shown = "—" if x is None else ("any rate" if x == float("inf") else f"{x:,.0f} Mbit/s")
         lines.append(f"| {c['setting']} | {c['baseline']} | {shown}: {c['note']} |")
+    lines += ["", "| setting | steps to target | step s | MiB to target | model: s at 1 Gbit/s | at 100 Mbit/s |",
+              "|---|---|---|---|---|---|"]
+    for name, (n, a, b) in inputs.items():
+        lines.append(f"| {name} | {n:g} | {a:.3f} | {n * b / 2**20:.1f} | {n * (a + b / 125e6):.1f} | "
+                     f"{n * (a + b / 12.5e6):.1f} |")
     return "\n".join(lines)
 
 
@@ -271,6 +286,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", help="write the summary and crossovers here")
     p.add_argument("--plot")
     p.add_argument("--compact", help="comma list of targets: one row per setting with time to each (docs/topk.md)")
+    p.add_argument("--costs", help="take the unshaped step times from this document instead (the inputs' own "
+                                   "were taken niced beside another run)")
     args = p.parse_args(argv)
     docs = []
     for path in args.inputs:
@@ -278,7 +295,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             docs.append(json.load(f))
     doc = dict(docs[0], rows=[r for d in docs for r in d["rows"]], summary=None)
     doc["summary"] = summarise(doc, args.target)
-    table = markdown(doc)
+    costs = None
+    if args.costs:
+        with open(args.costs, encoding="utf-8") as f:
+            costs = step_costs(json.load(f))
+    table = markdown(doc, costs=costs)
     if args.compact:
         table += "\n\n" + compact_markdown(doc, [float(t) for t in args.compact.split(",")])
     print(table)
@@ -287,8 +308,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             f.write(table + "\n")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"inputs": args.inputs, "summary": doc["summary"], "crossovers": crossovers(doc["summary"])},
-                      f, indent=1)
+            json.dump({"inputs": args.inputs, "costs": costs, "summary": doc["summary"],
+                       "crossovers": crossovers(doc["summary"], costs=costs)}, f, indent=1)
     if args.plot:
         plot(doc, args.plot)
     return 0
