@@ -160,14 +160,14 @@ def markdown(doc: Dict[str, Any], target: Optional[float] = None, costs: Optiona
     unshaped = {s["setting"]: s for s in summary if s["rate"] == "none"}
     dense = unshaped.get("dense@gloo")
     inputs = _link_inputs(summary, costs)
-    lines = [f"CPU: {doc.get('cpu', '?')}; {doc['hosts']} hosts x {doc['ranks_per_host']} rank(s); "
-             f"{doc['recipe']['model']} width {doc['recipe']['width']}, {doc['recipe']['epochs']} epochs, "
-             f"{doc['recipe']['optimizer']} lr {doc['recipe']['lr']} cosine, weight decay "
-             f"{doc['recipe']['weight_decay']}; scaled warm-up {doc.get('warmup_fraction')} of the run.", "",
-             f"| setting | backend | warm-up | link | final acc. % (mean; per seed) | time to {t:g} % s | "
-             f"steps to {t:g} % | model s | KiB/step: run; after warm-up | step ms | CPU ms/step/rank | "
-             f"overhead ms vs dense | "
-             f"identical | load |",
+    caption = (f"CPU: {doc.get('cpu', '?')}; {doc['hosts']} hosts x {doc['ranks_per_host']} rank(s); "
+               f"{doc['recipe']['model']} width {doc['recipe']['width']}, {doc['recipe']['epochs']} epochs, "
+               f"{doc['recipe']['optimizer']} lr {doc['recipe']['lr']} cosine, weight decay "
+               f"{doc['recipe']['weight_decay']}; scaled warm-up {doc.get('warmup_fraction')} of the run.")
+    header = (f"| setting | backend | warm-up | link | final acc. % (mean; per seed) | time to {t:g} % s | "
+              f"steps to {t:g} % | model s | KiB/step: run; after warm-up | step ms | CPU ms/step/rank | "
+              f"overhead ms vs dense | identical | load |")
+    lines = [caption, "", header,
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in sorted(summary, key=lambda x: (_rate_order(x["rate"]), 0)):
         over = ""
