@@ -1,4 +1,4 @@
-"""Smoke tests of the benchmarks: the emulated-cluster replay (2 namespaces) and the training-quality run.
+"""Smoke tests of the benchmarks: the emulated-cluster replay (2 namespaces) and the training-quality runs.
 
 They check that each command produces well-formed results (rows, positive times, an accuracy in
 [0, 1]); never how fast anything is.
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 OUTER_TIMEOUT_S = 150
 
 
-def _run(args: list[str]) -> subprocess.CompletedProcess:
+def _run(args: list[str], timeout: float = OUTER_TIMEOUT_S) -> subprocess.CompletedProcess:
     """`python -m ARGS` from the repo root in its own process group, killed at the hard timeout."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     p = subprocess.Popen(
@@ -35,11 +35,11 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
         start_new_session=True,
     )
     try:
-        out, err = p.communicate(timeout=OUTER_TIMEOUT_S)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
-        pytest.fail(f"`{' '.join(args)}` still ran after {OUTER_TIMEOUT_S} s:\n{out[-3000:]}\n{err[-3000:]}")
+        pytest.fail(f"`{' '.join(args)}` still ran after {timeout} s:\n{out[-3000:]}\n{err[-3000:]}")
     return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 
@@ -123,3 +123,60 @@ def test_quality_two_ranks_two_epochs(tmp_path):
         assert row["ranks_identical"], row
     topk = next(r for r in data["rows"] if r["config"] == "topk_ef")
     assert topk["compressed_tensors"], "the weight matrices should have been top-k compressed"
+
+
+def test_quality_ddp_hooks_mode_on_loopback(tmp_path):
+    """`lightcc-bench quality --ddp-hooks` (the PowerSGD comparison, docs/topk.md) for one epoch of a small MLP:
+    torch's PowerSGD over gloo, lightcc's top-k over the lightcc backend, DDP's own allreduce. PowerSGD at
+    torch's default start (step 1,000) is DDP's allreduce for a run this short: its weights must equal
+    dense's bit for bit, and the scaled start's must not."""
+    out = tmp_path / "ddp.json"
+    res = _run(
+        [
+            "lightcc.bench.cli",
+            "quality",
+            "--ddp-hooks",
+            "--loopback",
+            "--rates",
+            "none",
+            "--hosts",
+            "2",
+            "--ranks-per-host",
+            "1",
+            "--model",
+            "mlp",
+            "--width",
+            "64",
+            "--epochs",
+            "1",
+            "--weight-decay",
+            "1e-4",
+            "--target",
+            "20",
+            "--seeds",
+            "1",
+            "--settings",
+            "dense@gloo,powersgd2-default,powersgd2,topk1",
+            "--timeout",
+            "120",
+            "--json",
+            str(out),
+            "--plot",
+            str(tmp_path / "ddp.png"),
+        ],
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    data = json.loads(out.read_text())
+    rows = {r["setting"]: r for r in data["rows"]}
+    assert set(rows) == {"dense@gloo", "powersgd2-default", "powersgd2", "topk1"}, data["failed"]
+    for r in rows.values():
+        assert r["steps"] == 22 and len(r["curve"]) == 2, r  # 1,437 images / 64 a step; accuracy every 11 steps
+        assert r["identical_weights"], r
+        assert 0.0 <= r["accuracy"] <= 100.0 and r["train_s"] > 0 and all(c > 0 for c in r["cpu_s_per_rank"])
+    assert rows["powersgd2-default"]["method"]["warmup"] == 1000 and rows["powersgd2"]["method"]["warmup"] == 2
+    assert rows["powersgd2-default"]["digest"] == rows["dense@gloo"]["digest"]
+    assert rows["powersgd2"]["digest"] != rows["dense@gloo"]["digest"]
+    assert len(rows["topk1"]["compressed"]) == 4, rows["topk1"]  # the MLP's four weight matrices
+    assert rows["topk1"]["env"]["LIGHT_TOPK_WARMUP_STEPS"] == "2"
+    assert "| powersgd2 | gloo |" in res.stdout and (tmp_path / "ddp.png").stat().st_size > 0

@@ -72,3 +72,66 @@ def test_simulator_crossover_falls_as_top_k_needs_more_steps():
     rates = [rows[r]["crossover_gbit"] for r in (1.2, 1.5, 2.0)]
     assert all(x is not None and not _m.isinf(x) for x in rates), rates
     assert rates[0] > rates[1] > rates[2], rates
+
+
+def test_crossover_sides():
+    from lightcc.bench.quality.report import crossover
+
+    # c sends 10x less per step and computes 10 ms more a step, same steps: wins below 900 B / 0.01 s.
+    below = crossover(100, 0.1, 1000, 100, 0.11, 100)
+    assert below["note"] == "wins below this rate" and math.isclose(below["crossover_mbit_s"], 90_000 * 8 / 1e6)
+    # c sends more but computes less: it wins on fast links only.
+    above = crossover(100, 0.11, 100, 100, 0.1, 1000)
+    assert above["note"] == "wins above this rate" and math.isclose(above["crossover_mbit_s"], 90_000 * 8 / 1e6)
+    assert crossover(100, 0.1, 1000, 100, 0.09, 100)["crossover_mbit_s"] == math.inf
+    assert crossover(100, 0.1, 100, 100, 0.11, 1000)["crossover_mbit_s"] is None
+
+
+def test_ddp_settings_parse_with_backends_and_warmups():
+    import pytest
+
+    from lightcc.bench.quality.methods import DEFAULT_SETTINGS, parse, parse_all
+
+    m = parse("powersgd4")
+    assert (m.hook, m.backend, m.rank) == ("powersgd", "gloo", 4)
+    assert m.warmup_steps(88, 0.1) == 9 and parse("powersgd4-default").warmup_steps(88, 0.1) == 1000
+    t = parse("topk0.1@gloo")
+    assert (t.hook, t.backend, t.ratio) == ("topk", "gloo", 0.001)
+    assert t.env(88, 0.1) == {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.001",
+                              "LIGHT_TOPK_THRESHOLD": "512", "LIGHT_TOPK_WARMUP_STEPS": "9"}
+    assert "LIGHT_TOPK_WARMUP_STEPS" not in parse("topk1-default").env(88, 0.1)  # the engine's 200
+    assert parse("dense@lightcc").backend == "lightcc" and parse("fp16").hook == "lightcc-fp16"
+    assert len(parse_all(DEFAULT_SETTINGS)) == 12
+    for bad in ("powersgd3", "dense-default", "topk1@nccl"):
+        with pytest.raises(ValueError):
+            parse(bad)
+
+
+def ddp_row(setting: str, rate: str, seed: int, step_s: float, sent_per_step: int, reach_step: int) -> dict:
+    curve = [{"step": s, "wall_s": step_s * s, "accuracy": 96.0 if s >= reach_step else 90.0} for s in (10, 20, 30, 40)]
+    return {"setting": setting, "rate": rate, "seed": seed, "accuracy": 96.0, "steps": 40, "train_s": step_s * 40,
+            "cpu_s_per_rank": [step_s * 40, step_s * 40], "bytes_per_host": {"h0": sent_per_step * 40},
+            "identical_weights": True, "curve": curve, "method": {"backend": "gloo", "warmup": 0}}
+
+
+def test_ddp_report_summarises_seeds_and_solves_crossovers():
+    from lightcc.bench.quality.ddp_report import compact_markdown, crossovers, markdown, summarise
+
+    rows = [ddp_row("dense@gloo", "none", s, 0.1, 1000, 20) for s in (1, 2, 3)]
+    rows += [ddp_row("powersgd2", "none", s, 0.11, 100, 20) for s in (1, 2, 3)]
+    rows += [ddp_row("topk1", "none", s, 0.1, 500, 30 if s < 3 else 40) for s in (1, 2, 3)]
+    doc = {"target": 95, "hosts": 2, "ranks_per_host": 1, "rows": rows, "warmup_fraction": 0.1,
+           "recipe": {"model": "mlp", "width": 8, "epochs": 1, "optimizer": "sgd", "lr": 0.1, "weight_decay": 0}}
+    summary = summarise(doc)
+    topk = next(s for s in summary if s["setting"] == "topk1")
+    assert topk["steps_to_target"] == {"median": 30, "min": 30, "max": 40, "n": 3}
+    assert topk["bytes_per_step"]["median"] == 500 and topk["seeds"] == [1, 2, 3]
+    cross = {(c["setting"], c["baseline"]): c for c in crossovers(summary)}
+    # powersgd2 vs dense: 20 x (0.1 + 1000/B) = 20 x (0.11 + 100/B) at B = 90,000 B/s
+    assert math.isclose(cross[("powersgd2", "dense@gloo")]["crossover_mbit_s"], 90_000 * 8 / 1e6)
+    # top-k: more steps and more bytes than powersgd2 for the same target, more compute too: never
+    assert cross[("topk1", "powersgd2")]["crossover_mbit_s"] is None
+    assert "| topk1 | gloo |" in markdown(dict(doc, summary=summary))
+    compact = compact_markdown(doc, [95.0, 99.0]).splitlines()
+    assert len(compact) == 2 + 3 and compact[-1].startswith("| topk1 | gloo | — | 96.00")
+    assert compact[-1].endswith("| 30 | not reached |"), compact[-1]  # steps to 95 %, to 99 %

@@ -47,10 +47,11 @@ class Hosts:
     names: List[str]
     addrs: List[str]
     iface: str = "eth0"
+    netns: bool = True  # False: every "host" is this machine's loopback (tests; nothing shaped)
 
     def prefix(self, host: int) -> List[str]:
         """Command prefix that runs a program inside `host`."""
-        return ["ip", "netns", "exec", self.names[host]]
+        return ["ip", "netns", "exec", self.names[host]] if self.netns else []
 
 
 @contextlib.contextmanager
@@ -84,3 +85,9 @@ def hosts(count: int, rate: Optional[str]) -> Iterator[Hosts]:
     finally:
         for name in reversed(made):
             subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=20)
+
+
+def loopback(count: int) -> Hosts:
+    """`count` named hosts on this machine's loopback: no root, no shaping, and every host reads the
+    same `lo` counter (bytes sent are all hosts' together). For tests of the harness, not for figures."""
+    return Hosts([f"loop{i}" for i in range(count)], ["127.0.0.1"] * count, iface="lo", netns=False)

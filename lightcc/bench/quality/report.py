@@ -8,8 +8,9 @@ b_s / B). A compressed setting c beats dense d below
     B* = (n_d b_d - n_c b_c) / (n_c a_c - n_d a_d)
 
 (when the numerator is positive and the denominator too; a non-positive denominator means c wins
-at any rate, a non-positive numerator never). The shaped run checks the model: its predicted step
-time a_s + b_s / B is reported beside the measured one.
+at any rate; a negative numerator and denominator, that c sends more per target but computes
+less, so wins *above* B*; a non-positive numerator with a non-negative denominator, never). The
+shaped run checks the model: its predicted step time a_s + b_s / B is reported beside the measured one.
 """
 from __future__ import annotations
 
@@ -38,6 +39,22 @@ def _per_step(row: Dict[str, Any]) -> Dict[str, float]:
     return {"a": row["train_s"] / steps, "b": max(row["bytes_per_host"].values() or [0]) / steps}
 
 
+def crossover(n_d: float, a_d: float, b_d: float, n_c: float, a_c: float, b_c: float) -> Dict[str, Any]:
+    """Where c (n_c steps of a_c s + b_c bytes) and d reach the target at the same time; Mbit/s.
+
+    ``{"crossover_mbit_s": x, "note": ...}``: x is None when c never wins, inf when it always does;
+    the note says on which side of x c wins."""
+    num = n_d * b_d - n_c * b_c  # bytes c saves on the way to the target
+    den = n_c * a_c - n_d * a_d  # seconds of everything but the link c adds
+    if num > 0 and den > 0:
+        return {"crossover_mbit_s": num / den * 8 / 1e6, "note": "wins below this rate"}
+    if num < 0 and den < 0:
+        return {"crossover_mbit_s": num / den * 8 / 1e6, "note": "wins above this rate"}
+    if den < 0 or (den == 0 and num > 0):
+        return {"crossover_mbit_s": float("inf"), "note": "wins at any rate"}
+    return {"crossover_mbit_s": None, "note": "never wins: sends as much per target as dense and computes more"}
+
+
 def crossovers(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Per compressed setting: B* against dense (Mbit/s), from the unshaped runs, and the shaped runs' check."""
     rows = doc["rows"]
@@ -57,14 +74,7 @@ def crossovers(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
             entry["note"] = "did not reach the target"
         else:
             d, c = _per_step(dense), _per_step(row)
-            num = reach_d["step"] * d["b"] - reach_c["step"] * c["b"]
-            den = reach_c["step"] * c["a"] - reach_d["step"] * d["a"]
-            if num <= 0:
-                entry.update(crossover_mbit_s=None, note="never wins: sends as much per target as dense")
-            elif den <= 0:
-                entry.update(crossover_mbit_s=float("inf"), note="wins at any rate")
-            else:
-                entry.update(crossover_mbit_s=num / den * 8 / 1e6, note="wins below this rate")
+            entry.update(crossover(reach_d["step"], d["a"], d["b"], reach_c["step"], c["a"], c["b"]))
             entry.update(steps_to_target=reach_c["step"], dense_steps_to_target=reach_d["step"],
                          step_s=c["a"], bytes_per_step=c["b"], dense_step_s=d["a"], dense_bytes_per_step=d["b"])
         out.append(entry)
