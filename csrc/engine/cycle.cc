@@ -50,7 +50,7 @@ Status Driver::runCycle(bool* stop) {
   EngineStats& stats = s_.stats;
   stats.fusion_held.store(fusion_->heldCount(), std::memory_order_relaxed);
   stats.fusion_flushes.store(fusion_->flushes(), std::memory_order_relaxed);
-  for (const ResponsePtr& r : batches) LIGHTCC_RETURN_IF_ERROR(execute(r));
+  for (const ResponsePtr& r : batches) LIGHTCC_RETURN_IF_ERROR(dispatch_->execute(r));
   const auto executed = std::chrono::steady_clock::now();
   stats.cycles.fetch_add(1, std::memory_order_relaxed);
   if (plan.slow) stats.slow_cycles.fetch_add(1, std::memory_order_relaxed);

@@ -7,8 +7,8 @@
 // and the thread-safe parts it hands out: Tuning::current, ExecutorPool's residuals).
 //  - driving.cc: the Cycle (is work ready, sleeping, timers, the end), liveness, interrupts.
 //  - cycle.cc: one cycle — votes, negotiate, tune, fuse, dispatch, counters.
-//  - dispatch.cc: each agreed response — fences and errors here, data batches to the executors.
 //  - fusion_hooks.cc / tune_hooks.cc: the fusion scheduler's votes; a new tuning generation.
+// Its parts: the Dispatcher (dispatcher.h) runs each agreed response.
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/dispatcher.h"
 #include "engine/executor_pool.h"
 #include "engine/fusion_scheduler.h"
 #include "engine/lifecycle.h"
@@ -88,15 +89,13 @@ class Driver : private Progress::Cycle {
   // fusion options change, the old scheduler runs everything it holds with this cycle's
   // responses (`batches`).
   Status applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>* batches, bool* scheduled);
-  // dispatch.cc
-  Status execute(const ResponsePtr& r);
-  Status applyProcessSetChange(const Response& r);
 
   const Shared s_;
   std::unique_ptr<Mesh> mesh_;
   Channel* main_ = nullptr;         // the mesh's channel 0
   shm::HostGroup* host_ = nullptr;  // main_'s host group
   std::unique_ptr<Negotiator> negotiator_;
+  std::unique_ptr<Dispatcher> dispatch_;  // each agreed response (dispatcher.h)
   Negotiator::Plan plan_;  // this cycle's agreed plan (its capacity is reused)
   Tuning tuning_;
   std::unique_ptr<FusionScheduler> fusion_;

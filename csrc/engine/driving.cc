@@ -49,6 +49,7 @@ Status Driver::bootstrap() {
   host_ = main_->host.get();
   for (const auto& [id, ranks] : s_.sets.init(s_.topo.size, s_.options.process_sets)) mesh_->addSet(id, ranks);
   negotiator_ = std::make_unique<Negotiator>(s_.config, s_.topo, *main_, s_.queue, s_.timeline, s_.stats);
+  dispatch_ = std::make_unique<Dispatcher>(*negotiator_, pool_, *mesh_, s_.sets, tuning_);
   const bool two_d_world = main_->hier.count(0) > 0;
   // May probe the links: before the cycle receives are posted.
   LIGHTCC_RETURN_IF_ERROR(tuning_.probe(main_->comms.at(0), mesh_->hosts(), two_d_world));
