@@ -7,8 +7,9 @@
 // and the thread-safe parts it hands out: Tuning::current, ExecutorPool's residuals).
 //  - driving.cc: the Cycle (is work ready, sleeping, timers, the end), liveness, interrupts.
 //  - cycle.cc: one cycle — votes, negotiate, tune, fuse, dispatch, counters.
-//  - fusion_hooks.cc / tune_hooks.cc: the fusion scheduler's votes; a new tuning generation.
-// Its parts: the Dispatcher (dispatcher.h) runs each agreed response.
+//  - tune_hooks.cc: a new tuning generation.
+// Its parts: the Dispatcher (dispatcher.h) runs each agreed response, the FusionPolicy
+// (fusion_policy.h) says when held tensors run.
 #pragma once
 
 #include <atomic>
@@ -18,7 +19,7 @@
 
 #include "engine/dispatcher.h"
 #include "engine/executor_pool.h"
-#include "engine/fusion_scheduler.h"
+#include "engine/fusion_policy.h"
 #include "engine/lifecycle.h"
 #include "engine/mesh.h"
 #include "engine/negotiator.h"
@@ -52,7 +53,8 @@ class Driver : private Progress::Cycle {
   // A caller blocks until the handle completes, driving when nobody else does.
   Status wait(Handle& handle);
   void poke();         // any thread: look again now (work queued, a stop asked)
-  void nudgeFusion();  // any thread: a caller is about to block on a tensor fusion may hold
+  // Any thread: a caller is about to block on a tensor fusion may hold.
+  void nudgeFusion() { fusion_.nudge(); }
   bool hasStreams() const { return pool_.hasStreams(); }
   const Tuning& tuning() const { return tuning_; }
   ExecutorPool& executors() { return pool_; }
@@ -80,11 +82,6 @@ class Driver : private Progress::Cycle {
   // cycle.cc
   Status runCycle(bool* stop);
   Negotiator::Votes vote(std::chrono::steady_clock::time_point now);
-  // fusion_hooks.cc
-  bool fusionWantsFlush() const;  // this rank asks every rank to run its held tensors now
-  // GPU allreduces are held for a busy GPU and this rank's, busy at the last vote, is ready now.
-  bool pacingWantsCycle();
-  void makeFusion();  // a scheduler for the settings in force (empty)
   // tune_hooks.cc: a new generation in the plan, applied before this cycle's fusion. When the
   // fusion options change, the old scheduler runs everything it holds with this cycle's
   // responses (`batches`).
@@ -98,9 +95,7 @@ class Driver : private Progress::Cycle {
   std::unique_ptr<Dispatcher> dispatch_;  // each agreed response (dispatcher.h)
   Negotiator::Plan plan_;  // this cycle's agreed plan (its capacity is reused)
   Tuning tuning_;
-  std::unique_ptr<FusionScheduler> fusion_;
-  std::atomic<bool> fusion_holding_{false};  // read by callers' nudgeFusion
-  bool voted_device_ready_ = true;           // this rank's device_ready vote in the last cycle
+  FusionPolicy fusion_;
   bool busy_ = false;                        // work arrived while the last cycle negotiated
   std::chrono::steady_clock::time_point last_cycle_end_, last_maintenance_, last_liveness_;
   Progress progress_;

@@ -35,6 +35,7 @@ double heartbeatSeconds(double timeout_s) { return std::min(1.0, timeout_s / 10)
 Driver::Driver(const Shared& shared)
     : s_(shared),
       tuning_(shared.config),
+      fusion_(shared.config, tuning_, pool_, shared.stats),
       progress_(*this, &shared.stats.caller_cycles, &shared.stats.handoff_waits),
       pool_(shared.config, shared.options, shared.timeline, shared.stats) {}
 
@@ -56,7 +57,7 @@ Status Driver::bootstrap() {
   LIGHTCC_RETURN_IF_ERROR(pool_.start(*mesh_, s_.topo.rank, tuning_.initialTopkThreshold(),
                                       [q = &s_.queue](int32_t set, const std::string& name) { q->finish(set, name); }));
   LIGHTCC_RETURN_IF_ERROR(tuning_.start(s_.topo.rank, pool_.streams(), two_d_world));
-  makeFusion();
+  fusion_.start(*negotiator_, host_);
   return negotiator_->start();
 }
 
@@ -85,7 +86,7 @@ bool Driver::workReady(bool background) {
   // would turn every later op into a hand-off, since the caller then finds the engine busy.
   if (background ? s_.queue.hasUndrivenWork() : s_.queue.hasWork()) return true;
   if (pool_.failed()) return true;
-  if (fusionWantsFlush() || pacingWantsCycle()) return true;
+  if (fusion_.wantsFlush() || fusion_.wantsCycle()) return true;
   return negotiator_->incoming();
 }
 
@@ -113,9 +114,9 @@ Status Driver::timers(bool* want_cycle) {
 }
 
 double Driver::idleUs(bool background) {
-  const bool holding = fusion_ && fusion_->holding();  // held bucket tensors: the flush timer
+  const bool holding = fusion_.holding();  // held bucket tensors: the flush timer
   // Tensors held for a busy GPU: its stream idles from the moment it drains until we look.
-  if (fusion_ && fusion_->pacedCount() > 0) return kPacingPollUs;
+  if (fusion_.paced()) return kPacingPollUs;
   if (!background) return holding ? 1e3 : kCallerIdleUs;
   // With nothing pending the engine sleeps until woken (liveness still looks now and then); with
   // pending work it looks often; while some rank shuts down, every 100 ms so its grace can end.

@@ -14,10 +14,10 @@ Status Driver::applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>*
     // The old scheduler runs what it holds now, with this cycle's responses (under the old
     // settings); the new one starts empty. Every rank does this in the same cycle, so the
     // batches still match.
-    *batches = fusion_->schedule(plan.responses, true, plan.device_ready);
+    *batches = fusion_.schedule(plan, true);
     *scheduled = true;
     tuning_.install(std::move(next));
-    makeFusion();
+    fusion_.rebuild();
     return Status::OK();
   }
   tuning_.install(std::move(next));
