@@ -44,7 +44,7 @@ Status Driver::runCycle(bool* stop) {
   const auto agreed = std::chrono::steady_clock::now();
   std::vector<ResponsePtr> batches;
   bool scheduled = false;
-  if (s_.config.autotune) LIGHTCC_RETURN_IF_ERROR(applyTune(plan, &batches, &scheduled));
+  if (s_.config.autotune) LIGHTCC_RETURN_IF_ERROR(tune_.apply(plan, negotiator_->cycle(), &batches, &scheduled));
   if (!scheduled) batches = fusion_.schedule(plan, plan.flush);
   EngineStats& stats = s_.stats;
   for (const ResponsePtr& r : batches) LIGHTCC_RETURN_IF_ERROR(dispatch_->execute(r));

@@ -7,9 +7,9 @@
 // and the thread-safe parts it hands out: Tuning::current, ExecutorPool's residuals).
 //  - driving.cc: the Cycle (is work ready, sleeping, timers, the end), liveness, interrupts.
 //  - cycle.cc: one cycle — votes, negotiate, tune, fuse, dispatch, counters.
-//  - tune_hooks.cc: a new tuning generation.
-// Its parts: the Dispatcher (dispatcher.h) runs each agreed response, the FusionPolicy
-// (fusion_policy.h) says when held tensors run.
+// Its parts, one job each: the Dispatcher (dispatcher.h) runs each agreed response, the
+// FusionPolicy (fusion_policy.h) says when held tensors run, the TuningHook (tuning_hook.h)
+// applies a new tuning generation.
 #pragma once
 
 #include <atomic>
@@ -26,6 +26,7 @@
 #include "engine/process_sets.h"
 #include "engine/progress.h"
 #include "engine/tuning.h"
+#include "engine/tuning_hook.h"
 
 namespace lightcc {
 
@@ -55,7 +56,6 @@ class Driver : private Progress::Cycle {
   void poke();         // any thread: look again now (work queued, a stop asked)
   // Any thread: a caller is about to block on a tensor fusion may hold.
   void nudgeFusion() { fusion_.nudge(); }
-  bool hasStreams() const { return pool_.hasStreams(); }
   const Tuning& tuning() const { return tuning_; }
   ExecutorPool& executors() { return pool_; }
   const shm::HostGroup* hostGroup() const { return host_; }  // channel 0's, after bootstrap
@@ -82,20 +82,16 @@ class Driver : private Progress::Cycle {
   // cycle.cc
   Status runCycle(bool* stop);
   Negotiator::Votes vote(std::chrono::steady_clock::time_point now);
-  // tune_hooks.cc: a new generation in the plan, applied before this cycle's fusion. When the
-  // fusion options change, the old scheduler runs everything it holds with this cycle's
-  // responses (`batches`).
-  Status applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>* batches, bool* scheduled);
 
   const Shared s_;
   std::unique_ptr<Mesh> mesh_;
-  Channel* main_ = nullptr;         // the mesh's channel 0
-  shm::HostGroup* host_ = nullptr;  // main_'s host group
+  shm::HostGroup* host_ = nullptr;  // channel 0's host group
   std::unique_ptr<Negotiator> negotiator_;
   std::unique_ptr<Dispatcher> dispatch_;  // each agreed response (dispatcher.h)
   Negotiator::Plan plan_;  // this cycle's agreed plan (its capacity is reused)
   Tuning tuning_;
   FusionPolicy fusion_;
+  TuningHook tune_;
   bool busy_ = false;                        // work arrived while the last cycle negotiated
   std::chrono::steady_clock::time_point last_cycle_end_, last_maintenance_, last_liveness_;
   Progress progress_;

@@ -1,11 +1,12 @@
-// Driver's autotune hook: applying the generation the plan agreed (tuning.h holds the settings).
-#include "engine/driver.h"
+// TuningHook: applying the generation the plan agreed (tuning.h holds the settings).
+#include "engine/tuning_hook.h"
 
 namespace lightcc {
 
-Status Driver::applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>* batches, bool* scheduled) {
+Status TuningHook::apply(const Negotiator::Plan& plan, uint64_t cycle, std::vector<ResponsePtr>* batches,
+                         bool* scheduled) {
   SettingsPtr next;
-  LIGHTCC_RETURN_IF_ERROR(tuning_.next(plan.tune.data(), negotiator_->cycle(), s_.topo.rank, pool_.streams(), &next));
+  LIGHTCC_RETURN_IF_ERROR(tuning_.next(plan.tune.data(), cycle, topo_.rank, pool_.streams(), &next));
   if (!next) return Status::OK();
   const FusionScheduler::Options& was = tuning_.live().fusion;
   const FusionScheduler::Options& o = next->fusion;
