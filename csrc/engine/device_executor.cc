@@ -11,7 +11,7 @@
 #include "algorithms/topk_schedule.h"
 #include "common/logging.h"
 #include "device/cuda_device.h"
-#include "device/host_device.h"
+#include "algorithms/host_device.h"
 #include "device/nccl.h"
 #include "engine/cost_model.h"
 #include "engine/device_pacing.h"
