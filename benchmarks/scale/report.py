@@ -83,10 +83,22 @@ def table(doc: dict) -> str:
     """Markdown: one row per figure and tree, one column per configuration (hosts x ranks)."""
     runs = doc["runs"]
     shapes = list(dict.fromkeys(r["shape"] for r in runs))
-    labels = list(dict.fromkeys(r["label"] for r in runs))
-    by = {(r["label"], r["shape"]): r for r in runs}
     head = ["figure", "tree"] + [f"{by_shape_p(runs, s)} ({s})" for s in shapes]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * len(shapes)]
+    lines += _figure_rows(runs, shapes)
+    wrong = [f"{r['label']} {r['shape']}" for r in runs if "row" in r and not r["row"]["ok"]]
+    lines.append("")
+    lines.append("Every allreduce result was checked on every rank: " +
+                 ("all correct." if not wrong else "WRONG results in " + ", ".join(wrong)))
+    lines += [_fault_line(f) for f in doc.get("faults", [])]
+    return "\n".join(lines) + "\n"
+
+
+def _figure_rows(runs: list[dict], shapes: list[str]) -> list[str]:
+    """A row per figure and tree, then the load each run started under."""
+    labels = list(dict.fromkeys(r["label"] for r in runs))
+    by = {(r["label"], r["shape"]): r for r in runs}
+    lines = []
     for key, (title, unit, _) in FIGURES.items():
         for label in labels:
             cells = []
@@ -97,21 +109,20 @@ def table(doc: dict) -> str:
     for label in labels:  # noise: every figure shares the machine with whatever else ran
         cells = [by[(label, s)]["load"].split()[0] if (label, s) in by else "—" for s in shapes]
         lines.append(f"| load average (1 min) at the run's start | {label} | " + " | ".join(cells) + " |")
-    wrong = [f"{r['label']} {r['shape']}" for r in runs if "row" in r and not r["row"]["ok"]]
-    lines.append("")
-    lines.append("Every allreduce result was checked on every rank: " +
-                 ("all correct." if not wrong else "WRONG results in " + ", ".join(wrong)))
-    for f in doc.get("faults", []):
-        s = f["result"].get("survivors", [])
-        after = [x["after_s"] for x in s if x["after_s"] is not None]
-        lines.append(f"- {f['label']} {f['shape']} {f['mode']}: " + (
-            f"error: {f['result']['error']}" if "error" in f["result"] else
-            f"{sum(x['raised'] for x in s)}/{len(s)} survivors raised, "
-            f"{sum(x['names_host'] and x['names_address'] for x in s)}/{len(s)} named host "
-            f"{f['result']['lost_host']} ({f['result']['lost_address']}), "
-            f"{len(f['result']['hung'])} hung, slowest after {max(after) if after else float('nan'):.1f} s "
-            f"(LIGHTCC_TIMEOUT={f['result']['timeout_s']:g})"))
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _fault_line(f: dict) -> str:
+    """One lost-host run: how many survivors raised and named the lost host, and how fast."""
+    s = f["result"].get("survivors", [])
+    after = [x["after_s"] for x in s if x["after_s"] is not None]
+    return f"- {f['label']} {f['shape']} {f['mode']}: " + (
+        f"error: {f['result']['error']}" if "error" in f["result"] else
+        f"{sum(x['raised'] for x in s)}/{len(s)} survivors raised, "
+        f"{sum(x['names_host'] and x['names_address'] for x in s)}/{len(s)} named host "
+        f"{f['result']['lost_host']} ({f['result']['lost_address']}), "
+        f"{len(f['result']['hung'])} hung, slowest after {max(after) if after else float('nan'):.1f} s "
+        f"(LIGHTCC_TIMEOUT={f['result']['timeout_s']:g})")
 
 
 def by_shape_p(runs: list[dict], shape: str) -> int:

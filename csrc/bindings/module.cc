@@ -2,6 +2,7 @@
 // Each subject binds its own functions: lifecycle.cc, submissions.cc, info.cc.
 #include <pybind11/pybind11.h>
 
+#include "bindings/completions.h"
 #include "bindings/errors.h"
 #include "bindings/state.h"
 #include "device/device.h"
@@ -13,7 +14,12 @@ using namespace lightcc::bindings;
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "lightcc C++ core (engine, algorithms, transports). Use the fronts, not this module.";
-  py::module_::import("atexit").attr("register")(py::cpp_function(&dropSubmissions));
+  // At Python's exit, after lightcc's own hook shut the engine down: the completion thread
+  // delivers what is posted and ends, then handles nobody synchronized let go of their objects.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    Completions::instance().stop();
+    dropSubmissions();
+  }));
   auto core_error = py::register_exception<CoreError>(m, "LightCCInternalError", PyExc_RuntimeError);
   py::register_exception<MismatchError>(m, "LightCCMismatchError", core_error.ptr());
   py::class_<HostBuffer, std::shared_ptr<HostBuffer>>(m, "HostBuffer", py::buffer_protocol())

@@ -1,8 +1,6 @@
 // state.cc: the binding layer's one CoreState, and access to the running engine.
 #include "bindings/state.h"
 
-#include "bindings/completions.h"
-
 namespace py = pybind11;
 
 namespace lightcc::bindings {
@@ -13,7 +11,6 @@ CoreState& state() {
 }
 
 void dropSubmissions() {
-  Completions::instance().stop();
   std::unordered_map<int64_t, Submission> dropped;
   {
     std::lock_guard<std::mutex> lock(state().mu);

@@ -47,8 +47,9 @@ struct CoreState {
 // exit instead, while the interpreter still runs.
 CoreState& state();
 
-// Registered with Python's atexit when the module loads, so it runs after lightcc's own exit
-// hook has shut the engine down: handles nobody synchronized let go of their objects here.
+// Run at Python's exit (module.cc registers it with atexit when the module loads, after the
+// completion thread has stopped), so after lightcc's own exit hook has shut the engine down:
+// handles nobody synchronized let go of their objects here.
 void dropSubmissions();
 
 // The running engine; ValueError before init().

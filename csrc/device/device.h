@@ -3,7 +3,7 @@
 // DESIGN. The device executor (engine/device_executor.h) writes each schedule — fusion layout,
 // 2D phases, the top-k exchange, event ordering — once, against these two interfaces. Two
 // implementations exist: CUDA kernels + NCCL (cuda_device.h, nccl.h), and the host
-// (host_device.h: CPU kernels + the engine's own shared-memory and link collectives), which CI
+// (algorithms/host_device.h: CPU kernels + the engine's own shared-memory and link collectives), which CI
 // runs on CPU tensors so every schedule is exercised without a GPU.
 //
 // A Device is one accelerator as one executor sees it: the executor's own stream on it. Every

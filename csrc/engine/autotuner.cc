@@ -1,4 +1,4 @@
-// Autotuner: step detection and scoring, the staged search, the Gaussian process, the CSV log.
+// Autotuner: the tuning words, the staged search (warm-up, baseline, categorical, Bayes, frozen), the CSV log.
 #include "engine/autotuner.h"
 
 #include <algorithm>
@@ -18,52 +18,6 @@ namespace {
 constexpr double kThresholdLog2Lo = 20, kThresholdLog2Hi = 28;  // 1 MiB .. 256 MiB
 constexpr double kCycleMsHi = 5.0;
 constexpr double kTopkLog2Lo = 16, kTopkLog2Hi = 26;            // 64 KiB .. 64 MiB
-constexpr int kEiCandidates = 512;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
-
-double rbf(const std::vector<double>& a, const std::vector<double>& b, double l) {
-  double d2 = 0;
-  for (size_t i = 0; i < a.size(); ++i) d2 += (a[i] - b[i]) * (a[i] - b[i]);
-  return std::exp(-0.5 * d2 / (l * l));
-}
-
-// Lower-triangular Cholesky factor of a symmetric positive-definite matrix (row-major, in place).
-void cholesky(std::vector<double>* a, size_t n) {
-  std::vector<double>& m = *a;
-  for (size_t j = 0; j < n; ++j) {
-    double d = m[j * n + j];
-    for (size_t k = 0; k < j; ++k) d -= m[j * n + k] * m[j * n + k];
-    d = std::sqrt(std::max(d, 1e-12));
-    m[j * n + j] = d;
-    for (size_t i = j + 1; i < n; ++i) {
-      double s = m[i * n + j];
-      for (size_t k = 0; k < j; ++k) s -= m[i * n + k] * m[j * n + k];
-      m[i * n + j] = s / d;
-    }
-    for (size_t k = j + 1; k < n; ++k) m[j * n + k] = 0.0;
-  }
-}
-
-// Solves L y = b (forward) or L^T y = b (backward).
-std::vector<double> solveTri(const std::vector<double>& l, size_t n, std::vector<double> b, bool transpose) {
-  if (!transpose) {
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t k = 0; k < i; ++k) b[i] -= l[i * n + k] * b[k];
-      b[i] /= l[i * n + i];
-    }
-  } else {
-    for (size_t i = n; i-- > 0;) {
-      for (size_t k = i + 1; k < n; ++k) b[i] -= l[k * n + i] * b[k];
-      b[i] /= l[i * n + i];
-    }
-  }
-  return b;
-}
 
 }  // namespace
 
@@ -99,53 +53,12 @@ uint64_t decodeTune(const uint64_t* w, TuneParams* p, bool* frozen) {
   return w[0];
 }
 
-size_t pickByExpectedImprovement(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
-                                 const std::vector<std::vector<double>>& candidates, double noise,
-                                 double length_scale) {
-  const size_t n = x.size();
-  if (n == 0 || candidates.empty()) return 0;
-  // Normalise the scores: mean 0, sd 1 (the noise is relative to that).
-  double mean = 0, sd = 0;
-  for (double v : y) mean += v;
-  mean /= n;
-  for (double v : y) sd += (v - mean) * (v - mean);
-  sd = n > 1 ? std::sqrt(sd / n) : 0.0;
-  if (sd <= 0) sd = 1.0;
-  std::vector<double> yn(n);
-  for (size_t i = 0; i < n; ++i) yn[i] = (y[i] - mean) / sd;
-  std::vector<double> k(n * n);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j) k[i * n + j] = rbf(x[i], x[j], length_scale) + (i == j ? noise : 0.0);
-  }
-  cholesky(&k, n);
-  const std::vector<double> alpha = solveTri(k, n, solveTri(k, n, yn, false), true);
-  const double best = *std::max_element(yn.begin(), yn.end());
-  constexpr double kXi = 0.01;
-  size_t pick = 0;
-  double pick_ei = -1;
-  std::vector<double> ks(n);
-  for (size_t c = 0; c < candidates.size(); ++c) {
-    for (size_t i = 0; i < n; ++i) ks[i] = rbf(candidates[c], x[i], length_scale);
-    double mu = 0;
-    for (size_t i = 0; i < n; ++i) mu += ks[i] * alpha[i];
-    const std::vector<double> v = solveTri(k, n, ks, false);
-    double var = 1.0;
-    for (double e : v) var -= e * e;
-    const double s = std::sqrt(std::max(var, 1e-12));
-    const double z = (mu - best - kXi) / s;
-    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
-    const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI);
-    const double ei = (mu - best - kXi) * cdf + s * pdf;
-    if (ei > pick_ei) {
-      pick_ei = ei;
-      pick = c;
-    }
-  }
-  return pick;
-}
-
 Autotuner::Autotuner(const Config& config, const TuneSpace& space, const TuneParams& initial)
-    : config_(config), space_(space), current_(initial), warmup_left_(config.autotune_warmup_samples) {
+    : config_(config),
+      space_(space),
+      current_(initial),
+      warmup_left_(config.autotune_warmup_samples),
+      meter_(config.autotune_steps_per_sample) {
   stage_ = warmup_left_ > 0 ? Stage::kWarmup : Stage::kBaseline;
 }
 
@@ -178,40 +91,16 @@ bool Autotuner::observe(const std::vector<std::shared_ptr<const Response>>& agre
     const Response& r = *rp;
     if (!movesData(r.op) || r.isError()) continue;
     for (size_t i = 0; i < r.names.size(); ++i) {
-      std::string key = std::to_string(r.process_set_id) + ":" + r.names[i];
-      if (!started_) {
-        started_ = true;
-        step_start_ = now;
-      } else if (seen_.count(key) > 0) {  // seen in this step: a new step starts here
-        const double seconds = std::chrono::duration<double>(now - step_start_).count();
-        const double bytes = step_bytes_;
-        step_start_ = now;
-        step_bytes_ = 0;
-        seen_.clear();
-        if (stage_ != Stage::kFrozen) stepEnded(seconds, bytes, cycle);
+      StepMeter::Step ended;
+      StepMeter::Sample sample;
+      const double bytes = static_cast<double>(tensorBytes(r, i));
+      if (meter_.agreed(std::to_string(r.process_set_id) + ":" + r.names[i], bytes, now, &ended) &&
+          stage_ != Stage::kFrozen && meter_.count(ended, &sample)) {
+        sampleDone(sample.score, sample.median_step_s, cycle);
       }
-      seen_.insert(std::move(key));
-      step_bytes_ += static_cast<double>(tensorBytes(r, i));
     }
   }
   return generation_ != before;
-}
-
-void Autotuner::stepEnded(double seconds, double bytes, uint64_t cycle) {
-  ++steps_;
-  if (skip_ > 0) {
-    --skip_;
-    return;
-  }
-  if (seconds <= 0) return;
-  step_scores_.push_back(bytes / seconds);
-  step_seconds_.push_back(seconds);
-  if (static_cast<int64_t>(step_scores_.size()) < config_.autotune_steps_per_sample) return;
-  const double score = median(step_scores_);
-  const double step_s = median(step_seconds_);
-  step_scores_.clear();
-  step_seconds_.clear();
-  sampleDone(score, step_s, cycle);
 }
 
 void Autotuner::sampleDone(double score, double median_step_s, uint64_t cycle) {
@@ -225,10 +114,7 @@ void Autotuner::sampleDone(double score, double median_step_s, uint64_t cycle) {
     best_ = {current_, score};
     have_best_ = true;
   }
-  if (stage_ == Stage::kBayes) {
-    gp_x_.push_back(toUnit(current_));
-    gp_y_.push_back(score);
-  }
+  if (stage_ == Stage::kBayes) bayes_.observe(toUnit(current_), score);
   logRow(stage_ == Stage::kBaseline ? "baseline" : stage_ == Stage::kCategorical ? "categorical" : "bayes", cycle,
          current_, score, median_step_s);
   if (stage_ == Stage::kBaseline) stage_ = Stage::kCategorical;
@@ -276,37 +162,25 @@ void Autotuner::nextCategorical() {
   }
   if (!queue_.empty()) return;
   stage_ = Stage::kBayes;
-  bayes_left_ = config_.autotune_bayes_max_samples - 1;  // the first is the categorical winner
-  gp_x_ = {toUnit(best_.params)};
-  gp_y_ = {best_.score};
+  // The first sample is the categorical winner's.
+  bayes_.start(toUnit(best_.params), best_.score, config_.autotune_bayes_max_samples - 1);
   nextBayes();
 }
 
 void Autotuner::nextBayes() {
-  if (bayes_left_ <= 0) {
+  std::vector<double> x;
+  if (!bayes_.next(config_.autotune_gp_noise, &x)) {
     stage_ = Stage::kFrozen;
     return;
   }
-  --bayes_left_;
-  const size_t dims = gp_x_.front().size();
-  std::vector<std::vector<double>> cands(kEiCandidates, std::vector<double>(dims));
-  for (auto& c : cands) {
-    for (auto& v : c) {
-      rng_ ^= rng_ << 13;
-      rng_ ^= rng_ >> 7;
-      rng_ ^= rng_ << 17;
-      v = static_cast<double>(rng_ >> 11) / static_cast<double>(uint64_t{1} << 53);
-    }
-  }
-  const size_t pick = pickByExpectedImprovement(gp_x_, gp_y_, cands, config_.autotune_gp_noise);
-  propose(fromUnit(cands[pick], best_.params));
+  propose(fromUnit(x, best_.params));
 }
 
 void Autotuner::propose(const TuneParams& p) {
   if (p != current_) {
     current_ = p;
     ++generation_;
-    skip_ = 1;  // the step that chose it ran partly under the old setting
+    meter_.skipNext();  // the step that chose it ran partly under the old setting
   }
 }
 
@@ -322,7 +196,7 @@ void Autotuner::freeze(uint64_t cycle) {
 void Autotuner::logRow(const char* stage, uint64_t cycle, const TuneParams& p, double score, double median_step_s) {
   if (log_ == nullptr) return;
   std::fprintf(log_, "%lld,%s,%llu,%llu,%lld,%.3f,%s,%d,%d,%lld,%.1f,%.3f,%.1f\n", static_cast<long long>(samples_),
-               stage, static_cast<unsigned long long>(steps_), static_cast<unsigned long long>(cycle),
+               stage, static_cast<unsigned long long>(meter_.steps()), static_cast<unsigned long long>(cycle),
                static_cast<long long>(p.fusion_threshold), p.cycle_time_ms, fusionStrategyName(p.strategy), p.streams,
                p.two_d ? 1 : 0, static_cast<long long>(p.topk_threshold), score, median_step_s * 1e3,
                have_best_ ? best_.score : 0.0);

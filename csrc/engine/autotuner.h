@@ -10,7 +10,7 @@
 // How every rank applies the same choice at the same cycle without a message of its own: the
 // engine writes encodeTune(generation(), current()) into kTuneWords extra words of each cycle's
 // AND-reduced bit vector (rank 0 its words, the other ranks all ones), so after the AND every rank
-// holds rank 0's words and applies a new generation at that cycle's boundary (engine/tune_hooks.cc).
+// holds rank 0's words and applies a new generation at that cycle's boundary (engine/tuning_hook.h).
 //
 // Search, Horovod's structure (its ParameterManager): HOROVOD_AUTOTUNE_WARMUP_SAMPLES samples are
 // scored and discarded; the starting configuration is measured (the baseline); then the
@@ -26,16 +26,17 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "common/config.h"
 #include "common/status.h"
+#include "engine/bayes_search.h"
 #include "engine/request.h"
+#include "engine/step_meter.h"
 
 namespace lightcc {
 
-// The parameters the autotuner moves; the engine applies them live (engine/tune_hooks.cc).
+// The parameters the autotuner moves; the engine applies them live (engine/tuning_hook.h).
 struct TuneParams {
   int64_t fusion_threshold = 0;  // bytes; order/cost: the bucket size
   double cycle_time_ms = 0.0;
@@ -83,7 +84,6 @@ class Autotuner {
     double score = 0.0;  // bytes per second
   };
   Autotuner(const Config& config, const TuneSpace& space, const TuneParams& initial);
-  void stepEnded(double seconds, double bytes, uint64_t cycle);
   void sampleDone(double score, double median_step_s, uint64_t cycle);
   void nextCategorical();  // queues the next categorical parameter's candidates, or starts Bayes
   void nextBayes();
@@ -103,27 +103,10 @@ class Autotuner {
   std::vector<TuneParams> queue_;      // candidates still to measure in this stage
   Sample best_;
   bool have_best_ = false;
-  std::vector<std::vector<double>> gp_x_;  // Bayes observations (unit cube) and scores
-  std::vector<double> gp_y_;
-  int64_t bayes_left_ = 0;
-  uint64_t rng_ = 0x9E3779B97F4A7C15ULL;
-  // Step detection and timing.
-  std::unordered_set<std::string> seen_;  // tensors agreed in the current step
-  bool started_ = false;
-  Clock::time_point step_start_;
-  double step_bytes_ = 0.0;
-  uint64_t steps_ = 0;
-  int skip_ = 0;                       // switch-over steps still to discard
-  std::vector<double> step_scores_;    // this sample's steps
-  std::vector<double> step_seconds_;
+  BayesSearch bayes_;  // the last stage, over the numeric parameters
+  StepMeter meter_;    // steps and samples
   int64_t samples_ = 0;
   std::FILE* log_ = nullptr;
 };
-
-// Gaussian-process regression + expected improvement, unit-cube inputs (exposed for tests).
-// Returns the candidate of `candidates` with the largest expected improvement over max(y).
-size_t pickByExpectedImprovement(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
-                                 const std::vector<std::vector<double>>& candidates, double noise,
-                                 double length_scale = 0.3);
 
 }  // namespace lightcc

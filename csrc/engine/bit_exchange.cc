@@ -1,9 +1,13 @@
 // BitExchange: the stages of the tree AND, their posted receives and their in-flight sends.
 #include "engine/bit_exchange.h"
 
+#include <chrono>
+#include <utility>
+
 namespace lightcc {
 
-BitExchange::BitExchange(const NegotiationTree& tree, Channel& main) : tree_(tree), main_(main) {
+BitExchange::BitExchange(NegotiationTree tree, Channel& main, std::atomic<uint64_t>* wait_ns)
+    : tree_(std::move(tree)), main_(main), wait_ns_(wait_ns) {
   for (int peer : tree_.cyclePeers()) {
     cycle_.emplace_back();
     cycle_.back().peer = peer;
@@ -130,6 +134,17 @@ bool BitExchange::step(std::vector<uint64_t>* acc) {
 }
 
 Status BitExchange::allreduce(std::vector<uint64_t>* bits, const std::string& what) {
+  const auto wait_start = std::chrono::steady_clock::now();
+  Status st = exchange(bits, what);
+  if (wait_ns_ != nullptr) {
+    const auto waited = std::chrono::steady_clock::now() - wait_start;
+    wait_ns_->fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count(),
+                        std::memory_order_relaxed);
+  }
+  return st;
+}
+
+Status BitExchange::exchange(std::vector<uint64_t>* bits, const std::string& what) {
   LIGHTCC_RETURN_IF_ERROR(error_);
   for (auto& snap : snapshots_) snap.reserve(bits->size());
   sends_.clear();

@@ -10,6 +10,7 @@
 // post them in the same order, which is all the Link ordering guarantee needs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,7 +24,8 @@ namespace lightcc {
 
 class BitExchange {
  public:
-  BitExchange(const NegotiationTree& tree, Channel& main);
+  // `wait_ns`, if given, adds up the time allreduce() waits (the engine's negotiate_wait_ns).
+  BitExchange(NegotiationTree tree, Channel& main, std::atomic<uint64_t>* wait_ns = nullptr);
 
   // Posts next cycle's receives of `words` uint64 words each.
   Status post(size_t words);
@@ -32,6 +34,7 @@ class BitExchange {
   // *bits becomes the AND of every rank's vector; blocks (with the host group's timeout).
   Status allreduce(std::vector<uint64_t>* bits, const std::string& what);
   const Status& error() const { return error_; }
+  const NegotiationTree& tree() const { return tree_; }  // the coordinator round uses its edges too
   // Messages this rank sent in the last allreduce (for tests and stats).
   size_t lastSends() const { return last_sends_; }
 
@@ -61,9 +64,11 @@ class BitExchange {
   Status testSlot(Slot& s);
   Status driveSends();
   bool step(std::vector<uint64_t>* acc);
+  Status exchange(std::vector<uint64_t>* bits, const std::string& what);  // allreduce() but the clock
 
-  const NegotiationTree& tree_;
+  const NegotiationTree tree_;
   Channel& main_;
+  std::atomic<uint64_t>* wait_ns_;
   std::vector<Slot> cycle_;  // one per tree_.cyclePeers(), in that order
   Slot final_;               // the result, from my leader or fold partner
   std::vector<Stage> stages_;

@@ -19,9 +19,9 @@ Negotiator::Votes Driver::vote(std::chrono::steady_clock::time_point now) {
   Negotiator::Votes votes;
   votes.asked_shutdown = s_.life.stopAsked();
   votes.force_shutdown = votes.asked_shutdown && s_.life.voteStop(now) > kShutdownGraceSeconds;
-  votes.want_flush = fusionWantsFlush();
+  votes.want_flush = fusion_.wantsFlush();
   votes.device_ready = pool_.deviceReady();
-  voted_device_ready_ = votes.device_ready;
+  fusion_.voted(votes.device_ready);
   if (s_.config.autotune) tuning_.vote(votes.tune.data());
   return votes;
 }
@@ -44,13 +44,10 @@ Status Driver::runCycle(bool* stop) {
   const auto agreed = std::chrono::steady_clock::now();
   std::vector<ResponsePtr> batches;
   bool scheduled = false;
-  if (s_.config.autotune) LIGHTCC_RETURN_IF_ERROR(applyTune(plan, &batches, &scheduled));
-  if (!scheduled) batches = fusion_->schedule(plan.responses, plan.flush, plan.device_ready);
-  fusion_holding_ = fusion_->holding();
+  if (s_.config.autotune) LIGHTCC_RETURN_IF_ERROR(tune_.apply(plan, negotiator_->cycle(), &batches, &scheduled));
+  if (!scheduled) batches = fusion_.schedule(plan, plan.flush);
   EngineStats& stats = s_.stats;
-  stats.fusion_held.store(fusion_->heldCount(), std::memory_order_relaxed);
-  stats.fusion_flushes.store(fusion_->flushes(), std::memory_order_relaxed);
-  for (const ResponsePtr& r : batches) LIGHTCC_RETURN_IF_ERROR(execute(r));
+  for (const ResponsePtr& r : batches) LIGHTCC_RETURN_IF_ERROR(dispatch_->execute(r));
   const auto executed = std::chrono::steady_clock::now();
   stats.cycles.fetch_add(1, std::memory_order_relaxed);
   if (plan.slow) stats.slow_cycles.fetch_add(1, std::memory_order_relaxed);

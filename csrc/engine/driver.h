@@ -7,8 +7,9 @@
 // and the thread-safe parts it hands out: Tuning::current, ExecutorPool's residuals).
 //  - driving.cc: the Cycle (is work ready, sleeping, timers, the end), liveness, interrupts.
 //  - cycle.cc: one cycle — votes, negotiate, tune, fuse, dispatch, counters.
-//  - dispatch.cc: each agreed response — fences and errors here, data batches to the executors.
-//  - fusion_hooks.cc / tune_hooks.cc: the fusion scheduler's votes; a new tuning generation.
+// Its parts, one job each: the Dispatcher (dispatcher.h) runs each agreed response, the
+// FusionPolicy (fusion_policy.h) says when held tensors run, the TuningHook (tuning_hook.h)
+// applies a new tuning generation.
 #pragma once
 
 #include <atomic>
@@ -16,14 +17,16 @@
 #include <memory>
 #include <vector>
 
+#include "engine/dispatcher.h"
 #include "engine/executor_pool.h"
-#include "engine/fusion_scheduler.h"
+#include "engine/fusion_policy.h"
 #include "engine/lifecycle.h"
 #include "engine/mesh.h"
 #include "engine/negotiator.h"
 #include "engine/process_sets.h"
 #include "engine/progress.h"
 #include "engine/tuning.h"
+#include "engine/tuning_hook.h"
 
 namespace lightcc {
 
@@ -51,8 +54,8 @@ class Driver : private Progress::Cycle {
   // A caller blocks until the handle completes, driving when nobody else does.
   Status wait(Handle& handle);
   void poke();         // any thread: look again now (work queued, a stop asked)
-  void nudgeFusion();  // any thread: a caller is about to block on a tensor fusion may hold
-  bool hasStreams() const { return pool_.hasStreams(); }
+  // Any thread: a caller is about to block on a tensor fusion may hold.
+  void nudgeFusion() { fusion_.nudge(); }
   const Tuning& tuning() const { return tuning_; }
   ExecutorPool& executors() { return pool_; }
   const shm::HostGroup* hostGroup() const { return host_; }  // channel 0's, after bootstrap
@@ -79,29 +82,16 @@ class Driver : private Progress::Cycle {
   // cycle.cc
   Status runCycle(bool* stop);
   Negotiator::Votes vote(std::chrono::steady_clock::time_point now);
-  // fusion_hooks.cc
-  bool fusionWantsFlush() const;  // this rank asks every rank to run its held tensors now
-  // GPU allreduces are held for a busy GPU and this rank's, busy at the last vote, is ready now.
-  bool pacingWantsCycle();
-  void makeFusion();  // a scheduler for the settings in force (empty)
-  // tune_hooks.cc: a new generation in the plan, applied before this cycle's fusion. When the
-  // fusion options change, the old scheduler runs everything it holds with this cycle's
-  // responses (`batches`).
-  Status applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>* batches, bool* scheduled);
-  // dispatch.cc
-  Status execute(const ResponsePtr& r);
-  Status applyProcessSetChange(const Response& r);
 
   const Shared s_;
   std::unique_ptr<Mesh> mesh_;
-  Channel* main_ = nullptr;         // the mesh's channel 0
-  shm::HostGroup* host_ = nullptr;  // main_'s host group
+  shm::HostGroup* host_ = nullptr;  // channel 0's host group
   std::unique_ptr<Negotiator> negotiator_;
+  std::unique_ptr<Dispatcher> dispatch_;  // each agreed response (dispatcher.h)
   Negotiator::Plan plan_;  // this cycle's agreed plan (its capacity is reused)
   Tuning tuning_;
-  std::unique_ptr<FusionScheduler> fusion_;
-  std::atomic<bool> fusion_holding_{false};  // read by callers' nudgeFusion
-  bool voted_device_ready_ = true;           // this rank's device_ready vote in the last cycle
+  FusionPolicy fusion_;
+  TuningHook tune_;
   bool busy_ = false;                        // work arrived while the last cycle negotiated
   std::chrono::steady_clock::time_point last_cycle_end_, last_maintenance_, last_liveness_;
   Progress progress_;

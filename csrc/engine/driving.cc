@@ -35,6 +35,8 @@ double heartbeatSeconds(double timeout_s) { return std::min(1.0, timeout_s / 10)
 Driver::Driver(const Shared& shared)
     : s_(shared),
       tuning_(shared.config),
+      fusion_(shared.config, tuning_, pool_, shared.stats),
+      tune_(tuning_, fusion_, pool_, shared.topo),
       progress_(*this, &shared.stats.caller_cycles, &shared.stats.handoff_waits),
       pool_(shared.config, shared.options, shared.timeline, shared.stats) {}
 
@@ -43,19 +45,20 @@ Driver::~Driver() = default;
 Status Driver::bootstrap() {
   LIGHTCC_RETURN_IF_ERROR(Mesh::build(s_.options, s_.config, s_.life.abortFlag(), &mesh_));
   s_.topo = mesh_->topology();
-  main_ = &mesh_->channel(0);
+  Channel& main = mesh_->channel(0);
   s_.stats.net_links = static_cast<uint64_t>(mesh_->netLinks());
   s_.stats.shm_links = static_cast<uint64_t>(mesh_->shmLinks());
-  host_ = main_->host.get();
+  host_ = main.host.get();
   for (const auto& [id, ranks] : s_.sets.init(s_.topo.size, s_.options.process_sets)) mesh_->addSet(id, ranks);
-  negotiator_ = std::make_unique<Negotiator>(s_.config, s_.topo, *main_, s_.queue, s_.timeline, s_.stats);
-  const bool two_d_world = main_->hier.count(0) > 0;
+  negotiator_ = std::make_unique<Negotiator>(s_.config, s_.topo, main, s_.queue, s_.timeline, s_.stats);
+  dispatch_ = std::make_unique<Dispatcher>(*negotiator_, pool_, *mesh_, s_.sets, tuning_);
+  const bool two_d_world = main.hier.count(0) > 0;
   // May probe the links: before the cycle receives are posted.
-  LIGHTCC_RETURN_IF_ERROR(tuning_.probe(main_->comms.at(0), mesh_->hosts(), two_d_world));
+  LIGHTCC_RETURN_IF_ERROR(tuning_.probe(main.comms.at(0), mesh_->hosts(), two_d_world));
   LIGHTCC_RETURN_IF_ERROR(pool_.start(*mesh_, s_.topo.rank, tuning_.initialTopkThreshold(),
                                       [q = &s_.queue](int32_t set, const std::string& name) { q->finish(set, name); }));
   LIGHTCC_RETURN_IF_ERROR(tuning_.start(s_.topo.rank, pool_.streams(), two_d_world));
-  makeFusion();
+  fusion_.start(*negotiator_, host_);
   return negotiator_->start();
 }
 
@@ -84,7 +87,7 @@ bool Driver::workReady(bool background) {
   // would turn every later op into a hand-off, since the caller then finds the engine busy.
   if (background ? s_.queue.hasUndrivenWork() : s_.queue.hasWork()) return true;
   if (pool_.failed()) return true;
-  if (fusionWantsFlush() || pacingWantsCycle()) return true;
+  if (fusion_.wantsFlush() || fusion_.wantsCycle()) return true;
   return negotiator_->incoming();
 }
 
@@ -112,9 +115,9 @@ Status Driver::timers(bool* want_cycle) {
 }
 
 double Driver::idleUs(bool background) {
-  const bool holding = fusion_ && fusion_->holding();  // held bucket tensors: the flush timer
+  const bool holding = fusion_.holding();  // held bucket tensors: the flush timer
   // Tensors held for a busy GPU: its stream idles from the moment it drains until we look.
-  if (fusion_ && fusion_->pacedCount() > 0) return kPacingPollUs;
+  if (fusion_.paced()) return kPacingPollUs;
   if (!background) return holding ? 1e3 : kCallerIdleUs;
   // With nothing pending the engine sleeps until woken (liveness still looks now and then); with
   // pending work it looks often; while some rank shuts down, every 100 ms so its grace can end.
@@ -161,8 +164,9 @@ void Driver::end(const Status& why) {
   } else {
     // The peer we waited on may only be stuck behind the lost one: say which remote ranks
     // still answer (a no-op when the data path's error already says).
-    if (main_ != nullptr) {
-      const auto targets = main_->dialer ? main_->dialer->peerTargets() : net::linkTargets(main_->world_links);
+    if (mesh_ != nullptr) {
+      const Channel& main = mesh_->channel(0);
+      const auto targets = main.dialer ? main.dialer->peerTargets() : net::linkTargets(main.world_links);
       st = net::withPeerCheck(st, targets, s_.config.timeout_seconds);
     }
     LIGHTCC_LOG(kError) << st.message();

@@ -40,7 +40,7 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
   }
   const shm::HostGroup* host = engine->driver_->hostGroup();
   // Not beside the flags that ask for the engine's own algorithms on one host (tests, benchmarks).
-  if (config.direct && host != nullptr && host->direct(0) != nullptr && !engine->driver_->hasStreams() &&
+  if (config.direct && host != nullptr && host->direct(0) != nullptr && !engine->driver_->executors().hasStreams() &&
       !config.force_ring && !config.device_executor_on_host) {
     engine->direct_ = std::make_unique<DirectAllreduce>(*host, config, engine->stats_);
     for (int r = 0; r < engine->topo_.size; ++r) engine->world_.push_back(r);
@@ -127,7 +127,7 @@ Status Engine::enqueue(std::vector<TensorEntry> entries, bool wake) {
   }
   // With streams callers never drive (wait() sleeps on the handle), so their work is the engine
   // thread's to take even when the caller said it would wait at once.
-  return queue_.push(std::move(entries), wake || driver_->hasStreams());
+  return queue_.push(std::move(entries), wake || driver_->executors().hasStreams());
 }
 
 void Engine::withdraw(std::vector<TensorEntry> entries, const Status& why) {

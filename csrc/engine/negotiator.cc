@@ -1,16 +1,4 @@
-// Negotiator: the bit-vector fast path, the coordinator slow path, and the cache upkeep.
-//
-// Bit vector layout (uint64 words, AND-reduced across all ranks):
-//   word 0         status bits, most inverted so AND acts as OR: 1 = "nothing uncached to send",
-//                  2 = "no shutdown requested", 4 = "not joined", 8 = "coordinator has nothing",
-//                  16 = "nothing pending here", 64 = "my shutdown grace has not expired",
-//                  128 = "I do not need held (bucketed) tensors run now";
-//                  and one plain AND: 32 = "I asked to shut down".
-//   words 1..W     ready bits: cache entry b is pending here (or this rank is not in its set).
-//   words W+1..2W  valid bits: cleared where this rank's request disagrees with entry b.
-//   words 2W+1..   with HOROVOD_AUTOTUNE only: kTuneWords tuning words, rank 0's (the others
-//                  send all ones), so every rank reads the autotuner's choice in the same cycle.
-// After the AND every rank knows the same facts, so every rank takes the same branch.
+// Negotiator: the cycle — the bit-vector fast path, the coordinator round when needed, and the cache upkeep.
 #include "engine/negotiator.h"
 
 #include <algorithm>
@@ -19,45 +7,26 @@
 
 namespace lightcc {
 namespace {
-constexpr uint64_t kNothingToSend = 1, kNoShutdown = 2, kNotJoined = 4, kCoordinatorIdle = 8,
-                   kNothingPending = 16, kAllAsked = 32, kNoForce = 64, kNoFlush = 128,
-                   kDeviceReady = 256;
+using B = CycleBits;
 }
 
 Negotiator::Negotiator(const Config& config, const Topology& topo, Channel& main, TensorQueue& queue,
                        Timeline& timeline, EngineStats& stats)
     : config_(config),
       topo_(topo),
-      tree_(NegotiationTree::build(topo.rank, topo.size, topo.host_index)),
       main_(main),
       queue_(queue),
       timeline_(timeline),
-      stats_(stats),
       cache_(static_cast<size_t>(config.cache_capacity)),
-      tune_words_(config.autotune ? kTuneWords : 0),
-      exchange_(tree_, main) {
-  if (topo_.rank == 0) {
-    coordinator_ = std::make_unique<Coordinator>(topo_.size, [this](int32_t id) -> const std::vector<int>* {
-      auto it = main_.comms.find(id);
-      return it == main_.comms.end() ? nullptr : &it->second.ranks;
-    });
-  }
-}
+      bits_(main, topo.rank == 0, config.autotune),
+      exchange_(NegotiationTree::build(topo.rank, topo.size, topo.host_index), main, &stats.negotiate_wait_ns),
+      round_(exchange_.tree(), topo.size, main, timeline) {}
 
 Status Negotiator::start() { return postReceives(); }
 
-Status Negotiator::postReceives() { return exchange_.post(1 + 2 * ((cache_.capacity() + 63) / 64) + tune_words_); }
+Status Negotiator::postReceives() { return exchange_.post(bits_.size(CycleBits::layout(cache_))); }
 
 bool Negotiator::incoming() { return exchange_.incoming(); }
-
-Status Negotiator::exchangeBits(std::vector<uint64_t>* bits) {
-  const auto wait_start = Clock::now();
-  Status st = exchange_.allreduce(bits, "negotiation (cycle " + std::to_string(cycle_) + ")");
-  stats_.negotiate_wait_ns.fetch_add(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - wait_start).count(),
-      std::memory_order_relaxed);
-  return st;
-}
 
 void Negotiator::classifyNewEntries() {
   queue_.drain(&fresh_);
@@ -74,7 +43,7 @@ void Negotiator::classifyNewEntries() {
     if (bit >= 0 && r.error.empty() && cache_.matches(bit, r)) {
       tensors_.addPending(id, std::move(e), TensorTable::State::kCached, bit);
     } else {
-      if (bit >= 0) invalid_bits_.push_back(bit);  // everyone drops it, then renegotiates
+      if (bit >= 0) bits_.invalidate(bit);  // everyone drops it, then renegotiates
       tensors_.addPending(id, std::move(e), TensorTable::State::kToSend, -1);
     }
   }
@@ -83,50 +52,27 @@ void Negotiator::classifyNewEntries() {
 
 void Negotiator::maintenance(Clock::time_point now, bool* want_cycle) {
   if (!config_.stall_check_enabled) return;
-  if (coordinator_) {
-    coordinator_->checkStalls(now, config_.stall_check_seconds, config_.stall_shutdown_seconds, &stall_responses_);
-    if (!stall_responses_.empty()) *want_cycle = true;
-  }
+  round_.checkStalls(now, config_, want_cycle);
   // A tensor waiting on the fast path is invisible to the coordinator; after half the stall
   // time renegotiate it so the stall inspector can name the missing ranks.
   for (TensorId id : tensors_.pending()) {
     const TensorTable::Slot& p = tensors_.at(id);
     double age = std::chrono::duration<double>(now - p.entry.enqueued).count();
     if (p.state == TensorTable::State::kCached && age > config_.stall_check_seconds / 2 &&
-        std::find(invalid_bits_.begin(), invalid_bits_.end(), p.bit) == invalid_bits_.end()) {
-      invalid_bits_.push_back(p.bit);
+        !bits_.invalidated(p.bit)) {
+      bits_.invalidate(p.bit);
       *want_cycle = true;
     }
   }
 }
 
-// Entries of sets this rank is not in are always "ready" here. A set's membership never changes
-// under its id, so the mask changes only with the cache's contents.
-void Negotiator::updateAbsentMask() {
-  if (absent_generation_ == cache_.generation() && absent_sets_ == main_.comms.size()) return;
-  absent_generation_ = cache_.generation();
-  absent_sets_ = main_.comms.size();
-  absent_mask_.assign((cache_.capacity() + 63) / 64, 0);
-  int32_t run_set = -1;  // entries mostly share one set: one lookup per run of them
-  bool run_absent = false;
-  for (size_t b = 0; b < cache_.extent(); ++b) {
-    if (!cache_.occupied(b)) continue;
-    const int32_t set = cache_.response(b).process_set_id;
-    if (set != run_set) {
-      auto it = main_.comms.find(set);
-      run_set = set;
-      run_absent = it == main_.comms.end() || !it->second.member();
-    }
-    if (run_absent) absent_mask_[b / 64] |= uint64_t{1} << (b % 64);
-  }
-}
-
 // Cache entries some rank disagreed with (or all of them, once anyone joined) leave every
 // cache; their pending tensors go to the coordinator instead. True if any rank disagreed.
-bool Negotiator::dropInvalid(const std::vector<uint64_t>& bits, size_t W, size_t cap_words, bool all) {
+bool Negotiator::dropInvalid(const std::vector<uint64_t>& bits, const CycleBits::Layout& l, bool all) {
   bool any_invalid = false;
-  for (size_t w = 0; w < cap_words; ++w) {
-    const uint64_t invalid = cache_.occupiedWord(w) & ~bits[1 + W + w];
+  const uint64_t* valid = CycleBits::valid(bits, l);
+  for (size_t w = 0; w < l.used_words; ++w) {
+    const uint64_t invalid = cache_.occupiedWord(w) & ~valid[w];
     any_invalid = any_invalid || invalid != 0;
     for (uint64_t drop = all ? cache_.occupiedWord(w) : invalid; drop != 0; drop &= drop - 1) {
       const int b = static_cast<int>(w * 64) + __builtin_ctzll(drop);
@@ -142,44 +88,25 @@ bool Negotiator::dropInvalid(const std::vector<uint64_t>& bits, size_t W, size_t
   return any_invalid;
 }
 
-// Word 0 of this rank's vector (the layout above): most bits inverted, so the AND acts as OR.
+// Word 0 of this rank's vector (cycle_bits.h): most bits inverted, so the AND acts as OR.
 uint64_t Negotiator::statusWord(const Votes& votes) const {
   uint64_t s = 0;
-  if (!tensors_.anyToSend()) s |= kNothingToSend;
-  s |= votes.asked_shutdown ? kAllAsked : kNoShutdown;
-  if (!joined_) s |= kNotJoined;
-  if (stall_responses_.empty()) s |= kCoordinatorIdle;
-  if (!tensors_.anyPending()) s |= kNothingPending;
-  if (!votes.force_shutdown) s |= kNoForce;
-  if (!votes.want_flush) s |= kNoFlush;
-  if (votes.device_ready) s |= kDeviceReady;
+  if (!tensors_.anyToSend()) s |= B::kNothingToSend;
+  s |= votes.asked_shutdown ? B::kAllAsked : B::kNoShutdown;
+  if (!joined_) s |= B::kNotJoined;
+  if (!round_.stallsPending()) s |= B::kCoordinatorIdle;
+  if (!tensors_.anyPending()) s |= B::kNothingPending;
+  if (!votes.force_shutdown) s |= B::kNoForce;
+  if (!votes.want_flush) s |= B::kNoFlush;
+  if (votes.device_ready) s |= B::kDeviceReady;
   return s;
 }
 
-// This rank's whole vector: status, ready bits of its cached pending tensors (and of entries of
-// sets it is not in), valid bits with its disagreements cleared, rank 0's tuning words.
-void Negotiator::fillBits(const Votes& votes, const BitLayout& l, std::vector<uint64_t>* bits) {
-  bits->assign(1 + 2 * l.words + tune_words_, 0);
-  uint64_t* ready = bits->data() + 1;
-  uint64_t* valid = ready + l.words;
-  (*bits)[0] = statusWord(votes);
-  updateAbsentMask();
-  for (size_t w = 0; w < l.used_words; ++w) ready[w] |= absent_mask_[w];
-  for (TensorId id : tensors_.pending()) {
-    const TensorTable::Slot& p = tensors_.at(id);
-    if (p.state == TensorTable::State::kCached) ready[p.bit / 64] |= uint64_t{1} << (p.bit % 64);
-  }
-  for (size_t w = 0; w < l.words; ++w) valid[w] = ~uint64_t{0};
-  for (int b : invalid_bits_) valid[b / 64] &= ~(uint64_t{1} << (b % 64));
-  invalid_bits_.clear();
-  uint64_t* tune = valid + l.words;
-  for (size_t w = 0; w < tune_words_; ++w) tune[w] = topo_.rank == 0 ? votes.tune[w] : ~uint64_t{0};
-}
-
 // The fast path: every entry all ranks have ready, in bit order.
-void Negotiator::takeReady(const std::vector<uint64_t>& bits, const BitLayout& l, Plan* plan) {
+void Negotiator::takeReady(const std::vector<uint64_t>& bits, const CycleBits::Layout& l, Plan* plan) {
+  const uint64_t* agreed = CycleBits::ready(bits);
   for (size_t w = 0; w < l.used_words; ++w) {
-    for (uint64_t ready = bits[1 + w] & cache_.occupiedWord(w); ready != 0; ready &= ready - 1) {
+    for (uint64_t ready = agreed[w] & cache_.occupiedWord(w); ready != 0; ready &= ready - 1) {
       const int b = static_cast<int>(w * 64) + __builtin_ctzll(ready);
       plan->responses.push_back(cache_.shared(b));
       agreed_ids_.push_back(cache_.id(b));
@@ -222,30 +149,42 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   ++cycle_;
   classifyNewEntries();
   // Bits at or above the cache's extent are free everywhere, so only used_words are scanned.
-  const BitLayout l{(cache_.capacity() + 63) / 64, (cache_.extent() + 63) / 64};
+  const CycleBits::Layout l = CycleBits::layout(cache_);
   std::vector<uint64_t> bits;
-  fillBits(votes, l, &bits);
-  LIGHTCC_RETURN_IF_ERROR(exchangeBits(&bits));
-  for (size_t w = 0; w < tune_words_; ++w) plan->tune[w] = bits[1 + 2 * l.words + w];
+  bits_.fill(statusWord(votes), votes.tune.data(), l, cache_, tensors_, &bits);
+  LIGHTCC_RETURN_IF_ERROR(exchange_.allreduce(&bits, "negotiation (cycle " + std::to_string(cycle_) + ")"));
+  const uint64_t* tune = CycleBits::tune(bits, l);
+  for (size_t w = 0; w < bits_.tuneWords(); ++w) plan->tune[w] = tune[w];
 
   const uint64_t status = bits[0];
   plan->responses.clear();
   agreed_ids_.clear();
   // Stop together once every rank has asked (the normal end of a job: ranks finish at different
   // times and may still run ops of their own process sets), or once an asker's grace runs out.
-  plan->stop = !(status & kNoForce) || (status & kAllAsked);
+  plan->stop = !(status & B::kNoForce) || (status & B::kAllAsked);
   if (plan->stop) return Status::OK();
-  plan->shutdown_pending = !(status & kNoShutdown);
-  const bool any_joined = !(status & kNotJoined);
-  const bool any_invalid = dropInvalid(bits, l.words, l.used_words, any_joined);
+  plan->shutdown_pending = !(status & B::kNoShutdown);
+  const bool any_joined = !(status & B::kNotJoined);
+  const bool any_invalid = dropInvalid(bits, l, any_joined);
   takeReady(bits, l, plan);
-  plan->flush = !(status & kNoFlush) || any_joined || plan->shutdown_pending;
-  plan->device_ready = (status & kDeviceReady) != 0;
-  plan->slow = !(status & kNothingToSend) || !(status & kCoordinatorIdle) || any_invalid || any_joined;
+  plan->flush = !(status & B::kNoFlush) || any_joined || plan->shutdown_pending;
+  plan->device_ready = (status & B::kDeviceReady) != 0;
+  plan->slow = !(status & B::kNothingToSend) || !(status & B::kCoordinatorIdle) || any_invalid || any_joined;
   if (plan->slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&plan->responses));
   admitCoordinated(plan, any_joined);
   markAgreed(*plan);
   return Status::OK();
+}
+
+Status Negotiator::slowPath(std::vector<ResponsePtr>* responses) {
+  std::vector<Request> mine;
+  for (TensorId id : tensors_.pending()) {
+    if (tensors_.at(id).state == TensorTable::State::kToSend) {
+      mine.push_back(tensors_.at(id).entry.request);
+      tensors_.setState(id, TensorTable::State::kSubmitted);
+    }
+  }
+  return round_.run(mine, responses);
 }
 
 Status Negotiator::finishCycle() {

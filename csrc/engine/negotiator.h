@@ -5,11 +5,11 @@
 //   1. drain the queue into the tensor table; a request that repeats a cached one announces its
 //      cache bit, any other goes to the coordinator;
 //   2. AND-allreduce a bit vector with every rank over channel 0's links, through the host then
-//      the hosts' leaders (negotiation_tree.h, bit_exchange.h; layout in negotiator.cc): status
+//      the hosts' leaders (negotiation_tree.h, bit_exchange.h; layout in cycle_bits.h): status
 //      votes, "ready" bits per cache entry, "valid" bits per entry;
 //   3. take the responses every rank has ready from the cache, in bit order (the fast path); if
 //      anyone has uncached work, a mismatch or joined, run the coordinator round trip through
-//      rank 0 along the tree's slow-path edges (slow_path.cc), whose answer every rank then
+//      rank 0 along the tree's edges (coordinator_round.h), whose answer every rank then
 //      inserts into its cache in list order, so all caches stay identical without being sent.
 // Control ops (barrier, join, process-set changes) are never cached (isCacheable: data ops
 // only), so they always take step 3's coordinator round trip, which every rank joins as soon
@@ -33,9 +33,9 @@
 #include "engine/batch.h"
 #include "engine/bit_exchange.h"
 #include "engine/channel.h"
-#include "engine/coordinator.h"
+#include "engine/coordinator_round.h"
+#include "engine/cycle_bits.h"
 #include "engine/mesh.h"
-#include "engine/negotiation_tree.h"
 #include "engine/response_cache.h"
 #include "engine/stats.h"
 #include "engine/tensor_queue.h"
@@ -96,59 +96,39 @@ class Negotiator {
   // Something here waits on peers: tensors pending, or rank 0's coordinator holds requests.
   // Every negotiation message of this rank comes from its own host (shared memory, which rings
   // the doorbell): one host, or not its host's leader.
-  bool hearsOnlyHost() const { return tree_.hosts == 1 || !tree_.isLeader(); }
-  bool anyWork() const { return tensors_.anyPending() || (coordinator_ && !coordinator_->empty()); }
+  bool hearsOnlyHost() const { return exchange_.tree().hosts == 1 || !exchange_.tree().isLeader(); }
+  bool anyWork() const { return tensors_.anyPending() || round_.holdsRequests(); }
   // Is a caller blocked on this pending tensor? (The fusion flush vote.)
   bool waitedOn(int32_t set, const std::string& name) const;
   uint64_t cycle() const { return cycle_; }
 
  private:
   Status postReceives();
-  Status exchangeBits(std::vector<uint64_t>* bits);
-  // The slow path (slow_path.cc): requests up the tree to rank 0, its responses back down.
-  Status sendBytes(int peer, const std::string& bytes);
-  Status recvBytes(int peer, std::string* bytes);
-  Status gatherRequests(const std::vector<Request>& mine, std::string* bundle);
-  Status coordinate(const std::string& bundle, std::vector<Response>* made);
+  // The coordinator round (coordinator_round.h) with this rank's uncached requests.
   Status slowPath(std::vector<ResponsePtr>* responses);
   void classifyNewEntries();
-  void updateAbsentMask();
-  bool dropInvalid(const std::vector<uint64_t>& bits, size_t W, size_t cap_words, bool all);
-  // The vector's size: `words` per bit section (the cache's capacity), `used_words` of them
-  // holding occupied entries (the cache's extent).
-  struct BitLayout {
-    size_t words;
-    size_t used_words;
-  };
+  bool dropInvalid(const std::vector<uint64_t>& bits, const CycleBits::Layout& l, bool all);
   uint64_t statusWord(const Votes& votes) const;
-  void fillBits(const Votes& votes, const BitLayout& l, std::vector<uint64_t>* bits);
-  void takeReady(const std::vector<uint64_t>& bits, const BitLayout& l, Plan* plan);
+  void takeReady(const std::vector<uint64_t>& bits, const CycleBits::Layout& l, Plan* plan);
   void admitCoordinated(Plan* plan, bool any_joined);
   void markAgreed(const Plan& plan);
 
   const Config& config_;
   const Topology topo_;
-  const NegotiationTree tree_;
   Channel& main_;
   TensorQueue& queue_;
   Timeline& timeline_;
-  EngineStats& stats_;
 
   TensorTable tensors_;              // every tensor by id; the pending ones with their entries
   ResponseCache cache_;
-  std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   std::vector<TensorEntry> fresh_;   // this cycle's drained queue (its capacity is reused)
   std::vector<TensorId> agreed_ids_;  // the plan's tensor ids, parallel to its responses
   size_t take_hint_ = 0;             // take()'s position in agreed_ids_
-  std::vector<uint64_t> absent_mask_;  // cache bits of sets this rank is not in
-  uint64_t absent_generation_ = ~uint64_t{0};  // the cache generation absent_mask_ was built for
-  size_t absent_sets_ = 0;
-  std::vector<int> invalid_bits_;  // this rank's mismatches against the cache, this cycle
-  bool joined_ = false;            // this rank called join() and waits for the others
+  bool joined_ = false;              // this rank called join() and waits for the others
   uint64_t cycle_ = 0;
-  const size_t tune_words_;  // kTuneWords with HOROVOD_AUTOTUNE, else 0
-  BitExchange exchange_;     // the bit vector's tree AND and its posted receives
-  std::vector<Response> stall_responses_;  // rank 0: stalled tensors to fail next cycle
+  CycleBits bits_;                   // this rank's bit vector
+  BitExchange exchange_;             // the bit vector's tree AND (over the negotiation tree)
+  CoordinatorRound round_;           // the slow path, along exchange_'s tree: after it
 };
 
 }  // namespace lightcc

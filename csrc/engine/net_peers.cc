@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "engine/mesh.h"
 #include "engine/negotiation_tree.h"
 #include "transport/net/net_link.h"
 

@@ -7,14 +7,12 @@
 
 #include "common/config.h"
 #include "engine/peer_dialer.h"
+#include "engine/topology.h"
 #include "transport/link.h"
 #include "transport/net/net_plugin.h"
 #include "transport/rendezvous/store.h"
 
 namespace lightcc {
-
-struct InitOptions;
-struct Topology;
 
 // Loads the plugin (LIGHTCC_NET_PLUGIN, else the bundled HARP) unless *plugin is already loaded,
 // and returns one Link per entry of `remote` (same order); each rank publishes its listen handle

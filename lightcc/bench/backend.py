@@ -1,4 +1,4 @@
-"""The interface every benchmarked library implements, and the factory that picks one by name."""
+"""The interface every benchmarked library implements (backends.py picks one by name)."""
 
 from __future__ import annotations
 
@@ -56,24 +56,3 @@ class Backend(Protocol):
 
     def teardown(self) -> None:
         """Release the library so the next one runs on a quiet machine (collective)."""
-
-
-def make_backend(name: str) -> Backend:
-    """Create the backend for library ``name`` (lightcc, gloo, torch-lightcc or mpi) without initialising it."""
-    if name == "lightcc":
-        from lightcc.bench.backend_lightcc import LightccBackend
-
-        return LightccBackend()
-    if name == "gloo":
-        from lightcc.bench.backend_gloo import GlooBackend
-
-        return GlooBackend()
-    if name == "torch-lightcc":
-        from lightcc.bench.backend_gloo import GlooBackend
-
-        return GlooBackend(torch_backend="lightcc", name="torch-lightcc")
-    if name == "mpi":
-        from lightcc.bench.backend_mpi import MpiBackend
-
-        return MpiBackend()
-    raise ValueError(f"unknown library {name!r}")

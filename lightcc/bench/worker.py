@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from lightcc.bench.backend import make_backend
+from lightcc.bench.backends import make_backend
 from lightcc.bench.progress import ProgressWriter
 from lightcc.bench.spec import RunSpec
 from lightcc.bench.suite import run_library

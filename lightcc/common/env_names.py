@@ -28,10 +28,10 @@ _RANK_NAMES = ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_
 # Read by lightcc's Python side (or its build), each with the file that reads it (from the repo root).
 PYTHON_READS: dict[str, str] = {
     **{f"{p}_{n}": "lightcc/common/launch_env.py" for p in ("LIGHTCC", "HOROVOD") for n in _RANK_NAMES},
-    "LIGHTCC_RENDEZVOUS_ADDR": "lightcc/common/launch_env.py",
-    "LIGHTCC_JOB_SECRET": "lightcc/common/launch_env.py",
-    "LIGHTCC_RENDEZVOUS_FILE": "lightcc/common/launch_env.py",
-    "HOROVOD_GLOO_IFACE": "lightcc/common/launch_env.py",
+    "LIGHTCC_RENDEZVOUS_ADDR": "lightcc/common/launch_info.py",
+    "LIGHTCC_JOB_SECRET": "lightcc/common/launch_info.py",
+    "LIGHTCC_RENDEZVOUS_FILE": "lightcc/common/launch_info.py",
+    "HOROVOD_GLOO_IFACE": "lightcc/common/launch_info.py",
     "LIGHTCC_ELASTIC_ADDR": "lightcc/common/elastic_channel.py",
     "LIGHTCC_ELASTIC_WORKER": "lightcc/common/elastic_channel.py",
     "LIGHTCC_AS_HOROVOD": "lightcc_horovod_alias.py",

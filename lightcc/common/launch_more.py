@@ -28,9 +28,10 @@ import secrets
 import tempfile
 from typing import Any, Mapping
 
-from lightcc.common import launch_env as le
+from lightcc.common import launch_info as le
+from lightcc.common.rendezvous_file import detect_with_file
 
-TORCHRUN = le._Names(
+TORCHRUN = le.Names(
     "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", None
 )
 PET_VARS = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT")
@@ -43,7 +44,7 @@ _OPEN_STORES: dict = {}
 def detect(env: Mapping[str, str]) -> le.LaunchInfo | None:
     """This process's place under torchrun, srun or Kubeflow; ``None`` when none of them started it."""
     if TORCHRUN.rank in env or TORCHRUN.size in env:
-        return le._detect_from(TORCHRUN, env, _torch_store_exchange)
+        return le.detect_from(TORCHRUN, env, _torch_store_exchange)
     if "SLURM_PROCID" in env or "SLURM_STEP_NUM_TASKS" in env:
         return _detect_slurm(env)
     if any(name in env for name in PET_VARS):
@@ -56,7 +57,7 @@ def _launcher_name(env: Mapping[str, str]) -> str:
 
 
 def _torch_store_exchange(
-    names: le._Names, env: Mapping[str, str], rank: int, size: int, local: le.Pair, cross: le.Pair, hostname: str
+    names: le.Names, env: Mapping[str, str], rank: int, size: int, local: le.Pair, cross: le.Pair, hostname: str
 ) -> le.LaunchInfo:
     """Rank 0 puts ``host port secret`` into the launcher's c10d store; the others read it."""
     who = _launcher_name(env)
@@ -68,7 +69,7 @@ def _torch_store_exchange(
             f"of rank 0 and {le.JOB_SECRET_VAR} for every rank"
         )
     master, port_text = env["MASTER_ADDR"], env["MASTER_PORT"]
-    master_port = le._int_var(env, "MASTER_PORT", minimum=1)
+    master_port = le.int_var(env, "MASTER_PORT", minimum=1)
     store = _c10d_store(env, who, master, master_port, rank, size)
     run = env.get("TORCHELASTIC_RUN_ID", "none")
     key = f"lightcc/rendezvous/{run}/{env.get('TORCHELASTIC_RESTART_COUNT', '0')}"
@@ -195,15 +196,15 @@ def _detect_slurm(env: Mapping[str, str]) -> le.LaunchInfo:
     size_var = _slurm_var(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS")
     if size_var is None:
         raise ValueError("launched by SLURM (SLURM_PROCID is set) but neither SLURM_STEP_NUM_TASKS nor SLURM_NTASKS is")
-    size = le._int_var(env, size_var, minimum=1)
+    size = le.int_var(env, size_var, minimum=1)
     if size > 1 and "SLURM_STEP_ID" not in env:
         raise ValueError(
             f"SLURM says {size_var}={size} but this process was not started by srun (no SLURM_STEP_ID): "
             "run each rank with `srun python ...` inside the allocation, or use lightccrun/mpirun"
         )
-    rank = le._ranked(env, "SLURM_PROCID", size, size_var) if "SLURM_PROCID" in env else 0
+    rank = le.ranked(env, "SLURM_PROCID", size, size_var) if "SLURM_PROCID" in env else 0
     if size == 1:
-        return le._finish(le._SINGLE, env, rank=0, size=1, local=(0, 1), cross=(0, 1), hostname=_host(env))
+        return le.finish(le.SINGLE, env, rank=0, size=1, local=(0, 1), cross=(0, 1), hostname=_host(env))
     nodes_var = _slurm_var(env, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
     per_node_var = _slurm_var(env, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
     missing = [n for n, v in (("SLURM_STEP_NODELIST", nodes_var), ("SLURM_STEP_TASKS_PER_NODE", per_node_var),
@@ -213,27 +214,27 @@ def _detect_slurm(env: Mapping[str, str]) -> le.LaunchInfo:
         raise ValueError(f"launched by srun ({size_var}={size}) but {', '.join(missing)} not set; srun sets them all")
     nodes = expand_nodelist(env[nodes_var])
     per_node = expand_tasks_per_node(env[per_node_var])
-    node = le._int_var(env, "SLURM_NODEID", minimum=0)
+    node = le.int_var(env, "SLURM_NODEID", minimum=0)
     if node >= len(nodes) or node >= len(per_node) or sum(per_node) != size:
         raise ValueError(
             f"srun: SLURM_NODEID={node}, {nodes_var}={env[nodes_var]!r} ({len(nodes)} nodes) and "
             f"{per_node_var}={env[per_node_var]!r} (sum {sum(per_node)}) do not describe {size_var}={size}"
         )
     local_size = per_node[node]
-    local_rank = le._ranked(env, "SLURM_LOCALID", local_size, f"{per_node_var}[{node}]")
+    local_rank = le.ranked(env, "SLURM_LOCALID", local_size, f"{per_node_var}[{node}]")
     uniform = len(set(per_node)) == 1  # cross rank/size mean "same local rank on each node" only then
     cross = (node, len(nodes)) if uniform else (le.UNKNOWN, le.UNKNOWN)
     hostname = _host(env) if len(nodes) > 1 else nodes[0]
     if le.RENDEZVOUS_ADDR_VAR in env:
-        return le._finish(_slurm_names(), env, rank=rank, size=size, local=(local_rank, local_size),
+        return le.finish(_slurm_names(), env, rank=rank, size=size, local=(local_rank, local_size),
                           cross=cross, hostname=hostname)
     job = f"slurm-{env.get('SLURM_JOB_ID', '?')}.{env.get('SLURM_STEP_ID', '?')}"
     path = _slurm_rendezvous_path(env, job, single_node=len(nodes) == 1, size_var=size_var, size=size)
-    return le.detect_with_file("slurm", env, rank, size, (local_rank, local_size), cross, hostname, path, job)
+    return detect_with_file("slurm", env, rank, size, (local_rank, local_size), cross, hostname, path, job)
 
 
-def _slurm_names() -> le._Names:
-    return le._Names("slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", None, "SLURM_NODEID", None, None)
+def _slurm_names() -> le.Names:
+    return le.Names("slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", None, "SLURM_NODEID", None, None)
 
 
 def _host(env: Mapping[str, str]) -> str:

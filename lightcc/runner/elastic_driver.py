@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Listener
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from lightcc.common import elastic_channel as ch
 from lightcc.common.launch_env import free_port
@@ -203,31 +203,47 @@ class ElasticDriver:
             self._log("no worker is left and no slot is free; the job failed")
             return self._first_exit or 1
         g = self._gen
-        if g is None:  # the first generation: everyone started, or --min-np after --elastic-timeout
-            self._broken_since = self._broken_since or now
-            late = now - self._broken_since > max(self.s.elastic_timeout, STARTUP_GRACE_S)
-            if not pending or (len(pending) < len(live) and not (late and len(pending) >= self.s.min_np)):
-                return self._too_few(now, len(pending)) if late else None
-        else:
-            members = [self._workers[w] for w in g.members]
-            if not any(w.pending_after is not None or not w.alive for w in members):
-                self._broken_since = None
-                return None
-            self._broken_since = self._broken_since or now
-            stragglers = [w for w in members if w.alive and not w.removed and w.pending_after is None]
-            if stragglers:
-                self._kill_stragglers(now, stragglers)
-                return None
+        waiting, code = self._first_waits(now, live, pending) if g is None else self._current_waits(now, g)
+        if waiting:
+            return code
         if len(pending) < self.s.min_np:
             return self._too_few(now, len(pending))
         self._short_since = None
-        if g is not None:
-            self._resets += 1
-            if self.s.reset_limit is not None and self._resets > self.s.reset_limit:
-                self._log(f"--reset-limit {self.s.reset_limit} reached; the job failed")
-                return 1
+        if g is not None and self._reset_limit_reached():
+            return 1
         self._form(pending, now)
         return None
+
+    def _first_waits(self, now: float, live: List[Worker], pending: List[Worker]) -> Tuple[bool, Optional[int]]:
+        """Whether the first generation still waits (everyone started, or --min-np after --elastic-timeout),
+        and the exit code when waiting has failed the job."""
+        self._broken_since = self._broken_since or now
+        late = now - self._broken_since > max(self.s.elastic_timeout, STARTUP_GRACE_S)
+        if not pending or (len(pending) < len(live) and not (late and len(pending) >= self.s.min_np)):
+            return True, self._too_few(now, len(pending)) if late else None
+        return False, None
+
+    def _current_waits(self, now: float, g: Generation) -> Tuple[bool, Optional[int]]:
+        """Whether the running generation stays: it is re-formed once it broke (a member exited or asked
+        for a reset) and its stragglers are gone."""
+        members = [self._workers[w] for w in g.members]
+        if not any(w.pending_after is not None or not w.alive for w in members):
+            self._broken_since = None
+            return True, None
+        self._broken_since = self._broken_since or now
+        stragglers = [w for w in members if w.alive and not w.removed and w.pending_after is None]
+        if stragglers:
+            self._kill_stragglers(now, stragglers)
+            return True, None
+        return False, None
+
+    def _reset_limit_reached(self) -> bool:
+        """Counts a reset; true (logged) once --reset-limit is exceeded."""
+        self._resets += 1
+        if self.s.reset_limit is not None and self._resets > self.s.reset_limit:
+            self._log(f"--reset-limit {self.s.reset_limit} reached; the job failed")
+            return True
+        return False
 
     def _too_few(self, now: float, count: int) -> Optional[int]:
         self._short_since = self._short_since or now

@@ -25,10 +25,10 @@ import os
 import shlex
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Sequence
 
 from lightcc.runner.env_flags import HIERARCHICAL_ALLGATHER_REFUSED
+from lightcc.runner.horovodrun_install import install  # noqa: F401  (lightccrun --install-horovodrun)
 
 SAME, ENV, NOTED, TRANSLATED, IN_EFFECT, REFUSED, ELASTIC = (
     "same",
@@ -360,40 +360,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = command[1:]
     os.environ.update(env)
     return launch.main(run_argv + (["--", *command] if command else []))
-
-
-SCRIPT = """#!{python}
-# horovodrun for lightcc (written by `lightccrun --install-horovodrun`): Horovod's flags, run by lightccrun.
-import sys
-from lightcc.runner.horovodrun import main
-sys.exit(main())
-"""
-
-
-def install(directory: str | None = None, force: bool = False) -> str:
-    """Writes a ``horovodrun`` script into ``directory`` (default: beside this Python).
-
-    Refuses to replace a ``horovodrun`` that is not lightcc's (Horovod's own) unless ``force``.
-
-    Returns:
-        The path written.
-
-    Raises:
-        ValueError: the target exists and is not lightcc's, or cannot be written.
-    """
-    target = Path(directory or Path(sys.executable).parent) / "horovodrun"
-    if target.exists() and not force:
-        text = target.read_text(errors="replace")
-        if "lightcc.runner.horovodrun" not in text:
-            raise ValueError(
-                f"{target} exists and is not lightcc's (Horovod is installed?); remove it or pass --force to replace it"
-            )
-    try:
-        target.write_text(SCRIPT.format(python=sys.executable))
-        target.chmod(0o755)
-    except OSError as err:
-        raise ValueError(f"cannot write {target}: {err.strerror}") from None
-    return str(target)
 
 
 if __name__ == "__main__":

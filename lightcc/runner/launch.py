@@ -164,10 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(check_build.report())
         return 0
     if args.install_horovodrun is not None:
-        from lightcc.runner import horovodrun
+        from lightcc.runner import horovodrun_install
 
         try:
-            print(f"lightccrun: wrote {horovodrun.install(args.install_horovodrun or None)}")
+            print(f"lightccrun: wrote {horovodrun_install.install(args.install_horovodrun or None)}")
         except ValueError as err:
             print(f"lightccrun: error: {err}", file=sys.stderr)
             return 2

@@ -3,7 +3,7 @@
 // Build and run from the repository root (loopback only; a few seconds; prints "N passed, M failed"
 // and exits non-zero on failure). The g++ line is one command:
 //   g++ -std=c++17 -O1 -Wall -Wextra -pthread -Icsrc -Iharp_plugin/include -o /tmp/store_test
-//       tests/cpp/store_test.cc csrc/common/status.cc csrc/common/hmac_sha256.cc
+//       tests/cpp/store_test.cc csrc/common/status.cc
 //       harp_plugin/src/hmac.cc csrc/transport/rendezvous/*.cc
 //   timeout 180 /tmp/store_test
 // (CMake with -DLIGHTCC_BUILD_TESTS=ON builds it as `store_test` against lightcc_core.)
@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/hmac_sha256.h"
+#include "transport/rendezvous/store_crypto.h"
 #include "common/status.h"
 #include "transport/rendezvous/socket_util.h"
 #include "transport/rendezvous/store.h"

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "common/hmac_sha256.h"
+#include "transport/rendezvous/store_crypto.h"
 
 namespace lightcc {
 namespace rendezvous {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <utility>
 
-#include "common/hmac_sha256.h"
+#include "transport/rendezvous/store_crypto.h"
 #include "transport/rendezvous/store_auth.h"
 #include "transport/rendezvous/store_wire.h"
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "common/hmac_sha256.h"
+#include "transport/rendezvous/store_crypto.h"
 #include "transport/rendezvous/store_log.h"
 
 namespace lightcc {

@@ -1,5 +1,5 @@
-// SHA-256 and HMAC-SHA256 (FIPS 180-4, RFC 2104), self-contained so the plugin has no deps;
-// lightcc's rendezvous (csrc/common/hmac_sha256.h) uses the same code.
+// SHA-256 and HMAC-SHA256 (FIPS 180-4, RFC 2104), self-contained so the plugin has no deps.
+// The one implementation in the tree: others link it as the CMake target harp_hmac.
 #pragma once
 
 #include <cstddef>

@@ -1,16 +1,17 @@
-// Negotiator's slow path: uncached requests go up the negotiation tree to rank 0, responses come down.
+// CoordinatorRound: uncached requests go up the negotiation tree to rank 0, responses come down.
 //
 // Up the tree travels a bundle: per rank [i32 rank][u64 n][n bytes of its RequestList]. A parent
 // appends its children's bundles to its own after checking that each names only ranks of that
 // child's subtree, once each, so a rank still cannot speak for a rank outside its subtree. Rank
 // 0 feeds the requests to the coordinator in rank order (as when every rank sent to it directly)
 // and the serialized responses travel back down unchanged; every rank parses the same bytes.
+#include "engine/coordinator_round.h"
+
 #include <algorithm>
 #include <cstring>
 #include <set>
 
 #include "engine/message.h"
-#include "engine/negotiator.h"
 
 namespace lightcc {
 namespace {
@@ -50,7 +51,23 @@ Status parseBundle(const std::string& bytes, int from, std::vector<BundleEntry>*
 
 }  // namespace
 
-Status Negotiator::sendBytes(int peer, const std::string& bytes) {
+CoordinatorRound::CoordinatorRound(const NegotiationTree& tree, int world_size, Channel& main, Timeline& timeline)
+    : tree_(tree), main_(main), timeline_(timeline) {
+  if (tree_.rank == 0) {
+    coordinator_ = std::make_unique<Coordinator>(world_size, [this](int32_t id) -> const std::vector<int>* {
+      auto it = main_.comms.find(id);
+      return it == main_.comms.end() ? nullptr : &it->second.ranks;
+    });
+  }
+}
+
+void CoordinatorRound::checkStalls(std::chrono::steady_clock::time_point now, const Config& config, bool* want_cycle) {
+  if (!coordinator_) return;
+  coordinator_->checkStalls(now, config.stall_check_seconds, config.stall_shutdown_seconds, &stall_responses_);
+  if (!stall_responses_.empty()) *want_cycle = true;
+}
+
+Status CoordinatorRound::sendBytes(int peer, const std::string& bytes) {
   Link* link = main_.peer(peer);
   uint64_t n = bytes.size();
   std::vector<P2POp> ops = {{link, true, &n, sizeof(n)},
@@ -58,7 +75,7 @@ Status Negotiator::sendBytes(int peer, const std::string& bytes) {
   return runP2P(main_.comms.at(0), ops, "negotiation message to rank " + std::to_string(peer));
 }
 
-Status Negotiator::recvBytes(int peer, std::string* bytes) {
+Status CoordinatorRound::recvBytes(int peer, std::string* bytes) {
   Link* link = main_.peer(peer);
   uint64_t n = 0;
   const SetComm& world = main_.comms.at(0);
@@ -74,9 +91,9 @@ Status Negotiator::recvBytes(int peer, std::string* bytes) {
 }
 
 // My requests and my children's bundles, each child vouched for as far as its subtree goes.
-Status Negotiator::gatherRequests(const std::vector<Request>& mine, std::string* bundle) {
-  appendEntry(bundle, topo_.rank, serializeRequests(mine));
-  std::set<int> seen{topo_.rank};
+Status CoordinatorRound::gatherRequests(const std::vector<Request>& mine, std::string* bundle) {
+  appendEntry(bundle, tree_.rank, serializeRequests(mine));
+  std::set<int> seen{tree_.rank};
   std::vector<BundleEntry> entries;
   for (int child : tree_.children) {
     std::string bytes;
@@ -95,11 +112,11 @@ Status Negotiator::gatherRequests(const std::vector<Request>& mine, std::string*
 }
 
 // Rank 0: every rank's requests, in rank order, through the coordinator.
-Status Negotiator::coordinate(const std::string& bundle, std::vector<Response>* made) {
+Status CoordinatorRound::coordinate(const std::string& bundle, std::vector<Response>* made) {
   std::vector<BundleEntry> entries;
   LIGHTCC_RETURN_IF_ERROR(parseBundle(bundle, 0, &entries));
   std::sort(entries.begin(), entries.end(), [](const BundleEntry& a, const BundleEntry& b) { return a.rank < b.rank; });
-  const auto now = Clock::now();
+  const auto now = std::chrono::steady_clock::now();
   *made = std::move(stall_responses_);
   stall_responses_.clear();
   for (const BundleEntry& e : entries) {
@@ -114,14 +131,7 @@ Status Negotiator::coordinate(const std::string& bundle, std::vector<Response>* 
   return Status::OK();
 }
 
-Status Negotiator::slowPath(std::vector<ResponsePtr>* responses) {
-  std::vector<Request> mine;
-  for (TensorId id : tensors_.pending()) {
-    if (tensors_.at(id).state == TensorTable::State::kToSend) {
-      mine.push_back(tensors_.at(id).entry.request);
-      tensors_.setState(id, TensorTable::State::kSubmitted);
-    }
-  }
+Status CoordinatorRound::run(const std::vector<Request>& mine, std::vector<ResponsePtr>* responses) {
   std::string bundle, out;
   LIGHTCC_RETURN_IF_ERROR(gatherRequests(mine, &bundle));
   std::vector<Response> made;

@@ -1,8 +1,10 @@
-// HMAC-SHA256, constant-time comparison and OS-random nonces for the rendezvous' connection auth.
+// The rendezvous' crypto: HMAC-SHA256 digests, constant-time comparison, OS-random nonces.
 //
-// SHA-256 and HMAC are HARP's (harp/hmac.h: FIPS 180-4, RFC 2104), so the job secret is checked by
-// one implementation on both of lightcc's authenticated paths; the FIPS and RFC 4231 vectors run in
-// tests/cpp/store_test.cc. Not meant for bulk data. Thread-safe (no shared state).
+// HARP owns SHA-256 and HMAC (harp/hmac.h: FIPS 180-4, RFC 2104; the CMake target harp_hmac), the
+// one implementation in the tree: the job secret is checked by the same code on both of lightcc's
+// authenticated paths (this store and the plugin's handshake). lightcc has none of its own; this
+// is the store's view of it. The FIPS and RFC 4231 vectors run in tests/cpp/store_test.cc. Not
+// meant for bulk data. Thread-safe (no shared state).
 #pragma once
 
 #include <array>

@@ -1,11 +1,12 @@
-// Driver's autotune hook: applying the generation the plan agreed (tuning.h holds the settings).
-#include "engine/driver.h"
+// TuningHook: applying the generation the plan agreed (tuning.h holds the settings).
+#include "engine/tuning_hook.h"
 
 namespace lightcc {
 
-Status Driver::applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>* batches, bool* scheduled) {
+Status TuningHook::apply(const Negotiator::Plan& plan, uint64_t cycle, std::vector<ResponsePtr>* batches,
+                         bool* scheduled) {
   SettingsPtr next;
-  LIGHTCC_RETURN_IF_ERROR(tuning_.next(plan.tune.data(), negotiator_->cycle(), s_.topo.rank, pool_.streams(), &next));
+  LIGHTCC_RETURN_IF_ERROR(tuning_.next(plan.tune.data(), cycle, topo_.rank, pool_.streams(), &next));
   if (!next) return Status::OK();
   const FusionScheduler::Options& was = tuning_.live().fusion;
   const FusionScheduler::Options& o = next->fusion;
@@ -14,10 +15,10 @@ Status Driver::applyTune(const Negotiator::Plan& plan, std::vector<ResponsePtr>*
     // The old scheduler runs what it holds now, with this cycle's responses (under the old
     // settings); the new one starts empty. Every rank does this in the same cycle, so the
     // batches still match.
-    *batches = fusion_->schedule(plan.responses, true, plan.device_ready);
+    *batches = fusion_.schedule(plan, true);
     *scheduled = true;
     tuning_.install(std::move(next));
-    makeFusion();
+    fusion_.rebuild();
     return Status::OK();
   }
   tuning_.install(std::move(next));

@@ -1,5 +1,5 @@
-// HMAC-SHA256 and constant-time compare over HARP's SHA-256, and getrandom nonces.
-#include "common/hmac_sha256.h"
+// The rendezvous' digests and constant-time compare over HARP's HMAC-SHA256, and getrandom nonces.
+#include "transport/rendezvous/store_crypto.h"
 
 #include <sys/random.h>
 

@@ -1,5 +1,5 @@
 // HostDevice and HostComm: device operations run at once on host memory with the CPU kernels.
-#include "device/host_device.h"
+#include "algorithms/host_device.h"
 
 #include <cstdlib>
 #include <cstring>
