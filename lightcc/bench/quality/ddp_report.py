@@ -57,29 +57,31 @@ def sent_to_target(row: Dict[str, Any], target: float) -> Optional[float]:
 def summarise(doc: Dict[str, Any], target: Optional[float] = None) -> List[Dict[str, Any]]:
     """One entry per (setting, rate), in the order the runs came."""
     t = doc["target"] if target is None else target
-    out = []
-    for (setting, rate), runs in _groups(doc["rows"]).items():
-        runs = sorted(runs, key=lambda r: r["seed"])
-        reach = [time_to_target(r, t) for r in runs]
-        reached = [x for x in reach if x is not None]
-        steps = [max(1, r["steps"]) for r in runs]
-        out.append({
-            "setting": setting, "rate": rate, "target": t, "seeds": [r["seed"] for r in runs],
-            "accuracy": [r["accuracy"] for r in runs], "mean_accuracy": statistics.mean(r["accuracy"] for r in runs),
-            "reached": len(reached), "time_to_target_s": _spread([x["train_s"] for x in reached]),
-            "steps_to_target": _spread([x["step"] for x in reached]),
-            "bytes_per_step": _spread([max(r["bytes_per_host"].values() or [0]) / s for r, s in zip(runs, steps)]),
-            "steady_bytes_per_step": _spread([b for b in map(steady_bytes_per_step, runs) if b is not None]),
-            "bytes_to_target": _spread([b for b in (sent_to_target(r, t) for r in runs) if b is not None]),
-            "step_ms": _spread([1e3 * r["train_s"] / s for r, s in zip(runs, steps)]),
-            "cpu_ms_per_rank": _spread([1e3 * statistics.mean(r["cpu_s_per_rank"]) / s for r, s in zip(runs, steps)]),
-            "identical_weights": all(r["identical_weights"] for r in runs),
-            "digests": [r.get("digest") for r in runs],
-            "loadavg": [x for r in runs for x in (r.get("loadavg_before"), r.get("loadavg_after")) if x is not None],
-            "backend": (runs[0].get("method") or {}).get("backend"),
-            "warmup": (runs[0].get("method") or {}).get("warmup"),
-        })
-    return out
+    return [_entry(setting, rate, sorted(runs, key=lambda r: r["seed"]), t)
+            for (setting, rate), runs in _groups(doc["rows"]).items()]
+
+
+def _entry(setting: str, rate: str, runs: List[Dict[str, Any]], t: float) -> Dict[str, Any]:
+    """The summary of one setting's seeds at one link rate."""
+    reached = [x for x in (time_to_target(r, t) for r in runs) if x is not None]
+    steps = [max(1, r["steps"]) for r in runs]
+    method = runs[0].get("method") or {}
+    return {
+        "setting": setting, "rate": rate, "target": t, "seeds": [r["seed"] for r in runs],
+        "accuracy": [r["accuracy"] for r in runs], "mean_accuracy": statistics.mean(r["accuracy"] for r in runs),
+        "reached": len(reached), "time_to_target_s": _spread([x["train_s"] for x in reached]),
+        "steps_to_target": _spread([x["step"] for x in reached]),
+        "bytes_per_step": _spread([max(r["bytes_per_host"].values() or [0]) / s for r, s in zip(runs, steps)]),
+        "steady_bytes_per_step": _spread([b for b in map(steady_bytes_per_step, runs) if b is not None]),
+        "bytes_to_target": _spread([b for b in (sent_to_target(r, t) for r in runs) if b is not None]),
+        "step_ms": _spread([1e3 * r["train_s"] / s for r, s in zip(runs, steps)]),
+        "cpu_ms_per_rank": _spread([1e3 * statistics.mean(r["cpu_s_per_rank"]) / s for r, s in zip(runs, steps)]),
+        "identical_weights": all(r["identical_weights"] for r in runs),
+        "digests": [r.get("digest") for r in runs],
+        "loadavg": [x for r in runs for x in (r.get("loadavg_before"), r.get("loadavg_after")) if x is not None],
+        "backend": method.get("backend"),
+        "warmup": method.get("warmup"),
+    }
 
 
 def _link_inputs(summary: List[Dict[str, Any]], costs: Optional[Dict[str, float]] = None
@@ -244,22 +246,34 @@ def plot(doc: Dict[str, Any], path: str, target: Optional[float] = None) -> None
     summary = doc.get("summary") or summarise(doc, target)
     t = summary[0]["target"] if summary else doc["target"]
     rates = [r for r in dict.fromkeys(x["rate"] for x in doc["rows"]) if r != "none"] or ["none"]
-    first = min(r["seed"] for r in doc["rows"])
     fig, axes = plt.subplots(1, len(rates) + 1, figsize=(6 * (len(rates) + 1), 4.8), squeeze=False)
     colours = {s: plt.cm.tab20(i % 20) for i, s in enumerate(dict.fromkeys(x["setting"] for x in doc["rows"]))}
     for ax, rate in zip(axes[0], rates):
-        for r in (x for x in doc["rows"] if x["rate"] == rate and x["seed"] == first):
-            ax.plot([0] + [p["wall_s"] for p in r["curve"]], [10.0] + [p["accuracy"] for p in r["curve"]],
-                    marker=".", color=colours[r["setting"]], label=r["setting"],
-                    ls="-" if (r.get("method") or {}).get("backend") == "lightcc" else "--")
-        ax.axhline(t, color="grey", lw=0.8, ls="--")
-        ax.set_title(f"link {rate}: test accuracy over training time (seed {first})")
-        ax.set_xlabel("training time (s)")
-        ax.set_ylabel("test accuracy (%)")
-        ax.set_ylim(50, 100)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    ax = axes[0][-1]
+        _plot_curves(ax, doc["rows"], rate, t, colours)
+    _plot_model(axes[0][-1], summary, t, colours)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _plot_curves(ax: Any, rows: List[Dict[str, Any]], rate: str, t: float, colours: Dict[str, Any]) -> None:
+    """Test accuracy over training time at one link rate, first seed, one line per setting."""
+    first = min(r["seed"] for r in rows)
+    for r in (x for x in rows if x["rate"] == rate and x["seed"] == first):
+        ax.plot([0] + [p["wall_s"] for p in r["curve"]], [10.0] + [p["accuracy"] for p in r["curve"]],
+                marker=".", color=colours[r["setting"]], label=r["setting"],
+                ls="-" if (r.get("method") or {}).get("backend") == "lightcc" else "--")
+    ax.axhline(t, color="grey", lw=0.8, ls="--")
+    ax.set_title(f"link {rate}: test accuracy over training time (seed {first})")
+    ax.set_xlabel("training time (s)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_ylim(50, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _plot_model(ax: Any, summary: List[Dict[str, Any]], t: float, colours: Dict[str, Any]) -> None:
+    """The model's time to target against link rate per setting, with the measured medians as dots."""
     mbit = [10 * 1.1 ** i for i in range(100)]
     for name, (n, a, b) in _link_inputs(summary).items():
         ax.plot(mbit, [n * (a + b / (m * 1e6 / 8)) for m in mbit], color=colours[name], label=name)
@@ -273,9 +287,6 @@ def plot(doc: Dict[str, Any], path: str, target: Optional[float] = None) -> None
     ax.set_title("model (lines, unshaped medians) and measured medians (dots)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
