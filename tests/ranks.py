@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = Path(__file__).resolve().parent / "parallel" / "workers"
@@ -45,6 +45,8 @@ def rank_env(rank: int, size: int, port: int, secret: str, extra: Optional[Mappi
         "LIGHTCC_RENDEZVOUS_ADDR": f"{rendezvous_host}:{port}", "LIGHTCC_JOB_SECRET": secret,
         "LIGHTCC_HOSTNAME": hostname, "PYTHONPATH": f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}",
         "PYTHONUNBUFFERED": "1", "LIGHTCC_TIMEOUT": env.get("LIGHTCC_TIMEOUT", "20"),
+        # A hung rank is sent SIGABRT before it is killed: faulthandler prints where each thread was.
+        "PYTHONFAULTHANDLER": "1",
     })
     if extra:
         env.update(extra)
@@ -96,8 +98,7 @@ def collect_ranks(procs: Sequence[subprocess.Popen], script: str, timeout: float
             out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             hung.append(r)
-            os.killpg(p.pid, signal.SIGKILL)
-            out, err = p.communicate()
+            out, err = _kill_hung(p)
         results[r] = RankResult(r, p.returncode, out, err)
     res = [x for x in results if x is not None]
     if hung:
@@ -106,6 +107,21 @@ def collect_ranks(procs: Sequence[subprocess.Popen], script: str, timeout: float
         bad = [x for x in res if x.returncode != 0]
         assert not bad, f"{script} failed on ranks {[b.rank for b in bad]}:\n" + describe(res)
     return res
+
+
+def _kill_hung(p: subprocess.Popen) -> Tuple[str, str]:
+    """SIGABRT first, so the failure shows each thread's Python stack; SIGKILL if that does not end it."""
+    try:
+        os.kill(p.pid, signal.SIGABRT)
+        return p.communicate(timeout=5)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return p.communicate()
 
 
 def describe(results: Sequence[RankResult]) -> str:

@@ -33,7 +33,9 @@ BUILD_TOOLS = ("cc", "gcc", "g++", "c++", "clang", "clang++", "cmake", "zig", "n
 # The README's main job, word for word (tests/single/test_docs.py holds the README to it).
 MAIN_JOB = ("lightccrun -np 2 python examples/pytorch/pytorch_synthetic_benchmark.py --model resnet50 "
             "--batch-size 16 --num-iters 3")
-pytestmark = pytest.mark.slow
+# Two cold builds (the core with zig, the kernels for every architecture) and a venv with torch: a
+# quarter of an hour on two cores, beyond CI's budget. `python -m pytest -m long tests/single/test_wheel.py`.
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 def _run(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
