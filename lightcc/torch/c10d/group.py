@@ -401,7 +401,8 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     def recv_anysource(self, tensors: List[torch.Tensor], tag: int = 0) -> Any:
         raise RuntimeError("lightcc backend: recv needs a source rank (receiving from any source, src=None, is "
-                           "not supported; name the sender, or use init_process_group('cpu:gloo,...') for it)")
+                           "not supported, as on NCCL; name the sender, or receive on a gloo subgroup: "
+                           "dist.new_group(backend='gloo'))")
 
     def shutdown(self) -> None:
         """torch's destroy_process_group: waits for this group's calls, then lets go of the engine."""

@@ -12,8 +12,8 @@ sender may run any number of isends ahead of its receiver; they carry no dtype o
 receiver's mismatch is reported as one (rank and tensor named) rather than waited out.
 
 A rank holds one process set per peer it has exchanged messages with (the links beneath are the
-engine's either way); receiving from any source (`src=None`) would need a rank to listen to every
-peer at once, and is left to gloo.
+engine's either way); receiving from any source (`src=None`) would need every send announced
+through a shared store first, and is left to gloo (docs/torch-distributed.md).
 """
 from __future__ import annotations
 

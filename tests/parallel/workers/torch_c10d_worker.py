@@ -161,6 +161,15 @@ def point_to_point(c) -> None:
             w.wait()
         c.check(torch.equal(into, torch.full((4,), prv, dtype=torch.int64)), "ring through batch_isend_irecv")
     expect(c, RuntimeError, lambda: dist.recv(torch.empty(2)), "recv from any source", "source")
+    # What that error advises: any-source receives on a gloo subgroup beside the lightcc group.
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # the ranks share this host
+    gloo = dist.new_group(backend="gloo")
+    if R == 0:
+        got = sorted(dist.recv(torch.zeros(2), group=gloo) for _ in range(N - 1))
+        c.check(got == list(range(1, N)), f"any-source receives on a gloo subgroup came from {got}")
+    else:
+        dist.send(torch.full((2,), float(R)), dst=0, group=gloo)
+    dist.destroy_process_group(gloo)
     # A receiver of another dtype: both sides' wait() raises lightcc's error naming the tensor.
     if R == 0:
         expect(c, RuntimeError, lambda: dist.send(torch.ones(4), dst=1), "send to a receiver of another dtype",
