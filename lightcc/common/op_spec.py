@@ -1,11 +1,11 @@
 """The one table of facts about operations on the Python side, read from the core and never restated.
 
 The core exports its op traits (csrc/engine/op_traits.h), reduce ops and dtypes
-(csrc/common/dtype.h) once (`_core.op_spec()`); this module turns the rows into the op codes,
-the argument rules and the one builder of `TensorArgs` every front uses. A front adapts its
-tensors (addresses, dtype, shape, device) and asks `tensor_args` for the rest: a rule a row
-states — "needs a dimension", "takes these reduce ops", "has a root" — is checked here, once,
-with the op's own label in the message. tests/single/test_op_spec.py pins both sides.
+(csrc/common/dtype.h) once (`_core.op_spec()`); this module turns the rows into the op codes
+and the argument rules. A rule a row states — "needs a dimension", "takes these reduce ops" — is
+checked here, with the op's own label in the message, by the op's `TensorArgs` builder
+(lightcc/common/op_args.py), the one place every front's tensors go through.
+tests/single/test_op_spec.py pins both sides.
 """
 from __future__ import annotations
 

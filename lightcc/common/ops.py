@@ -4,22 +4,18 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from lightcc.common import op_spec as _spec
+from lightcc.common.op_args import TensorArgs, control
 from lightcc.common.native import core
 
-# Operation codes, from the core's table (lightcc/common/op_spec.py).
-ALLREDUCE = _spec.code("allreduce")
-ALLGATHER = _spec.code("allgather")
-BROADCAST = _spec.code("broadcast")
-ALLTOALL = _spec.code("alltoall")
-REDUCESCATTER = _spec.code("reducescatter")
-BARRIER = _spec.code("barrier")
-JOIN = _spec.code("join")
-ADD_PROCESS_SET = _spec.code("add_process_set")
-REMOVE_PROCESS_SET = _spec.code("remove_process_set")
+# Operation codes: one constant per row of the core's table, named as the row names the op
+# (ALLREDUCE, ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER, JOIN, ADD_PROCESS_SET,
+# REMOVE_PROCESS_SET, ...), so a new row brings its constant without a line here.
+globals().update({_row.name: _row.code for _row in _spec.OPS})
+_BARRIER = _spec.code("barrier")
+_ADD_PROCESS_SET = _spec.code("add_process_set")
 
 # Reduction ops (Horovod's values), from the core's table.
 Average = _spec.reduce_op("Average")
@@ -62,14 +58,6 @@ def check_adasum(op: int, process_set: Any) -> None:
                                   f"(this job has {n} ranks).")
 
 
-def check_reducescatter_op(op: int) -> None:
-    """Horovod refuses reducescatter with Adasum when it is queued, with a RuntimeError; so do we
-    (NotImplementedError is one), on every rank alike, before anything is queued."""
-    if op == Adasum:
-        raise NotImplementedError("reducescatter does not support Adasum; use Average or Sum (or Min, Max, "
-                                  "Product)")
-
-
 _counter = itertools.count()
 
 
@@ -93,29 +81,6 @@ def tensor_name(prefix: str, name: Optional[str]) -> str:
     return f"{prefix}.{name}"
 
 
-@dataclass
-class TensorArgs:
-    """One tensor handed to the core: raw addresses plus what negotiation needs."""
-
-    op: int
-    name: str
-    in_ptr: int
-    out_ptr: int
-    dtype: int
-    shape: Sequence[int]
-    reduce_op: int = Sum
-    root: int = 0
-    prescale: float = 1.0
-    postscale: float = 1.0
-    process_set_id: int = 0
-    aux: Sequence[int] = field(default_factory=tuple)
-    device: int = -1  # CUDA device ordinal of a GPU tensor; -1 for host memory
-    stream: int = 0   # the caller's current CUDA stream (GPU tensors)
-
-    def as_tuple(self) -> tuple:
-        # The core's binding converts (and rejects) the fields itself; no per-field Python pass.
-        return (self.op, self.name, self.in_ptr, self.out_ptr, self.dtype, self.shape, self.reduce_op,
-                self.root, self.prescale, self.postscale, self.process_set_id, self.aux, self.device, self.stream)
 
 
 # (buffer or None, output shape, received splits, value) for each tensor of a handle. The buffer
@@ -212,9 +177,8 @@ def run_now(args: tuple) -> CoreResult:
 
 def run_simple(op: int, name: str, process_set_id: int = 0, aux: Sequence[int] = ()) -> int:
     """Runs a tensor-less op (barrier, join, process-set change) and returns its value."""
-    args = TensorArgs(op=op, name=name, in_ptr=0, out_ptr=0, dtype=0, shape=[],
-                      process_set_id=process_set_id, aux=aux)
-    if op == BARRIER:  # the synchronous path, which on one host settles it in one direct step
+    args = control(op, name, process_set_id, aux)
+    if op == _BARRIER:  # the synchronous path, which on one host settles it in one direct step
         return run_now(args.as_tuple())[3]
     with wait_at_once():
         h = handles.submit([args], None, lambda results: results[0][3])
@@ -226,5 +190,5 @@ _ps_counter = itertools.count()
 
 def process_set_change(op: int, aux: Sequence[int]) -> int:
     """Adds or removes a process set on every rank; returns the new id (add)."""
-    kind = "add" if op == ADD_PROCESS_SET else "remove"
+    kind = "add" if op == _ADD_PROCESS_SET else "remove"
     return run_simple(op, f"process_set.{kind}.{next(_ps_counter)}", 0, aux)

@@ -199,12 +199,12 @@ def members_set_args(ranks: Sequence[int], name: str) -> TensorArgs:
     """The submission that makes a member-only set (see `add_process_set_of_members`), for callers
     that queue it asynchronously (the torch.distributed backend's point-to-point pairs)."""
     from lightcc.common import ops
+    from lightcc.common.op_args import control
 
     if not isinstance(name, str) or not name:
         raise ValueError(f"a member-only process set needs a non-empty name, got {name!r}")
     members = _member_ranks(ranks)
-    return ops.TensorArgs(op=ops.ADD_PROCESS_SET, name=f"process_set.members.add.{name}", in_ptr=0, out_ptr=0,
-                          dtype=0, shape=[], process_set_id=MEMBERS_ONLY_SET_ID, aux=members)
+    return control(ops.ADD_PROCESS_SET, f"process_set.members.add.{name}", MEMBERS_ONLY_SET_ID, members)
 
 
 def remove_process_set_of_members(process_set_id: int) -> None:

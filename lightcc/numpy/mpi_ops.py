@@ -13,7 +13,9 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
+from lightcc.common.op_args import Adapted
 from lightcc.common.arrays import address
 from lightcc.common import device_arrays as _gpu
 from lightcc.common import jax_arrays as _jax
@@ -74,9 +76,9 @@ def _place(a: Any) -> tuple:
     return _gpu.cupy_placement(a) if _gpu.is_cupy(a) else (-1, 0)
 
 
-def _args(a: Any, *fields: Any, **named: Any) -> _ops.TensorArgs:
-    device, stream = _place(a)
-    return _ops.TensorArgs(*fields, **named, device=device, stream=stream)
+def _adapt(a: Any, name: str, out: int = 0) -> Adapted:
+    """The array as the op builders take it (lightcc/common/op_args.py); `out` 0: the op sizes its output."""
+    return Adapted(name, _ptr(a), out, numpy_code(a.dtype), a.shape, *_place(a))
 
 
 def _empty_like(a: Any) -> Any:
@@ -104,8 +106,7 @@ def _allreduce_args(arrays: Sequence[np.ndarray], outs: Sequence[np.ndarray], na
     args = []
     for i, (a, o) in enumerate(zip(arrays, outs)):
         n = base if len(arrays) == 1 else f"{base}.{i}"
-        args.append(_args(a, _ops.ALLREDUCE, n, _ptr(a), _ptr(o), numpy_code(a.dtype), a.shape, op,
-                                    0, prescale, postscale, set_id))
+        args.append(_build.allreduce(_adapt(a, n, _ptr(o)), op, prescale, postscale, set_id))
     return args
 
 
@@ -169,8 +170,8 @@ def _allreduce_now(a: np.ndarray, out: np.ndarray, average: Optional[bool], name
                    op: Optional[int], prescale: float, postscale: float, process_set: ProcessSet) -> np.ndarray:
     op = _ops.resolve_op(average, op)
     _ops.check_adasum(op, process_set)
-    _ops.run_now((_ops.ALLREDUCE, _ops.tensor_name("allreduce", name), _ptr(a), _ptr(out), numpy_code(a.dtype),
-                  a.shape, op, 0, float(prescale), float(postscale), _id_of(process_set), (), *_place(a)))
+    _ops.run_now(_build.allreduce(_adapt(a, _ops.tensor_name("allreduce", name), _ptr(out)), op, float(prescale),
+                                  float(postscale), _id_of(process_set)).as_tuple())
     return out
 
 
@@ -232,8 +233,8 @@ def _allgather_start(tensors: Sequence[np.ndarray], name: Optional[str], process
     arrays = [_check_array(t, "allgather") for t in tensors]
     set_id = _id_of(process_set)
     base = _ops.tensor_name("allgather", name)
-    args = [_args(a, _ops.ALLGATHER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
-                            numpy_code(a.dtype), a.shape, process_set_id=set_id) for i, a in enumerate(arrays)]
+    args = [_build.allgather(_adapt(a, base if len(arrays) == 1 else f"{base}.{i}"), set_id)
+            for i, a in enumerate(arrays)]
     dtypes = [a.dtype for a in arrays]
     return _ops.handles.submit(args, arrays, lambda res: _pick([_wrap(r, d) for r, d in zip(res, dtypes)], single),
                                _gpu.array_allocator(arrays))
@@ -272,8 +273,8 @@ def _broadcast_async(tensor: np.ndarray, root_rank: int, name: Optional[str], pr
                      inplace: bool) -> int:
     a = _check_array(tensor, "broadcast_" if inplace else "broadcast", writeable=inplace)
     out = a if inplace else _empty_like(a)
-    args = [_args(a, _ops.BROADCAST, _ops.tensor_name("broadcast", name), _ptr(a), _ptr(out),
-                            numpy_code(a.dtype), a.shape, root=int(root_rank), process_set_id=_id_of(process_set))]
+    args = [_build.broadcast(_adapt(a, _ops.tensor_name("broadcast", name), _ptr(out)), root_rank,
+                             _id_of(process_set))]
     return _ops.handles.submit(args, (a, out), lambda _: out)
 
 
@@ -291,8 +292,8 @@ def broadcast_async_(tensor: np.ndarray, root_rank: int, name: Optional[str] = N
 
 def _broadcast_now(a: np.ndarray, out: np.ndarray, root_rank: int, name: Optional[str],
                    process_set: ProcessSet) -> np.ndarray:
-    _ops.run_now((_ops.BROADCAST, _ops.tensor_name("broadcast", name), _ptr(a), _ptr(out), numpy_code(a.dtype),
-                  a.shape, _ops.Sum, int(root_rank), 1.0, 1.0, _id_of(process_set), (), *_place(a)))
+    _ops.run_now(_build.broadcast(_adapt(a, _ops.tensor_name("broadcast", name), _ptr(out)), root_rank,
+                                  _id_of(process_set)).as_tuple())
     return out
 
 
@@ -320,8 +321,7 @@ def alltoall_async(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, n
     if splits is not None:
         flat = np.asarray(splits.get() if _gpu.is_cupy(splits) else splits).reshape(-1)
         aux = _ops.alltoall_splits(flat.tolist(), flat.dtype.kind)
-    args = [_args(a, _ops.ALLTOALL, _ops.tensor_name("alltoall", name), _ptr(a), 0, numpy_code(a.dtype),
-                            a.shape, process_set_id=_id_of(process_set), aux=aux)]
+    args = [_build.alltoall(_adapt(a, _ops.tensor_name("alltoall", name)), aux, _id_of(process_set))]
     with_splits = splits is not None
 
     def finish(res: List[_ops.CoreResult]) -> list:
@@ -347,13 +347,12 @@ def alltoall(tensor: np.ndarray, splits: Optional[Sequence[int]] = None, name: O
 def _reducescatter_start(tensors: Sequence[np.ndarray], name: Optional[str], op: int, process_set: ProcessSet,
                          prescale_factor: float, postscale_factor: float, single: bool) -> int:
     op = _ops.resolve_op(None, op)
-    _ops.check_reducescatter_op(op)
+    _build.check_reducescatter_op(op)  # before the arrays' checks, as Horovod raises it
     arrays = [_check_array(t, "reducescatter") for t in tensors]
     set_id = _id_of(process_set)
     base = _ops.tensor_name("reducescatter", name)
-    args = [_args(a, _ops.REDUCESCATTER, base if len(arrays) == 1 else f"{base}.{i}", _ptr(a), 0,
-                            numpy_code(a.dtype), a.shape, op, 0, prescale_factor, postscale_factor, set_id)
-            for i, a in enumerate(arrays)]
+    args = [_build.reducescatter(_adapt(a, base if len(arrays) == 1 else f"{base}.{i}"), op, prescale_factor,
+                                 postscale_factor, set_id) for i, a in enumerate(arrays)]
     dtypes = [a.dtype for a in arrays]
     return _ops.handles.submit(args, arrays, lambda res: _pick([_wrap(r, d) for r, d in zip(res, dtypes)], single),
                                _gpu.array_allocator(arrays))

@@ -26,7 +26,9 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 import tensorflow as tf
 
 from lightcc.common import dlpack
+from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
+from lightcc.common.op_args import Adapted
 from lightcc.common.native import core
 from lightcc.tensorflow import _util as u
 
@@ -77,10 +79,10 @@ def _names(base: str, n: int) -> List[str]:
     return [base] if n == 1 else [f"{base}.{i}" for i in range(n)]
 
 
-def _args(op: int, name: str, x: dlpack.View, out: int, like: tf.Tensor, **named: Any) -> _ops.TensorArgs:
+def _adapt(name: str, x: dlpack.View, out: int, like: tf.Tensor) -> Adapted:
+    """The exported tensor as the op builders take it; `out` 0: the op sizes its output."""
     _counts["dlpack_tensors"] += 1
-    return _ops.TensorArgs(op, name, x.address, out, u.dtype_code(like.dtype), list(x.shape), device=x.device,
-                           **named)
+    return Adapted(name, x.address, out, u.dtype_code(like.dtype), list(x.shape), x.device)
 
 
 def _allocator(tensors: Sequence[tf.Tensor]) -> _ops.Allocator:
@@ -114,8 +116,8 @@ def allreduce(tensors: Sequence[tf.Tensor], name: str, op: int, prescale: float,
     """Reduce each tensor across the process set (one fused group) into TF-allocated outputs."""
     views = [_export(t) for t in tensors]
     outs = [_empty(v.shape, t) for t, v in zip(tensors, views)]
-    args = [_args(_ops.ALLREDUCE, n, v, o[1].address, t, reduce_op=op, prescale=prescale, postscale=postscale,
-                  process_set_id=set_id) for n, v, o, t in zip(_names(name, len(tensors)), views, outs, tensors)]
+    args = [_build.allreduce(_adapt(n, v, o[1].address, t), op, prescale, postscale, set_id)
+            for n, v, o, t in zip(_names(name, len(tensors)), views, outs, tensors)]
     return _run(tensors, args, (views, outs), lambda _: [o[0] for o in outs], sized=False)
 
 
@@ -123,7 +125,7 @@ def broadcast(tensors: Sequence[tf.Tensor], name: str, root: int, set_id: int) -
     """Root's tensors on every rank of the process set, in TF-allocated outputs."""
     views = [_export(t) for t in tensors]
     outs = [_empty(v.shape, t) for t, v in zip(tensors, views)]
-    args = [_args(_ops.BROADCAST, n, v, o[1].address, t, root=int(root), process_set_id=set_id)
+    args = [_build.broadcast(_adapt(n, v, o[1].address, t), root, set_id)
             for n, v, o, t in zip(_names(name, len(tensors)), views, outs, tensors)]
     return _run(tensors, args, (views, outs), lambda _: [o[0] for o in outs], sized=False)
 
@@ -131,8 +133,7 @@ def broadcast(tensors: Sequence[tf.Tensor], name: str, root: int, set_id: int) -
 def allgather(tensors: Sequence[tf.Tensor], name: str, set_id: int) -> List[tf.Tensor]:
     """Each tensor concatenated along dim 0 across the process set; outputs from TF once their size is agreed."""
     views = [_export(t) for t in tensors]
-    args = [_args(_ops.ALLGATHER, n, v, 0, t, process_set_id=set_id)
-            for n, v, t in zip(_names(name, len(tensors)), views, tensors)]
+    args = [_build.allgather(_adapt(n, v, 0, t), set_id) for n, v, t in zip(_names(name, len(tensors)), views, tensors)]
     return _run(tensors, args, views, lambda res: [r[0] for r in res], sized=True)
 
 
@@ -140,6 +141,6 @@ def reducescatter(tensors: Sequence[tf.Tensor], name: str, op: int, prescale: fl
                   set_id: int) -> List[tf.Tensor]:
     """Each tensor reduced, this rank's dim-0 share kept; outputs from TF once their size is known."""
     views = [_export(t) for t in tensors]
-    args = [_args(_ops.REDUCESCATTER, n, v, 0, t, reduce_op=op, prescale=prescale, postscale=postscale,
-                  process_set_id=set_id) for n, v, t in zip(_names(name, len(tensors)), views, tensors)]
+    args = [_build.reducescatter(_adapt(n, v, 0, t), op, prescale, postscale, set_id)
+            for n, v, t in zip(_names(name, len(tensors)), views, tensors)]
     return _run(tensors, args, views, lambda res: [r[0] for r in res], sized=True)

@@ -11,7 +11,9 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
+from lightcc.common.op_args import Adapted
 from lightcc.common.arrays import address
 from lightcc.common.dtypes import numpy_code
 from lightcc.tensorflow._util import aligned_empty
@@ -19,6 +21,11 @@ from lightcc.tensorflow._util import aligned_empty
 
 def _ptr(a: np.ndarray) -> int:
     return address(a)
+
+
+def _adapt(a: np.ndarray, name: str, out: int = 0) -> Adapted:
+    """The host array as the op builders take it; `out` 0: the op sizes its output."""
+    return Adapted(name, _ptr(a), out, numpy_code(a.dtype), a.shape)
 
 
 def contiguous(a: np.ndarray) -> np.ndarray:
@@ -64,8 +71,7 @@ def submit_allreduce(arrays: Sequence[np.ndarray], name: str, op: int, prescale:
     """
     arrays = _contiguous(arrays)
     outs = [aligned_empty(a.shape, a.dtype) for a in arrays]
-    args = [_ops.TensorArgs(_ops.ALLREDUCE, n, _ptr(a), _ptr(o), numpy_code(a.dtype), a.shape, op, 0,
-                            prescale, postscale, set_id)
+    args = [_build.allreduce(_adapt(a, n, _ptr(o)), op, prescale, postscale, set_id)
             for n, a, o in zip(_names(name, len(arrays)), arrays, outs)]
     return _ops.handles.submit(args, (arrays, outs), lambda _: outs)
 
@@ -84,8 +90,7 @@ def allreduce(arrays: Sequence[np.ndarray], name: str, op: int, prescale: float,
 def allgather(arrays: Sequence[np.ndarray], name: str, set_id: int) -> List[np.ndarray]:
     """Concatenate each array along dim 0 across the process set."""
     arrays = _contiguous(arrays)
-    args = [_ops.TensorArgs(_ops.ALLGATHER, n, _ptr(a), 0, numpy_code(a.dtype), a.shape, process_set_id=set_id)
-            for n, a in zip(_names(name, len(arrays)), arrays)]
+    args = [_build.allgather(_adapt(a, n), set_id) for n, a in zip(_names(name, len(arrays)), arrays)]
     dtypes = [a.dtype for a in arrays]
     return _run(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)], arrays)
 
@@ -94,8 +99,7 @@ def broadcast(arrays: Sequence[np.ndarray], name: str, root: int, set_id: int) -
     """Return root's arrays on every rank of the process set."""
     arrays = _contiguous(arrays)
     outs = [aligned_empty(a.shape, a.dtype) for a in arrays]
-    args = [_ops.TensorArgs(_ops.BROADCAST, n, _ptr(a), _ptr(o), numpy_code(a.dtype), a.shape, root=int(root),
-                            process_set_id=set_id)
+    args = [_build.broadcast(_adapt(a, n, _ptr(o)), root, set_id)
             for n, a, o in zip(_names(name, len(arrays)), arrays, outs)]
     return _run(args, (arrays, outs), lambda _: outs)
 
@@ -105,8 +109,7 @@ def alltoall(array: np.ndarray, splits: Optional[np.ndarray], name: str, set_id:
     a = contiguous(np.asarray(array))
     flat = None if splits is None else np.asarray(splits).reshape(-1)
     aux: Sequence[int] = () if flat is None else _ops.alltoall_splits(flat.tolist(), flat.dtype.kind)
-    args = [_ops.TensorArgs(_ops.ALLTOALL, name, _ptr(a), 0, numpy_code(a.dtype), a.shape, process_set_id=set_id,
-                            aux=aux)]
+    args = [_build.alltoall(_adapt(a, name), aux, set_id)]
 
     def finish(res: List[_ops.CoreResult]) -> Tuple[np.ndarray, np.ndarray]:
         return _wrap(res[0], a.dtype), np.asarray(res[0][2], dtype=np.int32)
@@ -118,8 +121,7 @@ def reducescatter(arrays: Sequence[np.ndarray], name: str, op: int, prescale: fl
                   set_id: int) -> List[np.ndarray]:
     """Reduce each array, then keep this rank's share of dim 0."""
     arrays = _contiguous(arrays)
-    args = [_ops.TensorArgs(_ops.REDUCESCATTER, n, _ptr(a), 0, numpy_code(a.dtype), a.shape, op, 0, prescale,
-                            postscale, set_id)
+    args = [_build.reducescatter(_adapt(a, n), op, prescale, postscale, set_id)
             for n, a in zip(_names(name, len(arrays)), arrays)]
     dtypes = [a.dtype for a in arrays]
     return _run(args, arrays, lambda res: [_wrap(r, d) for r, d in zip(res, dtypes)], arrays)

@@ -15,7 +15,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import torch
 
-from lightcc.common import op_spec as _spec
+from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
 from lightcc.common.process_sets import ProcessSet, _id_of, global_process_set
 from lightcc.torch import tensors as _t
@@ -76,8 +76,8 @@ def _core_allreduce(ins: Sequence[torch.Tensor], outs: Sequence[torch.Tensor], n
                     prescale: float, postscale: float, process_set: ProcessSet,
                     finish: Callable[[List[_ops.CoreResult]], Any]) -> int:
     set_id = _id_of(process_set)
-    args = [_t.args(a, _ops.ALLREDUCE, n, _t.ptr(a), _t.ptr(o), _t.dtype_code(a.dtype), a.shape, op, 0,
-                    prescale, postscale, set_id) for n, a, o in zip(names, ins, outs)]
+    args = [_build.allreduce(_t.adapt(a, n, _t.ptr(o)), op, prescale, postscale, set_id)
+            for n, a, o in zip(names, ins, outs)]
     return _ops.handles.submit(args, (ins, outs), finish)
 
 
@@ -103,14 +103,11 @@ def grouped_allgather_start(tensors: Sequence[torch.Tensor], name: Optional[str]
                             single: bool = False) -> int:
     """Start gathering a list along dim 0 (dim 0 may differ per rank); results are new tensors."""
     ins = [_t.check(t, "allgather") for t in tensors]
-    for t in ins:
-        _spec.check_shape(_ops.ALLGATHER, t.shape)
     names = _names("allgather", name, len(ins))
     if ins:
         _t.same_device(ins, "allgather")
     set_id = _id_of(process_set)
-    args = [_t.args(a, _ops.ALLGATHER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
-                    process_set_id=set_id) for n, a in zip(names, ins)]
+    args = [_build.allgather(_t.adapt(a, n), set_id) for n, a in zip(names, ins)]
     return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, a.dtype, a.device) for r, a in zip(res, ins)],
                                                             single), _t.allocator(ins))
 
@@ -123,8 +120,8 @@ def sparse_allreduce_start(tensor: torch.Tensor, name: Optional[str], op: int, p
     _t.same_device([values, indices], "sparse_allreduce")
     base = _ops.tensor_name("allgather", name)
     set_id = _id_of(process_set)
-    args = [_t.args(a, _ops.ALLGATHER, f"{base}.{part}", _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
-                    process_set_id=set_id) for part, a in (("values", values), ("indices", indices))]
+    args = [_build.allgather(_t.adapt(a, f"{base}.{part}"), set_id)
+            for part, a in (("values", values), ("indices", indices))]
     shape, size = tensor.shape, process_set.size()
 
     def finish(res: List[_ops.CoreResult]) -> torch.Tensor:
@@ -145,8 +142,7 @@ def broadcast_start(tensor: torch.Tensor, root_rank: int, name: Optional[str], p
     a = _t.check(tensor, "broadcast_" if inplace else "broadcast")
     out = a if inplace else torch.empty_like(a, memory_format=torch.contiguous_format)
     n = _ops.tensor_name("broadcast", name)
-    args = [_t.args(a, _ops.BROADCAST, n, _t.ptr(a), _t.ptr(out), _t.dtype_code(a.dtype), a.shape,
-                    root=int(root_rank), process_set_id=_id_of(process_set))]
+    args = [_build.broadcast(_t.adapt(a, n, _t.ptr(out)), root_rank, _id_of(process_set))]
 
     def finish(_: List[_ops.CoreResult]) -> torch.Tensor:
         if inplace:
@@ -168,11 +164,9 @@ def split_list(splits: Any) -> List[int]:
 def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], process_set: ProcessSet) -> int:
     """Start an alltoall; `synchronize` returns (output, received_splits as an int32 tensor)."""
     a = _t.check(tensor, "alltoall")
-    _spec.check_shape(_ops.ALLTOALL, a.shape)
     aux = split_list(splits) if splits is not None else []
     n = _ops.tensor_name("alltoall", name)
-    args = [_t.args(a, _ops.ALLTOALL, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape,
-                    process_set_id=_id_of(process_set), aux=aux)]
+    args = [_build.alltoall(_t.adapt(a, n), aux, _id_of(process_set))]
 
     def finish(res: List[_ops.CoreResult]) -> tuple:
         return _t.wrap(res[0], a.dtype, a.device), torch.tensor(list(res[0][2]), dtype=torch.int32)
@@ -185,16 +179,13 @@ def alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str], proce
 def grouped_reducescatter_start(tensors: Sequence[torch.Tensor], op: int, name: Optional[str], prescale: float,
                                 postscale: float, process_set: ProcessSet, single: bool = False) -> int:
     """Start reduce-scattering a list; each rank gets its rows (the first dim % size ranks get one more)."""
-    _ops.check_reducescatter_op(op)
+    _build.check_reducescatter_op(op)  # before the tensors' checks, as Horovod raises it
     ins = [_t.check(t, "reducescatter") for t in tensors]
-    for t in ins:
-        _spec.check_shape(_ops.REDUCESCATTER, t.shape)
     names = _names("reducescatter", name, len(ins))
     if ins:
         _t.same_device(ins, "reducescatter")
     set_id = _id_of(process_set)
-    args = [_t.args(a, _ops.REDUCESCATTER, n, _t.ptr(a), 0, _t.dtype_code(a.dtype), a.shape, op, 0,
-                    prescale, postscale, set_id) for n, a in zip(names, ins)]
+    args = [_build.reducescatter(_t.adapt(a, n), op, prescale, postscale, set_id) for n, a in zip(names, ins)]
     return _ops.handles.submit(args, ins, lambda res: _pick([_t.wrap(r, a.dtype, a.device) for r, a in zip(res, ins)],
                                                             single), _t.allocator(ins))
 

@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 import torch
 
+from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
 from lightcc.common.native import core
 from lightcc.torch import futures as _futures
@@ -125,9 +126,8 @@ class LightccState:
 def _submit(wire: List[torch.Tensor], names: List[str], op: int, prescale: float, shapes: Optional[List[Any]],
             keepalive: Any, finish: Any) -> torch.futures.Future:
     """Allreduce `wire` in place as one engine submission; the future's value is `finish()`."""
-    args = [_t.args(w, _ops.ALLREDUCE, n, _t.ptr(w), _t.ptr(w), _t.dtype_code(w.dtype),
-                    list(shapes[i]) if shapes is not None else list(w.shape), op, 0, prescale, 1.0, 0)
-            for i, (w, n) in enumerate(zip(wire, names))]
+    args = [_build.allreduce(_t.adapt(w, n, _t.ptr(w), list(shapes[i] if shapes is not None else w.shape)), op,
+                             prescale, 1.0, 0) for i, (w, n) in enumerate(zip(wire, names))]
     return _futures.submit(args, keepalive, lambda _: finish())
 
 

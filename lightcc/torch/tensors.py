@@ -1,13 +1,14 @@
 """Torch tensors at the core's edge: dtype codes, argument checks, raw addresses, zero-copy wrapping."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from lightcc.common import device_arrays as _gpu
 from lightcc.common import dtypes as _dt
 from lightcc.common import ops as _ops
+from lightcc.common.op_args import Adapted
 
 _CODES: Dict[torch.dtype, int] = {
     torch.uint8: _dt.UINT8,
@@ -62,10 +63,11 @@ def placement(tensor: torch.Tensor) -> Tuple[int, int]:
     return int(index), int(torch.cuda.current_stream(index).cuda_stream)
 
 
-def args(tensor: torch.Tensor, *fields: Any, **named: Any) -> _ops.TensorArgs:
-    """TensorArgs for `tensor`, with its device and stream."""
-    device, stream = placement(tensor)
-    return _ops.TensorArgs(*fields, **named, device=device, stream=stream)
+def adapt(tensor: torch.Tensor, name: str, out: int = 0, shape: Optional[Sequence[int]] = None) -> Adapted:
+    """`tensor` as the op builders take it (lightcc/common/op_args.py): its address, dtype code, shape
+    (or `shape`, where the wire's differs), device and stream; `out` 0: the op sizes its output."""
+    return Adapted(name, ptr(tensor), out, dtype_code(tensor.dtype), tensor.shape if shape is None else shape,
+                   *placement(tensor))
 
 
 def same_device(tensors: Sequence[torch.Tensor], what: str) -> bool:

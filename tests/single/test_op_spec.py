@@ -43,3 +43,26 @@ def test_no_front_restates_codes():
     pattern = re.compile(r"=\s*range\(\d+\)")
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "lightcc").rglob("*.py") if pattern.search(p.read_text())]
     assert not offenders, offenders
+
+
+def test_builders_check_their_rows_and_fill_their_fields():
+    from lightcc.common import op_args
+
+    t = op_args.Adapted("x", 16, 32, dtypes.FLOAT32, [4], 0, 7)
+    args = op_args.reducescatter(t, ops.Sum, 0.5, 2.0, 3)
+    assert (args.op, args.name, args.in_ptr, args.out_ptr, args.dtype, list(args.shape), args.reduce_op,
+            args.prescale, args.postscale, args.process_set_id, args.device, args.stream) == \
+        (ops.REDUCESCATTER, "x", 16, 32, dtypes.FLOAT32, [4], ops.Sum, 0.5, 2.0, 3, 0, 7)
+    assert op_args.broadcast(t, 2).root == 2 and op_args.alltoall(t, [1, 3]).aux == [1, 3]
+    scalar = t._replace(shape=[])
+    op_args.allreduce(scalar, ops.Sum)  # allreduce takes a scalar
+    for build in (op_args.allgather, op_args.alltoall):
+        with pytest.raises(ValueError, match="needs a tensor with at least one dimension"):
+            build(scalar)
+    with pytest.raises(NotImplementedError, match="reducescatter does not support Adasum"):
+        op_args.reducescatter(t, ops.Adasum)
+    with pytest.raises(ValueError, match="unknown reduction op"):
+        op_args.allreduce(t, 99)
+    assert op_args.control(ops.BARRIER, "b", 1).process_set_id == 1
+    with pytest.raises(ValueError, match="allreduce moves a tensor"):
+        op_args.control(ops.ALLREDUCE, "x")

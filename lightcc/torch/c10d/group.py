@@ -16,6 +16,7 @@ from typing import Any, Callable, List, Optional, Sequence
 import torch
 import torch.distributed as dist
 
+from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
 from lightcc.torch import futures as _futures
 from lightcc.torch import tensors as _t
@@ -134,9 +135,10 @@ class LightccProcessGroup(dist.ProcessGroup):
         _ops.run_now(args.as_tuple())
         return completed(_copy_back(tensors, work))
 
-    def _args(self, op: int, name: str, src: torch.Tensor, dst: Optional[torch.Tensor], **fields: Any) -> _ops.TensorArgs:
-        return _t.args(src, op, name, _t.ptr(src), _t.ptr(dst) if dst is not None else 0, _t.dtype_code(src.dtype),
-                       list(src.shape), process_set_id=self._set_id, **fields)
+    @staticmethod
+    def _adapt(name: str, src: torch.Tensor, dst: Optional[torch.Tensor]) -> _build.Adapted:
+        """`src` for the op builders; `dst` None: the op sizes its output."""
+        return _t.adapt(src, name, _t.ptr(dst) if dst is not None else 0, list(src.shape))
 
     # ---- allreduce family ----------------------------------------------------------------------
 
@@ -147,7 +149,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         for t in work:
             code = _red.code(reduce_op, t.dtype, what)
             name = self._names.take("allreduce", [t], (code,))
-            args.append(self._args(_ops.ALLREDUCE, name, t, t, reduce_op=code))
+            args.append(_build.allreduce(self._adapt(name, t, t), code, process_set_id=self._set_id))
         if sync and len(args) == 1 and not _t.is_device(work[0]):
             return self._now(args[0], tensors, work)
 
@@ -173,7 +175,8 @@ class LightccProcessGroup(dist.ProcessGroup):
         root = self._root(opts.rootRank if opts is not None else 0, "broadcast")
         tensors = [_dense(t, "broadcast") for t in tensors]
         work = _contiguous(tensors)
-        args = [self._args(_ops.BROADCAST, self._names.take("broadcast", [t], (root,)), t, t, root=root) for t in work]
+        args = [_build.broadcast(self._adapt(self._names.take("broadcast", [t], (root,)), t, t), root, self._set_id)
+                for t in work]
         if _synchronous(opts) and len(args) == 1 and not _t.is_device(work[0]):
             return self._now(args[0], tensors, work)
 
@@ -185,7 +188,7 @@ class LightccProcessGroup(dist.ProcessGroup):
                      value: Any, what: str) -> Any:
         """Allgathers each input as one row [1, numel]; place(i, rows [size, numel]) writes input i's result."""
         flats = [_flat(_dense(t, what)) for t in inputs]
-        args = [self._args(_ops.ALLGATHER, self._names.take("allgather", [f]), f, None) for f in flats]
+        args = [_build.allgather(self._adapt(self._names.take("allgather", [f]), f, None), self._set_id) for f in flats]
 
         def finish(results: List[_ops.CoreResult]) -> Any:
             for i, (r, f) in enumerate(zip(results, flats)):
@@ -238,8 +241,8 @@ class LightccProcessGroup(dist.ProcessGroup):
         args = []
         for s in stacked:
             code = _red.code(reduce_op, s.dtype, what)
-            args.append(self._args(_ops.REDUCESCATTER, self._names.take("reducescatter", [s], (code,)), s, None,
-                                   reduce_op=code))
+            name = self._names.take("reducescatter", [s], (code,))
+            args.append(_build.reducescatter(self._adapt(name, s, None), code, process_set_id=self._set_id))
 
         def finish(results: List[_ops.CoreResult]) -> List[torch.Tensor]:
             for r, s, out in zip(results, stacked, outputs):
@@ -278,7 +281,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         """One engine alltoall of `send`'s rows, splits[i] rows to member i; finish_rows(received, their splits)."""
         send = _dense(send, what).contiguous()
         name = self._names.take("alltoall", [send], (what,), shaped=False)
-        args = [self._args(_ops.ALLTOALL, name, send, None, aux=splits)]
+        args = [_build.alltoall(self._adapt(name, send, None), splits, self._set_id)]
 
         def finish(results: List[_ops.CoreResult]) -> Any:
             received = _t.wrap(results[0], send.dtype, send.device)
@@ -376,8 +379,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         if self._closed:
             raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
         name = self._names.take("barrier", [])
-        args = [_ops.TensorArgs(op=_ops.BARRIER, name=name, in_ptr=0, out_ptr=0, dtype=0, shape=[],
-                                process_set_id=self._set_id)]
+        args = [_build.control(_ops.BARRIER, name, self._set_id)]
         pending = _futures.launch(args, None, lambda results: [])
         self._names.hold([name], pending.outcome)
         return _work(pending)

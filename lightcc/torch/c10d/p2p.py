@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
-from lightcc.common import ops as _ops
+from lightcc.common import op_args as _build
 from lightcc.common import process_sets as _ps
 from lightcc.torch import futures as _futures
 from lightcc.torch import tensors as _t
@@ -83,8 +83,7 @@ class PointToPoint:
         peer = dst if src == self._me else src
 
         def launch(set_id: int) -> _futures.Pending:
-            args = _t.args(work, _ops.BROADCAST, name, _t.ptr(work), _t.ptr(work), _t.dtype_code(work.dtype),
-                           list(work.shape), process_set_id=set_id, root=src)
+            args = _build.broadcast(_t.adapt(work, name, _t.ptr(work), list(work.shape)), src, set_id)
             return _futures.launch([args], work, lambda _: finish())
 
         sent = _futures.after(_pair_set(self._me, peer), launch)
