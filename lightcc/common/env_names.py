@@ -36,6 +36,7 @@ PYTHON_READS: dict[str, str] = {
     "LIGHTCC_ELASTIC_WORKER": "lightcc/common/elastic_channel.py",
     "LIGHTCC_AS_HOROVOD": "lightcc_horovod_alias.py",
     "LIGHTCC_BENCH_GLOO_ADDR": "lightcc/bench/spec.py",
+    "LIGHTCC_P2P_ANY_SOURCE": "lightcc/torch/c10d/any_source.py",
 }
 
 # Read by lightcc's build, its tools and its tests, not by a training process (CMake cache entries too).

@@ -36,6 +36,11 @@ def settled(value: Any) -> Pending:
     """A Pending already complete with `value`."""
     outcome: torch.futures.Future = torch.futures.Future()
     outcome.set_result((value, None))
+    return from_outcome(outcome)
+
+
+def from_outcome(outcome: torch.futures.Future) -> Pending:
+    """The Pending of an outcome future that its owner completes later with (value, error)."""
     return Pending(outcome.then(_unwrap), outcome)
 
 
@@ -96,4 +101,4 @@ def after(first: Pending, then_launch: Callable[[Any], Pending]) -> Pending:
         inner.outcome.add_done_callback(settle)
 
     first.outcome.add_done_callback(go)
-    return Pending(outcome.then(_unwrap), outcome)
+    return from_outcome(outcome)

@@ -23,6 +23,19 @@ def test_every_collective_through_the_device_executor():
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
 
 
+@pytest.mark.parametrize("size", [2, 3])
+def test_receive_from_any_source_with_the_flag(size):
+    """LIGHTCC_P2P_ANY_SOURCE=1: recv/irecv(src=None) learn every sender, mixed with named receives and
+    on a subgroup; without the flag the receive raises naming it."""
+    results = run_ranks("torch_c10d_any_source_worker.py", size, args=[str(free_port()), "on"], timeout=120,
+                        env={"LIGHTCC_P2P_ANY_SOURCE": "1"})
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+    results = run_ranks("torch_c10d_any_source_worker.py", 2, args=[str(free_port()), "off"], timeout=120)
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+
+
 def test_secret_made_when_the_launcher_gave_none():
     """Without LIGHTCC_JOB_SECRET rank 0 makes one and hands it over in torch's store."""
     results = run_ranks("torch_c10d_worker.py", 2, args=[f"{free_port()},{free_port()}"], timeout=240,

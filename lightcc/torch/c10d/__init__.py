@@ -15,8 +15,9 @@ from lightcc.torch.c10d.group import BACKEND_NAME, LightccProcessGroup
 __all__ = ["BACKEND_NAME", "LightccProcessGroup", "register"]
 
 
-# Whether the engine running now was started by the default group (then its shutdown stops it).
-_STATE = {"owns_engine": False}
+# Whether the engine running now was started by the default group (then its shutdown stops it),
+# and the default group's timeout, the engine's own (a subgroup's shorter one is kept by its Works).
+_STATE: dict = {"owns_engine": False, "engine_timeout": None}
 
 
 def _release_engine() -> None:
@@ -34,7 +35,10 @@ def _create(options: Any, backend_options: Any = None) -> LightccProcessGroup:
     from lightcc.common import basics
     from lightcc.torch.c10d import meeting
 
+    from lightcc.torch.c10d import any_source
+
     store, rank, size = options.store, options.group_rank, options.group_size
+    announce_in = store if any_source.enabled() and size > 1 else None
     timeout: Optional[timedelta] = options.timeout
     global_ranks = list(options.global_ranks_in_group or [])
     group_id = str(options.group_id)
@@ -50,8 +54,9 @@ def _create(options: Any, backend_options: Any = None) -> LightccProcessGroup:
         else:
             meeting.start_engine(store, rank, size, timeout or timedelta(minutes=30))
             _STATE["owns_engine"] = True
+            _STATE["engine_timeout"] = timeout or timedelta(minutes=30)
         return LightccProcessGroup(rank, size, 0, list(range(size)), f"c10d.{group_id}", timeout,
-                                   on_shutdown=_release_engine)
+                                   on_shutdown=_release_engine, announce_in=announce_in)
     if not basics.is_initialized():
         raise RuntimeError("lightcc backend: new_group needs a default group on lightcc (init_process_group)")
     if sorted(global_ranks) == list(range(basics.size())):
@@ -60,8 +65,11 @@ def _create(options: Any, backend_options: Any = None) -> LightccProcessGroup:
         from lightcc.common import process_sets
 
         set_id = process_sets.add_process_set_of_members(sorted(global_ranks), f"c10d.new_group.{group_id}")
+    engine_timeout = _STATE["engine_timeout"]
+    shorter = timeout if timeout and engine_timeout and timeout < engine_timeout else None
     return LightccProcessGroup(rank, size, set_id, global_ranks, f"c10d.{group_id}", timeout,
-                               on_shutdown=(lambda: _release_set(set_id)) if set_id else None)
+                               on_shutdown=(lambda: _release_set(set_id)) if set_id else None,
+                               announce_in=announce_in, wait_limit=shorter)
 
 
 def _release_set(set_id: int) -> None:

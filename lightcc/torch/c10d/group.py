@@ -21,15 +21,12 @@ from lightcc.common import ops as _ops
 from lightcc.torch import futures as _futures
 from lightcc.torch import tensors as _t
 from lightcc.torch.c10d import reduce_ops as _red
+from lightcc.torch.c10d import sparse as _sparse
 from lightcc.torch.c10d.naming import Names
 from lightcc.torch.c10d.p2p import PointToPoint
-from lightcc.torch.c10d.work import LightccWork, completed
+from lightcc.torch.c10d.work import LightccWork, SourcedWork, completed
 
 BACKEND_NAME = "lightcc"
-
-
-def _work(pending: _futures.Pending) -> Any:
-    return LightccWork(pending)
 
 
 def _dense(tensor: torch.Tensor, what: str) -> torch.Tensor:
@@ -73,15 +70,21 @@ class LightccProcessGroup(dist.ProcessGroup):
     """
 
     def __init__(self, rank: int, size: int, set_id: int, global_ranks: Sequence[int], tag: str,
-                 timeout: timedelta, on_shutdown: Optional[Callable[[], None]] = None) -> None:
+                 timeout: timedelta, on_shutdown: Optional[Callable[[], None]] = None,
+                 announce_in: Any = None, wait_limit: Optional[timedelta] = None) -> None:
+        """`announce_in`: torch's store of the group when sends announce themselves there, so that
+        receives from any source work (LIGHTCC_P2P_ANY_SOURCE, p2p.py). `wait_limit`: the group's
+        timeout when it is shorter than the engine's, which the default group set (work.py)."""
         super().__init__(rank, size)
         self._rank = rank
         self._size = size
         self._set_id = set_id
         self._global_ranks = list(global_ranks)
         self._names = Names(tag)
-        self._p2p = PointToPoint(tag, self._global_ranks[rank])
+        self._p2p = PointToPoint(tag, self._global_ranks[rank], announce_in, size, timeout)
         self._timeout = timeout
+        self._wait_limit = wait_limit
+        self._timed_out = False
         self._on_shutdown = on_shutdown
         self._closed = False
 
@@ -118,13 +121,22 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     # ---- submission ----------------------------------------------------------------------------
 
+    def _work(self, pending: _futures.Pending, kind: Any = LightccWork, *extra: Any) -> Any:
+        """The Work of `pending`, holding the group's own timeout if it is shorter than the engine's."""
+        return kind(pending, *extra, limit=self._wait_limit, where=f"rank {self._global_ranks[self._rank]} in "
+                    f"{self!r}", on_timeout=self._note_timeout)
+
+    def _note_timeout(self) -> None:
+        # A call that timed out stays queued in the engine until its own timeout: shutdown must not wait for it.
+        self._timed_out = True
+
     def _submit(self, args: List[_ops.TensorArgs], keepalive: Any,
                 finish: Callable[[List[_ops.CoreResult]], Any]) -> Any:
         if self._closed:
             raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
         pending = _futures.launch(args, keepalive, finish)
         self._names.hold([a.name for a in args], pending.outcome)
-        return _work(pending)
+        return self._work(pending)
 
     def _now(self, args: _ops.TensorArgs, tensors: Sequence[torch.Tensor], work: Sequence[torch.Tensor]) -> Any:
         """A synchronous call (asyncOp false) of one tensor: the engine's synchronous path, which on
@@ -157,6 +169,10 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        if _sparse.is_sparse(tensors):
+            args, keepalive, finish = _sparse.allreduce_args(
+                tensors, op, self._set_id, lambda part: self._names.take("allgather", [part], ("sparse",), shaped=False))
+            return self._submit(args, keepalive, finish)
         return self._allreduce(tensors, op, "allreduce", sync=_synchronous(opts))
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
@@ -382,7 +398,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         args = [_build.control(_ops.BARRIER, name, self._set_id)]
         pending = _futures.launch(args, None, lambda results: [])
         self._names.hold([name], pending.outcome)
-        return _work(pending)
+        return self._work(pending)
 
     # ---- point-to-point (p2p.py) ----------------------------------------------------------------
 
@@ -395,23 +411,24 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     def send(self, tensors: List[torch.Tensor], dst: int, tag: int = 0) -> Any:
         tensor = self._one(tensors, "send")
-        return _work(self._p2p.send(tensor, self._root(dst, "send"), tag))
+        return self._work(self._p2p.send(tensor, self._root(dst, "send"), tag))
 
     def recv(self, tensors: List[torch.Tensor], src: int, tag: int = 0) -> Any:
         tensor = self._one(tensors, "recv")
-        return _work(self._p2p.recv(tensor, self._root(src, "recv"), tag))
+        return self._work(self._p2p.recv(tensor, self._root(src, "recv"), tag))
 
     def recv_anysource(self, tensors: List[torch.Tensor], tag: int = 0) -> Any:
-        raise RuntimeError("lightcc backend: recv needs a source rank (receiving from any source, src=None, is "
-                           "not supported, as on NCCL; name the sender, or receive on a gloo subgroup: "
-                           "dist.new_group(backend='gloo'))")
+        tensor = self._one(tensors, "recv")
+        received, source = self._p2p.recv_any(tensor, tag)
+        return self._work(received, SourcedWork, lambda: self._global_ranks.index(source()))
 
     def shutdown(self) -> None:
         """torch's destroy_process_group: waits for this group's calls, then lets go of the engine."""
         if self._closed:
             return
         self._closed = True
-        for fut in self._names.pending() + self._p2p.pending():
+        self._p2p.close()
+        for fut in [] if self._timed_out else self._names.pending() + self._p2p.pending():
             try:
                 fut.wait()
             except Exception:  # noqa: BLE001  (each call's own waiter saw its error)
@@ -424,6 +441,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         """torch's abort: as shutdown, without waiting for calls in flight (they fail)."""
         self._names.forget()
         self._closed = True
+        self._p2p.close()
         if self._on_shutdown is not None:
             self._on_shutdown()
 

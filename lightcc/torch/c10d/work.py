@@ -7,8 +7,9 @@ same `wait` and `get_future`.
 """
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 import torch
 import torch.distributed as dist
@@ -17,15 +18,34 @@ from lightcc.torch.futures import Pending, settled
 
 
 class LightccWork(dist.Work):
-    """A c10d Work over a submission in flight in lightcc's engine."""
+    """A c10d Work over a submission in flight in lightcc's engine.
 
-    def __init__(self, pending: Pending) -> None:
+    `limit` is a group timeout shorter than the engine's own (LIGHTCC_TIMEOUT, which the default
+    group set): `wait` honours it itself, calls `on_timeout` and raises, naming `where`.
+    """
+
+    def __init__(self, pending: Pending, limit: Optional[timedelta] = None, where: str = "",
+                 on_timeout: Optional[Callable[[], None]] = None) -> None:
         super().__init__()
         self._pending = pending
+        self._limit = limit
+        self._where = where
+        self._on_timeout = on_timeout
 
     def wait(self, timeout: Optional[timedelta] = None) -> bool:
-        # No timer of its own: the engine fails every pending call after LIGHTCC_TIMEOUT (the
-        # group's timeout), naming the rank it waited for, and that error raises here.
+        # Otherwise no timer of its own: the engine fails every pending call after LIGHTCC_TIMEOUT
+        # (the default group's timeout), naming the rank it waited for, and that error raises here.
+        limits = [t for t in (timeout, self._limit) if t is not None and t.total_seconds() > 0]
+        if limits and not self._pending.outcome.done():
+            limit = min(limits)
+            done = threading.Event()
+            self._pending.outcome.add_done_callback(lambda _: done.set())
+            if not done.wait(limit.total_seconds()):
+                if self._on_timeout is not None:
+                    self._on_timeout()
+                raise RuntimeError(f"lightcc backend: {self._where}: the call did not complete within its "
+                                   f"timeout ({limit.total_seconds():g} s): a member has not issued it, or is "
+                                   f"gone; the group is unusable from here on, as on gloo")
         self._pending.result()
         return True
 
@@ -48,6 +68,19 @@ class LightccWork(dist.Work):
 
     def synchronize(self) -> None:
         self._pending.result()
+
+
+class SourcedWork(LightccWork):
+    """A receive from any source, which also says who sent (torch's `recv` asks `_source_rank()`)."""
+
+    def __init__(self, pending: Pending, source: Callable[[], int], **limits: Any) -> None:
+        super().__init__(pending, **limits)
+        self._source = source
+
+    def _source_rank(self) -> int:  # torch's name for it
+        """The group rank of the sender, once the receive completed (waits for it)."""
+        self._pending.result()
+        return self._source()
 
 
 def completed(value: Any) -> LightccWork:

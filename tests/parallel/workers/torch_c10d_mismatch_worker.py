@@ -3,7 +3,8 @@
 Run as N ranks by tests/parallel/test_torch_c10d.py; argv[1] is torch's store port, argv[2] the
 group's timeout in seconds. Rank r all-reduces a tensor of 4 + r elements (c10d's contract
 broken: no two members issue the same call), synchronously and then asynchronously; each call
-must raise naming a rank that did not issue it, and the group must still work afterwards.
+must raise naming a rank that did not issue it, and the group must still work afterwards. Then a
+subgroup with a 1 s timeout, shorter than the engine's: a barrier only rank 0 enters raises after it.
 """
 from __future__ import annotations
 
@@ -37,6 +38,17 @@ def main() -> None:
             c.check(any(f"[{r}" in str(err) or f" {r}]" in str(err) or f", {r}" in str(err) for r in others),
                     f"{how}: the error names a rank that did not issue the call: {err}")
             c.check(seconds < TIMEOUT + 10, f"{how}: raised after {seconds:.1f} s (timeout {TIMEOUT} s)")
+    # A group whose timeout is shorter than the engine's: a barrier only rank 0 enters raises within it.
+    quick = dist.new_group(timeout=timedelta(seconds=1))
+    if R == 0:
+        start = time.monotonic()
+        try:
+            dist.barrier(group=quick)
+            c.check(False, "a barrier only rank 0 entered returned")
+        except RuntimeError as err:
+            seconds = time.monotonic() - start
+            c.check(" timeout " in str(err) and "rank 0" in str(err), f"the error says timeout, names the rank: {err}")
+            c.check(1.0 <= seconds < 3.0, f"raised after {seconds:.2f} s (the group's timeout is 1 s)")
     t = torch.full((3,), float(R))
     dist.all_reduce(t)
     c.check(torch.equal(t, torch.full((3,), float(N * (N - 1) // 2))), "all_reduce after the mismatches")

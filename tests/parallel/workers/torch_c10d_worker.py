@@ -278,6 +278,19 @@ def window(c) -> None:
             "20 same-shaped async all_reduce in flight")
 
 
+def sparse(c) -> None:
+    """Sparse COO allreduce (SUM, as gloo): rank r holds r non-zero rows (rank 0 none), a dense row width of 2."""
+    def rows(r: int) -> torch.Tensor:
+        idx = torch.arange(r, dtype=torch.int64).reshape(1, r)
+        return torch.sparse_coo_tensor(idx, torch.full((r, 2), float(r + 1)), (N + 1, 2))
+
+    t = rows(R)
+    dist.all_reduce(t)
+    want = sum(rows(r).to_dense() for r in range(N))
+    c.check(t.layout == torch.sparse_coo and torch.equal(t.to_dense(), want), f"sparse all_reduce: {t.to_dense()}")
+    expect(c, ValueError, lambda: dist.all_reduce(rows(R), op=dist.ReduceOp.MAX), "sparse MAX", "SUM only")
+
+
 def mistakes(c) -> None:
     expect(c, ValueError, lambda: dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BAND), "BAND on floats", "integer")
 
@@ -303,6 +316,7 @@ def main() -> None:
     ddp(c)
     fsdp(c)
     subgroups(c)
+    sparse(c)
     mistakes(c)
     dist.destroy_process_group()
     c.check(not lightcc.torch.is_initialized(), "destroy_process_group shuts lightcc down")
