@@ -15,7 +15,7 @@
 namespace harp {
 
 // Builds the lanes of a connected comm from its flow sockets and attaches them to instances.
-// Takes ownership of the fds. Returns nullptr (fds closed) on failure.
+// Takes ownership of the fds, which become the lanes' flows; it cannot fail once they are connected.
 std::unique_ptr<CommCore> harpMakeComm(CommKind kind, std::vector<int> fds, uint64_t comm_id,
                                        uint64_t chunk_bytes, const std::string& peer);
 // Detaches every lane (waits for the instances to drop the flows and close the fds).
