@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "comm.h"
+#include "comm_setup.h"
 #include "log.h"
 #include "runtime.h"
 

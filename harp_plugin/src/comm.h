@@ -1,10 +1,11 @@
 // Comm: the state of one established send or recv connection, its request slots and lanes.
 //
 // DESIGN (data path). A comm has N TCP flows spread over engine instances (one Lane per instance
-// it uses). The NCCL thread driving the comm owns the request slots' lifecycle and `next_seq`;
-// it hands each posted request to every lane through the lane's SPSC ring and wakes the instance.
-// The instance thread owns the lane's flows and local views outright. Progress flows back only
-// through atomics in the Request (claim cursor, chunk/byte counters) and the comm's error word.
+// it uses; comm_setup.h places them). The NCCL thread driving the comm owns the request slots'
+// lifecycle and `next_seq`; it hands each posted request to every lane through the lane's SPSC
+// ring and wakes the instance. The instance thread owns the lane's flows and local views
+// outright. Progress flows back only through atomics in the Request (claim cursor, chunk/byte
+// counters) and the comm's error word.
 // No mutex is taken on isend/irecv/test or in the instance loop's data handling.
 //   send: instances claim chunks with next_chunk.fetch_add; a chunk counts as done once written
 //         (or, zero-copy, once the kernel released its pages). Done when chunks_done == nchunks.
@@ -123,12 +124,5 @@ struct MemRegion {
   size_t size = 0;
   int type = 0;
 };
-
-// Builds the lanes of a connected comm from its flow sockets and attaches them to instances.
-// Takes ownership of the fds. Returns nullptr (fds closed) on failure.
-std::unique_ptr<CommCore> harpMakeComm(CommKind kind, std::vector<int> fds, uint64_t comm_id,
-                                       uint64_t chunk_bytes, const std::string& peer);
-// Detaches every lane (waits for the instances to drop the flows and close the fds).
-void harpDestroyComm(std::unique_ptr<CommCore> comm);
 
 }  // namespace harp

@@ -1,13 +1,18 @@
 // Flow: one TCP connection of a comm, owned by exactly one engine instance after attach.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 
-#include "comm.h"
 #include "wire.h"
 
 namespace harp {
+
+// A flow only points at the lane it belongs to and the request it serves; the lane owns the flow
+// (comm.h), and the instance code that follows these pointers (worker.h) sees both definitions.
+struct Lane;
+struct Request;
 
 // Flow states, moved only by the owning instance (send_path.cc / recv_path.cc):
 //   send: kIdle -(claim a chunk)-> kSending -(header+payload written)-> kIdle

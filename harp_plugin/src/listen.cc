@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "comm_setup.h"
 #include "connection.h"
 #include "log.h"
 #include "runtime.h"
