@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cluster import launch
-from benchmarks.cluster.suite import error_summary
+from testbed import cluster, netns
+from testbed.cluster import error_summary
 
 EARLY_EPOCH = 5
 SINGLE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -55,18 +55,10 @@ def run_one(cfg: dict[str, Any], seed: int, a: argparse.Namespace) -> dict[str, 
     row: dict[str, Any] = {"config": cfg["key"], "label": cfg["label"], "seed": seed, "env": cfg["env"]}
     t0 = time.monotonic()
     try:
-        runs = launch.run(
-            "benchmarks.quality.train",
-            args,
-            [0] * a.ranks,
-            ["quality-host"],
-            ["127.0.0.1"],
-            [[]],
-            a.timeout,
-            {**SINGLE_THREAD, **cfg["env"]},
-        )
-        row.update(json.loads(runs[0].results()[-1]))
-    except (launch.LaunchError, IndexError) as err:
+        ranks = cluster.run(netns.loopback(1), [0] * a.ranks, ["-m", "benchmarks.quality.train", *args], a.timeout,
+                            {"LIGHTCC_TIMEOUT": "120", **SINGLE_THREAD, **cfg["env"]})
+        row.update(json.loads(ranks[0].payloads()[-1]))
+    except (cluster.ClusterError, IndexError) as err:
         row["error"] = str(err)[-4000:]
     row["wall_s"] = time.monotonic() - t0
     return row

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.cluster import hosts
+from testbed import cluster, netns
 
 REPO = Path(__file__).resolve().parents[2]
 OUTER_TIMEOUT_S = 150
@@ -43,7 +43,7 @@ def _run(args: list[str], timeout: float = OUTER_TIMEOUT_S) -> subprocess.Comple
     return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 
-@pytest.mark.skipif(hosts.available() is not None, reason=str(hosts.available()))
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 def test_cluster_replay_on_two_emulated_hosts(tmp_path):
     prefix = f"lccbt{uuid.uuid4().hex[:5]}"
     out = tmp_path / "cluster.json"
@@ -77,9 +77,9 @@ def test_cluster_replay_on_two_emulated_hosts(tmp_path):
             ]
         )
     finally:
-        hosts.teardown(prefix)
+        cluster.teardown(prefix)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert not hosts.list_namespaces(prefix)
+    assert not netns.list_namespaces(prefix)
     data = json.loads(out.read_text())
     assert data["rows"], data
     row = data["rows"][0]
