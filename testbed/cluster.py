@@ -1,4 +1,4 @@
-"""Ranks in emulated hosts: starts a program as N lightcc ranks inside testbed.netns hosts, streams their output, cleans up.
+"""Ranks in emulated hosts: runs a program as N lightcc ranks in testbed.netns hosts, streams their output, cleans up.
 
 The one cluster harness of benchmarks/cluster, benchmarks/scale and benchmarks/quality; the hosts
 themselves (namespaces, veth, shaping) are testbed/netns.py's. Needs root unless the hosts are
@@ -148,7 +148,7 @@ class Job:
     def __init__(self, hosts: Hosts, layout: Sequence[int], command: Sequence[str],
                  env: Mapping[str, str] | None = None, tree: str | Path = REPO, cwd: str | Path | None = None) -> None:
         self.hosts, self.layout, self.size = hosts, list(layout), len(layout)
-        self.name = next((c for c in command if not c.startswith("-")), "ranks")
+        self.name = command[1] if command[0] == "-m" else "python -c" if command[0] == "-c" else Path(command[0]).name
         # Below Linux's ephemeral range (32768-60999): a job run right after another on the same
         # namespaces found the port still held by a connection of the previous job. Callers may use port + 1.
         self.port = random.randint(20000, 32000)
