@@ -100,6 +100,7 @@ def test_quality_two_ranks_two_epochs(tmp_path):
     res = _run(
         [
             "benchmarks.quality",
+            "numpy",
             "--ranks",
             "2",
             "--seeds",
@@ -126,15 +127,15 @@ def test_quality_two_ranks_two_epochs(tmp_path):
 
 
 def test_quality_ddp_hooks_mode_on_loopback(tmp_path):
-    """`lightcc-bench quality --ddp-hooks` (the PowerSGD comparison, docs/topk.md) for one epoch of a small MLP:
+    """`benchmarks.quality tta --ddp-hooks` (the PowerSGD comparison, docs/topk.md) for one epoch of a small MLP:
     torch's PowerSGD over gloo, lightcc's top-k over the lightcc backend, DDP's own allreduce. PowerSGD at
     torch's default start (step 1,000) is DDP's allreduce for a run this short: its weights must equal
     dense's bit for bit, and the scaled start's must not."""
     out = tmp_path / "ddp.json"
     res = _run(
         [
-            "lightcc.bench.cli",
-            "quality",
+            "benchmarks.quality",
+            "tta",
             "--ddp-hooks",
             "--loopback",
             "--rates",
