@@ -1,7 +1,7 @@
 """Emulated hosts: network namespaces joined by veth (a bridge star or one point-to-point pair), tc shaping.
 
-The one harness for tests, benchmarks and HARP's scenarios. Everything here needs root and
-iproute2 (`ip`, `tc`), so it is not part of the installed lightcc package.
+The one harness for tests, benchmarks and HARP's scenarios (ranks inside these hosts: testbed/cluster.py).
+Everything here needs root and iproute2 (`ip`, `tc`), so it is not part of the installed lightcc package.
 
 Star (`make`, `hosts`): namespace `<tag>-hub` holds bridge br0; host i is namespace `<tag>-h<i>`
 with interface eth0 at `addrs[i]` (10.<net>.<i // 250>.<i % 250 + 1>/16) whose veth peer is a
@@ -135,6 +135,8 @@ class Hosts:
 
     def cut(self, host: int) -> None:
         """Takes HOST's link down from inside it: its peers' packets go nowhere, nothing is reset."""
+        if not self.netns:
+            raise RuntimeError("a loopback host has no link of its own to cut")
         ip("-n", self.names[host], "link", "set", self.ifname, "down")
 
     def qdisc_stats(self, host: int) -> str:
