@@ -1,7 +1,7 @@
 """Emulated hosts: network namespaces joined by veth (a bridge star or one point-to-point pair), tc shaping.
 
-The one harness for tests, benchmarks and HARP's scenarios. Everything here needs root and
-iproute2 (`ip`, `tc`), so it is not part of the installed lightcc package.
+The one harness for tests, benchmarks and HARP's scenarios (ranks inside these hosts: testbed/cluster.py).
+Everything here needs root and iproute2 (`ip`, `tc`), so it is not part of the installed lightcc package.
 
 Star (`make`, `hosts`): namespace `<tag>-hub` holds bridge br0; host i is namespace `<tag>-h<i>`
 with interface eth0 at `addrs[i]` (10.<net>.<i // 250>.<i % 250 + 1>/16) whose veth peer is a
@@ -14,6 +14,9 @@ between them; the caller shapes whichever end it needs (`tc`).
 Cleanup: `hosts` and `pair` remove what they made on every exit path; `make` removes what it made
 when it fails and leaves the rest to `teardown(tag)`, which deletes every namespace named after
 the tag (so it also cleans up after a crash).
+
+Loopback (`loopback`): named hosts that are all this machine's loopback, no namespaces, no root,
+nothing shaped; for runs of a harness where no root is at hand (its tests), never for figures.
 """
 from __future__ import annotations
 
@@ -119,10 +122,11 @@ class Hosts:
     ifname: str = "eth0"
     rate: str | None = None
     burst: str | None = None
+    netns: bool = True  # False: every host is this machine's loopback (`loopback`)
 
     def prefix(self, host: int) -> list[str]:
-        """Command prefix that runs a program inside host HOST."""
-        return ["ip", "netns", "exec", self.names[host]]
+        """Command prefix that runs a program inside host HOST (none on loopback)."""
+        return ["ip", "netns", "exec", self.names[host]] if self.netns else []
 
     def placement(self, layout: list[int]) -> dict[str, Any]:
         """tests.ranks.run_ranks' keywords putting rank r on host layout[r] (rendezvous on rank 0's host)."""
@@ -131,6 +135,8 @@ class Hosts:
 
     def cut(self, host: int) -> None:
         """Takes HOST's link down from inside it: its peers' packets go nowhere, nothing is reset."""
+        if not self.netns:
+            raise RuntimeError("a loopback host has no link of its own to cut")
         ip("-n", self.names[host], "link", "set", self.ifname, "down")
 
     def qdisc_stats(self, host: int) -> str:
@@ -186,6 +192,12 @@ def hosts(count: int, rate: str | None = None, tag: str | None = None) -> Iterat
         yield make(count, tag, rate)
     finally:
         teardown(tag)
+
+
+def loopback(count: int) -> Hosts:
+    """COUNT named hosts that are all this machine's loopback: no namespaces, no root, no shaping, and
+    every host reads the same `lo` counters. For tests of a harness, not for figures."""
+    return Hosts("loop", [f"loop{i}" for i in range(count)], ["127.0.0.1"] * count, "lo", netns=False)
 
 
 @dataclass

@@ -14,10 +14,13 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from benchmarks.cluster import autotune, hosts, models, plot, report, suite
+from benchmarks.cluster import autotune, models, plot, report, suite
 from benchmarks.cluster.configs import all_configs, by_keys
+from testbed import cluster, netns
+from testbed.netns import Hosts
 
 DEFAULT_RATE = "1gbit"
+DEFAULT_PREFIX = "lccb"
 
 
 def _ints(text: str) -> list[int]:
@@ -25,29 +28,29 @@ def _ints(text: str) -> list[int]:
 
 
 def cmd_setup(a: argparse.Namespace) -> int:
-    cl = hosts.setup(a.hosts, None if a.rate == "none" else a.rate, a.prefix)
+    cl = cluster.setup(a.hosts, None if a.rate == "none" else a.rate, a.prefix)
     print(
         f"made {', '.join(cl.names)} ({', '.join(cl.addrs)} on {cl.ifname}, rate {cl.rate}, burst {cl.burst}); "
-        f"state in {hosts.state_path(a.prefix)}"
+        f"state in {cluster.state_path(a.prefix)}"
     )
     return 0
 
 
 def cmd_teardown(a: argparse.Namespace) -> int:
-    gone = hosts.teardown(a.prefix)
+    gone = cluster.teardown(a.prefix)
     print(f"removed {', '.join(gone) if gone else 'nothing'}")
     return 0
 
 
 def cmd_status(a: argparse.Namespace) -> int:
-    cl = hosts.load(a.prefix)
+    cl = cluster.load(a.prefix)
     if cl is None:
-        left = hosts.list_namespaces(a.prefix)
+        left = netns.list_namespaces(a.prefix)
         print("no cluster" + (f" (stray namespaces: {left}; run teardown)" if left else ""))
         return 1
     print(f"{len(cl.names)} hosts {cl.names} at {cl.addrs}, rate {cl.rate}")
     for i in range(len(cl.names)):
-        print(hosts.qdisc_stats(cl, i))
+        print(cl.qdisc_stats(i))
     return 0
 
 
@@ -83,9 +86,9 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _cluster(a: argparse.Namespace) -> Iterator[hosts.Cluster | None]:
+def _cluster(a: argparse.Namespace) -> Iterator[Hosts | None]:
     """The cluster to measure on: --reuse's (None, after a message, if there is none), else a new one, torn down after unless --keep."""
-    cl: hosts.Cluster | None = hosts.load(a.prefix) if a.reuse else None
+    cl: Hosts | None = cluster.load(a.prefix) if a.reuse else None
     if a.reuse and cl is None:
         print(f"no cluster with prefix {a.prefix!r} to reuse; run setup first", file=sys.stderr)
         yield None
@@ -93,12 +96,12 @@ def _cluster(a: argparse.Namespace) -> Iterator[hosts.Cluster | None]:
     made = cl is None
     try:
         if made:
-            cl = hosts.setup(a.hosts, None if a.rate == "none" else a.rate, a.prefix)
+            cl = cluster.setup(a.hosts, None if a.rate == "none" else a.rate, a.prefix)
             print(f"set up {len(cl.names)} hosts, rate {cl.rate}, burst {cl.burst}", flush=True)
         yield cl
     finally:
         if made and not a.keep:
-            hosts.teardown(a.prefix)
+            cluster.teardown(a.prefix)
 
 
 def cmd_contended(a: argparse.Namespace) -> int:
@@ -155,7 +158,7 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--prefix", default=hosts.DEFAULT_PREFIX, help="namespace name prefix (default %(default)s)")
+        p.add_argument("--prefix", default=DEFAULT_PREFIX, help="namespace name prefix (default %(default)s)")
 
     p = sub.add_parser("setup", help="make the emulated hosts and keep them")
     common(p)
@@ -219,8 +222,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    if a.cmd in ("setup", "teardown", "status", "run", "autotune", "contended") and hosts.available():
-        print(hosts.available(), file=sys.stderr)
+    why = netns.unavailable()
+    if a.cmd in ("setup", "teardown", "status", "run", "autotune", "contended") and why:
+        print(why, file=sys.stderr)
         return 2
     return a.fn(a)
 

@@ -16,8 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cluster import hosts, models, suite
+from benchmarks.cluster import models, suite
 from benchmarks.cluster.configs import Config, by_keys
+from testbed.netns import Hosts
 
 HAND_PICKED = ["flat", "2d", "2d_order"]
 
@@ -61,7 +62,7 @@ def tuned_summary(row: dict[str, Any], log_rows: list[dict[str, str]]) -> dict[s
     }
 
 
-def run(cl: hosts.Cluster, model_names: list[str], per_host: int, steps: int, hand_steps: int, out: Path,
+def run(cl: Hosts, model_names: list[str], per_host: int, steps: int, hand_steps: int, out: Path,
         steps_per_sample: int = 1, bayes: int = 4, warmup_samples: int = 1, log=print) -> dict[str, Any]:
     results: dict[str, Any] = {"steps": steps, "hand_steps": hand_steps, "steps_per_sample": steps_per_sample,
                                "bayes_max_samples": bayes, "warmup_samples": warmup_samples, "rate": cl.rate,

@@ -93,7 +93,7 @@ def results_table(res: dict[str, Any]) -> list[str]:
 
 
 def _error_line(err: str) -> str:
-    from benchmarks.cluster.suite import error_summary
+    from testbed.cluster import error_summary
 
     return error_summary(err).replace("|", "/")
 

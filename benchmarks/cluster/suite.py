@@ -17,8 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchmarks.cluster import costmodel, hosts, launch, models, pingpong
+from benchmarks.cluster import costmodel, models, pingpong
 from benchmarks.cluster.configs import TOPK_DENSITY, TOPK_THRESHOLD, Config
+from testbed import cluster
+from testbed.cluster import error_summary
+from testbed.netns import Hosts, parse_rate
 
 PROBE_BYTES = [4096, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
 BASE_TIMEOUT_S = 180
@@ -39,38 +42,28 @@ class Plan:
     harp_env: dict[str, str] = field(default_factory=lambda: {"HARP_NINSTANCES": "1"})
 
 
-def _layout(cl: hosts.Cluster, per_host: int) -> list[int]:
-    return [h for h in range(len(cl.names)) for _ in range(per_host)]
+def _layout(cl: Hosts, per_host: int) -> list[int]:
+    return cluster.per_host(len(cl.names), per_host)
 
 
-def _launch(
-    cl: hosts.Cluster, module: str, args: list[str], host_of_rank: list[int], env: dict[str, str], timeout: float
-) -> dict[str, Any]:
-    full_env = {"HARP_IFNAME": cl.ifname, **env}
-    runs = launch.run(
-        module,
-        args,
-        host_of_rank,
-        cl.names,
-        cl.addrs,
-        [cl.prefix_cmd(h) for h in range(len(cl.names))],
-        timeout,
-        full_env,
-    )
-    payloads = runs[0].results()
+def _launch(cl: Hosts, module: str, args: list[str], host_of_rank: list[int], env: dict[str, str],
+            timeout: float) -> dict[str, Any]:
+    """Runs `module` as ranks on the cluster (testbed/cluster.py); rank 0's last RESULT."""
+    ranks = cluster.run(cl, host_of_rank, ["-m", module, *args], timeout, {"LIGHTCC_TIMEOUT": "120", **env})
+    payloads = ranks[0].payloads()
     if not payloads:
-        raise launch.LaunchError(f"{module} printed no RESULT line:\n" + launch.describe(runs))
+        raise cluster.ClusterError(f"{module} printed no RESULT line:\n" + cluster.describe(ranks))
     return json.loads(payloads[-1])
 
 
-def probe(cl: hosts.Cluster, plan: Plan) -> dict[str, Any]:
+def probe(cl: Hosts, plan: Plan) -> dict[str, Any]:
     """Ping-pong latency and allreduce timings between hosts (2 hosts, 1 rank each) and inside host 0."""
     if len(cl.names) < 2:
         raise ValueError("the probes need at least two hosts")
     args = ["--bytes", ",".join(map(str, plan.probe_bytes)), "--reps", str(plan.probe_reps)]
     out: dict[str, Any] = {}
     for kind, layout, server in (("net", [0, 1], 1), ("local", [0, 0], 0)):
-        one_way = pingpong.measure(cl.prefix_cmd(server), cl.prefix_cmd(0), cl.addrs[server])
+        one_way = pingpong.measure(cl.prefix(server), cl.prefix(0), cl.addrs[server])
         raw = _launch(cl, "benchmarks.cluster.probe", args, layout, plan.harp_env, BASE_TIMEOUT_S + 120)
         out[kind] = {"pingpong_one_way_s": one_way, "allreduce": raw}
     links = costmodel.fit(
@@ -87,7 +80,7 @@ CONTENDED_BYTES = 4096
 CONTENDED_REPS = 15
 
 
-def contended_probe(cl: hosts.Cluster, plan: Plan) -> dict[str, Any]:
+def contended_probe(cl: Hosts, plan: Plan) -> dict[str, Any]:
     """A 4 KiB ring allreduce among all the cluster's ranks: what one dependent step costs when every
     rank shares this machine's cores (each step waits for a rank to be scheduled). The time of a
     call over its 2(p-1) ring steps is the least a step of the replayed collectives takes here."""
@@ -112,9 +105,9 @@ def links_of(results: dict[str, Any]) -> costmodel.Links:
     )
 
 
-def _timeout(grads: models.ModelGrads, plan: Plan, cl: hosts.Cluster) -> float:
+def _timeout(grads: models.ModelGrads, plan: Plan, cl: Hosts) -> float:
     """Generous hard limit: 4x the flat ring's wire time at the shaped rate (or 300 MB/s unshaped)."""
-    rate = hosts.parse_rate(cl.rate) / 8 if cl.rate else 300e6
+    rate = parse_rate(cl.rate) / 8 if cl.rate else 300e6
     step = 2 * grads.bytes / rate + plan.backward_ms / 1e3
     return BASE_TIMEOUT_S + 4 * step * (plan.steps + plan.warmup)
 
@@ -150,7 +143,7 @@ def predict_rows(results: dict[str, Any]) -> None:
             row["speedup"] = base["median_s"] / row["median_s"]
 
 
-def run(cl: hosts.Cluster, plan: Plan, out_path: Path, log=print) -> dict[str, Any]:
+def run(cl: Hosts, plan: Plan, out_path: Path, log=print) -> dict[str, Any]:
     """Probe, replay every (model, config), and write `out_path` after each step; returns the results."""
     work = out_path.parent / (out_path.stem + "-sizes")
     work.mkdir(parents=True, exist_ok=True)
@@ -199,7 +192,7 @@ def run(cl: hosts.Cluster, plan: Plan, out_path: Path, log=print) -> dict[str, A
 
 
 def _replay_one(
-    cl: hosts.Cluster, plan: Plan, g: models.ModelGrads, cfg: Config, sizes_file: Path, log
+    cl: Hosts, plan: Plan, g: models.ModelGrads, cfg: Config, sizes_file: Path, log
 ) -> dict[str, Any]:
     t0 = time.monotonic()
     row: dict[str, Any] = {
@@ -237,22 +230,11 @@ def _replay_one(
             f"{g.name:15s} {cfg.label:15s} median {row['median_s']:.3f} s  steps {_fmt(res['step_s'])} "
             f"CPU {statistics.median(res['cpu_s']):.2f} core-s/step ({time.monotonic() - t0:.0f} s wall)"
         )
-    except launch.LaunchError as err:
+    except cluster.ClusterError as err:
         row["error"] = str(err)[-4000:]
         log(f"{g.name:15s} {cfg.label:15s} FAILED: {error_summary(str(err))}")
     row["wall_s"] = time.monotonic() - t0
     return row
-
-
-def error_summary(err: str) -> str:
-    """The most telling line of a failed launch: the worker's exception message, else the first line."""
-    lines = err.splitlines()
-    raised = [
-        line.strip()
-        for line in lines
-        if line.startswith(("RuntimeError:", "ValueError:", "lightcc")) or "Error: " in line
-    ]
-    return (raised[-1] if raised else lines[0])[:300]
 
 
 def _fmt(xs: Sequence[float]) -> str:

@@ -1,9 +1,9 @@
-"""Summarises repeated `lightcc-bench quality` runs: medians and spreads per setting and link, the crossover, plots.
+"""Summarises repeated `benchmarks.quality tta` runs: medians and spreads per setting and link, crossover, plots.
 
-    python -m benchmarks.quality.tta_summary results/mlp/flat_r1.json results/mlp/flat_r2.json ... \
-        --md results/mlp/summary.md --json results/mlp/summary.json --plot results/mlp/summary.png
+    python -m benchmarks.quality summary mlp/flat_r1.json mlp/flat_r2.json ... \
+        --md mlp/summary.md --json mlp/summary.json --plot mlp/summary.png
 
-Every input is one `lightcc-bench quality --json` document; runs of the same layout (hosts x ranks per
+Every input is one `python -m benchmarks.quality tta --json` document; runs of the same layout (hosts x ranks per
 host), setting and link rate are repeats. Per group: median time to target with its range, steps to
 target, final accuracy, MiB each host sent, median step time and the 1-minute load averages around
 the runs. The crossover against dense of the same layout uses report.py's model on the medians of
@@ -17,7 +17,7 @@ import json
 import statistics
 from typing import Any, Dict, List, Optional, Tuple
 
-from lightcc.bench.quality.report import crossovers, rate_bytes_per_s, time_to_target
+from benchmarks.quality.report import crossovers, rate_bytes_per_s, time_to_target
 
 Key = Tuple[str, str, str]  # layout, setting, rate
 
@@ -94,7 +94,7 @@ def _fmt(s: Optional[Dict[str, float]], digits: int = 1) -> str:
 
 
 def markdown(summary: List[Dict[str, Any]], cross: List[Dict[str, Any]]) -> str:
-    order = {"none": 0}
+    """The per-group table, then the crossovers."""
     rows = sorted(summary, key=lambda r: (r["layout"], -(rate_bytes_per_s(r["rate"]) or 1e30), r["setting"]))
     lines = ["| layout | setting | link | runs | time to target, s: median (range) | steps to target | "
              "final acc. % | MiB sent per host | step ms | load avg (1 min) |",
@@ -105,7 +105,6 @@ def markdown(summary: List[Dict[str, Any]], cross: List[Dict[str, Any]]) -> str:
         lines.append(f"| {r['layout']} | {r['setting']} | {r['rate']} | {r['runs']} | {_fmt(r['time_to_target_s'])} | "
                      f"{_fmt(r['steps_to_target'], 0)} | {_fmt(r['final_accuracy'], 2)} | {_fmt(r['mib_per_host'])} | "
                      f"{_fmt(r['step_ms'])} | {load} |")
-    del order
     lines += ["", "| layout | setting vs dense | crossover (model, median unshaped runs) | steps to target (dense) | "
               "step ms (dense), unshaped | bytes/step (dense) |", "|---|---|---|---|---|---|"]
     for c in cross:
@@ -160,15 +159,18 @@ def plot(summary: List[Dict[str, Any]], groups: Dict[Key, List[Dict[str, Any]]],
     fig.savefig(path, dpi=100)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("inputs", nargs="+", help="lightcc-bench quality --json documents")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `python -m benchmarks.quality summary`."""
+    p.add_argument("inputs", nargs="+", help="`python -m benchmarks.quality tta --json` documents")
     p.add_argument("--target", action="append", default=[], metavar="LAYOUT=PERCENT",
                    help="time to this accuracy for a layout (e.g. 2x2=90) instead of the run's own target")
     p.add_argument("--md")
     p.add_argument("--json")
     p.add_argument("--plot")
-    args = p.parse_args(argv)
+
+
+def command(args: argparse.Namespace) -> int:
+    """Runs `python -m benchmarks.quality summary`; the exit status."""
     override = {k: float(v) for k, v in (t.split("=", 1) for t in args.target)}
     groups, targets = load(args.inputs, override)
     summary = summarise(groups, targets)
@@ -184,7 +186,3 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.plot:
         plot(summary, groups, args.plot)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -72,7 +72,7 @@ def _load() -> str:
 
 def run(args: argparse.Namespace, say=print) -> dict:
     """Runs every shape for every tree (trees back to back per shape), then the fault modes."""
-    from benchmarks.scale import cluster
+    from benchmarks.scale import runs as probe_runs
     from benchmarks.scale.report import summarize, table
     from testbed import netns
 
@@ -90,9 +90,9 @@ def run(args: argparse.Namespace, say=print) -> dict:
                 entry = {"label": label, "shape": f"{h}x{r}", "load": _load()}
                 t = time.monotonic()
                 try:
-                    results = cluster.measure(hosts, r, tree, args.reps, args.steps, args.big_reps, args.timeout, env)
+                    results = probe_runs.measure(hosts, r, tree, args.reps, args.steps, args.big_reps, args.timeout, env)
                     entry.update(row=summarize(results), ranks=results)
-                except cluster.ClusterError as e:
+                except probe_runs.ClusterError as e:
                     entry["error"] = str(e)[:4000]
                 entry["wall_s"] = time.monotonic() - t
                 doc["runs"].append(entry)
@@ -107,8 +107,8 @@ def run(args: argparse.Namespace, say=print) -> dict:
             for label, tree in trees.items():
                 with netns.hosts(h) as hosts:
                     try:
-                        res = cluster.fault(hosts, r, tree, mode, h - 1, args.fault_timeout, env)
-                    except cluster.ClusterError as e:
+                        res = probe_runs.fault(hosts, r, tree, mode, h - 1, args.fault_timeout, env)
+                    except probe_runs.ClusterError as e:
                         res = {"error": str(e)[:4000]}
                 doc["faults"].append({"label": label, "shape": f"{h}x{r}", "mode": mode, "load": _load(),
                                       "result": res})
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace, say=print) -> dict:
 
 def _topk_runs(args: argparse.Namespace, trees: dict[str, str], env: dict[str, str], say) -> list[dict]:
     """Per --topk shape and tree: dense, then top-k, on the same namespaces; bytes per rank and host."""
-    from benchmarks.scale import cluster
+    from benchmarks.scale import runs as probe_runs
     from benchmarks.scale.report import summarize_topk
     from testbed import netns
 
@@ -131,10 +131,10 @@ def _topk_runs(args: argparse.Namespace, trees: dict[str, str], env: dict[str, s
                     entry = {"label": label, "shape": f"{h}x{r}", "mode": "topk" if topk else "dense",
                              "elements": args.topk_elements, "density": args.topk_density, "load": _load()}
                     try:
-                        ranks = cluster.topk_bytes(hosts, r, tree, topk, args.topk_elements, args.topk_density,
+                        ranks = probe_runs.topk_bytes(hosts, r, tree, topk, args.topk_elements, args.topk_density,
                                                    args.topk_steps, args.timeout, env)
                         entry.update(row=summarize_topk(ranks, r), ranks=ranks)
-                    except cluster.ClusterError as e:
+                    except probe_runs.ClusterError as e:
                         entry["error"] = str(e)[:4000]
                     runs.append(entry)
                     say(f"{label} {h}x{r} {entry['mode']}: " + (

@@ -16,7 +16,7 @@ import json
 import os
 import statistics
 
-from benchmarks.cluster.launch import run
+from testbed import cluster, netns
 
 
 def main() -> None:
@@ -45,26 +45,11 @@ def main() -> None:
         for f in fusions:
             for k in ks:
                 env = {"LIGHT_NUM_STREAMS": str(k), "HOROVOD_FUSION_THRESHOLD": str(int(f * (1 << 20)))}
-                runs = run(
-                    "benchmarks.streams.step",
-                    [
-                        "--tensors",
-                        str(a.tensors),
-                        "--mib",
-                        str(a.mib),
-                        "--steps",
-                        str(a.steps),
-                        "--warmup",
-                        str(a.warmup),
-                    ],
-                    [0] * a.np,
-                    ["local"],
-                    ["127.0.0.1"],
-                    [[]],
-                    timeout=600,
-                    env=env,
-                )
-                res = json.loads(runs[0].results()[0])
+                args = ["--tensors", str(a.tensors), "--mib", str(a.mib), "--steps", str(a.steps),
+                        "--warmup", str(a.warmup)]
+                ranks = cluster.run(netns.loopback(1), [0] * a.np, ["-m", "benchmarks.streams.step", *args],
+                                    timeout=600, env={"LIGHTCC_TIMEOUT": "120", **env})
+                res = json.loads(ranks[0].payloads()[0])
                 times[(f, k)] += res["times"]
                 busy[(f, k)] = max(busy.get((f, k), 0), res["streams_busy_max"])
     load_after = os.getloadavg()

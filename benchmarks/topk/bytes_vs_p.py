@@ -7,7 +7,8 @@ reports the per-rank bytes of one allreduce step: the most any rank sent and the
 Placement: `--hosts 0` (default) runs every rank on this host with LIGHTCC_FORCE_RING=1, so
 dense runs its ring over links as it would across hosts and both algorithms' bytes are counted on
 the same links; `--hosts H` spreads the ranks over H network namespaces (testbed/netns.py; needs
-root). Byte counts do not depend on placement or load; only wall time would.
+root). Ranks are started by the cluster harness (testbed/cluster.py). Byte counts do not depend on
+placement or load; only wall time would.
 
     python -m benchmarks.topk.bytes_vs_p --sizes 4 8 16 32 64 --out lightcc-results/topk/bytes_vs_p.json
 """
@@ -17,11 +18,7 @@ import argparse
 import json
 import math
 import os
-import secrets
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,8 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.output import default_out
-from testbed import netns
-from tests.ranks import free_port, rank_env
+from testbed import cluster, netns
 
 WORKER = Path(__file__).resolve().parent / "bytes_worker.py"
 # Small shared-memory rings and chunks, so 64 ranks' all-pairs links fit in /dev/shm.
@@ -39,38 +35,15 @@ SMALL_SHM = {"LIGHTCC_SHM_RING_BYTES": "65536", "LIGHTCC_SHM_CHUNK_BYTES": "6553
 
 def run_once(size: int, elements: int, steps: int, topk: bool, density: float, timeout: float,
              hosts: netns.Hosts | None) -> list[dict]:
-    """Runs `size` ranks; returns each rank's RESULT record. Every rank is killed at the deadline."""
+    """Runs `size` ranks (on `hosts`, else this host's loopback); each rank's RESULT record, or ClusterError."""
     env = dict(SMALL_SHM, LIGHT_TOPK_ALLREDUCE="1" if topk else "0", LIGHT_TOPK_DENSITY=str(density),
                LIGHT_TOPK_THRESHOLD="1024", LIGHTCC_FORCE_RING="1",
                LIGHT_TOPK_MIN_DIMS="1", LIGHT_TOPK_WARMUP_STEPS="0", LIGHT_TOPK_CLIP="0")  # 1-D, measured at full compression
-    port, secret = free_port(), secrets.token_hex(16)
-    n_hosts = len(hosts.names) if hosts else 1
-    procs = []
-    try:
-        for r in range(size):
-            h = r * n_hosts // size
-            e = rank_env(r, size, port, secret, env, hostname=hosts.names[h] if hosts else "benchhost",
-                         rendezvous_host=hosts.addrs[0] if hosts else "127.0.0.1")
-            if hosts:
-                e["HARP_IFNAME"] = hosts.ifname
-            prefix = hosts.prefix(h) if hosts else []
-            procs.append(subprocess.Popen([*prefix, sys.executable, str(WORKER), str(elements), str(steps)], env=e,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          start_new_session=True))
-        deadline = time.monotonic() + timeout
-        out = []
-        for r, p in enumerate(procs):
-            stdout, stderr = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            lines = [x[len("RESULT "):] for x in stdout.splitlines() if x.startswith("RESULT ")]
-            if p.returncode != 0 or not lines:
-                raise RuntimeError(f"rank {r} of {size} failed (exit {p.returncode}):\n{stdout[-2000:]}\n{stderr[-2000:]}")
-            out.append(json.loads(lines[-1]))
-        return out
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.communicate()
+    hosts = hosts or netns.loopback(1)
+    layout = [r * len(hosts.names) // size for r in range(size)]
+    ranks = cluster.run(hosts, layout, [str(WORKER), str(elements), str(steps)], timeout, env, tree=REPO,
+                        cwd=WORKER.parent, tag="RESULT")
+    return [r.tagged() for r in ranks]
 
 
 def summarize(records: Sequence[dict]) -> dict:

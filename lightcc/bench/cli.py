@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="nccl-tests-style benchmarks of lightcc collectives, optionally beside gloo and MPI. "
         "`lightcc-bench autotune-plot LOG.csv --out PNG` draws an autotune log instead; "
         "`lightcc-bench simulate --help` predicts step times at 8-1,024 GPUs; "
-        "the emulated cluster (network-namespace hosts, root) is `python -m benchmarks.scale` in a source checkout.",
+        "the emulated cluster (network-namespace hosts, root) is `python -m benchmarks.scale` and the quality "
+        "benchmark `python -m benchmarks.quality`, both in a source checkout.",
     )
     p.add_argument(
         "command",
@@ -190,10 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         print("lightcc-bench: the emulated cluster needs root and network namespaces and is not installed; "
               "run `python -m benchmarks.scale` from a source checkout (docs/scale.md)", file=sys.stderr)
         return 2
-    if argv and argv[0] == "quality":  # trains to a target accuracy on emulated hosts (docs/topk.md)
-        from lightcc.bench.quality.cli import main as quality
-
-        return quality(argv[1:])
+    if argv and argv[0] == "quality":  # moved out of the installed package: it needs root and namespaces
+        print("lightcc-bench: the quality benchmark needs root and network namespaces and is not installed; "
+              "run `python -m benchmarks.quality` from a source checkout (docs/topk.md)", file=sys.stderr)
+        return 2
     if argv and argv[0] == "simulate":  # predicts from a model; measures nothing (docs/simulator.md)
         from lightcc.bench.simulate.cli import main as simulate
 

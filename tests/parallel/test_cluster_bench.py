@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.cluster import hosts
+from testbed import cluster, netns
 
 REPO = Path(__file__).resolve().parents[2]
 OUTER_TIMEOUT_S = 150
@@ -43,7 +43,7 @@ def _run(args: list[str], timeout: float = OUTER_TIMEOUT_S) -> subprocess.Comple
     return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 
-@pytest.mark.skipif(hosts.available() is not None, reason=str(hosts.available()))
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 def test_cluster_replay_on_two_emulated_hosts(tmp_path):
     prefix = f"lccbt{uuid.uuid4().hex[:5]}"
     out = tmp_path / "cluster.json"
@@ -77,9 +77,9 @@ def test_cluster_replay_on_two_emulated_hosts(tmp_path):
             ]
         )
     finally:
-        hosts.teardown(prefix)
+        cluster.teardown(prefix)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert not hosts.list_namespaces(prefix)
+    assert not netns.list_namespaces(prefix)
     data = json.loads(out.read_text())
     assert data["rows"], data
     row = data["rows"][0]
@@ -100,6 +100,7 @@ def test_quality_two_ranks_two_epochs(tmp_path):
     res = _run(
         [
             "benchmarks.quality",
+            "numpy",
             "--ranks",
             "2",
             "--seeds",
@@ -126,15 +127,15 @@ def test_quality_two_ranks_two_epochs(tmp_path):
 
 
 def test_quality_ddp_hooks_mode_on_loopback(tmp_path):
-    """`lightcc-bench quality --ddp-hooks` (the PowerSGD comparison, docs/topk.md) for one epoch of a small MLP:
+    """`benchmarks.quality tta --ddp-hooks` (the PowerSGD comparison, docs/topk.md) for one epoch of a small MLP:
     torch's PowerSGD over gloo, lightcc's top-k over the lightcc backend, DDP's own allreduce. PowerSGD at
     torch's default start (step 1,000) is DDP's allreduce for a run this short: its weights must equal
     dense's bit for bit, and the scaled start's must not."""
     out = tmp_path / "ddp.json"
     res = _run(
         [
-            "lightcc.bench.cli",
-            "quality",
+            "benchmarks.quality",
+            "tta",
             "--ddp-hooks",
             "--loopback",
             "--rates",

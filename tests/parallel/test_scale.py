@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.scale import cluster
+from benchmarks.scale import runs
 from testbed import netns
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def _check_survivors(res: dict) -> None:
 def test_every_survivor_names_the_lost_host(mode, hosts, per_host):
     with netns.hosts(hosts) as h:
         tag = h.tag
-        res = cluster.fault(h, per_host, str(ROOT), mode, hosts - 1, TIMEOUT_S, {})
+        res = runs.fault(h, per_host, str(ROOT), mode, hosts - 1, TIMEOUT_S, {})
     assert not netns.list_namespaces(tag), "namespaces left behind"
     assert res["lost_ranks"] == list(range((hosts - 1) * per_host, hosts * per_host))
     _check_survivors(res)
@@ -58,7 +58,7 @@ def test_host_cut_while_its_peers_wait_on_it_found_within_the_timeout():
     stall inspector's renegotiation (30 s), or for ever with it off, as here.
     """
     with netns.hosts(3) as h:
-        res = cluster.fault(h, 2, str(ROOT), "cut-idle", 2, TIMEOUT_S, {"HOROVOD_STALL_CHECK_DISABLE": "1"})
+        res = runs.fault(h, 2, str(ROOT), "cut-idle", 2, TIMEOUT_S, {"HOROVOD_STALL_CHECK_DISABLE": "1"})
     assert res["lost_ranks"] == [4, 5]
     _check_survivors(res)
 

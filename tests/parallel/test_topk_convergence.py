@@ -1,6 +1,6 @@
 """Top-k trains: DGC's recipe, on by default, ends within a point of dense accuracy (issue 23's acceptance test).
 
-Real ranks train the digits residual CNN (lightcc/bench/quality/digits.py: BatchNorm, one residual
+Real ranks train the digits residual CNN (benchmarks/quality/digits.py: BatchNorm, one residual
 block) with `LIGHT_TOPK_ALLREDUCE=1`, the density under test and nothing else but
 `LIGHT_TOPK_THRESHOLD=512`: low enough that every conv weight (the stem's is 576 bytes, the
 block's 9 KiB each, at the worker's width 16) and the linear layer's (10 KiB) are compressed — the default 2 MiB would leave this small

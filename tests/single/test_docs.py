@@ -4,6 +4,7 @@ least parses with the real tool's own parser; every console script answers --hel
 from __future__ import annotations
 
 import fnmatch
+import importlib
 import os
 import re
 import shlex
@@ -37,6 +38,8 @@ RUN = {
     "lightcc-bench simulate --model resnet101 --cluster vpc25 --json sim.json --plot sim.png":
     "lightcc-bench simulate --model resnet101 --cluster vpc25 --json {tmp}/sim.json --plot {tmp}/sim.png",
 }
+# Benchmark suites run from the checkout (`python -m SUITE ...`) -> the module whose build_parser() parses them.
+SUITES = {"benchmarks.scale": "benchmarks.scale.cli", "benchmarks.quality": "benchmarks.quality.__main__"}
 MODULES = {  # console script -> `python -m` form (this tree, not the installed scripts)
     "lightccrun": "lightcc.runner.launch",
     "horovodrun": "lightcc.runner.horovodrun",
@@ -57,12 +60,15 @@ def documented_commands() -> list[tuple[str, str]]:
     """``(page, command)`` for every command line in a bash/console block of the pages."""
     found = []
     for page in PAGES:
-        for lang, block in re.findall(r"```(bash|console|sh|)\n(.*?)```", page.read_text(), re.DOTALL):
+        # Every fenced block, whatever its language, so a ```python block's closing fence opens nothing.
+        for lang, block in re.findall(r"```(\w*)\n(.*?)```", page.read_text(), re.DOTALL):
+            if lang not in ("bash", "console", "sh", ""):
+                continue
             for line in block.replace("\\\n", " ").splitlines():
                 line = re.sub(r"\s+#.*$", "", line).strip()
                 for part in (p.strip() for p in line.split("&&")):
-                    if not part or part.startswith("#") or "[--" in part:
-                        continue  # comments and usage synopses ("tool [--flag N]")
+                    if not part or part.startswith("#") or "[--" in part or " ... " in part:
+                        continue  # comments, usage synopses ("tool [--flag N]") and elided commands ("tool ... --flag")
                     # Unlabelled blocks also hold output and code: take only our own tools' lines.
                     if lang or part.split()[0] in OURS or part.startswith("python -m lightcc"):
                         found.append((f"{page.parent.name}/{page.name}", part))
@@ -177,10 +183,8 @@ def _parses(command: str) -> str:
             from lightcc.bench.autotune_plot import build_parser as plot_parser
 
             plot_parser().parse_args(args[1:])
-        elif tool in ("python", sys.executable) and args[:2] == ["-m", "benchmarks.scale"]:
-            from benchmarks.scale.cli import build_parser as scale_parser
-
-            scale_parser().parse_args(args[2:])
+        elif tool in ("python", sys.executable) and args[:1] == ["-m"] and args[1] in SUITES:
+            importlib.import_module(SUITES[args[1]]).build_parser().parse_args(args[2:])
         elif tool == "lightcc-bench" and args[:1] == ["simulate"]:
             from lightcc.bench.simulate.cli import build_parser as simulate_parser
 
@@ -203,7 +207,8 @@ def _parses(command: str) -> str:
 
 def test_every_documented_command_of_ours_parses():
     bad = [(page, c, why) for page, c in documented_commands()
-           if c.split()[0] in OURS or "-m lightcc" in c or "-m benchmarks.scale" in c for why in [_parses(c)] if why]
+           if c.split()[0] in OURS or "-m lightcc" in c or any(f"-m {s}" in c for s in SUITES)
+           for why in [_parses(c)] if why]
     assert bad == []
 
 

@@ -226,3 +226,15 @@ def test_no_python_import_cycles():
     assert len(graph) > 100
     cycles = find_cycles(graph)
     assert not cycles, "\n".join(_describe(graph, c) for c in cycles)
+
+
+def test_the_installed_package_imports_nothing_outside_it():
+    """lightcc/ ships in the wheel; benchmarks/, testbed/ and tests/ do not (what needs root stays in the checkout)."""
+    outside = ("benchmarks", "testbed", "tests")
+    found = []
+    for path in sorted((ROOT / "lightcc").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in outside]
+    assert found == []

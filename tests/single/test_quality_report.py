@@ -1,9 +1,9 @@
-"""Time-to-accuracy arithmetic (lightcc/bench/quality/report.py) and the simulator's top-k crossover search."""
+"""Time-to-accuracy arithmetic (benchmarks/quality/report.py) and the simulator's top-k crossover search."""
 from __future__ import annotations
 
 import math
 
-from lightcc.bench.quality.report import crossovers, markdown, time_to_target
+from benchmarks.quality.report import crossovers, markdown, time_to_target
 
 
 def run(setting: str, rate: str, train_s: float, sent: int, reach_epoch: int) -> dict:
@@ -75,7 +75,7 @@ def test_simulator_crossover_falls_as_top_k_needs_more_steps():
 
 
 def test_crossover_sides():
-    from lightcc.bench.quality.report import crossover
+    from benchmarks.quality.report import crossover
 
     # c sends 10x less per step and computes 10 ms more a step, same steps: wins below 900 B / 0.01 s.
     below = crossover(100, 0.1, 1000, 100, 0.11, 100)
@@ -90,7 +90,7 @@ def test_crossover_sides():
 def test_ddp_settings_parse_with_backends_and_warmups():
     import pytest
 
-    from lightcc.bench.quality.methods import DEFAULT_SETTINGS, parse, parse_all
+    from benchmarks.quality.methods import DEFAULT_SETTINGS, parse, parse_all
 
     m = parse("powersgd4")
     assert (m.hook, m.backend, m.rank) == ("powersgd", "gloo", 4)
@@ -115,7 +115,7 @@ def ddp_row(setting: str, rate: str, seed: int, step_s: float, sent_per_step: in
 
 
 def test_ddp_report_summarises_seeds_and_solves_crossovers():
-    from lightcc.bench.quality.ddp_report import compact_markdown, crossovers, markdown, summarise
+    from benchmarks.quality.ddp_report import compact_markdown, crossovers, markdown, summarise
 
     rows = [ddp_row("dense@gloo", "none", s, 0.1, 1000, 20) for s in (1, 2, 3)]
     rows += [ddp_row("powersgd2", "none", s, 0.11, 100, 20) for s in (1, 2, 3)]
@@ -135,3 +135,23 @@ def test_ddp_report_summarises_seeds_and_solves_crossovers():
     compact = compact_markdown(doc, [95.0, 99.0]).splitlines()
     assert len(compact) == 2 + 3 and compact[-1].startswith("| topk1 | gloo | — | 96.00")
     assert compact[-1].endswith("| 30 | not reached |"), compact[-1]  # steps to 95 %, to 99 %
+
+
+def test_lightcc_bench_quality_says_where_it_moved(capsys):
+    """The quality benchmark left the installed package (it needs root): one line says where it went."""
+    from lightcc.bench.cli import main
+
+    assert main(["quality", "--ddp-hooks"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "python -m benchmarks.quality" in err and len(err.splitlines()) == 1
+
+
+def test_one_quality_command_line_parses_every_subcommand():
+    from benchmarks.quality.__main__ import COMMANDS, build_parser
+
+    p = build_parser()
+    assert p.parse_args(["tta", "--ddp-hooks", "--loopback", "--rates", "none"]).ddp_hooks
+    assert p.parse_args(["numpy", "--ranks", "2"]).out.endswith("lightcc-results/quality/quality.json")
+    assert p.parse_args(["summary", "a.json", "--target", "2x2=90"]).target == ["2x2=90"]
+    assert p.parse_args(["ddp-report", "a.json", "--compact", "92,85"]).compact == "92,85"
+    assert set(COMMANDS) == {"tta", "numpy", "summary", "ddp-report"}

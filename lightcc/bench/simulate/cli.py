@@ -77,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"top-k selection + residual update per byte ({Engine.select_s_per_byte * 1e9:g})")
     p.add_argument("--crossover", action="store_true",
                    help="also find, per GPU count, the NIC rate below which top-k reaches the target accuracy sooner "
-                   "than its dense twin (topk vs flat, 2d_topk vs 2d), with the steps ratio lightcc-bench quality "
-                   "measured (docs/simulator.md)")
+                   "than its dense twin (topk vs flat, 2d_topk vs 2d), with the steps ratio the quality benchmark "
+                   "(python -m benchmarks.quality tta, source checkout) measured (docs/simulator.md)")
     p.add_argument("--steps-ratio", type=float,
                    help="with --crossover: top-k's steps to the target over dense's (default: the measured "
                    "STEPS_RATIO of lightcc/bench/simulate/crossover.py)")

@@ -2,7 +2,8 @@
 
 Time to accuracy = steps to the target x step time. The step times are the simulator's (predict());
 the steps top-k needs relative to dense come from the time-to-accuracy benchmark
-(`lightcc-bench quality`, results in results:benchmarks/quality/results/, docs/topk.md) as STEPS_RATIO. The
+(`python -m benchmarks.quality tta` in a source checkout, results in results:benchmarks/quality/results/,
+docs/topk.md) as STEPS_RATIO, a measured constant kept here so the simulator needs nothing outside the package. The
 crossover is where steps_ratio x step(top-k, B) = step(dense, B), found by bisection on the NIC
 rate B (log scale, 0.01 to 10,000 Gbit/s): +inf when top-k wins at every rate, None at none.
 """
@@ -17,8 +18,8 @@ from lightcc.bench.simulate.report import predict
 from lightcc.bench.simulate.settings import Engine, Settings
 from lightcc.bench.simulate.workload import Workload
 
-# Steps to the target accuracy under top-k over dense, per density, measured by `lightcc-bench
-# quality --model mlp` (the wide MLP on digits, 8.3 MiB of gradient a step, 2 hosts x 1 rank,
+# Steps to the target accuracy under top-k over dense, per density, measured by `python -m benchmarks.quality
+# tta --model mlp` (the wide MLP on digits, 8.3 MiB of gradient a step, 2 hosts x 1 rank,
 # Nesterov lr 0.1, 10 epochs, default recipe; results:benchmarks/quality/results/mlp/, docs/topk.md): 95 %
 # test accuracy after 66 steps dense, 132 at 1 % and 154 at 0.1 % (training is deterministic, so
 # every repeat gives the same steps). The run is 220 steps, so top-k spends it in its 200-step

@@ -32,7 +32,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import lightcc.torch  # noqa: F401  (registers the "lightcc" backend)
-from lightcc.bench.quality.digits import accuracy, load_split, param_digest, residual_cnn
+from benchmarks.quality.digits import accuracy, load_split, param_digest, residual_cnn
 from lightcc.common import basics
 from lightcc.common.topk_state import topk_state_dict
 from lightcc.torch import ddp_hooks

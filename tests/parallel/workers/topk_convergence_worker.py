@@ -17,7 +17,7 @@ import common  # noqa: F401  (puts the repo on sys.path)
 import torch
 
 import lightcc.torch as hvd
-from lightcc.bench.quality.digits import Recipe, Trainer, param_digest
+from benchmarks.quality.digits import Recipe, Trainer, param_digest
 from lightcc.common import native
 from lightcc.common.topk_state import load_topk_state_dict, topk_state_dict
 

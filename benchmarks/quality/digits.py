@@ -1,9 +1,11 @@
-"""Digits under data-parallel torch training: scikit-learn's 8x8 digits and a small residual CNN with BatchNorm.
+"""The quality benchmark's task: scikit-learn's 8x8 digits (one fixed split), torch models and data-parallel trainer.
 
-The task behind the top-k convergence test (tests/parallel/test_topk_convergence.py) and the
-time-to-accuracy benchmark (`lightcc-bench quality`, docs/topk.md). scikit-learn ships the data
-(1,797 images, no download); the split is fixed (stratified 80/20: 1,437 train, 360 test, one test
-image = 0.28 points). torch is imported inside the functions: this module is importable without it.
+The task behind every run of `python -m benchmarks.quality` (the time-to-accuracy sweep and the
+NumPy study) and the top-k convergence test (tests/parallel/test_topk_convergence.py).
+scikit-learn ships the data (1,797 images, no download); the split is fixed (stratified 80/20:
+1,437 train, 360 test, one test image = 0.28 points) and the same for both fronts: NumPy arrays
+(`load_arrays`, `epoch_shard`) and torch tensors (`load_split`). NumPy and torch are imported inside
+the functions: this module is importable without them.
 """
 from __future__ import annotations
 
@@ -50,18 +52,35 @@ def steps_per_epoch(recipe: "Recipe", size: int) -> int:
     return TRAIN_SIZE // (recipe.batch * size)
 
 
-def load_split() -> Tuple[Any, Any, Any, Any]:
-    """(x_train, y_train, x_test, y_test) as torch tensors; images N x 1 x 8 x 8 scaled to [0, 1]."""
+def load_arrays() -> Tuple[Any, Any, Any, Any]:
+    """(x_train, y_train, x_test, y_test) as NumPy arrays: features N x 64 float32 in [0, 1], labels int64."""
     import numpy as np
-    import torch
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
     d = load_digits()
-    x = (d.data / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)
+    x = (d.data / 16.0).astype(np.float32)
     y = d.target.astype(np.int64)
     xtr, xte, ytr, yte = train_test_split(x, y, test_size=TEST_FRACTION, random_state=SPLIT_SEED, stratify=y)
-    return torch.from_numpy(xtr), torch.from_numpy(ytr), torch.from_numpy(xte), torch.from_numpy(yte)
+    return xtr, ytr, xte, yte
+
+
+def epoch_shard(n: int, epoch: int, seed: int, rank: int, size: int) -> Any:
+    """This rank's sample indices (NumPy) for one epoch: a shared permutation, every size-th element from rank."""
+    import numpy as np
+
+    perm = np.random.default_rng([seed, epoch]).permutation(n)
+    per_rank = n // size
+    return perm[rank : per_rank * size : size]
+
+
+def load_split() -> Tuple[Any, Any, Any, Any]:
+    """(x_train, y_train, x_test, y_test) as torch tensors; images N x 1 x 8 x 8 scaled to [0, 1]."""
+    import torch
+
+    xtr, ytr, xte, yte = load_arrays()
+    return (torch.from_numpy(xtr.reshape(-1, 1, 8, 8)), torch.from_numpy(ytr),
+            torch.from_numpy(xte.reshape(-1, 1, 8, 8)), torch.from_numpy(yte))
 
 
 def residual_cnn(width: int, seed: int) -> Any:

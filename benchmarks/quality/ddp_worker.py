@@ -1,13 +1,14 @@
-"""One rank of a `lightcc-bench quality --ddp-hooks` run: trains the recipe's model under DDP with one communication hook.
+"""One rank of a `python -m benchmarks.quality tta --ddp-hooks` run: trains the recipe's model under DDP with one hook.
 
-Run as ``python -m lightcc.bench.quality.ddp_worker '<spec json>'`` inside an emulated host (or on
-loopback: the quality-bench test). The spec names the recipe, the seeds (one run each, in one
-process group), the method (methods.py), torch's store address and this rank's host and
-interface; LIGHT_* flags arrive in the environment. Every rank trains its shard of each step's batch (cosine lr per step, weight decay from the recipe) and
-evaluates the test set every `eval_every` steps; rank 0 prints one ``RESULT <json>`` per seed: the
-accuracy curve over training time, bytes its host sent, CPU seconds per rank (every thread of the
-process: PowerSGD's matrix products and lightcc's top-k selection both count) and whether every
-rank ended with identical weights.
+Run as ``python -m benchmarks.quality.ddp_worker '<spec json>'`` inside an emulated host (or on
+loopback: the quality-bench test), started by testbed/cluster.py. The spec names the recipe, the
+seeds (one run each, in one process group) and the method (methods.py); torch's store address and
+this rank's host and interface come from the harness's environment (tta_worker.placement); LIGHT_*
+flags arrive in the environment. Every rank trains its shard of each step's batch (cosine lr per
+step, weight decay from the recipe) and evaluates the test set every `eval_every` steps; rank 0
+prints one ``RESULT <json>`` per seed: the accuracy curve over training time, bytes its host sent,
+CPU seconds per rank (every thread of the process: PowerSGD's matrix products and lightcc's top-k
+selection both count) and whether every rank ended with identical weights.
 """
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ import time
 from datetime import timedelta
 from typing import Any, Dict, List, Tuple
 
-from lightcc.bench.quality.digits import Recipe, accuracy, load_split, make_model, make_optimizer, param_digest
-from lightcc.bench.quality.worker import tx_bytes
+from benchmarks.quality.digits import Recipe, accuracy, load_split, make_model, make_optimizer, param_digest
+from benchmarks.quality.tta_worker import placement, tx_bytes
 
 
 def register_hook(ddp: Any, opt: Any, method: Dict[str, Any], prefix: str) -> Any:
@@ -115,6 +116,7 @@ def _compressed(prefix: str) -> List[str]:
 
 
 def main(spec_json: str) -> int:
+    """Trains every seed of the spec on this rank; rank 0 prints a RESULT line per seed."""
     import os
 
     import torch
@@ -126,20 +128,21 @@ def main(spec_json: str) -> int:
     torch.set_num_threads(1)
     if method["backend"] == "lightcc":
         import lightcc.torch  # noqa: F401  (registers the "lightcc" backend)
-    store = dist.TCPStore(spec["store_host"], spec["store_port"], size, rank == 0, timeout=timedelta(seconds=120))
+    host, iface, store_host, store_port = placement()
+    store = dist.TCPStore(store_host, store_port, size, rank == 0, timeout=timedelta(seconds=120))
     dist.init_process_group(method["backend"], store=store, rank=rank, world_size=size, timeout=timedelta(seconds=120))
     try:
         for seed in spec["seeds"]:  # one process group for every seed: starting torch costs more than a run
             recipe = Recipe(**dict(spec["recipe"], seed=seed))
-            before = tx_bytes(spec["iface"])
+            before = tx_bytes(iface)
             model, curve, wall, cpu, steps = train(recipe, method, spec["eval_every"], rank, size,
-                                                   spec.get("bucket_mb", 25.0), spec["iface"])
-            sent = tx_bytes(spec["iface"]) - before
+                                                   spec.get("bucket_mb", 25.0), iface)
+            sent = tx_bytes(iface) - before
             gathered: List[Any] = [None] * size
-            dist.all_gather_object(gathered, (spec["host"], sent, cpu, param_digest(model)))
+            dist.all_gather_object(gathered, (host, sent, cpu, param_digest(model)))
             per_host: Dict[str, int] = {}
-            for host, b, _, _ in gathered:
-                per_host[host] = max(per_host.get(host, 0), b)  # ranks of one host read the same counter
+            for name, b, _, _ in gathered:
+                per_host[name] = max(per_host.get(name, 0), b)  # ranks of one host read the same counter
             if rank == 0:
                 print("RESULT " + json.dumps({
                     "compressed": _compressed(f"quality.s{seed}."),

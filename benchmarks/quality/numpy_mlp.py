@@ -49,5 +49,6 @@ class MLP:
         return loss, grads
 
     def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
+        """Fraction of `x` classified as `y`."""
         logits, _ = self.forward(x)
         return float((logits.argmax(axis=1) == y).mean())

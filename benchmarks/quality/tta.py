@@ -1,18 +1,18 @@
-"""`lightcc-bench quality`: time to accuracy of dense, fp16, top-k and 2D + top-k training on emulated hosts.
+"""`python -m benchmarks.quality tta`: time to accuracy of dense, fp16, top-k and 2D + top-k training on emulated hosts.
 
-    lightcc-bench quality [--hosts 2] [--ranks-per-host 2] [--rates 1gbit,none] [--epochs 12]
-                          [--model cnn|mlp] [--target 97.5] [--seeds 0] [--json out.json] [--md out.md]
-                          [--plot out.png]
-    lightcc-bench quality --ddp-hooks [--settings dense@gloo,powersgd2,topk1,...] [--warmup-fraction 0.1] ...
+    python -m benchmarks.quality tta [--hosts 2] [--ranks-per-host 2] [--rates 1gbit,none] [--epochs 12]
+                                     [--model cnn|mlp] [--target 97.5] [--seeds 0] [--json out.json] [--md out.md]
+                                     [--plot out.png]
+    python -m benchmarks.quality tta --ddp-hooks [--settings dense@gloo,powersgd2,topk1,...] [--warmup-fraction 0.1] ...
 
 Every setting trains the digits residual CNN or the wide MLP (digits.py) from the same seed on the same emulated
-cluster (hosts.py: one network namespace per host, egress shaped with tc tbf, "none" unshaped),
-and reports training time to the target test accuracy, final accuracy, bytes each host sent and
-the crossover bandwidth below which each compressed setting reaches the target sooner than dense
-(report.py). The default settings run lightcc's Horovod-style DistributedOptimizer (worker.py);
-``--ddp-hooks`` runs torch DDP with communication hooks instead (methods.py, ddp_worker.py,
-ddp_report.py): lightcc's top-k and fp16 hooks against torch's PowerSGD and fp16 hooks. Needs
-root (namespaces) unless ``--loopback``; docs/topk.md shows runs.
+cluster (testbed/netns.py: one network namespace per host, egress shaped with tc tbf, "none" unshaped;
+ranks started by testbed/cluster.py), and reports training time to the target test accuracy, final
+accuracy, bytes each host sent and the crossover bandwidth below which each compressed setting
+reaches the target sooner than dense (report.py). The default settings run lightcc's Horovod-style
+DistributedOptimizer (tta_worker.py); ``--ddp-hooks`` runs torch DDP with communication hooks
+instead (methods.py, ddp_worker.py, ddp_report.py): lightcc's top-k and fp16 hooks against torch's
+PowerSGD and fp16 hooks. Needs root (namespaces) unless ``--loopback``; docs/topk.md shows runs.
 """
 from __future__ import annotations
 
@@ -21,17 +21,15 @@ import contextlib
 import dataclasses
 import json
 import os
-import secrets
 import signal
-import subprocess
 import sys
-import time
 from dataclasses import asdict
 from typing import Any, Callable, Dict, List, Optional
 
-from lightcc.bench.quality import methods
-from lightcc.bench.quality.digits import Recipe, steps_per_epoch
-from lightcc.bench.quality.hosts import Hosts, hosts, loopback, unavailable
+from benchmarks.quality import methods
+from benchmarks.quality.digits import Recipe, steps_per_epoch
+from testbed import cluster, netns
+from testbed.netns import Hosts
 
 TOPK = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_THRESHOLD": "512"}  # every weight of the width-16 CNN
 # name -> (LIGHT_* settings, gradient compression of the torch front)
@@ -42,11 +40,13 @@ SETTINGS: Dict[str, Any] = {
     "topk0.1": ({**TOPK, "LIGHT_TOPK_DENSITY": "0.001"}, None),
     "2d_topk1": ({**TOPK, "LIGHT_TOPK_DENSITY": "0.01", "LIGHT_2D_ALLREDUCE": "1"}, None),
 }
-CLEAN = ("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_", "LIGHT_", "HARP_")
+RANK_ENV = {"LIGHTCC_TIMEOUT": "120", "OMP_NUM_THREADS": "1"}
+WORKER = "benchmarks.quality.tta_worker"
+DDP_WORKER = "benchmarks.quality.ddp_worker"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lightcc-bench quality", description=__doc__.split("\n")[0])
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `python -m benchmarks.quality tta`."""
     p.add_argument("--hosts", type=int, default=2, help="emulated hosts (default 2)")
     p.add_argument("--ranks-per-host", type=int, default=2, help="ranks on each host (default 2; 2D needs 2+)")
     p.add_argument("--rates", default="1gbit,none", help="link rates to compare, tc syntax; none = unshaped")
@@ -81,52 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write every run and the crossovers here")
     p.add_argument("--md", help="write the markdown table here")
     p.add_argument("--plot", help="write accuracy-over-time curves (PNG) here")
-    return p
 
 
 def launch(h: Hosts, ranks_per_host: int, env: Dict[str, str], spec: Dict[str, Any], timeout: float,
-           module: str = "lightcc.bench.quality.worker") -> List[Dict[str, Any]]:
-    """Run `module` as hosts x ranks_per_host ranks; rank 0's RESULTs, or RuntimeError with every rank's tail.
+           module: str = WORKER) -> List[Dict[str, Any]]:
+    """Run `module` as hosts x ranks_per_host ranks (testbed/cluster.py); rank 0's RESULTs, or ClusterError.
 
-    The spec gains each rank's host and interface, and torch's store address (rank 0's host, the
-    port after lightcc's rendezvous port) for the DDP worker."""
-    size = len(h.names) * ranks_per_host
-    port = 20000 + secrets.randbelow(30000)
-    rendezvous = f"{h.addrs[0]}:{port}"
-    secret = secrets.token_hex(16)
-    base = {k: v for k, v in os.environ.items() if not k.startswith(CLEAN)}
-    procs = []
-    try:
-        for r in range(size):
-            host = r // ranks_per_host
-            e = dict(base, LIGHTCC_RANK=str(r), LIGHTCC_SIZE=str(size), LIGHTCC_HOSTNAME=h.names[host],
-                     LIGHTCC_RENDEZVOUS_ADDR=rendezvous, LIGHTCC_JOB_SECRET=secret, LIGHTCC_TIMEOUT="120",
-                     HARP_IFNAME=h.iface, GLOO_SOCKET_IFNAME=h.iface, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
-                     **env)
-            s = json.dumps(dict(spec, host=h.names[host], iface=h.iface, store_host=h.addrs[0], store_port=port + 1))
-            procs.append(subprocess.Popen([*h.prefix(host), sys.executable, "-m", module, s],
-                                          env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          start_new_session=True))
-        deadline = time.monotonic() + timeout
-        outs = []
-        for p in procs:
-            try:
-                outs.append(p.communicate(timeout=max(1.0, deadline - time.monotonic())))
-            except subprocess.TimeoutExpired:
-                outs.append(("", "killed at the deadline"))
-        failed = [r for r, p in enumerate(procs) if p.returncode != 0]
-        if failed:
-            tails = "\n".join(f"--- rank {r}\n{outs[r][0][-1500:]}\n{outs[r][1][-1500:]}" for r in failed)
-            raise RuntimeError(f"ranks {failed} failed:\n{tails}")
-        results = [json.loads(line[len("RESULT "):]) for line in outs[0][0].splitlines() if line.startswith("RESULT ")]
-        if not results:
-            raise RuntimeError("rank 0 printed no RESULT:\n" + outs[0][0][-2000:])
-        return results
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, 9)
-                p.communicate()
+    Every rank gets the same spec; each finds its host, interface and torch's store (rank 0's host,
+    the port after lightcc's rendezvous port) in the harness's environment (tta_worker.placement)."""
+    ranks = cluster.run(h, cluster.per_host(len(h.names), ranks_per_host), ["-m", module, json.dumps(spec)], timeout,
+                        {**RANK_ENV, **env})
+    results = [json.loads(p) for p in ranks[0].payloads()]
+    if not results:
+        raise cluster.ClusterError("rank 0 printed no RESULT:\n" + ranks[0].tail())
+    return results
 
 
 def _plan(args: argparse.Namespace, recipe: Recipe) -> List[Any]:
@@ -137,13 +105,13 @@ def _plan(args: argparse.Namespace, recipe: Recipe) -> List[Any]:
         every = args.eval_every or max(1, steps_per_epoch(recipe, size) // 2)
         return [(m.setting, m.env(total, args.warmup_fraction),
                  {"method": m.spec(total, args.warmup_fraction), "eval_every": every, "bucket_mb": args.bucket_mb},
-                 "lightcc.bench.quality.ddp_worker")
+                 DDP_WORKER)
                 for m in methods.parse_all(args.settings or methods.DEFAULT_SETTINGS)]
     names = [s for s in (args.settings or ",".join(SETTINGS)).split(",") if s]
     unknown = [s for s in names if s not in SETTINGS]
     if unknown:
         raise ValueError(f"unknown settings {unknown}; choose from {list(SETTINGS)} (or pass --ddp-hooks)")
-    return [(n, SETTINGS[n][0], {"compression": SETTINGS[n][1]}, "lightcc.bench.quality.worker") for n in names]
+    return [(n, SETTINGS[n][0], {"compression": SETTINGS[n][1]}, WORKER) for n in names]
 
 
 def run(args: argparse.Namespace, save: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Any]:
@@ -164,7 +132,8 @@ def run(args: argparse.Namespace, save: Optional[Callable[[Dict[str, Any]], None
                            "cpu": _cpu_model(), "loopback": args.loopback, "rows": [], "failed": []}
     for rate in rates:
         shaped: Optional[str] = None if rate == "none" else rate
-        with (contextlib.nullcontext(loopback(args.hosts)) if args.loopback else hosts(args.hosts, shaped)) as h:
+        with (contextlib.nullcontext(netns.loopback(args.hosts)) if args.loopback
+              else netns.hosts(args.hosts, shaped)) as h:
             # The DDP worker runs every seed in one process (one launch per setting); the optimizer's, one each.
             batches = [seeds] if args.ddp_hooks else [[s] for s in seeds]
             for batch in batches:
@@ -199,14 +168,13 @@ def _cpu_model() -> str:
         return "unknown"
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of `lightcc-bench quality`; returns the exit status."""
-    args = build_parser().parse_args(argv)
+def command(args: argparse.Namespace) -> int:
+    """Runs `python -m benchmarks.quality tta`; the exit status (1 when a run failed)."""
     # A TERM (a stopped sweep) unwinds like an error: the ranks are killed and the namespaces deleted.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    why = None if args.loopback else unavailable()
+    why = None if args.loopback else netns.unavailable()
     if why:
-        print(f"lightcc-bench quality: {why}", file=sys.stderr)
+        print(f"benchmarks.quality tta: {why} (--loopback runs without them)", file=sys.stderr)
         return 1
 
     def save(doc: Dict[str, Any]) -> None:
@@ -217,17 +185,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         doc = run(args, save)
     except (RuntimeError, ValueError) as e:
-        print(f"lightcc-bench quality: error: {e}", file=sys.stderr)
+        print(f"benchmarks.quality tta: error: {e}", file=sys.stderr)
         return 1
     if args.ddp_hooks:
-        from lightcc.bench.quality import ddp_report
+        from benchmarks.quality import ddp_report
 
         doc["summary"] = ddp_report.summarise(doc)
         table = ddp_report.markdown(doc)
         plot = ddp_report.plot
     else:
-        from lightcc.bench.quality.report import crossovers, markdown
-        from lightcc.bench.quality.report import plot as plot  # noqa: PLC0414
+        from benchmarks.quality.report import crossovers, markdown
+        from benchmarks.quality.report import plot as plot  # noqa: PLC0414
 
         doc["crossovers"] = crossovers(doc)
         table = markdown(doc)

@@ -1,6 +1,6 @@
-"""Results of `lightcc-bench quality --ddp-hooks`: per setting and link over seeds, overheads, crossovers, plots.
+"""Results of `benchmarks.quality tta --ddp-hooks`: per setting and link over seeds, overheads, crossovers, plots.
 
-    python -m lightcc.bench.quality.ddp_report run.json [more.json ...] [--target 95] [--md out.md] [--plot out.png]
+    python -m benchmarks.quality ddp-report run.json [more.json ...] [--target 95] [--md out.md] [--plot out.png]
 
 Per (setting, link): final test accuracy per seed and its mean, time and steps to the target
 (median and range over seeds), bytes the busiest host sent per step over the whole run and once
@@ -17,7 +17,7 @@ import json
 import statistics
 from typing import Any, Dict, List, Optional, Tuple
 
-from lightcc.bench.quality.report import crossover, rate_bytes_per_s, time_to_target
+from benchmarks.quality.report import crossover, rate_bytes_per_s, time_to_target
 
 BASELINES = ("dense@gloo", "powersgd2")
 
@@ -289,9 +289,10 @@ def _plot_model(ax: Any, summary: List[Dict[str, Any]], t: float, colours: Dict[
     ax.legend(fontsize=7)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("inputs", nargs="+", help="`lightcc-bench quality --ddp-hooks --json` documents (rows are merged)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `python -m benchmarks.quality ddp-report`."""
+    p.add_argument("inputs", nargs="+", help="`python -m benchmarks.quality tta --ddp-hooks --json` documents "
+                                             "(rows are merged)")
     p.add_argument("--target", type=float, help="time to this accuracy instead of the runs' own target")
     p.add_argument("--md")
     p.add_argument("--json", help="write the summary and crossovers here")
@@ -299,7 +300,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--compact", help="comma list of targets: one row per setting with time to each (docs/topk.md)")
     p.add_argument("--costs", help="take the unshaped step times from this document instead (the inputs' own "
                                    "were taken niced beside another run)")
-    args = p.parse_args(argv)
+
+
+def command(args: argparse.Namespace) -> int:
+    """Runs `python -m benchmarks.quality ddp-report`; the exit status."""
     docs = []
     for path in args.inputs:
         with open(path, encoding="utf-8") as f:
@@ -324,7 +328,3 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.plot:
         plot(doc, args.plot)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,18 +1,28 @@
 """One rank of a time-to-accuracy run: trains the digits CNN and reports its curve and the bytes its host sent.
 
-Run by `lightcc-bench quality` as ``python -m lightcc.bench.quality.worker '<spec json>'`` inside an
-emulated host; the settings under test arrive as LIGHT_* variables, the spec says the recipe and
-whether gradients travel as float16 (`hvd.Compression.fp16`). Rank 0 prints one ``RESULT <json>``.
+Run by `python -m benchmarks.quality tta` as ``python -m benchmarks.quality.tta_worker '<spec json>'``
+inside an emulated host (testbed/cluster.py); the settings under test arrive as LIGHT_* variables,
+the spec says the recipe and whether gradients travel as float16 (`hvd.Compression.fp16`); the
+rank's host and interface come from the harness's environment (`placement`). Rank 0 prints one
+``RESULT <json>``.
 """
 from __future__ import annotations
 
 import json
-import socket
+import os
 import sys
-from typing import Dict
+from typing import Dict, Tuple
 
-from lightcc.bench.quality.digits import Recipe, Trainer
+from benchmarks.quality.digits import Recipe, Trainer
 from lightcc.common.topk_state import topk_state_dict
+
+
+def placement() -> Tuple[str, str, str, int]:
+    """(host, interface, store host, store port) of this rank, from testbed/cluster.py's environment.
+
+    torch's store (the DDP worker's) listens on rank 0's host at the port after lightcc's rendezvous port."""
+    store_host, _, port = os.environ["LIGHTCC_RENDEZVOUS_ADDR"].rpartition(":")
+    return os.environ["LIGHTCC_HOSTNAME"], os.environ.get("HARP_IFNAME", "lo"), store_host, int(port) + 1
 
 
 def tx_bytes(iface: str) -> int:
@@ -26,6 +36,7 @@ def tx_bytes(iface: str) -> int:
 
 
 def main(spec_json: str) -> int:
+    """Trains this rank; rank 0 prints the RESULT line."""
     import torch
 
     import lightcc.torch as hvd
@@ -37,10 +48,10 @@ def main(spec_json: str) -> int:
         recipe = Recipe(**spec["recipe"])
         compression = hvd.Compression.fp16 if spec.get("compression") == "fp16" else None
         trainer = Trainer(recipe, hvd, compression=compression)
-        before = tx_bytes(spec["iface"])
+        host, iface, _, _ = placement()
+        before = tx_bytes(iface)
         out = trainer.run()
-        sent = tx_bytes(spec["iface"]) - before
-        host = spec.get("host") or socket.gethostname()
+        sent = tx_bytes(iface) - before
         per_host: Dict[str, int] = {}
         for h, b in hvd.allgather_object((host, sent), name="quality.bytes"):
             per_host[h] = max(per_host.get(h, 0), b)  # ranks of one host read the same counter

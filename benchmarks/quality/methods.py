@@ -1,4 +1,4 @@
-"""The DDP gradient exchanges `lightcc-bench quality --ddp-hooks` compares: which backend, which hook, which warm-up.
+"""The DDP gradient exchanges `benchmarks.quality tta --ddp-hooks` compares: which backend, which hook, which warm-up.
 
 A setting is ``<method>[-default][@<backend>]``:
 
