@@ -2,7 +2,7 @@
 
 One rule for every script under benchmarks/: output goes where `--out` says, and without it under
 `lightcc-results/<suite>/` relative to the working directory (ignored by git, see .gitignore).
-Published raw data lives on the orphan `results` branch (docs/results.md).
+Published raw data lives in main's history, out of the tree (benchmarks/archive.py, docs/results.md).
 """
 from __future__ import annotations
 
@@ -15,6 +15,6 @@ def default_out(suite: str, *parts: str) -> Path:
     """``lightcc-results/SUITE/PARTS...``: the default output path of a benchmark in SUITE."""
     return ROOT.joinpath(suite, *parts)
 
-# The results branch checked out beside this checkout (`git worktree add ../lightcc-results results`,
+# The archived raw data written out beside this checkout (`python -m benchmarks.archive checkout`,
 # run from the checkout's root): what scripts that read published runs read by default.
 RESULTS_CHECKOUT = Path(__file__).resolve().parents[1].parent / "lightcc-results"

@@ -2,7 +2,7 @@
 
     python -m benchmarks.engine.vs_mpi_table lightcc-results/engine/vs-mpi [--metric busbw]
 
-Reads the JSON files `benchmarks.engine.vs_mpi` writes, and the older runs on the `results` branch
+Reads the JSON files `benchmarks.engine.vs_mpi` writes, and the older runs in the archived raw data (docs/results.md)
 (`results:benchmarks/engine/results/{split,rd,s9-shm,s9-req6-quiet,s10-req6,s11-req6,...}/`), whose tree label is
 in the file name only. "x OpenMPI" is OpenMPI's time over lightcc's (or lightcc's busbw over
 OpenMPI's) in the same launch, so > 1 means lightcc faster; per run, with the 1-minute load of each.

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", help="results JSON files (default: the published ones, under --results)")
     ap.add_argument("--results", type=Path, default=RESULTS_CHECKOUT,
-                    help="a checkout of the results branch (default %(default)s)")
+                    help="the archived raw data, written out by `python -m benchmarks.archive checkout` (default %(default)s)")
     ap.add_argument("--fit-on", nargs="*",
                     help=f"files whose top-k rows fit the constants (default RESULTS/{DEFAULT_FIT})")
     ap.add_argument("--probe-from", help="run file whose links autotune files (which have no probe) borrow "

@@ -129,21 +129,24 @@ def test_cited_repository_paths_exist():
     assert gone == []
 
 
-def _results_branch_files() -> list[str] | None:
-    """Every path on the `results` branch (local, else origin's), or None where neither is fetched."""
-    for ref in ("results", "origin/results"):
-        out = subprocess.run(["git", "ls-tree", "-r", "--name-only", ref], cwd=ROOT, capture_output=True, text=True,
-                             timeout=TIMEOUT, check=False)
-        if out.returncode == 0:
-            return out.stdout.splitlines()
-    return None
+def _archived_files() -> list[str] | None:
+    """Every path of every archive of published raw data (benchmarks/archive.py), or None where this clone lacks one."""
+    from benchmarks import archive
+
+    found: list[str] = []
+    for commit in archive.ARCHIVES:
+        listed = archive.files(commit)
+        if listed is None:
+            return None
+        found += listed
+    return found
 
 
-def test_results_citations_exist_on_the_results_branch():
-    """Every `results:PATH` the docs and the benchmark READMEs cite is a file, folder or glob on that branch."""
-    files = _results_branch_files()
+def test_results_citations_exist_in_the_archives():
+    """Every `results:PATH` the docs and the benchmark READMEs cite is a file, folder or glob of an archive."""
+    files = _archived_files()
     if files is None:
-        pytest.skip("the results branch is not fetched (git fetch origin results:results; docs/results.md)")
+        pytest.skip("this clone lacks an archive commit (a shallow clone): git fetch --unshallow; docs/results.md")
     readmes = sorted(ROOT.glob("benchmarks/**/README.md")) + sorted(ROOT.glob("tests/data/**/README.md"))
     gone = []
     for page in PAGES + readmes:
@@ -153,6 +156,17 @@ def test_results_citations_exist_on_the_results_branch():
                 if not any(f == path or f.startswith(prefix) or fnmatch.fnmatch(f, path + "*") for f in files):
                     gone.append(f"{page.relative_to(ROOT)}: {path}")
     assert gone == []
+
+
+def test_archive_checkout_writes_the_published_files(tmp_path):
+    """`python -m benchmarks.archive checkout DIR` writes the archived files under the paths the docs cite."""
+    if _archived_files() is None:
+        pytest.skip("this clone lacks an archive commit (a shallow clone)")
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.archive", "checkout", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=TIMEOUT, check=True)
+    assert (tmp_path / "benchmarks/scale/results/s15-heartbeat/README.md").is_file(), proc.stdout
+    assert not any(p.is_file() and "/results/" not in str(p) and "_results/" not in str(p)
+                   for p in tmp_path.rglob("*")), "only results folders are written"
 
 
 def test_no_results_in_the_source_tree():

@@ -1,0 +1,92 @@
+"""Published raw data: the commits of main's history that hold it, and a checkout of it beside this one.
+
+    python -m benchmarks.archive checkout [DIR]     # every archived file, under DIR (../lightcc-results)
+    python -m benchmarks.archive show PATH          # one file, as `results:PATH` in the docs names it
+    python -m benchmarks.archive list               # the archives and what each holds
+
+Raw data never sits in this tree: a publishing commit adds a run's files under
+`benchmarks/<suite>/results/<run>/` and the very next commit removes them again, so they live in
+main's history only; that commit's hash goes into ARCHIVES. `results:PATH` in the docs names a
+file or folder of the newest archive that holds it (docs/results.md says why not a branch).
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from benchmarks.output import RESULTS_CHECKOUT
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Oldest first: commit -> what it archived. A path in several archives resolves to the newest.
+ARCHIVES: Dict[str, str] = {
+    "1626ac7": "every run published while results were kept in the tree (sessions 1-17), as they were "
+               "when they left it",
+}
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, timeout=120, check=False)
+
+
+def files(commit: str) -> Optional[List[str]]:
+    """Every path under benchmarks/ in `commit`, or None when this clone lacks the commit (a shallow one)."""
+    out = _git("ls-tree", "-r", "--name-only", commit, "benchmarks")
+    return out.stdout.decode().splitlines() if out.returncode == 0 else None
+
+
+def holder(path: str) -> Optional[str]:
+    """The newest archive that holds `path` (a file, or a folder's prefix), if any."""
+    for commit in reversed(list(ARCHIVES)):
+        listed = files(commit) or []
+        prefix = path.rstrip("/") + "/"
+        if any(f == path or f.startswith(prefix) for f in listed):
+            return commit
+    return None
+
+
+def checkout(dest: Path) -> int:
+    """Writes every archived file under `dest`, oldest archive first; returns how many."""
+    count = 0
+    for commit in ARCHIVES:
+        out = _git("archive", "--format=tar", commit, "--", "benchmarks")
+        if out.returncode != 0:
+            raise RuntimeError(f"git archive {commit} failed (a shallow clone? fetch its history): "
+                               f"{out.stderr.decode().strip()}")
+        with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
+            members = [m for m in tar.getmembers() if "/results/" in m.name or "_results/" in m.name]
+            tar.extractall(dest, members=members, filter="data")
+            count += sum(m.isfile() for m in members)
+    return count
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    co = sub.add_parser("checkout", help="write every archived file under DIR")
+    co.add_argument("dir", nargs="?", type=Path, default=RESULTS_CHECKOUT)
+    sh = sub.add_parser("show", help="print one archived file")
+    sh.add_argument("path")
+    sub.add_parser("list", help="the archives")
+    args = ap.parse_args(argv)
+    if args.cmd == "checkout":
+        print(f"{checkout(args.dir)} files under {args.dir}")
+    elif args.cmd == "show":
+        commit = holder(args.path)
+        if commit is None:
+            print(f"no archive holds {args.path}", file=sys.stderr)
+            return 1
+        sys.stdout.buffer.write(_git("show", f"{commit}:{args.path}").stdout)
+    else:
+        for commit, what in ARCHIVES.items():
+            print(f"{commit}  {what}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

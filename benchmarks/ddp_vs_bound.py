@@ -1,0 +1,116 @@
+"""DDP over gloo, DDP over lightcc and lightcc's DistributedOptimizer against the compute bound: rounds, medians, spreads.
+
+    python -m benchmarks.ddp_vs_bound --model mlp25m --rounds 5 [--np 2] [--threads 1] [--out DIR]
+
+Each round is one launch of examples/pytorch/pytorch_synthetic_benchmark.py with the four
+contenders interleaved in the same processes (`--contenders bound,lightcc,ddp-gloo,ddp-lightcc`):
+the bound is the same training with no communication, so every share of it is taken in the
+same run, under the same load. Writes every round's rows (`<model>.json`, with `lscpu`'s model
+name, the core count and the load averages) and a table (`<model>.md`): each contender's median
+total throughput with its min–max over the rounds, and its median share of the bound with the
+shares' min–max.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List
+
+from benchmarks.output import default_out
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "examples" / "pytorch" / "pytorch_synthetic_benchmark.py"
+CONTENDERS = ("bound", "lightcc", "ddp-gloo", "ddp-lightcc")
+
+
+def cpu_model() -> str:
+    """lscpu's model name (figures from different CPUs never compare)."""
+    out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
+
+
+def one_round(args: argparse.Namespace) -> List[Dict[str, Any]]:
+    """One launch: every contender's result row."""
+    launcher = [shutil.which("lightccrun") or ""] if shutil.which("lightccrun") else [sys.executable, "-m",
+                                                                                      "lightcc.runner"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "round.json"
+        cmd = [*launcher, "-np", str(args.np), sys.executable, str(SCRIPT), "--model", args.model,
+               "--batch-size", str(args.batch_size), "--num-threads", str(args.threads),
+               "--num-warmup-batches", "2", "--num-iters", str(args.iters),
+               "--num-batches-per-iter", str(args.batches_per_iter), "--contenders", ",".join(CONTENDERS),
+               "--json", str(out)]
+        env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False)
+        if proc.returncode != 0 or not out.exists():
+            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                               f"{proc.stderr[-3000:]}")
+        return json.loads(out.read_text())
+
+
+def summarise(rounds: List[List[Dict[str, Any]]]) -> Dict[str, Dict[str, float]]:
+    """Per contender: median, min and max of the total throughput and of its share of that round's bound."""
+    table: Dict[str, Dict[str, float]] = {}
+    for name in CONTENDERS:
+        totals = [next(r["total"] for r in rows if r["backend"] == name) for rows in rounds]
+        bounds = [next(r["total"] for r in rows if r["backend"] == "bound") for rows in rounds]
+        shares = [t / b for t, b in zip(totals, bounds)]
+        table[name] = {"median": statistics.median(totals), "min": min(totals), "max": max(totals),
+                       "share_median": statistics.median(shares), "share_min": min(shares),
+                       "share_max": max(shares)}
+    return table
+
+
+def markdown(model: str, table: Dict[str, Dict[str, float]], meta: Dict[str, Any]) -> str:
+    """The table of `summarise`, with what machine and how many rounds gave it."""
+    lines = [f"{model}, {meta['np']} ranks x {meta['threads']} thread, batch {meta['batch_size']} per rank, "
+             f"{meta['rounds']} rounds; {meta['cpu']} ({meta['cores']} cores); load averages "
+             f"{min(meta['loads']):.1f}-{max(meta['loads']):.1f}", "",
+             "| contender | total img/s, median (min-max) | share of the bound, median (min-max) |",
+             "|---|---:|---:|"]
+    for name, row in table.items():
+        share = "-" if name == "bound" else (f"{100 * row['share_median']:.0f} % "
+                                             f"({100 * row['share_min']:.0f}-{100 * row['share_max']:.0f} %)")
+        lines.append(f"| {name} | {row['median']:.1f} ({row['min']:.1f}-{row['max']:.1f}) | {share} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="mlp25m", help="a model of lightcc.models (mlp25m, resnet50, ...)")
+    ap.add_argument("--rounds", type=int, default=5, help="launches; medians and spreads are over these")
+    ap.add_argument("--np", type=int, default=2, help="ranks")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    ap.add_argument("--batch-size", type=int, default=32, help="per rank")
+    ap.add_argument("--iters", type=int, default=8, help="timed iterations per round, contenders rotated")
+    ap.add_argument("--batches-per-iter", type=int, default=5, help="batches per timed iteration")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds one round may take")
+    ap.add_argument("--out", type=Path, default=None, help="folder (default lightcc-results/ddp/)")
+    args = ap.parse_args(argv)
+    out = args.out or default_out("ddp")
+    out.mkdir(parents=True, exist_ok=True)
+    rounds = []
+    for i in range(args.rounds):
+        rounds.append(one_round(args))
+        print(f"round {i + 1}/{args.rounds}: " + ", ".join(f"{r['backend']} {r['total']:.1f}" for r in rounds[-1]),
+              flush=True)
+    meta = {"model": args.model, "np": args.np, "threads": args.threads, "batch_size": args.batch_size,
+            "rounds": args.rounds, "iters": args.iters, "batches_per_iter": args.batches_per_iter,
+            "cpu": cpu_model(), "cores": os.cpu_count(), "loads": [r[0]["load_average"] for r in rounds]}
+    table = summarise(rounds)
+    (out / f"{args.model}.json").write_text(json.dumps({"meta": meta, "summary": table, "rounds": rounds}, indent=1))
+    text = markdown(args.model, table, meta)
+    (out / f"{args.model}.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
