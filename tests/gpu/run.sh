@@ -2,15 +2,22 @@
 # Builds lightcc on the GPU machine and runs every GPU check in one call; prints one log.
 # Usage (repo root, on a machine with an NVIDIA GPU, torch+CUDA, nvidia-nccl, CuPy, nvcc):
 #   OUT=/some/dir tests/gpu/run.sh [phase ...]
-#   phases: env build kernels smoke net torch cupy jax harp features bench-resnet50 bench-vgg16 bench-2d
+#   phases: env build kernels smoke net torch cupy jax harp features wheel ddp-cpu bench-resnet50 bench-vgg16
+#           bench-2d
 #   (bench = the three bench phases; each fits one 10-minute call of the device tool on its own)
+#   torch includes the torch.distributed backend on CUDA tensors (tests/gpu/test_c10d_gpu.py).
+#   wheel installs the binary wheels from wheelhouse/ (built on a machine with PyPI: packaging/
+#   build_wheel.sh and build_cuda_wheel.sh; carried to the GPU machine) into a venv beside this
+#   machine's torch, and checks that the core loads the kernels and finds the GPU.
+#   ddp-cpu measures DDP over lightcc against the compute bound on this machine's CPU cores
+#   (python -m benchmarks.ddp_vs_bound: 2 ranks x 1 thread, the engine threads on cores of their own).
 set -uo pipefail
 OUT=${OUT:-/tmp/lightcc-gpu}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net cupy jax torch harp features bench)
+[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net cupy jax torch harp features wheel ddp-cpu bench)
 status=0
 # Ranks that share one GPU from separate processes are time-sliced by the driver: a collective
 # waits for its peer's kernel to get the GPU, about 5 ms a call whatever the network. Under MPS
@@ -77,6 +84,16 @@ for phase in "${phases[@]}"; do
       ;;
     features)  # streams, order/cost fusion, pacing off, autotune converging, elastic kill -9
       step features 580 $PY -m pytest -q -p no:cacheprovider tests/gpu/test_features_gpu.py
+      ;;
+    wheel)
+      step wheel 300 bash -c "set -e; ls wheelhouse/lightcc-*manylinux*.whl wheelhouse/lightcc_cuda*.whl; \
+        rm -rf $OUT/wheel-venv; $PY -m venv --system-site-packages $OUT/wheel-venv; \
+        $OUT/wheel-venv/bin/pip install -q --no-deps --no-index wheelhouse/lightcc-*manylinux*.whl wheelhouse/lightcc_cuda*.whl; \
+        cd $OUT && env -u PYTHONPATH $OUT/wheel-venv/bin/lightccrun --check-build | tee $OUT/wheel-check.txt; \
+        grep -q '\\[X\\] CUDA kernels' $OUT/wheel-check.txt && grep -q '\\[X\\] CUDA GPU' $OUT/wheel-check.txt"
+      ;;
+    ddp-cpu)
+      step ddp-cpu 580 $PY -m benchmarks.ddp_vs_bound --model mlp25m --rounds 3 --out "$OUT/ddp-cpu"
       ;;
     bench|bench-resnet50|bench-vgg16|bench-2d)
       # The four-way grid (DDP/lightcc x Socket/HARP), 3 repeats round-robin; 2D against flat at

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ranks import free_port, run_ranks
+from tests.ranks import ROOT, free_port, run_ranks
 
 
 @pytest.mark.parametrize("size", [2, 3])
@@ -32,6 +32,15 @@ def test_receive_from_any_source_with_the_flag(size):
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
     results = run_ranks("torch_c10d_any_source_worker.py", 2, args=[str(free_port()), "off"], timeout=120)
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+
+
+def test_the_gpu_workers_checks_on_cpu_tensors_through_the_device_executor():
+    """tests/gpu's c10d worker (run on CUDA tensors where a GPU is) on CPU tensors, host-mode device executor."""
+    worker = ROOT / "tests" / "gpu" / "workers" / "torch_c10d_gpu_worker.py"
+    results = run_ranks(str(worker), 3, args=["cpu", str(free_port())], timeout=180,
+                        env={"LIGHTCC_DEVICE_EXECUTOR": "host"})
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout + res.stderr
 
