@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ARCHIVES: Dict[str, str] = {
     "1626ac7": "every run published while results were kept in the tree (sessions 1-17), as they were "
                "when they left it",
+    "ab11d80": "session 19: DDP over gloo and lightcc and lightcc's DistributedOptimizer against the compute "
+               "bound (benchmarks/ddp/results/s19/), PyTorch's suite on gloo and lightcc "
+               "(benchmarks/compat/results/torch-suite-s19/)",
 }
 
 
