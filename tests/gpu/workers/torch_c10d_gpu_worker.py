@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "parallel", "workers"))
-from torch_helpers import checker, close  # noqa: E402
+from torch_helpers import checker, close, destroy_leaving_last  # noqa: E402
 
 import lightcc.torch  # noqa: E402,F401  (registers the backend)
 
@@ -99,11 +99,7 @@ def main() -> None:
     collectives(c)
     point_to_point(c)
     ddp(c)
-    store = dist.distributed_c10d._get_default_store()  # noqa: SLF001  (kept past the group's end)
-    dist.destroy_process_group()
-    store.set(f"left/{R}", "1")
-    if R == 0:  # rank 0 serves torch's store: it leaves last
-        store.wait([f"left/{r}" for r in range(N)], timedelta(seconds=60))
+    destroy_leaving_last(R, N)
     c.finish()
 
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from torch_helpers import checker, expect
+from torch_helpers import checker, destroy_leaving_last, expect
 
 import lightcc.torch  # noqa: F401  (registers the backend)
 
@@ -99,11 +99,7 @@ def main() -> None:
         named_and_any_source_mixed(c)
         on_a_subgroup(c)
         dist.barrier()
-    store = dist.distributed_c10d._get_default_store()  # noqa: SLF001  (kept past the group's end)
-    dist.destroy_process_group()
-    store.set(f"left/{R}", "1")
-    if R == 0:  # rank 0 serves torch's store: it leaves last
-        store.wait([f"left/{r}" for r in range(N)], timedelta(seconds=60))
+    destroy_leaving_last(R, N)
     c.finish()
 
 

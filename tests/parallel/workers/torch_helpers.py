@@ -65,3 +65,16 @@ def expect(c: Checker, exc_type, fn, what: str, contains: str = "") -> None:
         c.check(False, f"{what}: raised {type(e).__name__}: {e}")
         return
     c.check(False, f"{what}: did not raise")
+
+
+def destroy_leaving_last(rank: int, size: int) -> None:
+    """destroy_process_group(); rank 0, which serves torch's store, then waits until every rank has torn down."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    store = dist.distributed_c10d._get_default_store()  # noqa: SLF001  (kept past the group's end)
+    dist.destroy_process_group()
+    store.set(f"left/{rank}", "1")
+    if rank == 0:
+        store.wait([f"left/{r}" for r in range(size)], timedelta(seconds=60))
