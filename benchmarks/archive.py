@@ -30,6 +30,8 @@ ARCHIVES: Dict[str, str] = {
     "ab11d80": "session 19: DDP over gloo and lightcc and lightcc's DistributedOptimizer against the compute "
                "bound (benchmarks/ddp/results/s19/), PyTorch's suite on gloo and lightcc "
                "(benchmarks/compat/results/torch-suite-s19/)",
+    "07335ca": "session 19: the no-op collective added by docs/design.md's checklist, as a patch with its "
+               "file count (benchmarks/anatomy/results/noop-collective/)",
 }
 
 
