@@ -123,6 +123,8 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     def _work(self, pending: _futures.Pending, kind: Any = LightccWork, *extra: Any) -> Any:
         """The Work of `pending`, holding the group's own timeout if it is shorter than the engine's."""
+        if self._wait_limit is None:  # every DDP bucket comes here: no timer, nothing to describe
+            return kind(pending, *extra)
         return kind(pending, *extra, limit=self._wait_limit, where=f"rank {self._global_ranks[self._rank]} in "
                     f"{self!r}", on_timeout=self._note_timeout)
 
