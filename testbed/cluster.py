@@ -220,9 +220,12 @@ class Job:
         while time.monotonic() < deadline:
             if all(said(r) for r in self.ranks):
                 return
-            dead = [r for r in self.ranks if r.proc.poll() is not None]
+            ended = [r for r in self.ranks if r.proc.poll() is not None]
+            self._drain(ended)
+            # Only a rank that ended without the tag fails: one may say it and exit before the
+            # others say it, or before its reader thread has taken the line.
+            dead = [r for r in ended if not said(r)]
             if dead:
-                self._drain(dead)
                 raise ClusterError(f"ranks {[r.rank for r in dead]} of {self.name} exited before {tag}:\n"
                                    + describe(dead))
             time.sleep(0.05)

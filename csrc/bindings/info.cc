@@ -105,6 +105,7 @@ py::dict stats() {
   d["streams_busy_max"] = s.streams_busy_max.load();
   d["fusion_flushes"] = s.fusion_flushes.load();
   d["fusion_held"] = s.fusion_held.load();
+  d["fusion_buckets"] = s.fusion_buckets.load();
   d["caller_cycles"] = s.caller_cycles.load();
   d["handoff_waits"] = s.handoff_waits.load();
   d["device_batches"] = s.device_batches.load();

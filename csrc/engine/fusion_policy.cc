@@ -28,6 +28,7 @@ void FusionPolicy::publish() {
   holding_ = scheduler_->holding();
   stats_.fusion_held.store(scheduler_->heldCount(), std::memory_order_relaxed);
   stats_.fusion_flushes.store(scheduler_->flushes(), std::memory_order_relaxed);
+  stats_.fusion_buckets.store(scheduler_->plannedBuckets(), std::memory_order_relaxed);
 }
 
 bool FusionPolicy::wantsFlush() const {

@@ -149,6 +149,12 @@ std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr
   return out;
 }
 
+size_t FusionScheduler::plannedBuckets() const {
+  size_t n = 0;
+  for (const Bucket& b : buckets_) n += b.members.empty() ? 0 : 1;
+  return n;
+}
+
 bool FusionScheduler::anyHeld(const std::function<bool(const Key&)>& pred) const {
   for (const ResponsePtr& p : paced_) {
     if (pred(Key{p->process_set_id, p->names.front()})) return true;

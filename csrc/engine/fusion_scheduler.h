@@ -61,6 +61,8 @@ class FusionScheduler {
   double idleSeconds() const;
   const Options& options() const { return options_; }
   size_t bucketCount() const { return buckets_.size(); }
+  // Of bucketCount(): those with members (evictions can empty one; it stays as a slot).
+  size_t plannedBuckets() const;
   uint64_t flushes() const { return flushes_; }
 
  private:

@@ -21,6 +21,7 @@ struct EngineStats {
   std::atomic<uint64_t> streams_busy_max{0};       // most batches ever running at once on streams
   std::atomic<uint64_t> fusion_flushes{0};         // order/cost: cycles that ran partial buckets
   std::atomic<uint64_t> fusion_held{0};            // order/cost: tensors held for their bucket now
+  std::atomic<uint64_t> fusion_buckets{0};         // order/cost: buckets of the plan that have members
   std::atomic<uint64_t> caller_cycles{0};          // cycles run by a caller waiting on a handle
   std::atomic<uint64_t> handoff_waits{0};          // waits that slept while another thread drove
   std::atomic<uint64_t> device_batches{0};         // batches run by a device executor (GPU, or emulated)
