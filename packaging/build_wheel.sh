@@ -17,9 +17,9 @@
 # Only what the wheel ships is compiled: HARP's conformance/unit tests and its fuzzer are off
 # (14 files, and libFuzzer, which zig builds from source for the fuzzer's -fsanitize=fuzzer probe).
 #
-# CUDA kernels are left out: nvcc refuses a libc++ host compiler, and nvcc with the system GCC
-# binds glibc 2.34+ symbols. The wheel's engine uses its CPU reduction kernels (SIMD paths chosen
-# at run time); build from source where the CUDA kernels are wanted.
+# CUDA kernels are left out: nvcc refuses a libc++ host compiler. They come in their own wheel,
+# lightcc-cudaNN (packaging/build_cuda_wheel.sh, linked by zig against glibc 2.28); without it the
+# engine uses its CPU reduction kernels (SIMD paths chosen at run time).
 #
 # Output: wheelhouse/lightcc-<version>-cp3XX-cp3XX-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
 # (auditwheel finds nothing newer than glibc 2.27 in it and names both tags) and
