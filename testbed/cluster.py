@@ -220,11 +220,11 @@ class Job:
         while time.monotonic() < deadline:
             if all(said(r) for r in self.ranks):
                 return
-            ended = [r for r in self.ranks if r.proc.poll() is not None]
-            self._drain(ended)
             # Only a rank that ended without the tag fails: one may say it and exit before the
-            # others say it, or before its reader thread has taken the line.
-            dead = [r for r in ended if not said(r)]
+            # others say it, or before its reader thread has taken the line (hence the drain).
+            dead = [r for r in self.ranks if r.proc.poll() is not None and not said(r)]
+            self._drain(dead)
+            dead = [r for r in dead if not said(r)]
             if dead:
                 raise ClusterError(f"ranks {[r.rank for r in dead]} of {self.name} exited before {tag}:\n"
                                    + describe(dead))

@@ -73,6 +73,7 @@ size_t FusionScheduler::assign(const Key& key, const Response& r) {
     ++open.opened;
   }
   Bucket& b = buckets_[open.index];
+  if (b.members.empty()) ++planned_;
   b.members.push_back(key);
   b.bytes += bytes;
   bucket_of_[key] = open.index;
@@ -95,6 +96,7 @@ void FusionScheduler::flushBucket(Bucket& b, std::vector<ResponsePtr>* out) {
     b.misses.erase(k);
     bucket_of_.erase(k);
   }
+  if (kept.empty() && !b.members.empty()) --planned_;
   b.members = std::move(kept);
   release(b, out);
 }
@@ -147,12 +149,6 @@ std::vector<ResponsePtr> FusionScheduler::schedule(const std::vector<ResponsePtr
   std::vector<ResponsePtr> rest = planFusion(now, options_.threshold, kind_, &memo_);
   out.insert(out.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
   return out;
-}
-
-size_t FusionScheduler::plannedBuckets() const {
-  size_t n = 0;
-  for (const Bucket& b : buckets_) n += b.members.empty() ? 0 : 1;
-  return n;
 }
 
 bool FusionScheduler::anyHeld(const std::function<bool(const Key&)>& pred) const {

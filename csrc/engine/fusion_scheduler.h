@@ -62,7 +62,7 @@ class FusionScheduler {
   const Options& options() const { return options_; }
   size_t bucketCount() const { return buckets_.size(); }
   // Of bucketCount(): those with members (evictions can empty one; it stays as a slot).
-  size_t plannedBuckets() const;
+  size_t plannedBuckets() const { return planned_; }
   uint64_t flushes() const { return flushes_; }
 
  private:
@@ -91,6 +91,7 @@ class FusionScheduler {
   };
   std::map<std::string, OpenBucket> open_;  // by fusable class
   size_t held_ = 0;
+  size_t planned_ = 0;  // buckets with members, kept as they change (published every cycle)
   std::vector<ResponsePtr> paced_;  // size strategy: GPU allreduces waiting for every GPU to be ready
   uint64_t flushes_ = 0;
   std::chrono::steady_clock::time_point last_arrival_ = std::chrono::steady_clock::now();

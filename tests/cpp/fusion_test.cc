@@ -81,7 +81,7 @@ void testOrderBucketsAndHolding() {
   // Step 1: every tensor is new and runs at once; the plan is fixed from this order.
   auto p1 = schedule(s, {tensor("a", 100), tensor("b", 100), tensor("c", 100), tensor("d", 100)}, false);
   check(join(names(p1)) == "[a+b+c+d]", "order: first sightings run at once: " + join(names(p1)));
-  check(s.bucketCount() == 2, "order: small first bucket {a,b}, then {c,d}");
+  check(s.bucketCount() == 2 && s.plannedBuckets() == 2, "order: small first bucket {a,b}, then {c,d}");
   // Step 2, one tensor per cycle: a is held until b; c until d.
   check(schedule(s, {tensor("a", 100)}, false).empty() && s.holding(), "order: a held for b");
   check(join(names(schedule(s, {tensor("b", 100)}, false))) == "[a+b]", "order: bucket {a,b} complete");
@@ -103,9 +103,11 @@ void testFlushAndEviction() {
   }
   check(s.flushes() == 3, "evict: three flushes counted");
   check(join(names(schedule(s, {tensor("a", 100)}, false))) == "[a]", "evict: b left, a runs alone at once");
+  check(s.plannedBuckets() == 1, "evict: bucket {a} still planned");
   // b comes back: a new tensor again, runs at once, re-enters the plan.
   check(join(names(schedule(s, {tensor("b", 100)}, false))) == "[b]", "evict: b re-enters as new");
   check(!s.holding(), "evict: nothing held");
+  check(s.plannedBuckets() == s.bucketCount(), "evict: every bucket has members");
 }
 
 void testPassThroughAndDeterminism() {
