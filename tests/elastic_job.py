@@ -23,7 +23,9 @@ _DRIVER = ("import faulthandler, runpy, signal, sys; faulthandler.register(signa
 def job_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_"))}
-    env.update({"PYTHONPATH": f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}", "PYTHONUNBUFFERED": "1",
+    # tests/elastic_site's sitecustomize makes every process dump its stacks on SIGUSR1, examples included.
+    path = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "elastic_site"), env.get("PYTHONPATH", "")])
+    env.update({"PYTHONPATH": path, "PYTHONUNBUFFERED": "1",
                 "LIGHTCC_TIMEOUT": "10", "OMP_NUM_THREADS": "1"})
     env.update(extra or {})
     return env
@@ -95,10 +97,42 @@ class ElasticJob:
         self._reader.join(5)
         return code
 
+    def worker_pids(self) -> Dict[str, int]:
+        """Worker id -> pid of every live worker the driver started: the newest descendant of the driver
+        whose environment has LIGHTCC_ELASTIC_WORKER (read from /proc), for scripts that do not print
+        their pid, as a user's would not. Remote-launched workers sit under a shell: descendants count."""
+        found: Dict[str, int] = {}
+        todo = [self.proc.pid]
+        while todo:
+            parent = todo.pop()
+            for task in Path(f"/proc/{parent}/task").glob("*"):
+                try:
+                    children = [int(c) for c in (task / "children").read_text().split()]
+                except OSError:
+                    continue
+                todo.extend(children)
+                for pid in children:
+                    try:
+                        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                    except OSError:
+                        continue
+                    for item in env:
+                        if item.startswith(b"LIGHTCC_ELASTIC_WORKER="):
+                            found[item.split(b"=", 1)[1].decode()] = pid  # deeper ones come later
+        return found
+
+    def members(self, generation: int) -> List[str]:
+        """Worker ids by rank of `generation`, from the driver's 'generation N: ...' line."""
+        m = self.matches(rf"generation {generation}: \d+ worker\(s\) \[([^\]]*)\]")
+        if not m:
+            raise AssertionError(f"no generation {generation} in the output:\n" + self.text()[-3000:])
+        return [part.split(":", 1)[1].split("@", 1)[0] for part in m[-1].group(1).split(", ")]
+
     def dump_stacks(self) -> str:
         """SIGUSR1 to lightccrun and every worker (each prints all its threads' stacks), then the whole
         output to a file; returns ", stacks in PATH" for the failure message."""
         pids = [self.proc.pid] + [int(m.group(2)) for m in self.matches(r"START (\S+) (\d+)")]
+        pids += [pid for pid in self.worker_pids().values() if pid not in pids]
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGUSR1)

@@ -128,7 +128,8 @@ def run_fn(func: Callable[..., Any], reset: Callable[[], None],
     @functools.wraps(func)
     def wrapper(state: State, *args: Any, **kwargs: Any) -> Any:
         worker = session()
-        reset_required = False
+        # A worker that set up alone (it arrived while the job trained) joins the job here.
+        reset_required = worker is not None and worker.alone
         skip_sync = False
         while True:
             try:

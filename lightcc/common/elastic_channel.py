@@ -9,6 +9,7 @@ generation asks again (``join``) every ``POLL_S`` seconds. No pickle crosses the
 Requests (``op`` field) and replies:
   ``join``   {worker, after, inits} -> {status: "wait"} | {status: "exit", code} |
              {status: "ready", generation, rank, size, hostname, rendezvous, init_generation}
+  ``late``   {worker} -> {late: bool}                              (a generation without us runs already)
   ``poll``   {worker, generation} -> {updated: bool, generation}   (host set changed since?)
   ``status`` {worker, generation} -> {failed: bool}                (a member exited or is rejoining)
   ``failed`` {worker, generation, rank, message} -> {}             (a collective failed here)
@@ -102,6 +103,10 @@ class WorkerChannel:
             if status == "exit":
                 raise SystemExit(int(reply.get("code", 0)))
             time.sleep(POLL_S)
+
+    def late(self) -> bool:
+        """Whether the job already trains in a generation this worker is not part of (it joins a later one)."""
+        return bool(self.request({"op": "late"}).get("late"))
 
     def poll(self, generation: int) -> bool:
         """Whether the driver has a host-set change that generation `generation` has not seen."""

@@ -41,6 +41,9 @@ class WorkerSession:
         self.assignment: Optional[Assignment] = None
         self.inits = 0  # engine init() calls made in this process (the native module's count)
         self.aborted = False  # the watchdog shut the engine of the current generation down
+        # Started while the job trains without it: runs the script's set-up alone (a world of one)
+        # and joins when its training function starts (lightcc.torch.elastic.rendezvous).
+        self.alone = False
         self._lock = threading.Lock()
         self._watchdog: Optional[threading.Thread] = None
 
@@ -57,6 +60,7 @@ class WorkerSession:
         with self._lock:
             self.assignment = a
             self.aborted = False
+            self.alone = False
         self.inits = a.init_generation  # the init() about to run makes it so (see init_options)
         if self._watchdog is None:
             self._watchdog = threading.Thread(target=self._watch, name="lightcc-elastic-watchdog", daemon=True)
@@ -68,6 +72,15 @@ class WorkerSession:
                           cross_size=UNKNOWN, hostname=a.hostname, rendezvous_host=a.rendezvous_host,
                           rendezvous_port=a.rendezvous_port, secret=os.environ.get(JOB_SECRET_VAR, ""),
                           launcher="lightccrun")
+
+    def joins_late(self) -> bool:
+        """Whether this worker, not yet in any generation, arrives while the job already trains."""
+        return self.assignment is None and not self.alone and self.channel.late()
+
+    def started_alone(self) -> None:
+        """The engine was started for this process alone (one more native init) until it joins."""
+        self.alone = True
+        self.inits += 1
 
     def init_options(self) -> dict:
         """Extra options of the native init() for the generation launch_info() joined."""

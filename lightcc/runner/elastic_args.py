@@ -29,6 +29,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                        help="prints the available hosts, one 'host:slots' or 'host' per line; polled every second")
     group.add_argument("--slots-per-host", dest="slots_per_host", type=int, default=1,
                        help="slots of a host the discovery script lists without a count (default 1)")
+    group.add_argument("--standbys", dest="standbys", type=int, default=-1,
+                       help="warm standby workers kept started and waiting on listed slots beyond --max-np, to "
+                            "replace a failed worker at once (default: every such slot; 0: none)")
     group.add_argument("--elastic-timeout", dest="elastic_timeout", type=float, default=DEFAULT_ELASTIC_TIMEOUT_S,
                        help="seconds to wait for --min-np workers, or for a worker to rejoin (default 600)")
     group.add_argument("--reset-limit", dest="reset_limit", type=int,
@@ -82,11 +85,13 @@ def settings(args: argparse.Namespace, hosts: Optional[List[HostSlots]]) -> Elas
     low, high = args.cooldown_range
     if not 0 <= low <= high:
         raise ValueError(f"--blacklist-cooldown-range {low:g} {high:g}: need 0 <= LOW <= HIGH")
+    if args.standbys < -1:
+        raise ValueError(f"--standbys {args.standbys} must be >= 0 (or -1: every slot beyond --max-np)")
     if args.reset_limit is not None and args.reset_limit < 0:
         raise ValueError(f"--reset-limit {args.reset_limit} must be >= 0")
     return ElasticSettings(np=np, min_np=min_np, max_np=max_np, elastic_timeout=args.elastic_timeout,
                            reset_limit=args.reset_limit, cooldown=(low, high), fault_report=args.fault_report,
-                           verbose=args.verbose, output_dir=args.output_filename)
+                           verbose=args.verbose, output_dir=args.output_filename, standbys=args.standbys)
 
 
 def launch(args: argparse.Namespace, command: List[str], hosts: Optional[List[HostSlots]]) -> int:

@@ -9,8 +9,9 @@ threads per worker copy its output. All shared state sits behind one lock (`_loc
 
 A worker's life: spawned on a free slot -> asks to join (pending) -> member of generation G ->
 trains -> on a failed collective tells us, restores, shuts its engine down and asks to join again
--> ... -> done (its training function returned) -> exits. A new generation is formed when every
-live worker is pending and at least --min-np are; survivors keep their order (so rank 0 holds a
+-> ... -> done (its training function returned) -> exits. A worker that joins while the generation
+is at --max-np is a warm standby: it waits (started, imported) until a re-formation takes it. A
+new generation is formed when every live member is pending and at least --min-np workers are; survivors keep their order (so rank 0 holds a
 committed state to broadcast), newcomers follow. Workers never block each other while waiting,
 so shrinking below --min-np and growing back cannot deadlock: they just wait (at most
 --elastic-timeout). A worker that does not rejoin within --elastic-timeout is killed (a timeout
@@ -62,6 +63,7 @@ class ElasticSettings:
     fault_report: Optional[str]
     verbose: bool = False
     output_dir: Optional[str] = None
+    standbys: int = -1  # warm workers beyond max_np; -1: one on every free listed slot
 
 
 @dataclass
@@ -290,7 +292,9 @@ class ElasticDriver:
             w.pending_after = None
         self._broken_since = None
         layout = ", ".join(f"{i}:{w.wid}@{w.host}" for i, w in enumerate(members))
-        self._log(f"generation {number}: {len(members)} worker(s) [{layout}], store {rendezvous}")
+        standby = [f"{w.wid}@{w.host}" for w in pending if w not in members]
+        spare = f", standby {', '.join(standby)}" if standby else ""
+        self._log(f"generation {number}: {len(members)} worker(s) [{layout}], store {rendezvous}{spare}")
 
     def _all_local(self, members: List[Worker]) -> bool:
         return all(w.is_local for w in members)
@@ -326,9 +330,20 @@ class ElasticDriver:
         return bool(self._free_slots())
 
     def _spawn_free_slots(self) -> None:
+        """Workers for free slots: -np for the first generation, then up to --max-np plus the warm standbys.
+
+        A standby is started, imports the script and waits in its join like any newcomer; it is left
+        out of generations while they are full (--max-np), so the next re-formation after a failure
+        takes it at once instead of waiting for a process to start."""
         live = sum(1 for w in self._workers.values() if w.alive and not w.removed)
-        limit = self.s.np if self._gen is None else self.s.max_np
-        for slot in self._free_slots()[: max(0, limit - live)]:
+        free = self._free_slots()
+        if self._gen is None:
+            wanted = self.s.np - live
+        elif self.s.standbys < 0:
+            wanted = len(free)
+        else:
+            wanted = self.s.max_np + self.s.standbys - live
+        for slot in free[: max(0, wanted)]:
             self._spawn(slot)
 
     def _spawn(self, slot: Slot) -> None:
@@ -491,9 +506,13 @@ class ElasticDriver:
         g = self._gen
         if op == "join":
             return self._on_join(w, int(r.get("after", 0)), int(r.get("inits", 0)))
+        if op == "late":
+            return {"late": g is not None and w.wid not in g.members}
         if op == "poll":
-            updated = g is not None and int(r.get("generation", -1)) == g.number and any(
-                x.alive and x.pending_after is not None and x.wid not in g.members for x in self._workers.values())
+            # A generation at --max-np does not grow: waiting workers are its standbys.
+            updated = g is not None and int(r.get("generation", -1)) == g.number and len(g.members) < self.s.max_np \
+                and any(x.alive and x.pending_after is not None and x.wid not in g.members
+                        for x in self._workers.values())
             return {"updated": bool(updated), "generation": g.number if g else 0}
         if op == "status":
             number = int(r.get("generation", -1))
@@ -521,6 +540,8 @@ class ElasticDriver:
             return {"status": "ready", "generation": g.number, "rank": g.members.index(w.wid),
                     "size": len(g.members), "hostname": w.host, "rendezvous": g.rendezvous,
                     "init_generation": g.init_generation}
+        if w.pending_after is None and g is not None and w.wid not in g.members and len(g.members) >= self.s.max_np:
+            self._log(f"worker {w.wid} (host {w.host}) waits as a warm standby")
         w.pending_after = after
         return {"status": "wait"}
 

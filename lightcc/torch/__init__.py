@@ -10,6 +10,7 @@ from lightcc.torch.optimizer import DistributedOptimizer
 from lightcc.torch.sync_batch_norm import SyncBatchNorm
 
 _c10d.register()  # dist.init_process_group("lightcc")
+elastic.rendezvous.install()  # under lightccrun's elastic driver, env:// joins its generations
 
 __all__ = list(_ops_all) + [
     "elastic", "allgather_object", "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters",

@@ -1,21 +1,19 @@
-"""Horovod's ``torch.elastic``: run, TorchState and ElasticSampler over lightcc's in-place recovery.
+"""Horovod's ``torch.elastic`` (run, TorchState, ElasticSampler) over lightcc's in-place recovery, for DDP too.
 
 The pieces live where Horovod keeps them: ``sampler`` (ElasticSampler) and ``state`` (TorchState,
-the StateHandlers and their registry); see docs/elastic.md.
+the StateHandlers and their registry); ``rendezvous`` lets ``dist.init_process_group("lightcc")``
+join the elastic driver's generations; ``reform`` rebuilds torch.distributed's default group in
+the same process after a failure. See docs/elastic.md.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from lightcc.common.basics import init, shutdown
 from lightcc.common.elastic import run_fn
+from lightcc.torch.elastic import rendezvous
+from lightcc.torch.elastic.reform import is_engine_error, reset
 from lightcc.torch.elastic.sampler import ElasticSampler
 from lightcc.torch.elastic.state import TorchState
-
-
-def _reset() -> None:
-    shutdown()
-    init()
 
 
 def run(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -23,8 +21,10 @@ def run(func: Callable[..., Any]) -> Callable[..., Any]:
 
     Under lightccrun's elastic driver a failed collective rolls the state back to its last commit,
     the engine is rebuilt for the new set of workers in this same process, and `func` runs again.
+    Under ``dist.init_process_group("lightcc")`` the default group is rebuilt too, and every
+    DistributedDataParallel model the state holds moves to it (lightcc.torch.elastic.reform).
     """
-    return run_fn(func, _reset)
+    return run_fn(func, reset, is_internal_error=is_engine_error)
 
 
 __all__ = ["ElasticSampler", "TorchState", "run"]

@@ -15,6 +15,7 @@ import torch
 
 from lightcc.common.basics import rank
 from lightcc.common.elastic import ObjectState
+from lightcc.torch.elastic.reform import move_ddp
 from lightcc.torch.elastic.sampler import ElasticSampler
 from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 
@@ -58,6 +59,10 @@ class ModelStateHandler(StateHandler):
 
     def sync(self) -> None:
         broadcast_parameters(self.value.state_dict(), root_rank=0)
+
+    def reset(self) -> None:
+        """A DistributedDataParallel model moves to torch's new default group."""
+        move_ddp(self.value)
 
 
 class OptimizerStateHandler(StateHandler):
