@@ -108,6 +108,14 @@ void bindLifecycle(py::module_& m) {
   m.def("init", &init, "Start the engine (options dict from lightcc.common.basics).");
   m.def("shutdown", &shutdown);
   m.def(
+      "abort",
+      [](const std::string& why) {
+        std::shared_ptr<Engine> e = state().engine;
+        if (e) e->abort(Status::PeerFailure(why));
+      },
+      "Any thread: fail every pending and blocked operation of this rank's engine now with `why` "
+      "(LightCCInternalError), without waiting for peers; shutdown() still follows.");
+  m.def(
       "abort_init",
       [](uint64_t generation) { state().abandoned_generation.store(generation, std::memory_order_release); },
       "Any thread: make the init() whose count is `generation` (now or later) fail fast with "

@@ -147,6 +147,8 @@ void Engine::withdraw(std::vector<TensorEntry> entries, const Status& why) {
   (void)ignored;
 }
 
+void Engine::abort(const Status& why) { driver_->requestAbort(why); }
+
 Status Engine::shutdown() {
   if (thread_.joinable()) {
     // Peers' direct steps stop waiting for this rank and go to the engine, which says why.

@@ -57,6 +57,9 @@ class Engine {
   Status runDirect(const TensorEntry& e, bool* done);
   // Coordinated stop: every rank leaves its loop in the same cycle; pending work is aborted.
   Status shutdown();
+  // Any thread: end this rank's engine now, without its peers' votes (one of them is gone): every
+  // pending and blocked operation fails with `why` within a wait's poll. shutdown() still joins.
+  void abort(const Status& why);
 
   const Topology& topology() const { return topo_; }
   const EngineStats& stats() const { return stats_; }

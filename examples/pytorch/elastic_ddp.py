@@ -3,7 +3,8 @@
     lightccrun -np 3 --min-np 2 --max-np 3 --host-discovery-script ./hosts.sh \\
         python examples/pytorch/elastic_ddp.py --steps 200
 
-Rank 0 prints ``step <n> <unix time> <world size> <digest of the weights>`` after each commit, and
+Rank 0 prints ``step <n> <unix time> <world size> <digest of the weights>`` after each commit
+(every step by default, ``--commit-every N``), and
 at the end every rank checks that all ranks hold identical weights and rank 0 prints
 ``final <n> identical=<True|False>`` (the exit code is 1 when they differ). Each step's global batch
 is the same whatever the world size (it is drawn from the step number and split over the ranks),
@@ -32,6 +33,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--global-batch", type=int, default=24, help="samples per step, split over the ranks")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--commit-every", type=int, default=1,
+                   help="steps between commits (a failure rolls back to the last one); 1: every step")
     p.add_argument("--step-time", type=float, default=0.0,
                    help="extra seconds per step (stands in for a bigger model, so a run can be watched)")
     return p.parse_args()
@@ -86,6 +89,8 @@ def main() -> int:
                 time.sleep(args.step_time)
             state.step += 1
             state.loss = loss.item() / size
+            if state.step % args.commit_every and state.step < args.steps:
+                continue
             state.commit()
             if rank == 0:
                 print(f"step {state.step} {time.time():.3f} {size} {digest(model)}", flush=True)

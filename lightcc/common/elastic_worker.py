@@ -28,13 +28,14 @@ class WorkerSession:
     failed (a member exited or is waiting to rejoin). If so, an init() of that generation still
     meeting its peers gives up at once (the native ``abort_init``; the peers it waits for will not
     come). If the generation's engine runs and has not noticed for ABORT_AFTER_S, the watchdog
-    shuts it down, which fails whatever collective the training thread is blocked in: a safety net
-    for engine waits that never notice a dead peer. `_lock` orders that shutdown against the
+    aborts it (the native ``abort``: no vote of the peers, which a shutdown would wait for), which
+    fails whatever collective the training thread is blocked in at once: the net for waits that
+    cannot notice a dead peer by themselves, such as a host whose link was cut as its processes died. `_lock` orders that shutdown against the
     training thread moving to a new generation.
     """
 
     WATCH_S = 0.5
-    ABORT_AFTER_S = 3.0
+    ABORT_AFTER_S = 1.0  # the engine notices a killed peer itself within ~0.1 s; a cut link it cannot
 
     def __init__(self, channel: WorkerChannel) -> None:
         self.channel = channel
@@ -113,9 +114,10 @@ class WorkerSession:
                 c = core()
                 if self.generation == generation and not self.aborted and c.is_initialized():
                     self.aborted = True
-                    sys.stderr.write(f"lightcc: generation {generation} failed and this worker's engine has not "
-                                     f"noticed in {self.ABORT_AFTER_S:g} s; shutting it down\n")
-                    c.shutdown()
+                    why = (f"generation {generation} failed (lightccrun's driver saw a member exit or rejoin) and "
+                           f"this rank's engine had not noticed in {self.ABORT_AFTER_S:g} s: a peer is gone or cut off")
+                    sys.stderr.write(f"lightcc: {why}; aborting its operations\n")
+                    c.abort(why)
 
     def generation_failed(self, wait_s: float = 2.0) -> bool:
         """Whether the driver says this worker's generation failed, asking for up to `wait_s` seconds

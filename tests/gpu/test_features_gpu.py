@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.elastic_job import ElasticJob
+from testbed.elastic_job import ElasticJob
 from tests.gpu.ranks_gpu import NET_DEFAULTS, assert_all_passed, run_gpu_ranks
 
 CPU_CAPABLE = True  # conftest.py: runs on CPU tensors with GPU_TEST_DEVICE=cpu

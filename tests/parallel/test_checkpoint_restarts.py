@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from tests.elastic_job import ROOT, WORKERS, job_env
+from testbed.elastic_job import ROOT, WORKERS, job_env
 
 
 def _run(tmp, flags, crash):

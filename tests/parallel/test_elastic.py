@@ -1,6 +1,6 @@
 """Elastic torch training under lightccrun: kill -9 a worker mid-epoch, shrink, grow back, time out, give up.
 
-Each test runs lightccrun as a subprocess (tests/elastic_job.py) with a hard timeout; a hang fails.
+Each test runs lightccrun as a subprocess (testbed/elastic_job.py) with a hard timeout; a hang fails.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.elastic_job import ElasticJob
+from testbed.elastic_job import ElasticJob
 
 WORKER = "elastic_torch_worker.py"
 NO_RETURN = ["--blacklist-cooldown-range", "1000", "1000"]  # a failed slot stays out for the whole test

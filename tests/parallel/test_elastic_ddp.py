@@ -1,6 +1,6 @@
 """Elastic DDP over init_process_group("lightcc") on one host: kill -9, rank 0 lost, a warm standby, a stopped rank.
 
-Each test runs examples/pytorch/elastic_ddp.py under lightccrun's elastic driver (tests/elastic_job.py)
+Each test runs examples/pytorch/elastic_ddp.py under lightccrun's elastic driver (testbed/elastic_job.py)
 with a hard timeout; a hang fails. The example prints `step <n> <time> <world size> <digest>` per
 committed step on rank 0 and `final <n> identical=<bool>` at the end.
 """
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import List, Tuple
 
-from tests.elastic_job import ROOT, ElasticJob
+from testbed.elastic_job import ROOT, ElasticJob
 
 EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_ddp.py")
 STEP = r"\[w\d+\]<stdout>:step (\d+) ([\d.]+) (\d+) (\w+)"
@@ -110,3 +110,72 @@ def test_stopped_rank_is_timed_out_and_replaced_by_the_standby(tmp_path):
     f = json.loads(report.read_text())["reports"]
     assert len(f) == 1 and (f[0]["kind"], f[0]["rank"], f[0]["worker"]) == ("timeout", 2, stopped), f
     assert stopped not in job.members(2) and len(job.members(2)) == 3
+
+
+def _netns_flags(h, tmp: Path, slots: int) -> List[str]:
+    """lightccrun's flags for workers on emulated hosts 1..n (the driver stays in namespace 0)."""
+    cases = "".join(f"  {a}) ns={n};;\n" for a, n in zip(h.addrs, h.names))
+    nsexec = tmp / "nsexec"
+    nsexec.write_text(f"#!/bin/sh\ncase $1 in\n{cases}  *) echo unknown host $1 >&2; exit 2;;\nesac\nshift\n"
+                      f'exec ip netns exec $ns "$@"\n')
+    nsexec.chmod(0o755)
+    hosts = tmp / "hosts.txt"
+    hosts.write_text("".join(f"{a}:{slots}\n" for a in h.addrs[1:]))
+    return ["--host-discovery-script", f"cat {hosts}", "--launch-template", f"{nsexec} {{host}}",
+            "--rendezvous-addr", h.addrs[0]]
+
+
+def test_whole_host_lost_across_hosts_the_standby_host_takes_part(tmp_path):
+    """2 hosts x 2 ranks train, a third host waits with two warm standbys; the first host's ranks are all
+    killed and its link cut: the standbys take their places in the next committed steps."""
+    import pytest
+
+    from testbed import netns
+
+    if netns.unavailable() is not None:
+        pytest.skip(str(netns.unavailable()))
+    env = {"HARP_IFNAME": "eth0", "HARP_NFLOWS": "1", "HARP_NINSTANCES": "1"}
+    with netns.hosts(4) as h:
+        flags = ["-np", "4", "--min-np", "2", "--max-np", "4", "--blacklist-cooldown-range", "1000", "1000",
+                 "--fault-report", str(tmp_path / "faults.json"), *_netns_flags(h, tmp_path, 2)]
+        with ElasticJob(flags, EXAMPLE, ["--steps", "300", "--step-time", "0.01"], env=env, prefix=h.prefix(0)) as job:
+            job.wait_for(r"worker w5 \(host [\d.]+\) waits as a warm standby", 180)
+            step = max(int(m.group(1)) for m in job.matches(STEP))
+            job.wait_for(rf"<stdout>:step {step + 2} ", 60)
+            g1 = job.members(1)
+            lost = h.addrs[1]
+            victims = [w for w in g1 if job.matches(rf"{w}@{lost}\b")]
+            pids = job.worker_pids()
+            t_kill, t0 = time.time(), time.monotonic()
+            for w in victims:
+                os.kill(pids[w], signal.SIGKILL)
+            h.cut(1)
+            job.wait_for(r"<stdout>:step \d+ [\d.]+ 4 ", 60, after=t0 + 0.001)
+            seen = _check_run(job, 300)
+    g2 = job.members(2)
+    assert len(victims) == 2 and not set(victims) & set(g2) and len(g2) == 4, (g1, g2)
+    first = min(t for _, t, size, _ in seen if t > t_kill and size == 4)
+    print(f"\nwhole host lost: the standby host's ranks took part {first - t_kill:.3f} s after the kill")
+    if os.environ.get("ELASTIC_DDP_VERBOSE"):
+        print("\n".join(line for line in job.text().splitlines() if "<stdout>:step" not in line))
+    assert first - t_kill < 20
+    reports = json.loads((tmp_path / "faults.json").read_text())["reports"]
+    assert {r["worker"] for r in reports} == set(victims) and all(r["host"] == lost for r in reports), reports
+
+
+def test_rank0_dies_while_sending_the_state(tmp_path):
+    """Rank 1 is killed; in generation 2 the new rank 0 dies as it starts sending the state to the standby.
+    Generation 3 forms from the one survivor and the standby: the survivor holds the commit and sends it."""
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4),
+             "--blacklist-cooldown-range", "1000", "1000"]
+    with ElasticJob(flags, EXAMPLE, ["--steps", "200", "--step-time", "0.01"],
+                    env={"LIGHTCC_TEST_DIE_IN_SYNC": "2"}) as job:
+        job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
+        step = max(int(m.group(1)) for m in job.matches(STEP))
+        t0, _, victim = _kill_rank(job, rank=1, after_step=step + 2)
+        job.wait_for(r"generation 3: 2 worker\(s\)", 60, after=t0)
+        job.wait_for(r"<stdout>:step \d+ [\d.]+ 2 ", 60, after=t0)
+        _check_run(job, 200)
+    g1, g2, g3 = job.members(1), job.members(2), job.members(3)
+    assert g2 == [g1[0], g1[2], "w3"] and g3 == [g1[2], "w3"], (g1, g2, g3)
+    assert len(job.matches(r"FAULT process_exit: rank 0 \(host localhost, pid \d+, generation 2\)")) == 1

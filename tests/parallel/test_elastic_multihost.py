@@ -16,7 +16,7 @@ import time
 import pytest
 
 from testbed import netns
-from tests.elastic_job import ElasticJob
+from testbed.elastic_job import ElasticJob
 
 pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 WORKER = "elastic_torch_worker.py"

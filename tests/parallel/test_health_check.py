@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from tests.elastic_job import ROOT, job_env
+from testbed.elastic_job import ROOT, job_env
 
 
 def test_health_check_measures_every_pair(tmp_path):

@@ -66,11 +66,14 @@ def test_elastic_flags_and_checks():
     assert elastic_args.requested(a)
     s = elastic_args.settings(a, None)
     assert (s.np, s.min_np, s.max_np, s.cooldown, s.reset_limit, s.fault_report) == (2, 1, 4, (1.0, 5.0), 3, "f.json")
+    assert s.standbys == -1  # every listed slot beyond --max-np gets a warm standby
+    assert elastic_args.settings(_args("-np", "2", "--standbys", "1"), None).standbys == 1
     assert not elastic_args.requested(_args("-np", "2"))
     assert elastic_args.settings(_args("--host-discovery-script", "d.sh", "--min-np", "2"), None).max_np == 2
     for bad, message in ((("-np", "2", "--min-np", "3"), "min-np"),
                          (("-np", "2", "--max-np", "4", "--blacklist-cooldown-range", "5", "1"), "LOW <= HIGH"),
-                         (("-np", "2", "--max-np", "4", "--elastic-timeout", "0"), "elastic-timeout")):
+                         (("-np", "2", "--max-np", "4", "--elastic-timeout", "0"), "elastic-timeout"),
+                         (("-np", "2", "--standbys", "-2"), "standbys")):
         with pytest.raises(ValueError, match=message):
             elastic_args.settings(_args(*bad), None)
 

@@ -24,6 +24,9 @@ from datetime import timedelta
 from typing import Any, Callable, Iterator, Optional, Tuple
 
 _ORIGINAL: dict = {}
+# How long a member tries to reach rank 0's store: rank 0 may die between sending the address and the
+# connection, and torch's connect would otherwise retry for the whole group timeout.
+CONNECT_TIMEOUT = timedelta(seconds=5)
 
 
 def _generation_store(rank: int, size: int, timeout: timedelta) -> Any:
@@ -42,7 +45,9 @@ def _generation_store(rank: int, size: int, timeout: timedelta) -> Any:
     host, port = broadcast_object(address, root_rank=0, name="elastic.c10d.store")
     if server is not None:
         return server
-    return dist.TCPStore(host, port, size, False, timeout=timeout)
+    store = dist.TCPStore(host, port, size, False, timeout=min(timeout, CONNECT_TIMEOUT))
+    store.set_timeout(timeout)
+    return store
 
 
 def _start_alone() -> Any:
@@ -77,9 +82,19 @@ def _elastic_handler(url: str, timeout: timedelta = timedelta(minutes=30), **kwa
         s.started_alone()
         yield store, 0, 1
     else:
-        basics.init()  # joins the driver's next generation; a generation that fails while forming is retried
-        rank, size = basics.rank(), basics.size()
-        yield _generation_store(rank, size, timeout), rank, size
+        while True:
+            basics.init()  # joins the driver's next generation; a generation that fails while forming is retried
+            rank, size = basics.rank(), basics.size()
+            try:
+                store = _generation_store(rank, size, timeout)
+                break
+            except Exception as err:  # noqa: BLE001  (torch's connect error, or the engine's)
+                if not s.generation_failed():
+                    raise
+                s.report_failure(f"rank {rank}: generation {s.generation} failed while agreeing on torch's store: "
+                                 f"{str(err).splitlines()[0]}")
+                basics.shutdown()  # and join the next one
+        yield store, rank, size
     raise RuntimeError("lightcc elastic rendezvous: torch asked to rendezvous again without a new "
                        "init_process_group; re-form the job with lightcc.torch.elastic.run instead")
 

@@ -8,6 +8,7 @@ its own types, and assigning `state.model = other` hands the new object to its h
 """
 from __future__ import annotations
 
+import collections
 import copy
 from typing import Any, Dict, List, Optional, Set, Tuple, Type
 
@@ -18,6 +19,30 @@ from lightcc.common.elastic import ObjectState
 from lightcc.torch.elastic.reform import move_ddp
 from lightcc.torch.elastic.sampler import ElasticSampler
 from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
+
+
+def snapshot(previous: Any, current: Any) -> Any:
+    """A copy of `current` (a state_dict: nested dicts and lists of tensors and plain values) that
+    reuses `previous`'s tensors where shape, dtype and device still match.
+
+    A commit every step would otherwise allocate the whole model and optimizer state anew each
+    time (fresh pages the kernel must fault in and zero); copying into the last commit's tensors
+    is one memory copy.
+    """
+    if torch.is_tensor(current):
+        if torch.is_tensor(previous) and previous.shape == current.shape and previous.dtype == current.dtype \
+                and previous.device == current.device and previous.layout == current.layout == torch.strided:
+            return previous.copy_(current.detach())
+        return current.detach().clone()
+    if isinstance(current, dict):
+        old = previous if isinstance(previous, dict) else {}
+        return type(current)((k, snapshot(old.get(k), v)) for k, v in current.items()) \
+            if not isinstance(current, collections.OrderedDict) else \
+            collections.OrderedDict((k, snapshot(old.get(k), v)) for k, v in current.items())
+    if isinstance(current, list):
+        old = previous if isinstance(previous, list) and len(previous) == len(current) else [None] * len(current)
+        return [snapshot(o, v) for o, v in zip(old, current)]
+    return copy.deepcopy(current)
 
 
 class StateHandler:
@@ -52,7 +77,7 @@ class ModelStateHandler(StateHandler):
         self.save()
 
     def save(self) -> None:
-        self._saved_model_state = copy.deepcopy(self.value.state_dict())
+        self._saved_model_state = snapshot(getattr(self, "_saved_model_state", None), self.value.state_dict())
 
     def restore(self) -> None:
         self.value.load_state_dict(self._saved_model_state)
@@ -74,11 +99,14 @@ class OptimizerStateHandler(StateHandler):
         self.save()
 
     def save(self) -> None:
-        self._saved_optimizer_state = copy.deepcopy(self.value.state_dict())
+        self._saved_optimizer_state = snapshot(getattr(self, "_saved_optimizer_state", None),
+                                               self.value.state_dict())
 
     def restore(self) -> None:
         self._drop_pending()
-        self.value.load_state_dict(self._saved_optimizer_state)
+        # A copy: torch's load_state_dict keeps the very tensors it is given as the optimizer's state,
+        # and the next commit copies into the saved ones.
+        self.value.load_state_dict(copy.deepcopy(self._saved_optimizer_state))
 
     def sync(self) -> None:
         broadcast_optimizer_state(self.value, root_rank=0, model=self.model)

@@ -1,4 +1,8 @@
-"""Runs lightccrun in elastic mode as a subprocess and watches its output line by line, with timestamps."""
+"""Runs lightccrun in elastic mode as a subprocess and watches its output line by line, with timestamps.
+
+The harness of the elastic tests (tests/parallel/test_elastic*.py) and benchmarks
+(benchmarks/elastic/): a worker is a script under tests/parallel/workers or any path.
+"""
 from __future__ import annotations
 
 import os
@@ -13,7 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKERS = Path(__file__).resolve().parent / "parallel" / "workers"
+WORKERS = ROOT / "tests" / "parallel" / "workers"
 
 
 _DRIVER = ("import faulthandler, runpy, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
@@ -23,8 +27,9 @@ _DRIVER = ("import faulthandler, runpy, signal, sys; faulthandler.register(signa
 def job_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_"))}
-    # tests/elastic_site's sitecustomize makes every process dump its stacks on SIGUSR1, examples included.
-    path = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "elastic_site"), env.get("PYTHONPATH", "")])
+    # elastic_site's sitecustomize makes every process dump its stacks on SIGUSR1, examples included.
+    path = os.pathsep.join([str(ROOT), str(Path(__file__).resolve().parent / "elastic_site"),
+                            env.get("PYTHONPATH", "")])
     env.update({"PYTHONPATH": path, "PYTHONUNBUFFERED": "1",
                 "LIGHTCC_TIMEOUT": "10", "OMP_NUM_THREADS": "1"})
     env.update(extra or {})

@@ -1,0 +1,24 @@
+"""Test fault: the rank 0 of generation LIGHTCC_TEST_DIE_IN_SYNC is SIGKILLed as it starts to send the state.
+
+Imported by this folder's sitecustomize only when the variable is set (elastic DDP tests); the
+others in that generation are then waiting for its broadcast, as in a real failure mid-transfer.
+"""
+import os
+import signal
+
+from lightcc.common import basics
+from lightcc.common.elastic_worker import session
+from lightcc.torch.elastic import state as _state
+
+_GENERATION = int(os.environ["LIGHTCC_TEST_DIE_IN_SYNC"])
+_sync = _state.ModelStateHandler.sync
+
+
+def _dying_sync(self: _state.ModelStateHandler) -> None:
+    s = session()
+    if s is not None and s.generation == _GENERATION and basics.rank() == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    _sync(self)
+
+
+_state.ModelStateHandler.sync = _dying_sync
