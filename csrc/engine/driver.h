@@ -59,6 +59,9 @@ class Driver : private Progress::Cycle {
   const Tuning& tuning() const { return tuning_; }
   ExecutorPool& executors() { return pool_; }
   const shm::HostGroup* hostGroup() const { return host_; }  // channel 0's, after bootstrap
+  // Any thread (a waiter's signal, Engine::abort): the thread that drives ends the engine with
+  // `why` at its next look (waits inside a collective give up through the lifecycle's flag).
+  void requestAbort(const Status& why);
 
  private:
   // driving.cc: the Cycle.
@@ -72,9 +75,6 @@ class Driver : private Progress::Cycle {
   bool workLeft() override;
   void wake() override;
   void end(const Status& st) override;
-  // A waiter that is not driving was interrupted: the thread that drives ends the engine with
-  // `why` at its next look (waits inside a collective give up through the lifecycle's flag).
-  void requestAbort(const Status& why);
   Status interrupted(Handle& handle);  // a waiter's signal: abort, then wait for its buffers
   // Peers that exited, or whose engine stopped, end this one too: checked while waiting for
   // work, often when something is pending (a peer that never answers would hang it otherwise).

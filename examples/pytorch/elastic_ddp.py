@@ -64,6 +64,16 @@ def digest(model: torch.nn.Module) -> str:
     return h.hexdigest()[:16]
 
 
+class LoggedState(elastic.TorchState):
+    """TorchState that prints rank 0's line as each commit is saved: a failure later in commit()
+    (its check for new hosts) still leaves that step committed, and it is printed."""
+
+    def save(self) -> None:
+        super().save()
+        if dist.get_rank() == 0:
+            print(f"step {self.step} {time.time():.3f} {dist.get_world_size()} {digest(self.model)}", flush=True)
+
+
 def main() -> int:
     args = parse_args()
     torch.manual_seed(args.seed)
@@ -73,10 +83,10 @@ def main() -> int:
     features, classes = net[0].in_features, net[-1].out_features
     model = DDP(net)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    state = elastic.TorchState(model=model, optimizer=optimizer, step=0, loss=0.0)
+    state = LoggedState(model=model, optimizer=optimizer, step=0, loss=0.0)
 
     @elastic.run
-    def train(state: elastic.TorchState) -> None:
+    def train(state: LoggedState) -> None:
         while state.step < args.steps:
             rank, size = dist.get_rank(), dist.get_world_size()
             x, y = batch(state.step, rank, size, args.global_batch, features, classes)
@@ -92,8 +102,6 @@ def main() -> int:
             if state.step % args.commit_every and state.step < args.steps:
                 continue
             state.commit()
-            if rank == 0:
-                print(f"step {state.step} {time.time():.3f} {size} {digest(model)}", flush=True)
 
     train(state)
     digests = [None] * dist.get_world_size()

@@ -30,7 +30,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import Listener
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Listener, answer_challenge, deliver_challenge
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from lightcc.common import elastic_channel as ch
@@ -135,7 +136,9 @@ class ElasticDriver:
         self._signal: Optional[int] = None
         self._failure: Optional[int] = None
         bind = "127.0.0.1" if advertise_host is None else "0.0.0.0"
-        self._listener = Listener((bind, 0), backlog=128, authkey=secret.encode())  # every worker polls
+        self._key = secret.encode()
+        self._closing = False
+        self._listener = Listener((bind, 0), backlog=128)  # every worker polls; the secret: _answer
         port = self._listener.address[1]
         self._addr_local = format_addr("127.0.0.1", port)
         self._advertise = advertise_host or socket.gethostname()
@@ -160,6 +163,7 @@ class ElasticDriver:
                     return self._finish(code)
                 time.sleep(LOOP_S)
         finally:
+            self._closing = True
             self._listener.close()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -478,23 +482,27 @@ class ElasticDriver:
 
     # ------------------------------------------------------------ control channel
     def _serve(self) -> None:
+        # The secret check runs in each connection's own thread: a worker killed or stopped halfway
+        # through it must not take the accept loop (and with it every other worker's requests) along.
         while True:
             try:
                 conn = self._listener.accept()
             except OSError:
-                return  # closed: the job is over
-            except Exception:  # noqa: BLE001 - a client that failed the secret check; keep serving
+                if self._closing:
+                    return  # closed: the job is over
                 continue
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
 
     def _answer(self, conn: Any) -> None:
         try:
+            deliver_challenge(conn, self._key)
+            answer_challenge(conn, self._key)
             request = json.loads(conn.recv_bytes(1 << 20).decode())
             with self._lock:
                 reply = self._handle(request)
             conn.send_bytes(json.dumps(reply).encode())
-        except (OSError, EOFError, ValueError):
-            pass
+        except (OSError, EOFError, ValueError, AuthenticationError):
+            pass  # a worker that died mid-request, or a stranger without the secret
         finally:
             conn.close()
 

@@ -83,7 +83,7 @@ def test_rank0_lost_and_warm_standby_takes_its_place(tmp_path):
     flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4),
              "--blacklist-cooldown-range", "1000", "1000"]
     with ElasticJob(flags, EXAMPLE, ["--steps", "300", "--step-time", "0.01"]) as job:
-        t, _ = job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
+        job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
         step = max(int(m.group(1)) for m in job.matches(STEP))
         t0, t_kill, victim = _kill_rank(job, rank=0, after_step=step + 2)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 3 ", 30, after=t0)
@@ -172,7 +172,7 @@ def test_rank0_dies_while_sending_the_state(tmp_path):
                     env={"LIGHTCC_TEST_DIE_IN_SYNC": "2"}) as job:
         job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
         step = max(int(m.group(1)) for m in job.matches(STEP))
-        t0, _, victim = _kill_rank(job, rank=1, after_step=step + 2)
+        t0, _, _victim = _kill_rank(job, rank=1, after_step=step + 2)
         job.wait_for(r"generation 3: 2 worker\(s\)", 60, after=t0)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 2 ", 60, after=t0)
         _check_run(job, 200)
