@@ -118,6 +118,10 @@ class Quantized(OuterCompression):
 
     def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
         packed, scales = M.synchronize(handle)
+        return self.average(packed, scales, numel, size)
+
+    def average(self, packed: torch.Tensor, scales: torch.Tensor, numel: int, size: int) -> torch.Tensor:
+        """The float32 mean of `size` ranks' gathered codes and scales (rank after rank, as allgather returns them)."""
         codes = self._unpack(packed.view(size, -1)).view(size, -1, self.chunk)
         values = codes * scales.float().view(size, -1, 1)
         total = values[0].clone()

@@ -1,7 +1,7 @@
 """Runs lightcc.torch.DiLoCo on real ranks: against a one-process reference, training with each codec, bad input.
 
-argv: INIT MODE. INIT is ``hvd`` (lightcc.torch.init()) or ``c10d:PORT`` (dist.init_process_group("lightcc")
-with torch's TCPStore on PORT). MODE is
+argv: INIT MODES. INIT is ``hvd`` (lightcc.torch.init()) or ``c10d:PORT`` (dist.init_process_group("lightcc")
+with torch's TCPStore on PORT). MODES is a comma list (one process start runs several) of
 
 - ``reference``: plain DiLoCo (H=3, 7 steps) and Streaming DiLoCo (2 fragments, H=4, delay 1, mix 0.5,
   10 steps) on a small MLP with fixed per-rank data; each rank's weights after `finish()` must equal
@@ -249,5 +249,6 @@ def bad() -> None:
 if __name__ == "__main__":
     torch.set_num_threads(1)  # ranks share a few cores
     start()
-    {"reference": reference, "train": train, "bad": bad}[MODE]()
+    for mode in MODE.split(","):
+        {"reference": reference, "train": train, "bad": bad}[mode]()
     c.finish()
