@@ -88,7 +88,8 @@ class FragmentExchange:
     def check_outer(self) -> None:
         """The outer optimizer must own exactly this fragment's shared weights."""
         if not isinstance(self.outer, torch.optim.Optimizer):
-            raise ValueError(f"outer_optimizer(params) must return a torch.optim.Optimizer, not {type(self.outer).__name__}")
+            raise ValueError(f"outer_optimizer(params) must return a torch.optim.Optimizer, not "
+                             f"{type(self.outer).__name__}")
         owned = [p for g in self.outer.param_groups for p in g["params"]]
         if len(owned) != len(self.shared) or {id(p) for p in owned} != {id(s) for s in self.shared}:
             raise ValueError("outer_optimizer(params) must return an optimizer over exactly the params it is given")
