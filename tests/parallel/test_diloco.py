@@ -1,4 +1,4 @@
-"""lightcc.torch.DiLoCo with real ranks: equal to a one-process reference, each codec trains, bad input fails everywhere.
+"""lightcc.torch.DiLoCo with real ranks: equal to a one-process reference, each codec trains, bad input fails.
 
 Each case starts 2 or 3 ranks of workers/diloco_worker.py (odd sizes matter: quantised averages
 are gathered and summed in rank order) under lightcc.torch.init() or dist.init_process_group("lightcc").
