@@ -91,7 +91,7 @@ class Quantized(OuterCompression):
 
     def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
         n = flat.numel()
-        padded = torch.zeros(self._chunks(n) * self.chunk, dtype=torch.float32)
+        padded = torch.zeros(self._chunks(n) * self.chunk, dtype=torch.float32, device=flat.device)
         padded[:n] = flat
         rows = padded.view(-1, self.chunk)
         # The scale is rounded to bfloat16 before use, so decoding with the sent scale is exact.

@@ -36,7 +36,8 @@ class FragmentExchange:
         self.outer = make_outer(self.shared)
         self.codec, self.name = codec, name
         self.numel = sum(p.numel() for p in self.params)
-        self.residual: Optional[torch.Tensor] = torch.zeros(self.numel) if codec.lossy else None
+        device = self.params[0].device
+        self.residual: Optional[torch.Tensor] = torch.zeros(self.numel, device=device) if codec.lossy else None
         self.handle: Optional[int] = None
         self.due = 0  # the inner step after which a started exchange is finished
         self.offset = 0  # this fragment syncs after inner steps t with t % H == offset (fragments.offset)
