@@ -23,3 +23,10 @@ def test_equal_to_the_reference_and_bad_input_fails_on_every_rank(size, style):
 def test_each_codec_trains_with_identical_weights():
     results = run_ranks("diloco_worker.py", 3, ["hvd", "train"], timeout=120)
     print("\n".join(line for line in results[0].stdout.splitlines() if line.startswith("TRAIN")))
+
+
+def test_engine_topk_compresses_the_outer_step():
+    env = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.1", "LIGHT_TOPK_THRESHOLD": "512",
+           "LIGHT_TOPK_WARMUP_STEPS": "0", "LIGHT_TOPK_CLIP": "0"}
+    results = run_ranks("diloco_worker.py", 2, ["hvd", "topk"], timeout=120, env=env)
+    print("\n".join(line for line in results[0].stdout.splitlines() if line.startswith("TRAIN")))

@@ -11,6 +11,9 @@ back into the average over ranks:
   codes and scales are allgathered and each rank decodes and averages them in rank order: the
   result is bit-identical everywhere. Bytes handed to the engine: 1 (int8) or 0.5 (int4) per
   element plus 2 per chunk.
+- ``EngineTopk`` (``"topk"``): the float32 pseudo-gradient handed to the engine's top-k allreduce
+  (LIGHT_TOPK_ALLREDUCE=1), which selects, exchanges and keeps the residual itself; what it puts on
+  links is in the engine's ``topk_bytes_sent``.
 
 Lossy codecs report the value this rank's contribution decodes to, so the caller keeps the error
 (input minus decoded) as an error-feedback residual and adds it to the next pseudo-gradient.
@@ -22,12 +25,13 @@ from typing import List, Optional, Tuple, Union
 
 import torch
 
+from lightcc.common.native import core
 from lightcc.torch import mpi_ops as M
 
 _CASTS = {"none": torch.float32, "fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
           "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
 _QUANT = re.compile(r"^int(8|4)(?::(\d+))?$")
-SPECS = "none, bf16, fp16, int8[:CHUNK] or int4[:CHUNK] (CHUNK: elements per scale, default 1024)"
+SPECS = "none, bf16, fp16, int8[:CHUNK], int4[:CHUNK] (CHUNK: elements per scale, default 1024) or topk"
 
 
 class OuterCompression:
@@ -130,6 +134,43 @@ class Quantized(OuterCompression):
         return (total / size).reshape(-1)[:numel]
 
 
+class EngineTopk(OuterCompression):
+    """Top-k of the pseudo-gradient by lightcc's engine: its selection, sparse exchange and error-feedback residuals.
+
+    The engine compresses when started with ``LIGHT_TOPK_ALLREDUCE=1`` (density ``LIGHT_TOPK_DENSITY``),
+    and only tensors of at least ``LIGHT_TOPK_THRESHOLD`` bytes: `check` refuses a fragment smaller
+    than that or an engine without top-k. The residual lives in the engine, under the fragment's
+    tensor name. Its gradient recipe (warm-up, clipping) applies too: set ``LIGHT_TOPK_WARMUP_STEPS=0``
+    and ``LIGHT_TOPK_CLIP=0`` for outer steps (docs/lowcomm.md).
+    """
+
+    spec = "topk"
+    lossy = False  # the engine keeps the residual
+    _dims = 2
+
+    def check(self, numel: int) -> None:
+        """Raise unless the engine runs top-k and would compress a fragment of `numel` float32 elements."""
+        info = core().fusion_info()
+        threshold = info.get("topk_threshold_bytes")
+        if threshold is None:
+            raise ValueError("compression 'topk' needs lightcc's engine started with LIGHT_TOPK_ALLREDUCE=1 "
+                             "(and LIGHT_TOPK_DENSITY, LIGHT_TOPK_WARMUP_STEPS=0, LIGHT_TOPK_CLIP=0)")
+        if numel * 4 < int(threshold):
+            raise ValueError(f"compression 'topk': a fragment of {numel * 4} bytes is under LIGHT_TOPK_THRESHOLD "
+                             f"({threshold} bytes) and would travel dense")
+        self._dims = int(info.get("topk_min_dims", 2))
+
+    def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        # Enough leading 1s to meet LIGHT_TOPK_MIN_DIMS: a flat fragment is one tensor to the engine.
+        return [flat.clone().view(*([1] * (max(self._dims, 1) - 1)), -1)], flat
+
+    def start(self, wire: List[torch.Tensor], name: str) -> int:
+        return M.allreduce_async_(wire[0], name=name, op=M.Average)
+
+    def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
+        return M.synchronize(handle).reshape(-1)
+
+
 def parse_compression(spec: Union[str, OuterCompression, None]) -> OuterCompression:
     """An `OuterCompression` from a spec string (see `SPECS`), an instance (returned as is) or None (dense float32)."""
     if spec is None:
@@ -141,6 +182,8 @@ def parse_compression(spec: Union[str, OuterCompression, None]) -> OuterCompress
     text = spec.strip().lower()
     if text in _CASTS:
         return Dense(_CASTS[text])
+    if text == "topk":
+        return EngineTopk()
     m = _QUANT.match(text)
     chunk: Optional[int] = int(m.group(2)) if m and m.group(2) else None
     if m is None or (chunk is not None and (chunk < 2 or chunk % 2)):

@@ -55,7 +55,8 @@ class DiLoCo:
         mix: α of the merge local ← α·local + (1 − α)·shared after an outer step; default 0
             (restart from the shared weights) when delay is 0, else 0.5.
         compression: outer-gradient codec or spec ("none", "bf16", "fp16", "int8[:CHUNK]",
-            "int4[:CHUNK]"); lossy codecs keep an error-feedback residual on each rank.
+            "int4[:CHUNK]", "topk": the engine's top-k, which needs LIGHT_TOPK_ALLREDUCE=1); lossy
+            codecs keep an error-feedback residual on each rank (top-k's lives in the engine).
         name: prefix of the engine's tensor names; default counts instances (build them in the
             same order on every rank).
 
@@ -164,8 +165,8 @@ class DiLoCo:
           (counted by DiLoCo: the encoded pseudo-gradients, scales included);
         - ``dense_bytes``: what those exchanges would have handed over as float32;
         - ``engine_bytes_sent``: the engine's own count of bytes this rank posted on links to other
-          hosts since construction, for every collective of the process (ranks of one host exchange
-          through shared memory, which it does not count);
+          hosts since construction, for every collective of the process (dense collectives of ranks on
+          one host go through shared memory, which it does not count; top-k's exchange is counted);
         - ``wait_s``: seconds `step`/`finish` spent blocked waiting for outer exchanges.
         """
         return {

@@ -9,6 +9,8 @@ with torch's TCPStore on PORT). MODES is a comma list (one process start runs se
   SGD written out), and the counted bytes must be what the exchanges handed over;
 - ``train``: a teacher-student regression under each codec (none, bf16, int8, int4) and streaming
   with int4: the loss must fall to under half and every rank must end with identical weights;
+- ``topk``: the same regression with the engine's top-k as the codec (the test starts the engine with
+  LIGHT_TOPK_ALLREDUCE=1): it trains, ranks stay identical, the engine ran top-k batches;
 - ``bad``: each bad input raises ValueError on every rank, naming the rank and the parameter; then a
   valid DiLoCo still runs (nothing left hanging in the engine).
 """
@@ -147,7 +149,7 @@ def wire_bytes(diloco: DiLoCo, compression: str) -> int:
     total = 0
     for ex in diloco._fragments:
         n = ex.numel
-        if compression == "none":
+        if compression in ("none", "topk"):  # top-k: the engine gets the dense float32 fragment
             per = 4 * n
         elif compression == "bf16":
             per = 2 * n
@@ -159,7 +161,7 @@ def wire_bytes(diloco: DiLoCo, compression: str) -> int:
     return total
 
 
-def train_case(compression: str, fragments: int) -> None:
+def train_case(compression: str, fragments: int, outer=None) -> None:
     torch.manual_seed(7)
     teacher = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
     g = torch.Generator().manual_seed(50 + R)
@@ -170,7 +172,7 @@ def train_case(compression: str, fragments: int) -> None:
     torch.manual_seed(R)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    diloco = DiLoCo(model, opt, sync_every=10, fragments=fragments, compression=compression)
+    diloco = DiLoCo(model, opt, sync_every=10, fragments=fragments, compression=compression, outer_optimizer=outer)
     with torch.no_grad():
         before = torch.nn.functional.mse_loss(model(x_eval), y_eval).item()
     for t in range(80):
@@ -189,6 +191,16 @@ def train_case(compression: str, fragments: int) -> None:
             f"{label}: {s['wire_bytes']} bytes handed to the engine, expected {wire_bytes(diloco, compression)}")
     if R == 0:
         print(f"TRAIN {label}: loss {before:.4f} -> {after:.4f}, {s}", flush=True)
+
+
+def topk() -> None:
+    """The engine's top-k (started with LIGHT_TOPK_ALLREDUCE=1 by the test) compresses the outer step, which trains."""
+    from lightcc.common.native import core
+
+    before = core().stats()["topk_batches"]
+    # SparseLoCo: error feedback in place of outer momentum (Nesterov's momentum on sparse steps overshoots)
+    train_case("topk", 1, outer=lambda params: torch.optim.SGD(params, lr=1.0))
+    c.check(core().stats()["topk_batches"] > before, "topk: the engine ran no top-k batch")
 
 
 def train() -> None:
@@ -233,6 +245,7 @@ def bad() -> None:
     expect_error("optimizer of another model", make(model, torch.optim.SGD(mlp(2).parameters(), lr=0.1)),
                  "'0.weight'")
     expect_error("compression", make(compression="int3"), "cannot parse compression spec 'int3'")
+    expect_error("top-k off in the engine", make(compression="topk"), "LIGHT_TOPK_ALLREDUCE=1")
     expect_error("outer optimizer", make(outer_optimizer=lambda ps: torch.optim.SGD(mlp(3).parameters(), lr=1)),
                  "outer_optimizer")
     model = mlp(1)
@@ -250,5 +263,5 @@ if __name__ == "__main__":
     torch.set_num_threads(1)  # ranks share a few cores
     start()
     for mode in MODE.split(","):
-        {"reference": reference, "train": train, "bad": bad}[mode]()
+        {"reference": reference, "train": train, "bad": bad, "topk": topk}[mode]()
     c.finish()
