@@ -20,8 +20,8 @@ def test_equal_to_the_reference_and_bad_input_fails_on_every_rank(size, style):
     run_ranks("diloco_worker.py", size, [init_arg(style), "reference,bad"], timeout=120)
 
 
-def test_each_codec_trains_with_identical_weights():
-    results = run_ranks("diloco_worker.py", 3, ["hvd", "train"], timeout=120)
+def test_each_codec_trains_and_a_checkpoint_resumes_exactly():
+    results = run_ranks("diloco_worker.py", 3, ["hvd", "train,checkpoint"], timeout=120)
     print("\n".join(line for line in results[0].stdout.splitlines() if line.startswith("TRAIN")))
 
 

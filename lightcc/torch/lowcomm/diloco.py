@@ -105,8 +105,8 @@ class DiLoCo:
             self._fragments.append(ex)
         self._dirty = [False] * len(parts)
         self.compression = codec
-        settings = (self.sync_every, self.delay, self.mix, codec.spec, [ex.names for ex in self._fragments])
-        return checks.signature(settings, named)
+        self._settings = (self.sync_every, self.delay, self.mix, codec.spec, [ex.names for ex in self._fragments])
+        return checks.signature(self._settings, named)
 
     @torch.no_grad()
     def _start_from_rank0(self) -> None:
@@ -124,7 +124,7 @@ class DiLoCo:
         self._steps += 1
         self._dirty = [True] * len(self._fragments)
         for f, ex in enumerate(self._fragments):
-            if ex.handle is not None and self._steps >= ex.due:
+            if ex.pending and self._steps >= ex.due:
                 self._apply(f, self.mix)
         for f, ex in enumerate(self._fragments):
             if self._steps % self.sync_every == ex.offset:
@@ -145,12 +145,36 @@ class DiLoCo:
         Call it on every rank (it is collective); training may go on afterwards.
         """
         for f, ex in enumerate(self._fragments):
-            if ex.handle is not None:
+            if ex.pending:
                 self._apply(f, self.mix)
         for f, ex in enumerate(self._fragments):
             if self._dirty[f]:
                 ex.start(self._steps)
                 self._apply(f, 0.0)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """This rank's outer state: step count, shared weights, outer optimizers, residuals, results not yet applied.
+
+        Collective when an exchange is in flight (it waits for it; the result is applied at its due
+        step as usual), so call it on every rank at the same step. Save it per rank, with the model's
+        and the inner optimizer's state dicts: local weights and residuals differ between ranks.
+        """
+        return {"steps": self._steps, "dirty": list(self._dirty), "settings": self._settings,
+                "fragments": [ex.state_dict(self._size) for ex in self._fragments]}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore `state_dict()`'s output of this rank.
+
+        Order on restart: build the model, the inner optimizer and DiLoCo (whose constructor
+        broadcasts rank 0's weights), then load the model's and the inner optimizer's state dicts
+        and this one, so each rank gets its own local weights back.
+        """
+        if tuple(state["settings"]) != tuple(self._settings):
+            raise ValueError(f"lightcc DiLoCo: the saved settings {state['settings']!r} are not this DiLoCo's "
+                             f"{self._settings!r} (sync_every, delay, mix, compression, fragments)")
+        for ex, saved in zip(self._fragments, state["fragments"]):
+            ex.load_state_dict(saved)
+        self._steps, self._dirty = int(state["steps"]), list(state["dirty"])
 
     @property
     def fragments(self) -> List[List[str]]:

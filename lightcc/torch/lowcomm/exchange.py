@@ -16,7 +16,7 @@ Only the thread that calls DiLoCo.step() touches a fragment.
 from __future__ import annotations
 
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -42,6 +42,7 @@ class FragmentExchange:
             check(self.numel)
         self.residual: Optional[torch.Tensor] = torch.zeros(self.numel, device=device) if codec.lossy else None
         self.handle: Optional[int] = None
+        self.arrived: Optional[torch.Tensor] = None  # an average waited for before its step (state_dict)
         self.due = 0  # the inner step after which a started exchange is finished
         self.offset = 0  # this fragment syncs after inner steps t with t % H == offset (fragments.offset)
         self.wire_bytes = 0  # bytes of the tensors this rank handed to the engine, all outer steps
@@ -62,15 +63,27 @@ class FragmentExchange:
         self.exchanges += 1
         self.due = due
 
-    @torch.no_grad()
-    def finish(self, size: int, mix: float) -> None:
-        """Wait for the average pseudo-gradient, take the outer step on the shared weights, merge them in."""
+    @property
+    def pending(self) -> bool:
+        """An exchange was started and its result not applied yet (in flight, or arrived early by `wait`)."""
+        return self.handle is not None or self.arrived is not None
+
+    def wait(self, size: int) -> None:
+        """Wait for the exchange in flight, if any, and keep its average until `finish` applies it."""
         if self.handle is None:
             return
         began = time.perf_counter()
-        average = self.codec.finish(self.handle, self.numel, size)
+        self.arrived = self.codec.finish(self.handle, self.numel, size)
         self.wait_s += time.perf_counter() - began
         self.handle = None
+
+    @torch.no_grad()
+    def finish(self, size: int, mix: float) -> None:
+        """Wait for the average pseudo-gradient, take the outer step on the shared weights, merge them in."""
+        self.wait(size)
+        if self.arrived is None:
+            return
+        average, self.arrived = self.arrived, None
         offset = 0
         for s in self.shared:
             s.grad = average[offset:offset + s.numel()].view_as(s)
@@ -82,6 +95,24 @@ class FragmentExchange:
                 p.copy_(s)
             else:
                 p.copy_(p.float().mul_(mix).add_(s, alpha=1.0 - mix))
+
+    def state_dict(self, size: int) -> Dict[str, Any]:
+        """Shared weights, outer optimizer state, residual and an arrived result (waits for one in flight)."""
+        self.wait(size)
+        return {"shared": [s.detach().clone() for s in self.shared], "outer": self.outer.state_dict(),
+                "residual": None if self.residual is None else self.residual.clone(),
+                "arrived": None if self.arrived is None else self.arrived.clone(), "due": self.due}
+
+    @torch.no_grad()
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore `state_dict()`'s output of this rank (the fragment must hold the same parameters)."""
+        for s, saved in zip(self.shared, state["shared"]):
+            s.copy_(saved)
+        self.outer.load_state_dict(state["outer"])
+        if self.residual is not None and state["residual"] is not None:
+            self.residual.copy_(state["residual"])
+        self.arrived = None if state["arrived"] is None else state["arrived"].clone()
+        self.due = int(state["due"])
 
     @torch.no_grad()
     def reset(self) -> None:
