@@ -1,4 +1,4 @@
-"""One rank of the low-communication benchmark: trains the byte LM with DDP or DiLoCo over lightcc, rank 0 prints a RESULT.
+"""One rank of the low-communication benchmark: the byte LM trained by DDP or DiLoCo over lightcc; rank 0 prints a RESULT.
 
 Run as ``lightccrun -np 2 python -m benchmarks.lowcomm.train --method diloco --sync-every 50``
 (``python -m lightcc.runner.launch`` from a checkout). Both methods train the same steps with the
@@ -95,7 +95,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         "dense_bytes_per_step": sum(p.numel() * 4 for p in model.parameters())}
     if rank == 0:
         row = {"method": args.method, "args": {k: str(v) for k, v in vars(args).items()}, "ranks": size,
-               "params": sum(p.numel() for p in model.parameters()), "tokens_per_rank": args.steps * args.batch * args.ctx,
+               "params": sum(p.numel() for p in model.parameters()),
+               "tokens_per_rank": args.steps * args.batch * args.ctx,
                "curve": curve, "final_val_bpb": curve[-1]["val_bpb"], "wall_s": time.perf_counter() - began,
                "step_loop_s": compute, "identical": same, "stats": stats}
         line = "RESULT " + json.dumps(row)
