@@ -1,4 +1,4 @@
-"""One rank of the low-communication benchmark: the byte LM trained by DDP or DiLoCo over lightcc; rank 0 prints a RESULT.
+"""One rank of the low-communication benchmark: the byte LM trained by DDP or DiLoCo over lightcc; rank 0 prints RESULT.
 
 Run as ``lightccrun -np 2 python -m benchmarks.lowcomm.train --method diloco --sync-every 50``
 (``python -m lightcc.runner.launch`` from a checkout). Both methods train the same steps with the
