@@ -40,6 +40,9 @@ class OuterCompression:
     spec: str = "?"
     lossy: bool = False
 
+    def check(self, numel: int) -> None:
+        """Raise ValueError if a fragment of `numel` elements cannot travel this way (constructor time)."""
+
     def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
         """(tensors for the engine, what this rank's `flat` decodes to) for a flat float32 tensor."""
         raise NotImplementedError

@@ -37,9 +37,7 @@ class FragmentExchange:
         self.codec, self.name = codec, name
         self.numel = sum(p.numel() for p in self.params)
         device = self.params[0].device
-        check = getattr(codec, "check", None)
-        if check is not None:
-            check(self.numel)
+        codec.check(self.numel)
         self.residual: Optional[torch.Tensor] = torch.zeros(self.numel, device=device) if codec.lossy else None
         self.handle: Optional[int] = None
         self.arrived: Optional[torch.Tensor] = None  # an average waited for before its step (state_dict)
