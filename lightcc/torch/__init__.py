@@ -4,6 +4,7 @@ from lightcc.torch import c10d as _c10d
 from lightcc.torch import elastic
 from lightcc.torch.compression import Compression, Compressor  # noqa: F401
 from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
+from lightcc.torch.lowcomm import DiLoCo
 from lightcc.torch.mpi_ops import *  # noqa: F403
 from lightcc.torch.mpi_ops import __all__ as _ops_all
 from lightcc.torch.optimizer import DistributedOptimizer
@@ -14,5 +15,5 @@ elastic.rendezvous.install()  # under lightccrun's elastic driver, env:// joins 
 
 __all__ = list(_ops_all) + [
     "elastic", "allgather_object", "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters",
-    "DistributedOptimizer", "SyncBatchNorm",
+    "DistributedOptimizer", "SyncBatchNorm", "DiLoCo",
 ]

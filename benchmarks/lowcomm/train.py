@@ -1,0 +1,112 @@
+"""One rank of the low-communication benchmark: the byte LM trained by DDP or DiLoCo over lightcc; rank 0 prints RESULT.
+
+Run as ``lightccrun -np 2 python -m benchmarks.lowcomm.train --method diloco --sync-every 50``
+(``python -m lightcc.runner.launch`` from a checkout). Both methods train the same steps with the
+same per-rank batch (equal tokens), the same inner AdamW and the same per-rank data stream; rank 0
+prints ``RESULT <json>``: validation bits per byte over training, wall time, bytes, whether every
+rank ended with identical weights. ``--out FILE`` appends that line to FILE.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+import torch.distributed as dist
+
+import lightcc.torch as hvd
+from benchmarks.lowcomm.lm import ByteLM, bits_per_byte, load_text, loss_of, windows
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.lowcomm.train", description=__doc__.splitlines()[0])
+    p.add_argument("--method", choices=["ddp", "diloco"], required=True)
+    p.add_argument("--sync-every", type=int, default=50, help="DiLoCo's H")
+    p.add_argument("--fragments", type=int, default=1)
+    p.add_argument("--compression", default="none")
+    p.add_argument("--outer-lr", type=float, default=0.7)
+    p.add_argument("--outer-momentum", type=float, default=0.9)
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
+    p.add_argument("--ctx", type=int, default=128)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--out", type=Path, default=None)
+    return p
+
+
+def digest(model: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for t in model.state_dict().values():
+        h.update(t.detach().numpy().tobytes())
+    return h.hexdigest()
+
+
+def wrap(args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer) -> Any:
+    """DDP (rank 0's weights via DDP's own broadcast) or DiLoCo (its constructor broadcasts)."""
+    if args.method == "ddp":
+        return torch.nn.parallel.DistributedDataParallel(model)
+    from lightcc.torch import DiLoCo
+
+    def outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
+        return torch.optim.SGD(params, lr=args.outer_lr, momentum=args.outer_momentum,
+                               nesterov=args.outer_momentum > 0)
+
+    return DiLoCo(model, opt, sync_every=args.sync_every, outer_optimizer=outer, fragments=args.fragments,
+                  compression=args.compression)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = build_parser().parse_args(argv)
+    torch.set_num_threads(1)
+    dist.init_process_group("lightcc")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    train, val = load_text()
+    torch.manual_seed(args.seed)
+    model = ByteLM(ctx=args.ctx)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    runner = wrap(args, model, opt)
+    forward = runner if args.method == "ddp" else model
+    gen = torch.Generator().manual_seed(1000 * args.seed + rank)
+    curve: List[Dict[str, float]] = []
+    began, compute = time.perf_counter(), 0.0
+    for step in range(1, args.steps + 1):
+        t0 = time.perf_counter()
+        x, y = windows(train, torch.randint(0, len(train) - args.ctx - 2, (args.batch,), generator=gen), args.ctx)
+        loss_of(forward, x, y).backward()
+        if args.method == "ddp":
+            opt.step()
+        else:
+            runner.step()
+        opt.zero_grad()
+        compute += time.perf_counter() - t0
+        if step % args.eval_every == 0 or step == args.steps:
+            if step == args.steps and args.method == "diloco":
+                runner.finish()
+            curve.append({"step": step, "wall_s": time.perf_counter() - began,
+                          "val_bpb": bits_per_byte(model, val, args.ctx)})
+    same = len(set(hvd.allgather_object(digest(model), name="digest"))) == 1
+    stats = runner.stats() if args.method == "diloco" else {
+        "dense_bytes_per_step": sum(p.numel() * 4 for p in model.parameters())}
+    if rank == 0:
+        row = {"method": args.method, "args": {k: str(v) for k, v in vars(args).items()}, "ranks": size,
+               "params": sum(p.numel() for p in model.parameters()),
+               "tokens_per_rank": args.steps * args.batch * args.ctx,
+               "curve": curve, "final_val_bpb": curve[-1]["val_bpb"], "wall_s": time.perf_counter() - began,
+               "step_loop_s": compute, "identical": same, "stats": stats}
+        line = "RESULT " + json.dumps(row)
+        print(line, flush=True)
+        if args.out is not None:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            with args.out.open("a") as f:
+                f.write(line + "\n")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""Training over slow links with rare, compressed outer steps: DiLoCo and Streaming DiLoCo (docs/lowcomm.md)."""
+from lightcc.torch.lowcomm.codecs import Dense, EngineTopk, OuterCompression, Quantized, parse_compression
+from lightcc.torch.lowcomm.diloco import DiLoCo, nesterov_outer
+
+__all__ = ["DiLoCo", "Dense", "EngineTopk", "OuterCompression", "Quantized", "nesterov_outer", "parse_compression"]

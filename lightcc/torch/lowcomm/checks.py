@@ -1,0 +1,91 @@
+"""DiLoCo's construction checks: arguments checked locally, then one allgather so every rank raises alike.
+
+A bad argument found on one rank alone must not leave the others waiting in a collective, so no
+check raises before the agreement: each rank records its own problem (or None) and a signature
+(each trainable parameter's name, shape and dtype, plus the settings that shape the exchanges),
+one `allgather_object` shares them, and then every rank raises the same ValueError, naming the
+rank and the parameter, or none does.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+import torch
+
+from lightcc.common.basics import rank
+from lightcc.torch.functions import allgather_object
+
+Signature = Tuple[Tuple[Any, ...], List[Tuple[str, Tuple[int, ...], str]]]
+
+
+def trainable(model: Any) -> List[Tuple[str, torch.nn.Parameter]]:
+    """The model's (name, parameter) pairs that require a gradient, in named_parameters order."""
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, not {type(model).__name__}")
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not named:
+        raise ValueError("the model has no parameter that requires a gradient")
+    return named
+
+
+def check_optimizer(named: Sequence[Tuple[str, torch.nn.Parameter]], optimizer: Any) -> None:
+    """The inner optimizer must own exactly the model's trainable parameters."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise ValueError(f"inner_optimizer must be a torch.optim.Optimizer, not {type(optimizer).__name__}")
+    owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
+    for name, p in named:
+        if id(p) not in owned:
+            raise ValueError(f"the inner optimizer does not own parameter {name!r} of the model")
+    mine = {id(p) for _, p in named}
+    for i, g in enumerate(optimizer.param_groups):
+        for p in g["params"]:
+            if id(p) not in mine:
+                raise ValueError(f"the inner optimizer's group {i} holds a tensor of shape {list(p.shape)} that is not "
+                                 f"a trainable parameter of the model")
+
+
+def check_settings(sync_every: Any, delay: int, mix: float, fragment_count: int) -> None:
+    """sync_every >= 1, fragments <= sync_every, 0 <= delay < sync_every, 0 <= mix <= 1."""
+    if isinstance(sync_every, bool) or not isinstance(sync_every, int) or sync_every < 1:
+        raise ValueError(f"sync_every must be an int >= 1 (inner steps between outer steps), got {sync_every!r}")
+    if fragment_count > sync_every:
+        raise ValueError(f"{fragment_count} fragments need sync_every >= {fragment_count} (one fragment syncs per "
+                         f"step at most), got sync_every={sync_every}")
+    if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay < sync_every:
+        raise ValueError(f"delay must be an int in [0, sync_every={sync_every}), got {delay!r}")
+    if not 0.0 <= float(mix) <= 1.0:
+        raise ValueError(f"mix must be in [0, 1], got {mix!r}")
+
+
+def signature(settings: Tuple[Any, ...], named: Sequence[Tuple[str, torch.Tensor]]) -> Signature:
+    """What must match on every rank: the exchange settings and each trainable parameter's name, shape, dtype."""
+    return settings, [(n, tuple(p.shape), str(p.dtype).replace("torch.", "")) for n, p in named]
+
+
+def _mismatch(r: int, mine: Signature, theirs: Signature, labels: Sequence[str]) -> Optional[str]:
+    """How rank r's signature differs from rank 0's, or None."""
+    (s0, p0), (sr, pr) = mine, theirs
+    for label, a, b in zip(labels, s0, sr):
+        if a != b:
+            return f"{label} is {a!r} on rank 0 but {b!r} on rank {r}"
+    for (n0, shape0, dt0), (nr, shaper, dtr) in zip(p0, pr):
+        if n0 != nr:
+            return f"parameter {n0!r} of rank 0 is {nr!r} on rank {r} (the models differ)"
+        if (shape0, dt0) != (shaper, dtr):
+            return f"parameter {n0!r} is {dt0} {list(shape0)} on rank 0 but {dtr} {list(shaper)} on rank {r}"
+    if len(p0) != len(pr):
+        return f"the model has {len(p0)} trainable parameters on rank 0 but {len(pr)} on rank {r}"
+    return None
+
+
+def agree(problem: Optional[str], sig: Optional[Signature], labels: Sequence[str], name: str) -> None:
+    """Share every rank's problem and signature; raise the same ValueError on every rank if any is wrong."""
+    everyone = allgather_object((problem, sig), name=f"{name}.signature")
+    me = rank()
+    for r, (p, _) in enumerate(everyone):
+        if p is not None:
+            raise ValueError(f"lightcc DiLoCo on rank {me}: rank {r}: {p}")
+    for r in range(1, len(everyone)):
+        diff = _mismatch(r, everyone[0][1], everyone[r][1], labels)
+        if diff is not None:
+            raise ValueError(f"lightcc DiLoCo on rank {me}: {diff}")

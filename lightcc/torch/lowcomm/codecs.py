@@ -1,0 +1,194 @@
+"""Outer-gradient codecs of DiLoCo: what one fragment's pseudo-gradient looks like on the wire, and its spec strings.
+
+A codec turns a flat float32 pseudo-gradient into the tensors handed to lightcc's engine and
+back into the average over ranks:
+
+- ``Dense`` (``"none"``, ``"bf16"``, ``"fp16"``): one tensor in the wire dtype, averaged by the
+  engine's allreduce. Bytes handed to the engine: 4, 2 or 2 per element.
+- ``Quantized`` (``"int8[:CHUNK]"``, ``"int4[:CHUNK]"``): symmetric linear quantisation per chunk of
+  CHUNK elements (default 1024) with a bfloat16 scale (the chunk's absolute maximum over 127 or 7);
+  int4 packs two values per byte. Integers cannot be summed without overflow, so every rank's
+  codes and scales are allgathered and each rank decodes and averages them in rank order: the
+  result is bit-identical everywhere. Bytes handed to the engine: 1 (int8) or 0.5 (int4) per
+  element plus 2 per chunk.
+- ``EngineTopk`` (``"topk"``): the float32 pseudo-gradient handed to the engine's top-k allreduce
+  (LIGHT_TOPK_ALLREDUCE=1), which selects, exchanges and keeps the residual itself; what it puts on
+  links is in the engine's ``topk_bytes_sent``.
+
+Lossy codecs report the value this rank's contribution decodes to, so the caller keeps the error
+(input minus decoded) as an error-feedback residual and adds it to the next pseudo-gradient.
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple, Union
+
+import torch
+
+from lightcc.common.native import core
+from lightcc.torch import mpi_ops as M
+
+_CASTS = {"none": torch.float32, "fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
+          "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
+_QUANT = re.compile(r"^int(8|4)(?::(\d+))?$")
+SPECS = "none, bf16, fp16, int8[:CHUNK], int4[:CHUNK] (CHUNK: elements per scale, default 1024) or topk"
+
+
+class OuterCompression:
+    """How a pseudo-gradient travels: `start` hands it to the engine, `finish` returns the ranks' average."""
+
+    spec: str = "?"
+    lossy: bool = False
+
+    def check(self, numel: int) -> None:
+        """Raise ValueError if a fragment of `numel` elements cannot travel this way (constructor time)."""
+
+    def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        """(tensors for the engine, what this rank's `flat` decodes to) for a flat float32 tensor."""
+        raise NotImplementedError
+
+    def start(self, wire: List[torch.Tensor], name: str) -> int:
+        """Start the engine's exchange of `wire` (from `encode`); returns the handle."""
+        raise NotImplementedError
+
+    def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
+        """Wait for `handle` and return the float32 average over `size` ranks, `numel` elements."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec!r})"
+
+
+class Dense(OuterCompression):
+    """The pseudo-gradient in `dtype` (float32, bfloat16 or float16), averaged by the engine's allreduce."""
+
+    def __init__(self, dtype: torch.dtype = torch.float32) -> None:
+        if dtype not in (torch.float32, torch.bfloat16, torch.float16):
+            raise ValueError(f"Dense outer compression takes float32, bfloat16 or float16, not {dtype}")
+        self.dtype = dtype
+        self.lossy = dtype != torch.float32
+        self.spec = {torch.float32: "none", torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+
+    def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        wire = flat.to(self.dtype) if self.lossy else flat.clone()
+        return [wire], wire.float() if self.lossy else flat
+
+    def start(self, wire: List[torch.Tensor], name: str) -> int:
+        return M.allreduce_async_(wire[0], name=name, op=M.Average)
+
+    def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
+        return M.synchronize(handle).float()
+
+
+class Quantized(OuterCompression):
+    """Symmetric `bits`-bit (8 or 4) linear quantisation per chunk of `chunk` elements, exchanged by allgather."""
+
+    def __init__(self, bits: int = 8, chunk: int = 1024) -> None:
+        if bits not in (8, 4):
+            raise ValueError(f"Quantized outer compression takes 8 or 4 bits, not {bits}")
+        if chunk < 2 or chunk % 2:
+            raise ValueError(f"Quantized outer compression needs an even chunk of at least 2 elements, not {chunk}")
+        self.bits, self.chunk = bits, chunk
+        self.levels = 127 if bits == 8 else 7
+        self.lossy = True
+        self.spec = f"int{bits}:{chunk}"
+
+    def _chunks(self, numel: int) -> int:
+        return (numel + self.chunk - 1) // self.chunk
+
+    def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        n = flat.numel()
+        padded = torch.zeros(self._chunks(n) * self.chunk, dtype=torch.float32, device=flat.device)
+        padded[:n] = flat
+        rows = padded.view(-1, self.chunk)
+        # The scale is rounded to bfloat16 before use, so decoding with the sent scale is exact.
+        scale = (rows.abs().amax(dim=1) / self.levels).to(torch.bfloat16)
+        safe = torch.where(scale == 0, torch.ones_like(scale), scale).float()
+        codes = torch.round(rows / safe[:, None]).clamp_(-self.levels, self.levels).to(torch.int8)
+        decoded = (codes.float() * scale.float()[:, None]).reshape(-1)[:n]
+        return [self._pack(codes.reshape(-1)), scale], decoded
+
+    def _pack(self, codes: torch.Tensor) -> torch.Tensor:
+        if self.bits == 8:
+            return codes.view(torch.uint8)
+        nibbles = (codes + 8).to(torch.uint8).view(-1, 2)  # -7..7 -> 1..15
+        return nibbles[:, 0] | (nibbles[:, 1] << 4)
+
+    def _unpack(self, packed: torch.Tensor) -> torch.Tensor:
+        if self.bits == 8:
+            return packed.view(torch.int8).float()
+        low, high = (packed & 15).to(torch.int16) - 8, (packed >> 4).to(torch.int16) - 8
+        return torch.stack([low, high], dim=-1).reshape(*packed.shape[:-1], -1).float()
+
+    def start(self, wire: List[torch.Tensor], name: str) -> int:
+        return M.grouped_allgather_async(wire, name=name)
+
+    def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
+        packed, scales = M.synchronize(handle)
+        return self.average(packed, scales, numel, size)
+
+    def average(self, packed: torch.Tensor, scales: torch.Tensor, numel: int, size: int) -> torch.Tensor:
+        """The float32 mean of `size` ranks' gathered codes and scales (rank after rank, as allgather returns them)."""
+        codes = self._unpack(packed.view(size, -1)).view(size, -1, self.chunk)
+        values = codes * scales.float().view(size, -1, 1)
+        total = values[0].clone()
+        for r in range(1, size):  # rank order: the same float32 sum on every rank
+            total += values[r]
+        return (total / size).reshape(-1)[:numel]
+
+
+class EngineTopk(OuterCompression):
+    """Top-k of the pseudo-gradient by lightcc's engine: its selection, sparse exchange and error-feedback residuals.
+
+    The engine compresses when started with ``LIGHT_TOPK_ALLREDUCE=1`` (density ``LIGHT_TOPK_DENSITY``),
+    and only tensors of at least ``LIGHT_TOPK_THRESHOLD`` bytes: `check` refuses a fragment smaller
+    than that or an engine without top-k. The residual lives in the engine, under the fragment's
+    tensor name. Its gradient recipe (warm-up, clipping) applies too: set ``LIGHT_TOPK_WARMUP_STEPS=0``
+    and ``LIGHT_TOPK_CLIP=0`` for outer steps (docs/lowcomm.md).
+    """
+
+    spec = "topk"
+    lossy = False  # the engine keeps the residual
+    _dims = 2
+
+    def check(self, numel: int) -> None:
+        """Raise unless the engine runs top-k and would compress a fragment of `numel` float32 elements."""
+        info = core().fusion_info()
+        threshold = info.get("topk_threshold_bytes")
+        if threshold is None:
+            raise ValueError("compression 'topk' needs lightcc's engine started with LIGHT_TOPK_ALLREDUCE=1 "
+                             "(and LIGHT_TOPK_DENSITY, LIGHT_TOPK_WARMUP_STEPS=0, LIGHT_TOPK_CLIP=0)")
+        if numel * 4 < int(threshold):
+            raise ValueError(f"compression 'topk': a fragment of {numel * 4} bytes is under LIGHT_TOPK_THRESHOLD "
+                             f"({threshold} bytes) and would travel dense")
+        self._dims = int(info.get("topk_min_dims", 2))
+
+    def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        # Enough leading 1s to meet LIGHT_TOPK_MIN_DIMS: a flat fragment is one tensor to the engine.
+        return [flat.clone().view(*([1] * (max(self._dims, 1) - 1)), -1)], flat
+
+    def start(self, wire: List[torch.Tensor], name: str) -> int:
+        return M.allreduce_async_(wire[0], name=name, op=M.Average)
+
+    def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
+        return M.synchronize(handle).reshape(-1)
+
+
+def parse_compression(spec: Union[str, OuterCompression, None]) -> OuterCompression:
+    """An `OuterCompression` from a spec string (see `SPECS`), an instance (returned as is) or None (dense float32)."""
+    if spec is None:
+        return Dense()
+    if isinstance(spec, OuterCompression):
+        return spec
+    if not isinstance(spec, str):
+        raise ValueError(f"compression must be a spec string or an OuterCompression, not {type(spec).__name__}")
+    text = spec.strip().lower()
+    if text in _CASTS:
+        return Dense(_CASTS[text])
+    if text == "topk":
+        return EngineTopk()
+    m = _QUANT.match(text)
+    chunk: Optional[int] = int(m.group(2)) if m and m.group(2) else None
+    if m is None or (chunk is not None and (chunk < 2 or chunk % 2)):
+        raise ValueError(f"cannot parse compression spec {spec!r}: expected {SPECS}")
+    return Quantized(int(m.group(1)), chunk or 1024)

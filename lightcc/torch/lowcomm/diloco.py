@@ -1,0 +1,203 @@
+"""`DiLoCo`: local inner steps, and every H steps (per fragment) an outer step over lightcc's engine.
+
+The story of one training step (`DiLoCo.step`):
+
+1. the inner optimizer steps this rank's model on its own gradients (its state never travels);
+2. each fragment whose exchange was started `delay` steps ago waits for it, steps the shared
+   weights with the outer optimizer and merges them into the model (exchange.py);
+3. each fragment whose turn it is (step ≡ offset mod H, fragments.py) encodes its pseudo-gradient
+   (codecs.py) and starts its exchange on the engine; with delay 0 it is finished at once.
+
+Every rank calls `step()` the same number of times and `finish()` at the end, so every rank makes
+the same collectives in the same order. The constructor's checks (checks.py) agree across ranks
+before anything else is exchanged.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Dict, List, Optional, Union
+
+import torch
+
+from lightcc.common.basics import is_initialized, size
+from lightcc.common.native import core
+from lightcc.torch import mpi_ops as M
+from lightcc.torch.lowcomm import checks
+from lightcc.torch.lowcomm import fragments as _frag
+from lightcc.torch.lowcomm.codecs import OuterCompression, parse_compression
+from lightcc.torch.lowcomm.exchange import FragmentExchange, OuterFactory
+
+_instances = itertools.count()
+_LABELS = ("sync_every", "delay", "mix", "compression", "fragments")
+
+
+def nesterov_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
+    """The papers' outer optimizer: SGD with Nesterov momentum 0.9 and learning rate 0.7 (docs/lowcomm.md)."""
+    return torch.optim.SGD(params, lr=0.7, momentum=0.9, nesterov=True)
+
+
+class DiLoCo:
+    """DiLoCo (and Streaming DiLoCo with `fragments` > 1) over lightcc's engine, for a model not wrapped in DDP.
+
+    Args:
+        model: the model; every rank's must have the same trainable parameters (names, shapes,
+            dtypes). The constructor makes them rank 0's (parameters and buffers).
+        inner_optimizer: steps the model locally; must own exactly its trainable parameters.
+        sync_every: H, inner steps between two outer steps of a fragment (>= 1).
+        outer_optimizer: ``params -> torch.optim.Optimizer``, called once per fragment with that
+            fragment's shared float32 weights; default `nesterov_outer` (SGD, Nesterov, lr 0.7,
+            momentum 0.9).
+        fragments: an int F (contiguous runs of parameters of about equal size) or lists of
+            parameters or names covering each trainable parameter once. Fragment f syncs at
+            steps t with t % H == ((f + 1) * H // F) % H.
+        delay: τ, inner steps an exchange overlaps before its result is applied, in [0, H);
+            default 0 with one fragment, 1 with several.
+        mix: α of the merge local ← α·local + (1 − α)·shared after an outer step; default 0
+            (restart from the shared weights) when delay is 0, else 0.5.
+        compression: outer-gradient codec or spec ("none", "bf16", "fp16", "int8[:CHUNK]",
+            "int4[:CHUNK]", "topk": the engine's top-k, which needs LIGHT_TOPK_ALLREDUCE=1); lossy
+            codecs keep an error-feedback residual on each rank (top-k's lives in the engine).
+        name: prefix of the engine's tensor names; default counts instances (build them in the
+            same order on every rank).
+
+    Raises:
+        ValueError: on every rank alike, naming the rank and the parameter, for bad input.
+        RuntimeError: lightcc is not initialised.
+    """
+
+    def __init__(self, model: torch.nn.Module, inner_optimizer: torch.optim.Optimizer, sync_every: int, *,
+                 outer_optimizer: Optional[OuterFactory] = None,
+                 fragments: _frag.FragmentSpec = 1, delay: Optional[int] = None, mix: Optional[float] = None,
+                 compression: Union[str, OuterCompression, None] = None, name: Optional[str] = None) -> None:
+        if not is_initialized():
+            raise RuntimeError("lightcc DiLoCo: lightcc is not initialised; call lightcc.torch.init() or "
+                               "dist.init_process_group('lightcc') first")
+        self.model, self.inner_optimizer = model, inner_optimizer
+        self.sync_every = sync_every
+        self.name = name if name is not None else f"diloco{next(_instances)}"
+        self._size = size()
+        self._steps = 0
+        self._fragments: List[FragmentExchange] = []
+        self._dirty: List[bool] = []
+        problem, sig = None, None
+        try:
+            sig = self._build(outer_optimizer or nesterov_outer, fragments, delay, mix, compression)
+        except Exception as err:  # noqa: BLE001  (any local failure is shared before raising, or peers hang)
+            problem = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
+        checks.agree(problem, sig, _LABELS, self.name)
+        self._start_from_rank0()
+        self._engine_bytes = int(core().stats()["bytes_sent"])
+
+    def _build(self, make_outer: OuterFactory, spec: _frag.FragmentSpec, delay: Optional[int],
+               mix: Optional[float], compression: Union[str, OuterCompression, None]) -> checks.Signature:
+        """Check the arguments on this rank and build the fragments; returns the signature to agree on."""
+        named = checks.trainable(self.model)
+        checks.check_optimizer(named, self.inner_optimizer)
+        codec = parse_compression(compression)
+        parts = _frag.build(named, spec)
+        self.delay = (0 if len(parts) == 1 else 1) if delay is None else delay
+        self.mix = (0.0 if self.delay == 0 else 0.5) if mix is None else float(mix)
+        checks.check_settings(self.sync_every, self.delay, self.mix, len(parts))
+        for f, part in enumerate(parts):
+            ex = FragmentExchange(part, make_outer, codec, f"{self.name}.f{f}")
+            ex.check_outer()
+            ex.offset = _frag.offset(f, len(parts), self.sync_every)
+            self._fragments.append(ex)
+        self._dirty = [False] * len(parts)
+        self.compression = codec
+        self._settings = (self.sync_every, self.delay, self.mix, codec.spec, [ex.names for ex in self._fragments])
+        return checks.signature(self._settings, named)
+
+    @torch.no_grad()
+    def _start_from_rank0(self) -> None:
+        """Every rank takes rank 0's parameters and buffers; the shared weights start from them."""
+        handles = [M.broadcast_async_(t, 0, name=f"{self.name}.init.{key}")
+                   for key, t in self.model.state_dict(keep_vars=False).items() if isinstance(t, torch.Tensor)]
+        for h in handles:
+            M.synchronize(h)
+        for ex in self._fragments:
+            ex.reset()
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """The inner optimizer's step, then any outer step due at this step; returns the inner step's result."""
+        result = self.inner_optimizer.step(closure) if closure is not None else self.inner_optimizer.step()
+        self._steps += 1
+        self._dirty = [True] * len(self._fragments)
+        for f, ex in enumerate(self._fragments):
+            if ex.pending and self._steps >= ex.due:
+                self._apply(f, self.mix)
+        for f, ex in enumerate(self._fragments):
+            if self._steps % self.sync_every == ex.offset:
+                ex.start(self._steps + self.delay)
+                if self.delay == 0:
+                    self._apply(f, self.mix)
+        return result
+
+    def _apply(self, f: int, mix: float) -> None:
+        self._fragments[f].finish(self._size, mix)
+        self._dirty[f] = mix > 0.0
+
+    def finish(self) -> None:
+        """End training in step on every rank: apply exchanges in flight, then sync what moved since.
+
+        Afterwards every rank holds the same shared weights. A fragment whose weights have not moved
+        since its last outer step (plain DiLoCo after a multiple of H steps) is not exchanged again.
+        Call it on every rank (it is collective); training may go on afterwards.
+        """
+        for f, ex in enumerate(self._fragments):
+            if ex.pending:
+                self._apply(f, self.mix)
+        for f, ex in enumerate(self._fragments):
+            if self._dirty[f]:
+                ex.start(self._steps)
+                self._apply(f, 0.0)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """This rank's outer state: step count, shared weights, outer optimizers, residuals, results not yet applied.
+
+        Collective when an exchange is in flight (it waits for it; the result is applied at its due
+        step as usual), so call it on every rank at the same step. Save it per rank, with the model's
+        and the inner optimizer's state dicts: local weights and residuals differ between ranks.
+        """
+        return {"steps": self._steps, "dirty": list(self._dirty), "settings": self._settings,
+                "fragments": [ex.state_dict(self._size) for ex in self._fragments]}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore `state_dict()`'s output of this rank.
+
+        Order on restart: build the model, the inner optimizer and DiLoCo (whose constructor
+        broadcasts rank 0's weights), then load the model's and the inner optimizer's state dicts
+        and this one, so each rank gets its own local weights back.
+        """
+        if tuple(state["settings"]) != tuple(self._settings):
+            raise ValueError(f"lightcc DiLoCo: the saved settings {state['settings']!r} are not this DiLoCo's "
+                             f"{self._settings!r} (sync_every, delay, mix, compression, fragments)")
+        for ex, saved in zip(self._fragments, state["fragments"]):
+            ex.load_state_dict(saved)
+        self._steps, self._dirty = int(state["steps"]), list(state["dirty"])
+
+    @property
+    def fragments(self) -> List[List[str]]:
+        """The parameter names of each fragment, in sync order within a period."""
+        return [list(ex.names) for ex in self._fragments]
+
+    def stats(self) -> Dict[str, Union[int, float]]:
+        """This rank's counts since construction.
+
+        - ``inner_steps``; ``outer_exchanges``: fragment exchanges started (one per fragment per outer step);
+        - ``wire_bytes``: bytes of the tensors this rank handed to the engine for outer steps
+          (counted by DiLoCo: the encoded pseudo-gradients, scales included);
+        - ``dense_bytes``: what those exchanges would have handed over as float32;
+        - ``engine_bytes_sent``: the engine's own count of bytes this rank posted on links to other
+          hosts since construction, for every collective of the process (dense collectives of ranks on
+          one host go through shared memory, which it does not count; top-k's exchange is counted);
+        - ``wait_s``: seconds `step`/`finish` spent blocked waiting for outer exchanges.
+        """
+        return {
+            "inner_steps": self._steps,
+            "outer_exchanges": sum(ex.exchanges for ex in self._fragments),
+            "wire_bytes": sum(ex.wire_bytes for ex in self._fragments),
+            "dense_bytes": sum(ex.exchanges * ex.numel * 4 for ex in self._fragments),
+            "engine_bytes_sent": int(core().stats()["bytes_sent"]) - self._engine_bytes,
+            "wait_s": sum(ex.wait_s for ex in self._fragments),
+        }

@@ -1,0 +1,128 @@
+"""One fragment's outer step: the shared weights, the pseudo-gradient's async exchange, the outer optimizer, the merge.
+
+Each fragment keeps a float32 copy of its parameters as every rank last agreed on them (the
+shared weights θ) and an outer optimizer over that copy. An outer step is two halves:
+
+- `start`: Δ = θ − local weights (plus the error-feedback residual when the codec is lossy),
+  encoded and handed to lightcc's engine as one async exchange; the residual keeps what the
+  codec lost. Training goes on while the engine works.
+- `finish(mix)`: wait for the ranks' average Δ̄, step θ by it with the outer optimizer (every rank
+  computes the same θ from the same inputs), then merge: local ← mix · local + (1 − mix) · θ.
+  mix = 0 is DiLoCo's restart from θ; Streaming DiLoCo keeps some of the local steps taken while
+  the exchange was in flight.
+
+Only the thread that calls DiLoCo.step() touches a fragment.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+
+from lightcc.torch.lowcomm.codecs import OuterCompression
+
+OuterFactory = Callable[[List[torch.Tensor]], torch.optim.Optimizer]
+
+
+class FragmentExchange:
+    """The outer-step state of one fragment of the model (owned by DiLoCo's calling thread)."""
+
+    def __init__(self, params: List[Tuple[str, torch.nn.Parameter]], make_outer: OuterFactory,
+                 codec: OuterCompression, name: str) -> None:
+        self.names = [n for n, _ in params]
+        self.params = [p for _, p in params]
+        self.shared = [p.detach().to(torch.float32, copy=True) for p in self.params]
+        self.outer = make_outer(self.shared)
+        self.codec, self.name = codec, name
+        self.numel = sum(p.numel() for p in self.params)
+        device = self.params[0].device
+        codec.check(self.numel)
+        self.residual: Optional[torch.Tensor] = torch.zeros(self.numel, device=device) if codec.lossy else None
+        self.handle: Optional[int] = None
+        self.arrived: Optional[torch.Tensor] = None  # an average waited for before its step (state_dict)
+        self.due = 0  # the inner step after which a started exchange is finished
+        self.offset = 0  # this fragment syncs after inner steps t with t % H == offset (fragments.offset)
+        self.wire_bytes = 0  # bytes of the tensors this rank handed to the engine, all outer steps
+        self.exchanges = 0
+        self.wait_s = 0.0  # time spent blocked in finish() waiting for the engine
+
+    @torch.no_grad()
+    def start(self, due: int) -> None:
+        """Encode this rank's pseudo-gradient and start its exchange; `finish` is due after inner step `due`."""
+        delta = torch.cat([(s - p.float()).reshape(-1) for s, p in zip(self.shared, self.params)])
+        if self.residual is not None:
+            delta += self.residual
+        wire, decoded = self.codec.encode(delta)
+        if self.residual is not None:
+            self.residual = delta - decoded
+        self.handle = self.codec.start(wire, self.name)
+        self.wire_bytes += sum(w.numel() * w.element_size() for w in wire)
+        self.exchanges += 1
+        self.due = due
+
+    @property
+    def pending(self) -> bool:
+        """An exchange was started and its result not applied yet (in flight, or arrived early by `wait`)."""
+        return self.handle is not None or self.arrived is not None
+
+    def wait(self, size: int) -> None:
+        """Wait for the exchange in flight, if any, and keep its average until `finish` applies it."""
+        if self.handle is None:
+            return
+        began = time.perf_counter()
+        self.arrived = self.codec.finish(self.handle, self.numel, size)
+        self.wait_s += time.perf_counter() - began
+        self.handle = None
+
+    @torch.no_grad()
+    def finish(self, size: int, mix: float) -> None:
+        """Wait for the average pseudo-gradient, take the outer step on the shared weights, merge them in."""
+        self.wait(size)
+        if self.arrived is None:
+            return
+        average, self.arrived = self.arrived, None
+        offset = 0
+        for s in self.shared:
+            s.grad = average[offset:offset + s.numel()].view_as(s)
+            offset += s.numel()
+        self.outer.step()
+        for s, p in zip(self.shared, self.params):
+            s.grad = None
+            if mix == 0.0:
+                p.copy_(s)
+            else:
+                p.copy_(p.float().mul_(mix).add_(s, alpha=1.0 - mix))
+
+    def state_dict(self, size: int) -> Dict[str, Any]:
+        """Shared weights, outer optimizer state, residual and an arrived result (waits for one in flight)."""
+        self.wait(size)
+        return {"shared": [s.detach().clone() for s in self.shared], "outer": self.outer.state_dict(),
+                "residual": None if self.residual is None else self.residual.clone(),
+                "arrived": None if self.arrived is None else self.arrived.clone(), "due": self.due}
+
+    @torch.no_grad()
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore `state_dict()`'s output of this rank (the fragment must hold the same parameters)."""
+        for s, saved in zip(self.shared, state["shared"]):
+            s.copy_(saved)
+        self.outer.load_state_dict(state["outer"])
+        if self.residual is not None and state["residual"] is not None:
+            self.residual.copy_(state["residual"])
+        self.arrived = None if state["arrived"] is None else state["arrived"].clone()
+        self.due = int(state["due"])
+
+    @torch.no_grad()
+    def reset(self) -> None:
+        """Take the shared weights from the local ones (after the constructor's broadcast made them rank 0's)."""
+        for s, p in zip(self.shared, self.params):
+            s.copy_(p)
+
+    def check_outer(self) -> None:
+        """The outer optimizer must own exactly this fragment's shared weights."""
+        if not isinstance(self.outer, torch.optim.Optimizer):
+            raise ValueError(f"outer_optimizer(params) must return a torch.optim.Optimizer, not "
+                             f"{type(self.outer).__name__}")
+        owned = [p for g in self.outer.param_groups for p in g["params"]]
+        if len(owned) != len(self.shared) or {id(p) for p in owned} != {id(s) for s in self.shared}:
+            raise ValueError("outer_optimizer(params) must return an optimizer over exactly the params it is given")

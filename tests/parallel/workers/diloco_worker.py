@@ -1,0 +1,318 @@
+"""Runs lightcc.torch.DiLoCo on real ranks: against a one-process reference, training with each codec, bad input.
+
+argv: INIT MODES. INIT is ``hvd`` (lightcc.torch.init()) or ``c10d:PORT`` (dist.init_process_group("lightcc")
+with torch's TCPStore on PORT). MODES is a comma list (one process start runs several) of
+
+- ``reference``: plain DiLoCo (H=3, 7 steps) and Streaming DiLoCo (2 fragments, H=4, delay 1, mix 0.5,
+  10 steps) on a small MLP with fixed per-rank data; each rank's weights after `finish()` must equal
+  a reference computed in this process by simulating every rank (mean pseudo-gradient, Nesterov
+  SGD written out), and the counted bytes must be what the exchanges handed over;
+- ``train``: a teacher-student regression under each codec (none, bf16, int8, int4) and streaming
+  with int4: the loss must fall to under half and every rank must end with identical weights;
+- ``topk``: the same regression with the engine's top-k as the codec (the test starts the engine with
+  LIGHT_TOPK_ALLREDUCE=1): it trains, ranks stay identical, the engine ran top-k batches;
+- ``checkpoint``: a streaming int8 run saved mid-exchange and resumed in fresh objects ends bit-identical
+  to the run that never stopped;
+- ``bad``: each bad input raises ValueError on every rank, naming the rank and the parameter; then a
+  valid DiLoCo still runs (nothing left hanging in the engine).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from datetime import timedelta
+from typing import Dict, List
+
+import torch
+from torch_helpers import checker
+
+import lightcc.torch as hvd
+from lightcc.torch import DiLoCo
+
+R, N = int(os.environ["LIGHTCC_RANK"]), int(os.environ["LIGHTCC_SIZE"])
+INIT, MODE = sys.argv[1], sys.argv[2]
+c = checker()
+
+
+def start() -> None:
+    if INIT == "hvd":
+        hvd.init()
+    else:
+        import torch.distributed as dist
+
+        dist.init_process_group("lightcc", init_method=f"tcp://127.0.0.1:{INIT.split(':')[1]}", rank=R, world_size=N,
+                                timeout=timedelta(seconds=60))
+
+
+def mlp(seed: int, hidden: int = 6, dtype: torch.dtype = torch.float32) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(4, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 2)).to(dtype)
+
+
+def batch(rank: int, t: int):
+    g = torch.Generator().manual_seed(1000 * rank + t)
+    return torch.randn(8, 4, generator=g), torch.randn(8, 2, generator=g)
+
+
+def inner_step(model: torch.nn.Module, rank: int, t: int) -> None:
+    x, y = batch(rank, t)
+    torch.nn.functional.mse_loss(model(x), y).backward()
+
+
+def digest(model: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().numpy().tobytes())
+    return h.hexdigest()
+
+
+def identical(model: torch.nn.Module) -> bool:
+    return len(set(hvd.allgather_object(digest(model), name="digest"))) == 1
+
+
+# ---- the one-process reference: every rank simulated, the outer step written out ------------
+
+def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float) -> List[torch.nn.Module]:
+    models = [mlp(100) for _ in range(N)]  # every rank starts from rank 0's weights
+    opts = [torch.optim.AdamW(m.parameters(), lr=0.05) for m in models]
+    params = [dict(m.named_parameters()) for m in models]
+    shared = {k: v.detach().clone() for k, v in params[0].items()}
+    momentum: Dict[str, torch.Tensor] = {}
+    pending: Dict[int, tuple] = {}
+    dirty = [False] * len(frags)
+
+    def mean_delta(f: int) -> Dict[str, torch.Tensor]:
+        return {k: sum(shared[k] - p[k].detach() for p in params) / N for k in frags[f]}
+
+    @torch.no_grad()
+    def outer(f: int, delta: Dict[str, torch.Tensor], a: float) -> None:
+        for k in frags[f]:  # SGD, Nesterov: buf = 0.9 buf + g; θ -= 0.7 (g + 0.9 buf)
+            buf = momentum[k] = 0.9 * momentum[k] + delta[k] if k in momentum else delta[k].clone()
+            shared[k] -= 0.7 * (delta[k] + 0.9 * buf)
+            for p in params:
+                p[k].copy_(a * p[k] + (1 - a) * shared[k])
+        dirty[f] = a > 0
+
+    for t in range(1, steps + 1):
+        for r in range(N):
+            inner_step(models[r], r, t)
+            opts[r].step()
+            opts[r].zero_grad()
+        dirty[:] = [True] * len(frags)
+        for f in [f for f, (due, _) in pending.items() if due <= t]:
+            outer(f, pending.pop(f)[1], mix)
+        for f in range(len(frags)):
+            if t % H == ((f + 1) * H // len(frags)) % H:
+                pending[f] = (t + delay, mean_delta(f))
+                if delay == 0:
+                    outer(f, pending.pop(f)[1], mix)
+    for f in list(pending):
+        outer(f, pending.pop(f)[1], mix)
+    for f in range(len(frags)):
+        if dirty[f]:
+            outer(f, mean_delta(f), 0.0)
+    return models
+
+
+def reference_case(label: str, steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
+                   exchanges: int) -> None:
+    model = mlp(100 + R)  # each rank's own init: the constructor must replace it with rank 0's
+    opt = torch.optim.AdamW(model.parameters(), lr=0.05)
+    diloco = DiLoCo(model, opt, sync_every=H, fragments=frags, delay=delay, mix=mix, name=label)
+    for t in range(1, steps + 1):
+        inner_step(model, R, t)
+        diloco.step()
+        opt.zero_grad()
+    diloco.finish()
+    ref = dict(simulate(steps, H, frags, delay, mix)[R].named_parameters())
+    for k, p in model.named_parameters():
+        err = (p.detach() - ref[k].detach()).abs().max().item()
+        c.check(err < 2e-5, f"{label}: {k} differs from the reference by {err}")
+    c.check(identical(model), f"{label}: ranks ended with different weights")
+    s = diloco.stats()
+    c.check(s["outer_exchanges"] == exchanges, f"{label}: {s['outer_exchanges']} exchanges, expected {exchanges}")
+    c.check(s["wire_bytes"] == s["dense_bytes"] > 0, f"{label}: uncompressed bytes {s}")
+
+
+def reference() -> None:
+    everything = [[n for n, _ in mlp(0).named_parameters()]]
+    reference_case("plain", 7, 3, everything, 0, 0.0, exchanges=3)  # steps 3, 6 and finish()
+    layers = [["0.weight", "0.bias"], ["2.weight", "2.bias"]]
+    # f0 starts at 2, 6, 10 (applied at 3, 7, finish), f1 at 4, 8 (applied at 5, 9); finish() then syncs both again
+    # (mix 0.5 left local progress in them)
+    reference_case("streaming", 10, 4, layers, 1, 0.5, exchanges=7)
+
+
+# ---- training with each codec ------------------------------------------------------------------
+
+def wire_bytes(diloco: DiLoCo, compression: str) -> int:
+    """What each exchange of each fragment must hand to the engine, from the format (docs/lowcomm.md)."""
+    total = 0
+    for ex in diloco._fragments:
+        n = ex.numel
+        if compression in ("none", "topk"):  # top-k: the engine gets the dense float32 fragment
+            per = 4 * n
+        elif compression == "bf16":
+            per = 2 * n
+        else:  # intB:CHUNK: codes of the padded chunks plus one bfloat16 scale per chunk
+            bits, chunk = (int(v) for v in compression[3:].split(":"))
+            chunks = -(-n // chunk)
+            per = chunks * chunk * bits // 8 + 2 * chunks
+        total += per * ex.exchanges
+    return total
+
+
+def train_case(compression: str, fragments: int, outer=None) -> None:
+    torch.manual_seed(7)
+    teacher = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+    g = torch.Generator().manual_seed(50 + R)
+    x = torch.randn(256, 16, generator=g)
+    x_eval = torch.randn(256, 16, generator=torch.Generator().manual_seed(999))
+    with torch.no_grad():
+        y, y_eval = teacher(x), teacher(x_eval)
+    torch.manual_seed(R)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    diloco = DiLoCo(model, opt, sync_every=10, fragments=fragments, compression=compression, outer_optimizer=outer)
+    with torch.no_grad():
+        before = torch.nn.functional.mse_loss(model(x_eval), y_eval).item()
+    for t in range(80):
+        rows = slice((t * 32) % 256, (t * 32) % 256 + 32)
+        torch.nn.functional.mse_loss(model(x[rows]), y[rows]).backward()
+        diloco.step()
+        opt.zero_grad()
+    diloco.finish()
+    with torch.no_grad():
+        after = torch.nn.functional.mse_loss(model(x_eval), y_eval).item()
+    label = f"{compression} x{fragments}"
+    c.check(after < 0.5 * before, f"{label}: eval loss {before:.4f} -> {after:.4f}")
+    c.check(identical(model), f"{label}: ranks ended with different weights")
+    s = diloco.stats()
+    c.check(s["wire_bytes"] == wire_bytes(diloco, compression),
+            f"{label}: {s['wire_bytes']} bytes handed to the engine, expected {wire_bytes(diloco, compression)}")
+    if R == 0:
+        print(f"TRAIN {label}: loss {before:.4f} -> {after:.4f}, {s}", flush=True)
+
+
+def topk() -> None:
+    """The engine's top-k (started with LIGHT_TOPK_ALLREDUCE=1 by the test) compresses the outer step, which trains."""
+    from lightcc.common.native import core
+
+    before = core().stats()["topk_batches"]
+    # SparseLoCo: error feedback in place of outer momentum (Nesterov's momentum on sparse steps overshoots)
+    train_case("topk", 1, outer=lambda params: torch.optim.SGD(params, lr=1.0))
+    c.check(core().stats()["topk_batches"] > before, "topk: the engine ran no top-k batch")
+
+
+def train() -> None:
+    for spec in ("none", "bf16", "int8:64", "int4:64"):
+        train_case(spec, 1)
+    train_case("int4:64", 2)
+
+
+# ---- checkpoints ------------------------------------------------------------------------------
+
+def run_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, diloco: DiLoCo, first: int, last: int) -> None:
+    for t in range(first, last + 1):
+        inner_step(model, R, t)
+        diloco.step()
+        opt.zero_grad()
+
+
+def checkpoint() -> None:
+    """Streaming int8 DiLoCo saved at step 6 (fragment 0's exchange in flight) and resumed in fresh objects
+    ends bit-identical to the run that never stopped."""
+    import io
+
+    kw = {"sync_every": 4, "fragments": 2, "delay": 1, "mix": 0.5, "compression": "int8:16"}
+
+    def fresh():
+        model = mlp(100 + R)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.05)
+        return model, opt, DiLoCo(model, opt, **kw)
+
+    model, opt, diloco = fresh()
+    run_steps(model, opt, diloco, 1, 11)
+    diloco.finish()
+    straight = [p.detach().clone() for p in model.parameters()]
+    model, opt, diloco = fresh()
+    run_steps(model, opt, diloco, 1, 6)
+    buf = io.BytesIO()
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "diloco": diloco.state_dict()}, buf)
+    buf.seek(0)
+    saved = torch.load(buf)
+    model, opt, diloco = fresh()
+    model.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["opt"])
+    diloco.load_state_dict(saved["diloco"])
+    run_steps(model, opt, diloco, 7, 11)
+    diloco.finish()
+    same = all(torch.equal(a, b.detach()) for a, b in zip(straight, model.parameters()))
+    c.check(same, "checkpoint: the resumed run differs from the straight one")
+    c.check(identical(model), "checkpoint: ranks ended with different weights")
+    other = mlp(1)
+    wrong = DiLoCo(other, torch.optim.SGD(other.parameters(), lr=0.1), sync_every=5)
+    try:
+        wrong.load_state_dict(saved["diloco"])
+        c.check(False, "checkpoint: loading another DiLoCo's settings did not fail")
+    except ValueError as err:
+        c.check("sync_every" in str(err), f"checkpoint: {err}")
+
+
+# ---- bad input ---------------------------------------------------------------------------------
+
+def expect_error(label: str, build, *needles: str) -> None:
+    try:
+        build()
+    except ValueError as err:
+        text = str(err)
+        missing = [n for n in (f"on rank {R}", *needles) if n not in text]
+        c.check(not missing, f"{label}: the error lacks {missing}: {text}")
+        return
+    c.check(False, f"{label}: no error")
+
+
+def bad() -> None:
+    last = N - 1
+
+    def make(model=None, opt=None, **kw):
+        model = model or mlp(1)
+        return lambda: DiLoCo(model, opt or torch.optim.SGD(model.parameters(), lr=0.1), **{"sync_every": 4, **kw})
+
+    expect_error("shape", make(mlp(1, hidden=7 if R == last else 6)), "'0.weight'", f"rank {last}", "[7, 4]")
+    expect_error("dtype", make(mlp(1, dtype=torch.float64 if R == last else torch.float32)), "'0.weight'",
+                 "float64")
+    expect_error("sync_every", make(sync_every=0), "sync_every")
+    expect_error("sync_every on one rank", make(sync_every=0 if R == 1 else 4), "rank 1:", "sync_every")
+    expect_error("sync_every differs", make(sync_every=5 if R == last else 4), "sync_every", f"rank {last}")
+    expect_error("fragment left out", make(fragments=[["0.weight", "2.weight", "2.bias"]]), "'0.bias'",
+                 "no fragment")
+    expect_error("fragment twice", make(fragments=[["0.weight", "0.bias"], ["0.bias", "2.weight", "2.bias"]]),
+                 "'0.bias'", "fragment 0 and again in fragment 1")
+    model = mlp(1)
+    expect_error("optimizer lacks one", make(model, torch.optim.SGD(list(model.parameters())[:3], lr=0.1)),
+                 "'2.bias'", "does not own")
+    expect_error("optimizer of another model", make(model, torch.optim.SGD(mlp(2).parameters(), lr=0.1)),
+                 "'0.weight'")
+    expect_error("compression", make(compression="int3"), "cannot parse compression spec 'int3'")
+    expect_error("top-k off in the engine", make(compression="topk"), "LIGHT_TOPK_ALLREDUCE=1")
+    expect_error("outer optimizer", make(outer_optimizer=lambda ps: torch.optim.SGD(mlp(3).parameters(), lr=1)),
+                 "outer_optimizer")
+    model = mlp(1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    diloco = DiLoCo(model, opt, sync_every=2, compression="int8")
+    for t in range(1, 4):
+        inner_step(model, R, t)
+        diloco.step()
+        opt.zero_grad()
+    diloco.finish()
+    c.check(identical(model), "after the bad inputs, a valid DiLoCo ends with identical weights")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)  # ranks share a few cores
+    start()
+    for mode in MODE.split(","):
+        {"reference": reference, "train": train, "bad": bad, "topk": topk, "checkpoint": checkpoint}[mode]()
+    c.finish()

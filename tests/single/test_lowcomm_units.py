@@ -1,0 +1,103 @@
+"""DiLoCo's pure parts without ranks: outer-gradient codecs (bytes, error bounds, error feedback), specs, fragments."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lightcc.torch.lowcomm import fragments
+from lightcc.torch.lowcomm.codecs import Dense, Quantized, parse_compression
+
+
+@pytest.mark.parametrize("spec,bits,chunk", [("int8", 8, 1024), ("INT4:64", 4, 64), ("int8:2", 8, 2)])
+def test_quantized_specs_parse(spec, bits, chunk):
+    codec = parse_compression(spec)
+    assert isinstance(codec, Quantized) and (codec.bits, codec.chunk) == (bits, chunk)
+
+
+@pytest.mark.parametrize("spec", ["int3", "int8:", "int8:7", "int4:0", "top-k", "fp8", "", 8])
+def test_bad_specs_are_refused_with_the_grammar(spec):
+    with pytest.raises(ValueError, match="compression"):
+        parse_compression(spec)
+
+
+def test_dense_specs():
+    assert parse_compression(None).spec == "none" and not parse_compression("none").lossy
+    assert parse_compression("bf16").dtype == torch.bfloat16 and parse_compression("fp16").lossy
+
+
+@pytest.mark.parametrize("bits,chunk", [(8, 64), (4, 64), (4, 2)])
+def test_quantized_bytes_and_error_bound(bits, chunk):
+    codec = Quantized(bits, chunk)
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(0)) * 1e-3
+    wire, decoded = codec.encode(x)
+    chunks = -(-1000 // chunk)
+    assert sum(w.numel() * w.element_size() for w in wire) == chunks * chunk * bits // 8 + 2 * chunks
+    # Round to nearest with a scale of absmax/levels (rounded to bfloat16): at most half a step off per element.
+    scale = wire[1].float().repeat_interleave(chunk)[:1000]
+    assert torch.all((x - decoded).abs() <= scale * 0.5 + 1e-12)
+    assert torch.all(decoded.abs() <= scale * codec.levels + 1e-12)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_average_decodes_each_rank_in_order(bits):
+    codec = Quantized(bits, 16)
+    xs = [torch.randn(50, generator=torch.Generator().manual_seed(r)) for r in range(3)]
+    encoded = [codec.encode(x) for x in xs]
+    packed = torch.cat([w[0] for w, _ in encoded])
+    scales = torch.cat([w[1] for w, _ in encoded])
+    mean = codec.average(packed, scales, 50, 3)
+    expected = (encoded[0][1] + encoded[1][1] + encoded[2][1]) / 3
+    assert torch.allclose(mean, expected, atol=1e-7)
+
+
+def test_error_feedback_carries_what_the_codec_lost():
+    """Summed over steps, what was sent plus the last residual is exactly what was meant to be sent."""
+    codec = Quantized(4, 32)
+    residual, sent, meant = torch.zeros(100), torch.zeros(100), torch.zeros(100)
+    for step in range(20):
+        delta = torch.randn(100, generator=torch.Generator().manual_seed(step))
+        meant += delta
+        x = delta + residual
+        _, decoded = codec.encode(x)
+        residual = x - decoded
+        sent += decoded
+    assert torch.allclose(sent + residual, meant, atol=1e-4)
+
+
+def test_zero_chunks_encode_to_zero():
+    _, decoded = Quantized(8, 4).encode(torch.zeros(10))
+    assert torch.equal(decoded, torch.zeros(10))
+    wire, decoded = Dense(torch.bfloat16).encode(torch.full((3,), 1.0 + 2 ** -10))
+    assert wire[0].dtype == torch.bfloat16 and torch.equal(decoded, torch.ones(3))
+
+
+def named(sizes):
+    return [(f"p{i}", torch.nn.Parameter(torch.zeros(n))) for i, n in enumerate(sizes)]
+
+
+def test_even_split_is_contiguous_balanced_and_non_empty():
+    parts = fragments.split_even(named([10, 10, 10, 10, 10, 10]), 3)
+    assert [[n for n, _ in p] for p in parts] == [["p0", "p1"], ["p2", "p3"], ["p4", "p5"]]
+    parts = fragments.split_even(named([1000, 1, 1, 1]), 3)
+    assert [len(p) for p in parts] == [1, 1, 2]
+    with pytest.raises(ValueError, match="between 1 and 2"):
+        fragments.split_even(named([1, 1]), 3)
+
+
+def test_offsets_are_distinct_and_the_last_fragment_syncs_at_multiples_of_h():
+    for count, h in ((1, 1), (2, 4), (3, 10), (4, 4), (5, 7)):
+        offs = [fragments.offset(f, count, h) for f in range(count)]
+        assert len(set(offs)) == count and offs[-1] == 0
+
+
+def test_listed_fragments_are_checked():
+    ps = named([2, 2, 2])
+    assert [len(p) for p in fragments.build(ps, [["p0", ps[1][1]], ["p2"]])] == [2, 1]
+    with pytest.raises(ValueError, match="'p2' is in no fragment"):
+        fragments.build(ps, [["p0", "p1"]])
+    with pytest.raises(ValueError, match="'p1' is in fragment 0 and again in fragment 1"):
+        fragments.build(ps, [["p0", "p1"], ["p1", "p2"]])
+    with pytest.raises(ValueError, match="'nope'"):
+        fragments.build(ps, [["p0", "p1", "p2", "nope"]])
+    with pytest.raises(ValueError, match="a tensor of shape"):
+        fragments.build(ps, [["p0", "p1", "p2", torch.zeros(3)]])
