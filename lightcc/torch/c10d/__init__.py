@@ -81,10 +81,8 @@ def _release_set(set_id: int) -> None:
 
 
 def register() -> None:
-    """Registers the backend with torch.distributed (idempotent; `import lightcc.torch` calls it,
-    and torch's autoload calls lightcc_c10d_autoload, which forwards here when a group is made)."""
-    import torch.distributed as dist
+    """Registers the backend with torch.distributed (idempotent; `import lightcc.torch` calls it). The one
+    registration is lightcc.c10d_backend's, which torch's autoload also calls; its creator forwards to `_create`."""
+    from lightcc import c10d_backend
 
-    if not dist.is_available() or BACKEND_NAME.upper() in dist.Backend._plugins:  # noqa: SLF001
-        return
-    dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True, devices=["cpu", "cuda"])
+    c10d_backend.register()

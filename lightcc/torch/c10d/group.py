@@ -16,6 +16,7 @@ from typing import Any, Callable, List, Optional, Sequence
 import torch
 import torch.distributed as dist
 
+from lightcc.c10d_backend import BACKEND_NAME
 from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
 from lightcc.torch import futures as _futures
@@ -25,8 +26,6 @@ from lightcc.torch.c10d import sparse as _sparse
 from lightcc.torch.c10d.naming import Names
 from lightcc.torch.c10d.p2p import PointToPoint
 from lightcc.torch.c10d.work import LightccWork, SourcedWork, completed
-
-BACKEND_NAME = "lightcc"
 
 
 def _dense(tensor: torch.Tensor, what: str) -> torch.Tensor:
