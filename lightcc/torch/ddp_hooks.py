@@ -64,17 +64,11 @@ def ensure_engine(process_group: Any = None, flag_defaults: Optional[Mapping[str
     """
     import torch.distributed as dist
 
-    from lightcc.common import basics
     from lightcc.torch.c10d import meeting
 
     rank, size = _world(process_group)
-    if basics.is_initialized():
-        if basics.rank() != rank or basics.size() != size:
-            raise RuntimeError(f"lightcc DDP hooks: lightcc runs as rank {basics.rank()} of {basics.size()}, torch's "
-                               f"group as rank {rank} of {size}; start both with the same placement")
-        return
     store = dist.PrefixStore(_STORE_PREFIX, dist.distributed_c10d._get_default_store())  # noqa: SLF001
-    meeting.start_engine(store, rank, size, _group_timeout(), flag_defaults=flag_defaults)
+    meeting.join_or_start(store, rank, size, _group_timeout(), "lightcc DDP hooks", flag_defaults=flag_defaults)
 
 
 def _group_timeout() -> timedelta:

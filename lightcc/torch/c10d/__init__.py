@@ -46,13 +46,7 @@ def _create(options: Any, backend_options: Any = None) -> LightccProcessGroup:
         from lightcc.torch.c10d import p2p
 
         p2p.forget_pairs()  # pairs made on an engine since shut down (by hvd.shutdown, say) are gone
-        if basics.is_initialized():
-            if basics.rank() != rank or basics.size() != size:
-                raise RuntimeError(f"lightcc backend: lightcc is already initialized as rank {basics.rank()} of "
-                                   f"{basics.size()}, but torch asks for rank {rank} of {size}; call "
-                                   f"hvd.shutdown() first or init torch with the same placement")
-        else:
-            meeting.start_engine(store, rank, size, timeout or timedelta(minutes=30))
+        if meeting.join_or_start(store, rank, size, timeout or timedelta(minutes=30), "lightcc backend"):
             _STATE["owns_engine"] = True
             _STATE["engine_timeout"] = timeout or timedelta(minutes=30)
         return LightccProcessGroup(rank, size, 0, list(range(size)), f"c10d.{group_id}", timeout,
