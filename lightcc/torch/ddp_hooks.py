@@ -34,6 +34,7 @@ from lightcc.common import ops as _ops
 from lightcc.common.native import core
 from lightcc.torch import futures as _futures
 from lightcc.torch import tensors as _t
+from lightcc.torch.topk_training import sgd_step_corrected
 
 __all__ = ["LightccState", "TopkState", "allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "topk_hook"]
 
@@ -318,14 +319,7 @@ class TopkState(LightccState):
             self._seen_steps[name] = steps
             if momentum <= 0.0 or opt is None:
                 continue
-            group = self._group_of[id(p)]
-            g = -p.grad if group.get("maximize", False) else p.grad
-            damp = 1.0 - float(group.get("dampening", 0.0) or 0.0)
-            wd = float(group.get("weight_decay", 0.0) or 0.0)
-            update = g * damp if damp != 1.0 else g
-            if wd != 0.0:  # momentum SGD amplifies weight decay by 1/(1 - m) in steady state
-                update = update + p * (wd * damp / (1.0 - float(momentum)))
-            p.add_(update, alpha=-float(group["lr"]))
+            sgd_step_corrected(p, self._group_of[id(p)], float(momentum))
             self._hidden.append((p, p.grad))
             p.grad = None
 
