@@ -18,6 +18,13 @@ def test_every_op_row_has_its_python_constant():
     assert [row.code for row in op_spec.OPS] == list(range(len(op_spec.OPS)))
 
 
+def test_op_constants_are_written_out_and_name_rows():
+    """Each constant has a line a reader or an IDE finds (`NAME = _spec.code("label")`), for a row of the table."""
+    text = (ROOT / "lightcc" / "common" / "ops.py").read_text()
+    written = dict(re.findall(r'^([A-Z][A-Z_]+) = _spec\.code\("(\w+)"\)$', text, re.M))
+    assert written == {row.name: row.label for row in op_spec.OPS}
+
+
 def test_reduce_ops_and_dtypes_come_from_the_core():
     table = core().op_spec()
     for row in table["reduce_ops"]:
