@@ -11,6 +11,7 @@ without the core.
 """
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, List
 
 from lightcc.version import __version__
@@ -28,12 +29,18 @@ def _numpy_front() -> Any:
     return front
 
 
+def _is_submodule(name: str) -> bool:
+    return any(os.path.exists(os.path.join(d, name + ".py")) or os.path.isdir(os.path.join(d, name))
+               for d in __path__)
+
+
 def __getattr__(name: str) -> Any:
     if name == "run":  # Horovod: `import horovod` gives run and __version__
         from lightcc.runner.api import run
 
         return run
-    if name.startswith("__") and name != "__all__":
+    if (name.startswith("__") and name != "__all__") or _is_submodule(name):
+        # `from lightcc import checkpoint` asks for the attribute before importing the submodule: no front for that.
         raise AttributeError(f"module 'lightcc' has no attribute {name!r}")
     front = _numpy_front()
     if name == "__all__":

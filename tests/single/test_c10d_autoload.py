@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRY_POINT = "lightcc.c10d_backend:autoload"
+ENTRY_POINT = "lightcc.c10d_autoload:autoload"
 
 
 def test_pyproject_declares_the_torch_backends_entry_point_inside_the_package():
@@ -31,7 +31,7 @@ def test_init_process_group_lightcc_without_importing_lightccs_torch_front(tmp_p
         "dist.init_process_group('lightcc', init_method='tcp://127.0.0.1:0', rank=0, world_size=1)\n"
         "t = torch.ones(3); dist.all_reduce(t); assert t.tolist() == [1.0, 1.0, 1.0]\n"
         "import lightcc.torch\n"  # registers again: a no-op, the same backend
-        "assert dist.Backend._plugins['LIGHTCC'].creator_fn.__module__ == 'lightcc.c10d_backend'\n"
+        "assert dist.Backend._plugins['LIGHTCC'].creator_fn.__module__ == 'lightcc.c10d_autoload'\n"
         "dist.destroy_process_group(); print('OK', dist.is_initialized())\n"
     )
     # The shared environment may hold an editable lightcc with entry points of its own: torch would load
@@ -48,8 +48,8 @@ def test_a_failing_registration_leaves_import_torch_working():
         "import torch.distributed as dist\n"
         "def broken(*a, **k): raise RuntimeError('no')\n"
         "dist.Backend.register_backend = broken\n"
-        "from lightcc import c10d_backend\n"
-        "c10d_backend.autoload()\n"
+        "from lightcc import c10d_autoload\n"
+        "c10d_autoload.autoload()\n"
         "print('QUIET')\n"
     )
     # torch's own autoload off: nothing registers "lightcc" before the broken registration is tried.

@@ -201,7 +201,7 @@ def test_named_modules_and_targets_exist():
 
 def test_python_references_resolve():
     """`lightcc.x.y` (a module, or a name it defines; `module:function` too) names something in this tree."""
-    assert doc_names.python_ref_resolves("lightcc.c10d_backend.autoload")
+    assert doc_names.python_ref_resolves("lightcc.c10d_autoload.autoload")
     assert not doc_names.python_ref_resolves("lightcc.torch.ddp_hooks.TopkState.no_such_method")
     assert doc_names.python_refs("`lightcc.x:f`, kubectl label node N lightcc.io/harp=true") == ["lightcc.x.f"]
     bad = [f"{page.relative_to(ROOT)}: {ref}" for page in NAMED_IN for ref in doc_names.python_refs(page.read_text())

@@ -101,3 +101,17 @@ def test_torch_modules_horovod_ships_resolve(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(ROOT), site_dir(tmp_path)], check=False, env=env,
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert "TORCH MODULES OK" in proc.stdout, proc.stderr
+
+
+def test_the_startup_hook_loads_no_core_and_no_framework(tmp_path):
+    """The .pth runs at every interpreter start: it imports the alias module, and neither the core nor a front."""
+    code = ("import site, sys; sys.path.insert(0, sys.argv[1]); site.addsitedir(sys.argv[2])\n"
+            "heavy = [m for m in ('lightcc._core', 'lightcc.numpy', 'lightcc.torch') if m in sys.modules]\n"
+            "print('HOOK', 'lightcc.horovod_alias' in sys.modules, heavy)\n")
+    for value in (None, "1"):
+        env = {k: v for k, v in os.environ.items() if k not in ("LIGHTCC_AS_HOROVOD", "PYTHONPATH")}
+        if value is not None:
+            env["LIGHTCC_AS_HOROVOD"] = value
+        proc = subprocess.run([sys.executable, "-c", code, str(ROOT), site_dir(tmp_path)], check=False, env=env,
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert "HOOK True []" in proc.stdout, (value, proc.stdout, proc.stderr)

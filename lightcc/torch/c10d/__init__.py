@@ -75,8 +75,8 @@ def _release_set(set_id: int) -> None:
 
 
 def register() -> None:
-    """Registers the backend with torch.distributed (idempotent; `import lightcc.torch` calls it). The one
-    registration is lightcc.c10d_backend's, which torch's autoload also calls; its creator forwards to `_create`."""
+    """Registers the backend with torch.distributed (idempotent; `import lightcc.torch` calls it, and
+    torch's autoload calls lightcc.c10d_autoload, whose creator forwards to `_create`)."""
     from lightcc import c10d_backend
 
-    c10d_backend.register()
+    c10d_backend.register(_create)
