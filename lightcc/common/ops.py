@@ -10,9 +10,10 @@ from lightcc.common import op_spec as _spec
 from lightcc.common.op_args import TensorArgs, control
 from lightcc.common.native import core
 
-# Operation codes, read from the core's table (the values are never restated here): one name per
-# row, written out so that a reader or an IDE finds each one. tests/single/test_op_spec.py fails
-# when a row of the table has no constant here or a constant names no row.
+# Operation codes, read from the core's table by label (the values are never restated here) and
+# written out so that a reader or an IDE finds each one: those of the ops Python code names by
+# code. A new op needs a line only once some code names it; tests/single/test_op_spec.py fails
+# when code names one that has none, or a constant's name is not its row's.
 ALLREDUCE = _spec.code("allreduce")
 ALLGATHER = _spec.code("allgather")
 BROADCAST = _spec.code("broadcast")
