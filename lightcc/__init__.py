@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, List
 
-from lightcc.version import __version__
+from lightcc.version import __version__  # noqa: F401  (Horovod: `import horovod` gives __version__)
 
 if TYPE_CHECKING:  # what `hvd.<name>` resolves to, for readers and type checkers
     from lightcc.numpy import *  # noqa: F401,F403
@@ -31,7 +31,7 @@ def _numpy_front() -> Any:
 
 def _is_submodule(name: str) -> bool:
     return any(os.path.exists(os.path.join(d, name + ".py")) or os.path.isdir(os.path.join(d, name))
-               for d in __path__)
+               for d in __path__)  # noqa: F405  (the package's own __path__, not a star import's)
 
 
 def __getattr__(name: str) -> Any:

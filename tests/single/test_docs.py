@@ -215,7 +215,8 @@ def test_store_keys_are_the_ones_the_code_writes():
     assert doc_names.names_written_key("lightcc/<n>/secret", keys)
     assert not doc_names.names_written_key("lightcc/<n>/no_such_key", keys)
     bad = [f"{page.relative_to(ROOT)}: {key}" for page in NAMED_IN
-           for key in doc_names.STORE_KEY.findall(page.read_text()) if not (ROOT / key).exists() and not list(ROOT.glob(key.rstrip("/") + "*"))
+           for key in doc_names.STORE_KEY.findall(page.read_text())
+           if not (ROOT / key).exists() and not list(ROOT.glob(key.rstrip("/") + "*"))
            and not doc_names.names_written_key(key, keys)]
     assert bad == []
 

@@ -148,8 +148,8 @@ def test_horovod_elastic_names_under_the_alias(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update({"LIGHTCC_AS_HOROVOD": "1", "TF_CPP_MIN_LOG_LEVEL": "3"})
-    out = subprocess.run([sys.executable, "-c", code, str(root), str(site_dir)], check=False, env=env, capture_output=True,
-                         text=True, timeout=180, cwd=tmp_path)
+    out = subprocess.run([sys.executable, "-c", code, str(root), str(site_dir)], check=False, env=env,
+                         capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert "ELASTIC NAMES OK" in out.stdout, out.stdout + out.stderr
 
 
