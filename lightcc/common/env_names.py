@@ -34,7 +34,7 @@ PYTHON_READS: dict[str, str] = {
     "HOROVOD_GLOO_IFACE": "lightcc/common/launch_info.py",
     "LIGHTCC_ELASTIC_ADDR": "lightcc/common/elastic_channel.py",
     "LIGHTCC_ELASTIC_WORKER": "lightcc/common/elastic_channel.py",
-    "LIGHTCC_AS_HOROVOD": "lightcc_horovod_alias.py",
+    "LIGHTCC_AS_HOROVOD": "lightcc/horovod_alias.py",
     "LIGHTCC_BENCH_GLOO_ADDR": "lightcc/bench/spec.py",
     "LIGHTCC_P2P_ANY_SOURCE": "lightcc/torch/c10d/any_source.py",
 }

@@ -34,6 +34,7 @@ from lightcc.common import ops as _ops
 from lightcc.common.native import core
 from lightcc.torch import futures as _futures
 from lightcc.torch import tensors as _t
+from lightcc.torch.topk_training import sgd_step_corrected
 
 __all__ = ["LightccState", "TopkState", "allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "topk_hook"]
 
@@ -64,17 +65,11 @@ def ensure_engine(process_group: Any = None, flag_defaults: Optional[Mapping[str
     """
     import torch.distributed as dist
 
-    from lightcc.common import basics
     from lightcc.torch.c10d import meeting
 
     rank, size = _world(process_group)
-    if basics.is_initialized():
-        if basics.rank() != rank or basics.size() != size:
-            raise RuntimeError(f"lightcc DDP hooks: lightcc runs as rank {basics.rank()} of {basics.size()}, torch's "
-                               f"group as rank {rank} of {size}; start both with the same placement")
-        return
     store = dist.PrefixStore(_STORE_PREFIX, dist.distributed_c10d._get_default_store())  # noqa: SLF001
-    meeting.start_engine(store, rank, size, _group_timeout(), flag_defaults=flag_defaults)
+    meeting.join_or_start(store, rank, size, _group_timeout(), "lightcc DDP hooks", flag_defaults=flag_defaults)
 
 
 def _group_timeout() -> timedelta:
@@ -324,14 +319,7 @@ class TopkState(LightccState):
             self._seen_steps[name] = steps
             if momentum <= 0.0 or opt is None:
                 continue
-            group = self._group_of[id(p)]
-            g = -p.grad if group.get("maximize", False) else p.grad
-            damp = 1.0 - float(group.get("dampening", 0.0) or 0.0)
-            wd = float(group.get("weight_decay", 0.0) or 0.0)
-            update = g * damp if damp != 1.0 else g
-            if wd != 0.0:  # momentum SGD amplifies weight decay by 1/(1 - m) in steady state
-                update = update + p * (wd * damp / (1.0 - float(momentum)))
-            p.add_(update, alpha=-float(group["lr"]))
+            sgd_step_corrected(p, self._group_of[id(p)], float(momentum))
             self._hidden.append((p, p.grad))
             p.grad = None
 

@@ -42,6 +42,20 @@ from lightcc.common.ops import tensor_name
 from lightcc.common.process_sets import ProcessSet
 
 
+@torch.no_grad()
+def sgd_step_corrected(p: torch.Tensor, group: Dict[str, Any], momentum: float) -> None:
+    """One plain SGD step of `p` by its gradient, which already carries `momentum` (DGC's correction):
+    ``p -= lr * (1 - dampening) * (grad + weight_decay / (1 - momentum) * p)``, the group's maximize
+    honoured. The one copy of this step: DistributedOptimizer's (`apply`) and topk_hook's both call it."""
+    g = -p.grad if group.get("maximize", False) else p.grad
+    damp = 1.0 - float(group.get("dampening", 0.0) or 0.0) if float(group.get("momentum", 0.0) or 0.0) > 0 else 1.0
+    wd = float(group.get("weight_decay", 0.0) or 0.0)
+    update = g * damp if damp != 1.0 else g
+    if wd != 0.0:  # momentum SGD amplifies weight decay by 1/(1 - m) in steady state
+        update = update + p * (wd * damp / (1.0 - momentum))
+    p.add_(update, alpha=-float(group["lr"]))
+
+
 def _sgd_like(optimizer: torch.optim.Optimizer) -> bool:
     return isinstance(optimizer, torch.optim.SGD)
 
@@ -150,15 +164,7 @@ class TopkTraining:
                     p.mul_(1.0 - lr * float(group.get("weight_decay", 0.0) or 0.0))
                 p.add_(p.grad, alpha=-lr)
                 continue
-            g = p.grad
-            if group.get("maximize", False):
-                g = -g
-            damp = 1.0 - float(group.get("dampening", 0.0)) if float(group.get("momentum", 0.0) or 0.0) > 0 else 1.0
-            wd = float(group.get("weight_decay", 0.0) or 0.0)
-            update = g * damp if damp != 1.0 else g
-            if wd != 0.0:
-                update = update + p * (wd * damp / (1.0 - m))
-            p.add_(update, alpha=-float(group["lr"]))
+            sgd_step_corrected(p, group, m)
 
     def hide(self, taken: List[Tuple[torch.Tensor, Dict[str, Any], float]]) -> List[Tuple[torch.Tensor, Optional[torch.Tensor]]]:
         """Take the gradients of `taken` away from the wrapped optimizer's step; `restore` gives them back."""

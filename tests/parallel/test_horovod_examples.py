@@ -25,8 +25,7 @@ STUB = ROOT / "tests" / "data" / "torchvision_stub"
 def _alias_site(tmp_path: Path) -> Path:
     site_dir = tmp_path / "site"
     site_dir.mkdir()
-    for name in ("lightcc_horovod_alias.pth", "lightcc_horovod_alias.py"):
-        shutil.copy(ROOT / name, site_dir / name)
+    shutil.copy(ROOT / "packaging" / "lightcc_horovod_alias.pth", site_dir)
     (site_dir / "sitecustomize.py").write_text(
         "import os, site\nsite.addsitedir(os.path.dirname(os.path.abspath(__file__)))\n")
     return site_dir

@@ -52,15 +52,14 @@ def test_synthetic_benchmark_lightcc_and_ddp(tmp_path):
 
 
 def _alias_site(tmp_path: Path) -> Path:
-    """A site directory holding the alias as `pip install` places it (.pth + module).
+    """A site directory holding the alias's .pth as `pip install` places it (the module is lightcc's).
 
     A sitecustomize on PYTHONPATH processes it with site.addsitedir at start-up, exactly as the
     interpreter processes site-packages; unlike a user site it also works inside a venv.
     """
     site_dir = tmp_path / "site"
     site_dir.mkdir()
-    for name in ("lightcc_horovod_alias.pth", "lightcc_horovod_alias.py"):
-        shutil.copy(ROOT / name, site_dir / name)
+    shutil.copy(ROOT / "packaging" / "lightcc_horovod_alias.pth", site_dir)
     (site_dir / "sitecustomize.py").write_text(
         "import os, site\nsite.addsitedir(os.path.dirname(os.path.abspath(__file__)))\n")
     return site_dir

@@ -1,6 +1,7 @@
 """The documentation: the site builds with `mkdocs build --strict`, and every command the README,
 the docs and deploy/README.md show runs as written (or, for long jobs, in a quick form), or at
-least parses with the real tool's own parser; every console script answers --help."""
+least parses with the real tool's own parser; every console script answers --help; every flag, file,
+Python reference and store key the pages name exists in the code (tests/single/doc_names.py)."""
 from __future__ import annotations
 
 import fnmatch
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from lightcc.common import env_names
 from lightcc.runner import env_flags, horovodrun, launch
+from tests.single import doc_names
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 300
@@ -104,7 +107,8 @@ def test_migration_table_covers_every_horovodrun_flag():
             assert f"`{name}`" in page, name
 
 
-TOP_DIRS = ("csrc", "lightcc", "tests", "examples", "benchmarks", "harp_plugin", "deploy", "docs", "cmake", ".ci")
+TOP_DIRS = ("csrc", "lightcc", "tests", "examples", "benchmarks", "harp_plugin", "deploy", "docs", "cmake", ".ci",
+            "packaging", "testbed")
 
 
 def _expand(path: str) -> list[str]:
@@ -125,8 +129,96 @@ def test_cited_repository_paths_exist():
                 if "<" in path:
                     continue  # a placeholder: benchmarks/<suite>/README.md
                 if not (list(ROOT.glob(path)) or list(ROOT.glob(path.rstrip("/") + "*"))):
-                    gone.append(f"{page.name}: {path}")
+                    if not (path.startswith("lightcc/") and doc_names.names_written_key(path, _store_keys())):
+                        gone.append(f"{page.name}: {path}")
     assert gone == []
+
+
+# ---- names the pages cite exist in the code ------------------------------------------------------
+
+# The pages these checks read: the docs, and the READMEs beside the code they describe.
+NAMED_IN = PAGES + sorted(ROOT.glob("benchmarks/**/README.md")) + sorted(ROOT.glob("examples/**/README.md")) + \
+    sorted(ROOT.glob("testbed/**/README.md"))
+# Files the pages name that are deliberately not in this tree, each with why.
+ABSENT_FILES = {
+    "train.py": "a user's training script in example commands",
+    "test_distributed_spawn.py": "PyTorch's own suite, which tests/compat runs against lightcc",
+    **{name: "Horovod's own TensorFlow tests, which tests/compat runs against lightcc" for name in (
+        "test_tensorflow.py", "test_tensorflow2_keras.py", "test_tensorflow_process_sets.py",
+        "test_process_sets_static.py", "test_timeline.py")},
+}
+
+
+def _store_keys() -> list[str]:
+    pytest.importorskip("torch")
+    return doc_names.written_store_keys()
+
+
+def _known_flags() -> set[str]:
+    """Every variable something reads (the core's table, HARP's parameters, the Python readers, the
+    build and tools), or that the docs name on purpose though lightcc ignores it (env_names.IGNORED)."""
+    from tests.single import test_flags_readers as readers
+
+    return readers.repo_readers() | set(env_names.FOR_SCRIPTS) | set(env_names.IGNORED)
+
+
+def unknown_flags(text: str, known: set[str]) -> list[str]:
+    from tests.single import test_flags_readers as readers
+
+    return sorted({n for n in readers.NAME_IN_TEXT.findall(text) if n not in known
+                   and not n.startswith(tuple(env_names.IGNORED_PREFIXES))})
+
+
+def test_named_flags_are_read_by_the_code():
+    """A LIGHT_/LIGHTCC_/HOROVOD_/HARP_ variable a page names is one lightcc reads, or one it lists as ignored."""
+    known = _known_flags()
+    assert unknown_flags("set LIGHTCC_NO_SUCH_FLAG=1 or LIGHT_TOPK_DENSITY", known) == ["LIGHTCC_NO_SUCH_FLAG"]
+    bad = [f"{page.relative_to(ROOT)}: {n}" for page in NAMED_IN for n in unknown_flags(page.read_text(), known)]
+    assert bad == []
+
+
+def test_named_files_exist():
+    """A source file a page names on its own (`setup.py`, `lightcc_horovod_alias.pth`) is tracked somewhere."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT,
+                             check=True).stdout.split()
+    names = {Path(t).name for t in tracked} | set(ABSENT_FILES)
+    assert doc_names.FILE_NAME.findall("`gone_module.py` and `setup.py`") == ["gone_module.py", "setup.py"]
+    bad = [f"{page.relative_to(ROOT)}: {n}" for page in NAMED_IN for n in doc_names.FILE_NAME.findall(page.read_text())
+           if n not in names]
+    assert bad == []
+
+
+def test_named_modules_and_targets_exist():
+    """A bare `lightcc_...` name (a top-level module, a CMake target) is a file stem or a target of this tree."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT,
+                             check=True).stdout.split()
+    cmake = "\n".join(p.read_text() for p in [ROOT / "CMakeLists.txt", *sorted((ROOT / "cmake").glob("*.cmake"))])
+    stems = {Path(t).name.split(".")[0] for t in tracked}
+    bad = [f"{page.relative_to(ROOT)}: {n}" for page in NAMED_IN for n in doc_names.OWN_NAME.findall(page.read_text())
+           if n not in stems and not re.search(rf"\b{n}\b", cmake)]
+    assert bad == []
+
+
+def test_python_references_resolve():
+    """`lightcc.x.y` (a module, or a name it defines; `module:function` too) names something in this tree."""
+    assert doc_names.python_ref_resolves("lightcc.c10d_autoload.autoload")
+    assert not doc_names.python_ref_resolves("lightcc.torch.ddp_hooks.TopkState.no_such_method")
+    assert doc_names.python_refs("`lightcc.x:f`, kubectl label node N lightcc.io/harp=true") == ["lightcc.x.f"]
+    bad = [f"{page.relative_to(ROOT)}: {ref}" for page in NAMED_IN for ref in doc_names.python_refs(page.read_text())
+           if not doc_names.python_ref_resolves(ref)]
+    assert bad == []
+
+
+def test_store_keys_are_the_ones_the_code_writes():
+    """A key in torch's store a page names (`lightcc/inits`, `lightcc/<n>/`) is one the backend's code writes."""
+    keys = _store_keys()
+    assert doc_names.names_written_key("lightcc/<n>/secret", keys)
+    assert not doc_names.names_written_key("lightcc/<n>/no_such_key", keys)
+    bad = [f"{page.relative_to(ROOT)}: {key}" for page in NAMED_IN
+           for key in doc_names.STORE_KEY.findall(page.read_text())
+           if not (ROOT / key).exists() and not list(ROOT.glob(key.rstrip("/") + "*"))
+           and not doc_names.names_written_key(key, keys)]
+    assert bad == []
 
 
 def _archived_files() -> list[str] | None:
@@ -170,7 +262,8 @@ def test_archive_checkout_writes_the_published_files(tmp_path):
 
 
 def test_no_results_in_the_source_tree():
-    """Raw results live on the results branch: no results folder under benchmarks/ is tracked here."""
+    """Raw results live in main's history at archive commits (benchmarks/archive.py): no results folder under
+    benchmarks/ is tracked here."""
     tracked = subprocess.run(["git", "ls-files", "benchmarks"], cwd=ROOT, capture_output=True, text=True,
                              timeout=TIMEOUT, check=True).stdout.splitlines()
     assert [f for f in tracked if re.search(r"(^|/)results/|_results/", f)] == []
@@ -227,11 +320,12 @@ def test_every_documented_command_of_ours_parses():
 
 
 def test_documented_pip_extras_exist():
-    text = (ROOT / "setup.py").read_text()
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for _, command in documented_commands():
         for extras in re.findall(r'"\.\[([^\]]+)\]"', command):
             for extra in extras.split(","):
-                assert f'"{extra}":' in text, (command, extra)
+                assert extra in declared, (command, extra)
 
 
 @pytest.mark.parametrize("command", sorted(RUN), ids=lambda c: " ".join(c.split()[:3]))

@@ -127,13 +127,17 @@ def test_health_check_flags_links_against_the_median():
 def test_horovod_elastic_names_under_the_alias(tmp_path):
     """What Horovod's elastic examples import resolves to lightcc's objects under LIGHTCC_AS_HOROVOD=1."""
     import os
+    import shutil
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
+    site_dir = tmp_path / "site"  # the alias's .pth, as pip installs it
+    site_dir.mkdir()
+    shutil.copy(root / "packaging" / "lightcc_horovod_alias.pth", site_dir)
     code = (
-        "import site, sys; site.addsitedir(sys.argv[1])\n"
+        "import site, sys; sys.path.insert(0, sys.argv[1]); site.addsitedir(sys.argv[2])\n"
         "import horovod.torch as hvd, horovod.tensorflow.keras as hk, horovod.keras as k\n"
         "import horovod.tensorflow as htf\n"
         "from horovod.common.elastic import ObjectState, State\n"
@@ -147,8 +151,8 @@ def test_horovod_elastic_names_under_the_alias(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update({"LIGHTCC_AS_HOROVOD": "1", "TF_CPP_MIN_LOG_LEVEL": "3"})
-    out = subprocess.run([sys.executable, "-c", code, str(root)], check=False, env=env, capture_output=True,
-                         text=True, timeout=180, cwd=tmp_path)
+    out = subprocess.run([sys.executable, "-c", code, str(root), str(site_dir)], check=False, env=env,
+                         capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert "ELASTIC NAMES OK" in out.stdout, out.stdout + out.stderr
 
 

@@ -70,7 +70,7 @@ def test_alias_resolves_horovods_non_torch_modules() -> None:
     modules = [m for m in names if "torch" not in m and "keras" not in m and "tensorflow" not in m]
     modules += ["horovod.tensorflow.elastic", "horovod.tensorflow.gradient_aggregation",
                 "horovod.tensorflow.gradient_aggregation_eager", "horovod.tensorflow.keras.elastic"]
-    code = ("import importlib, sys, lightcc_horovod_alias as a\na.install(force=True)\n"
+    code = ("import importlib, sys, lightcc.horovod_alias as a\na.install(force=True)\n"
             f"for m in {modules!r}:\n"
             "    mod = importlib.import_module(m)\n"
             "    assert mod.__name__.startswith('lightcc'), (m, mod.__name__)\n"

@@ -1,7 +1,6 @@
 """One TensorFlow: no two installed distributions provide the `tensorflow` package, and the extra names one."""
 from __future__ import annotations
 
-import ast
 from importlib import metadata
 from pathlib import Path
 
@@ -11,12 +10,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _extras() -> dict:
-    """setup.py's extras_require, read from its source (running setup.py would build)."""
-    tree = ast.parse((ROOT / "setup.py").read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg == "extras_require":
-            return ast.literal_eval(node.value)
-    raise AssertionError("setup.py has no extras_require")
+    """pyproject.toml's [project.optional-dependencies]."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
 
 
 def test_the_tensorflow_extra_names_one_distribution():

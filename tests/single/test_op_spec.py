@@ -12,10 +12,29 @@ from lightcc.common.native import core
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_op_row_has_its_python_constant():
+def test_op_constants_are_the_rows_codes():
+    written = _written_op_constants()
     for row in op_spec.OPS:
-        assert getattr(ops, row.name) == row.code, row.name
+        if row.name in written:
+            assert getattr(ops, row.name) == row.code, row.name
     assert [row.code for row in op_spec.OPS] == list(range(len(op_spec.OPS)))
+
+
+def _written_op_constants() -> dict:
+    """NAME -> label of each `NAME = _spec.code("label")` line of ops.py."""
+    text = (ROOT / "lightcc" / "common" / "ops.py").read_text()
+    return dict(re.findall(r'^([A-Z][A-Z_]+) = _spec\.code\("(\w+)"\)$', text, re.M))
+
+
+def test_op_constants_are_written_out_for_every_op_the_code_names():
+    """Each op constant has a line a reader or an IDE finds, named as its row names the op; every `ops.NAME` of
+    an op that the package or the tests use is one of them (a new op needs none until some code names it)."""
+    rows = {row.name: row.label for row in op_spec.OPS}
+    written = _written_op_constants()
+    assert written and all(rows.get(name) == label for name, label in written.items()), written
+    used = {name for path in [*(ROOT / "lightcc").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+            for name in re.findall(r"\b_?ops\.([A-Z][A-Z_]+)\b", path.read_text()) if name in rows}
+    assert used and used <= set(written), used - set(written)
 
 
 def test_reduce_ops_and_dtypes_come_from_the_core():

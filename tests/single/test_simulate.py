@@ -20,8 +20,8 @@ from lightcc.bench.simulate.settings import EMULATED_ENGINE, Engine, Settings
 from lightcc.bench.simulate.workload import Tensor, Workload, load_profile, named, save_profile
 
 ROOT = Path(__file__).resolve().parents[2]
-# Measured runs the model is pinned to: the fields validate reads, from the results branch's
-# benchmarks/cluster/results/{cluster,s11/hosts2,...}.json (tests/data/simulate/README.md).
+# Measured runs the model is pinned to: the fields validate reads, from the archived
+# results:benchmarks/cluster/results/{cluster,s11/hosts2,...}.json (tests/data/simulate/README.md).
 DATA = ROOT / "tests" / "data" / "simulate"
 CLUSTER_JSON = DATA / "cluster.json"
 HOSTS2_JSON = DATA / "s11-hosts2.json"  # the top-k fit's run

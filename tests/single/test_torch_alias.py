@@ -2,18 +2,28 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# addsitedir processes ROOT's .pth files as site-packages would after `pip install .`.
+# The source tree first on the path, then a site directory holding the alias's .pth: addsitedir
+# processes it as the interpreter processes site-packages after `pip install .`.
+PTH = ROOT / "packaging" / "lightcc_horovod_alias.pth"
 PROBE = (
-    "import site, sys; site.addsitedir(sys.argv[1])\n"
+    "import site, sys; sys.path.insert(0, sys.argv[1]); site.addsitedir(sys.argv[2])\n"
     "import horovod.torch as hvd\n"
     "print('MODULE', hvd.__name__)\n"
 )
+
+
+def site_dir(tmp_path: Path) -> str:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    shutil.copy(PTH, site)
+    return str(site)
 
 
 def run(tmp_path: Path, value, fake_horovod: bool = False) -> subprocess.CompletedProcess:
@@ -26,8 +36,8 @@ def run(tmp_path: Path, value, fake_horovod: bool = False) -> subprocess.Complet
         (pkg.parent / "__init__.py").write_text("")
         (pkg / "__init__.py").write_text("")
         env["PYTHONPATH"] = str(tmp_path / "real")
-    return subprocess.run([sys.executable, "-c", PROBE, str(ROOT)], check=False, env=env, capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path)
+    return subprocess.run([sys.executable, "-c", PROBE, str(ROOT), site_dir(tmp_path)], check=False, env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
 
 
 def test_alias_off_without_the_variable(tmp_path):
@@ -66,8 +76,8 @@ def test_internal_paths_import(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["LIGHTCC_AS_HOROVOD"] = "1"
-    proc = subprocess.run([sys.executable, "-c", code, str(ROOT)], check=False, env=env, capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", code, str(ROOT), site_dir(tmp_path)], check=False, env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert "PATHS OK" in proc.stdout, proc.stderr
 
 
@@ -88,6 +98,20 @@ def test_torch_modules_horovod_ships_resolve(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["LIGHTCC_AS_HOROVOD"] = "1"
-    proc = subprocess.run([sys.executable, "-c", code, str(ROOT)], check=False, env=env, capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", code, str(ROOT), site_dir(tmp_path)], check=False, env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert "TORCH MODULES OK" in proc.stdout, proc.stderr
+
+
+def test_the_startup_hook_loads_no_core_and_no_framework(tmp_path):
+    """The .pth runs at every interpreter start: it imports the alias module, and neither the core nor a front."""
+    code = ("import site, sys; sys.path.insert(0, sys.argv[1]); site.addsitedir(sys.argv[2])\n"
+            "heavy = [m for m in ('lightcc._core', 'lightcc.numpy', 'lightcc.torch') if m in sys.modules]\n"
+            "print('HOOK', 'lightcc.horovod_alias' in sys.modules, heavy)\n")
+    for value in (None, "1"):
+        env = {k: v for k, v in os.environ.items() if k not in ("LIGHTCC_AS_HOROVOD", "PYTHONPATH")}
+        if value is not None:
+            env["LIGHTCC_AS_HOROVOD"] = value
+        proc = subprocess.run([sys.executable, "-c", code, str(ROOT), site_dir(tmp_path)], check=False, env=env,
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert "HOOK True []" in proc.stdout, (value, proc.stdout, proc.stderr)

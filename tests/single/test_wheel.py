@@ -68,7 +68,8 @@ def test_wheel_ships_core_kernels_plugin_and_tools(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert any(n.startswith("lightcc/_core.") and n.endswith(".so") for n in names), sorted(names)
     for shipped in ("lightcc/lib/libnccl-net-harp.so", "lightcc/lib/libnccl-net.so", "lightcc/lib/harp-setup",
-                    "lightcc/lib/harp-bench", "lightcc_horovod_alias.pth"):
+                    "lightcc/lib/harp-bench", "lightcc_horovod_alias.pth", "lightcc/horovod_alias.py",
+                    "lightcc/c10d_autoload.py"):
         assert shipped in names, shipped
     # HARP's test binaries and fuzzer are for the source tree (harp_plugin/tests), not for users.
     assert not [n for n in names if re.search(r"lib/harp_(conformance|unit|net_link_test|fuzz)", n)]

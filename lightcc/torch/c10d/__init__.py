@@ -46,13 +46,7 @@ def _create(options: Any, backend_options: Any = None) -> LightccProcessGroup:
         from lightcc.torch.c10d import p2p
 
         p2p.forget_pairs()  # pairs made on an engine since shut down (by hvd.shutdown, say) are gone
-        if basics.is_initialized():
-            if basics.rank() != rank or basics.size() != size:
-                raise RuntimeError(f"lightcc backend: lightcc is already initialized as rank {basics.rank()} of "
-                                   f"{basics.size()}, but torch asks for rank {rank} of {size}; call "
-                                   f"hvd.shutdown() first or init torch with the same placement")
-        else:
-            meeting.start_engine(store, rank, size, timeout or timedelta(minutes=30))
+        if meeting.join_or_start(store, rank, size, timeout or timedelta(minutes=30), "lightcc backend"):
             _STATE["owns_engine"] = True
             _STATE["engine_timeout"] = timeout or timedelta(minutes=30)
         return LightccProcessGroup(rank, size, 0, list(range(size)), f"c10d.{group_id}", timeout,
@@ -81,10 +75,8 @@ def _release_set(set_id: int) -> None:
 
 
 def register() -> None:
-    """Registers the backend with torch.distributed (idempotent; `import lightcc.torch` calls it,
-    and torch's autoload calls lightcc_c10d_autoload, which forwards here when a group is made)."""
-    import torch.distributed as dist
+    """Registers the backend with torch.distributed (idempotent; `import lightcc.torch` calls it, and
+    torch's autoload calls lightcc.c10d_autoload, whose creator forwards to `_create`)."""
+    from lightcc import c10d_backend
 
-    if not dist.is_available() or BACKEND_NAME.upper() in dist.Backend._plugins:  # noqa: SLF001
-        return
-    dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True, devices=["cpu", "cuda"])
+    c10d_backend.register(_create)

@@ -11,11 +11,15 @@ broadcast in a process set of the pair (p2p.py).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import torch
 import torch.distributed as dist
+from torch._C._distributed_c10d import (  # the options torch hands each call (not all are in torch.distributed)
+    AllgatherOptions, AllreduceCoalescedOptions, AllreduceOptions, AllToAllOptions, BarrierOptions, BroadcastOptions,
+    GatherOptions, ReduceOptions, ReduceScatterOptions, ScatterOptions)
 
+from lightcc.c10d_backend import BACKEND_NAME
 from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
 from lightcc.torch import futures as _futures
@@ -25,8 +29,6 @@ from lightcc.torch.c10d import sparse as _sparse
 from lightcc.torch.c10d.naming import Names
 from lightcc.torch.c10d.p2p import PointToPoint
 from lightcc.torch.c10d.work import LightccWork, SourcedWork, completed
-
-BACKEND_NAME = "lightcc"
 
 
 def _dense(tensor: torch.Tensor, what: str) -> torch.Tensor:
@@ -51,7 +53,7 @@ def _contiguous(tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     return [t if t.is_contiguous() else t.contiguous() for t in tensors]
 
 
-def _synchronous(opts: Any) -> bool:
+def _synchronous(opts: Optional[Union[AllreduceOptions, BroadcastOptions]]) -> bool:
     """Whether torch will wait for the call at once (async_op=False): it says so in the options."""
     return opts is not None and getattr(opts, "asyncOp", True) is False
 
@@ -121,6 +123,11 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     # ---- submission ----------------------------------------------------------------------------
 
+    def _check_open(self) -> None:
+        """Every call that queues work asks this first: a group that was shut down takes none."""
+        if self._closed:
+            raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
+
     def _work(self, pending: _futures.Pending, kind: Any = LightccWork, *extra: Any) -> Any:
         """The Work of `pending`, holding the group's own timeout if it is shorter than the engine's."""
         if self._wait_limit is None:  # every DDP bucket comes here: no timer, nothing to describe
@@ -134,8 +141,7 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     def _submit(self, args: List[_ops.TensorArgs], keepalive: Any,
                 finish: Callable[[List[_ops.CoreResult]], Any]) -> Any:
-        if self._closed:
-            raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
+        self._check_open()
         pending = _futures.launch(args, keepalive, finish)
         self._names.hold([a.name for a in args], pending.outcome)
         return self._work(pending)
@@ -144,8 +150,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         """A synchronous call (asyncOp false) of one tensor: the engine's synchronous path, which on
         one host runs a small allreduce as one direct step with no thread hand-off; its error
         raises here, in the caller."""
-        if self._closed:
-            raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
+        self._check_open()
         _ops.run_now(args.as_tuple())
         return completed(_copy_back(tensors, work))
 
@@ -169,7 +174,7 @@ class LightccProcessGroup(dist.ProcessGroup):
 
         return self._submit(args, (tensors, work), lambda _: _copy_back(tensors, work))
 
-    def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+    def allreduce(self, tensors: List[torch.Tensor], opts: Optional[AllreduceOptions] = None) -> Any:
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         if _sparse.is_sparse(tensors):
             args, keepalive, finish = _sparse.allreduce_args(
@@ -177,11 +182,11 @@ class LightccProcessGroup(dist.ProcessGroup):
             return self._submit(args, keepalive, finish)
         return self._allreduce(tensors, op, "allreduce", sync=_synchronous(opts))
 
-    def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+    def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Optional[AllreduceCoalescedOptions] = None) -> Any:
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         return self._allreduce(tensors, op, "allreduce_coalesced")
 
-    def reduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+    def reduce(self, tensors: List[torch.Tensor], opts: Optional[ReduceOptions] = None) -> Any:
         # Every member gets the result (torch leaves non-roots' tensors unspecified): one allreduce
         # costs what a reduce to the root followed by nothing would on a ring, and keeps one path.
         self._root(opts.rootRank, "reduce")
@@ -189,7 +194,7 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     # ---- broadcast -----------------------------------------------------------------------------
 
-    def broadcast(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+    def broadcast(self, tensors: List[torch.Tensor], opts: Optional[BroadcastOptions] = None) -> Any:
         root = self._root(opts.rootRank if opts is not None else 0, "broadcast")
         tensors = [_dense(t, "broadcast") for t in tensors]
         work = _contiguous(tensors)
@@ -216,7 +221,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         return self._submit(args, flats, finish)
 
     def allgather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
-                  opts: Any = None) -> Any:
+                  opts: Optional[AllgatherOptions] = None) -> Any:
         self._check_lists(output_tensors, input_tensors, "allgather")
 
         def place(i: int, rows: torch.Tensor) -> None:
@@ -226,7 +231,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         return self._gather_rows(input_tensors, place, output_tensors, "allgather")
 
     def allgather_coalesced(self, output_lists: List[List[torch.Tensor]], input_list: List[torch.Tensor],
-                            opts: Any = None) -> Any:
+                            opts: Optional[AllgatherOptions] = None) -> Any:
         # Rank-major, unlike allgather: output_lists[r][i] receives member r's input i.
         if len(output_lists) != self._size or any(len(outs) != len(input_list) for outs in output_lists):
             raise ValueError(f"lightcc backend: all_gather_coalesced needs {self._size} output lists of "
@@ -239,13 +244,14 @@ class LightccProcessGroup(dist.ProcessGroup):
 
         return self._gather_rows(input_list, place, output_lists, "all_gather_coalesced")
 
-    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:  # noqa: A002
+    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor,  # noqa: A002
+                        opts: Optional[AllgatherOptions] = None) -> Any:
         self._check_base(output, input, "all_gather_into_tensor", gather=True)
         return self._gather_rows([input], lambda i, rows: output.view(self._size, -1).copy_(rows), [output],
                                  "all_gather_into_tensor")
 
     def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
-                                        opts: Any = None) -> Any:
+                                        opts: Optional[AllgatherOptions] = None) -> Any:
         for o, i in zip(outputs, inputs):
             self._check_base(o, i, "all_gather_into_tensor", gather=True)
         return self._gather_rows(inputs, lambda i, rows: outputs[i].view(self._size, -1).copy_(rows), outputs,
@@ -270,7 +276,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         return self._submit(args, stacked, finish)
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
-                       opts: Any = None) -> Any:
+                       opts: Optional[ReduceScatterOptions] = None) -> Any:
         if len(output_tensors) != len(input_tensors):
             raise ValueError("lightcc backend: reduce_scatter needs one input list per output tensor")
         stacked = []
@@ -280,13 +286,14 @@ class LightccProcessGroup(dist.ProcessGroup):
             stacked.append(torch.stack([_dense(t, "reduce_scatter").reshape(-1) for t in ins]))
         return self._scatter_rows(stacked, output_tensors, opts.reduceOp, "reduce_scatter")
 
-    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:  # noqa: A002
+    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor,  # noqa: A002
+                             opts: Optional[ReduceScatterOptions] = None) -> Any:
         self._check_base(output, input, "reduce_scatter_tensor", gather=False)
         return self._scatter_rows([input.contiguous().view(self._size, -1)], [output], opts.reduceOp,
                                   "reduce_scatter_tensor")
 
     def reduce_scatter_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
-                                        opts: Any = None) -> Any:
+                                        opts: Optional[ReduceScatterOptions] = None) -> Any:
         for o, i in zip(outputs, inputs):
             self._check_base(o, i, "reduce_scatter_tensor", gather=False)
         return self._scatter_rows([i.contiguous().view(self._size, -1) for i in inputs], outputs, opts.reduceOp,
@@ -308,7 +315,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         return self._submit(args, send, finish)
 
     def alltoall_base(self, output: torch.Tensor, input: torch.Tensor, output_split_sizes: List[int],  # noqa: A002
-                      input_split_sizes: List[int], opts: Any = None) -> Any:
+                      input_split_sizes: List[int], opts: Optional[AllToAllOptions] = None) -> Any:
         rows = input.shape[0] if input.dim() else 1
         if input_split_sizes:
             if len(input_split_sizes) != self._size:
@@ -331,7 +338,8 @@ class LightccProcessGroup(dist.ProcessGroup):
 
         return self._exchange(send, splits, "all_to_all_single", place)
 
-    def alltoall(self, output_tensors: List[torch.Tensor], input_tensors: List[torch.Tensor], opts: Any = None) -> Any:
+    def alltoall(self, output_tensors: List[torch.Tensor], input_tensors: List[torch.Tensor],
+                 opts: Optional[AllToAllOptions] = None) -> Any:
         if len(input_tensors) != self._size or len(output_tensors) != self._size:
             raise ValueError(f"lightcc backend: all_to_all needs {self._size} input and output tensors")
         send = torch.cat([_dense(t, "all_to_all").reshape(-1) for t in input_tensors])
@@ -350,7 +358,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         return self._exchange(send, splits, "all_to_all", place)
 
     def gather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
-               opts: Any = None) -> Any:
+               opts: Optional[GatherOptions] = None) -> Any:
         root = opts.rootRank
         self._root(root, "gather")
         if len(input_tensors) != 1:
@@ -371,7 +379,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         return self._exchange(src, splits, "gather", place)
 
     def scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
-                opts: Any = None) -> Any:
+                opts: Optional[ScatterOptions] = None) -> Any:
         root = opts.rootRank
         self._root(root, "scatter")
         out = output_tensors[0]
@@ -393,9 +401,8 @@ class LightccProcessGroup(dist.ProcessGroup):
 
     # ---- barrier and shutdown ------------------------------------------------------------------
 
-    def barrier(self, opts: Any = None) -> Any:
-        if self._closed:
-            raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
+    def barrier(self, opts: Optional[BarrierOptions] = None) -> Any:
+        self._check_open()
         name = self._names.take("barrier", [])
         args = [_build.control(_ops.BARRIER, name, self._set_id)]
         pending = _futures.launch(args, None, lambda results: [])
@@ -405,8 +412,7 @@ class LightccProcessGroup(dist.ProcessGroup):
     # ---- point-to-point (p2p.py) ----------------------------------------------------------------
 
     def _one(self, tensors: List[torch.Tensor], what: str) -> torch.Tensor:
-        if self._closed:
-            raise RuntimeError(f"lightcc backend: {self!r} has been shut down")
+        self._check_open()
         if len(tensors) != 1:
             raise ValueError(f"lightcc backend: {what} takes one tensor, got {len(tensors)}")
         return _dense(tensors[0], what)

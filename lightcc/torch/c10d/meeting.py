@@ -3,7 +3,8 @@
 torch hands the backend's creator a store every member shares, and the engine bootstraps through
 that store itself: no rank serves a rendezvous store of its own, so there is no second address
 to agree on or to open. What travels through torch's store, all under ``lightcc/<n>/`` (``n``
-counts the inits met in that store, so a re-init never reads an earlier one's keys):
+counts the inits met in that store with the counter ``lightcc/inits``, so a re-init never reads an
+earlier one's keys; any_source.py keeps its own keys under ``lightcc/p2p/``):
 
 * the job secret, as rank 0 made it (``secret``), or "-" when the launcher gave every rank
   ``LIGHTCC_JOB_SECRET`` (as lightccrun does): that one never touches torch's store;
@@ -85,3 +86,24 @@ def start_engine(store: Any, rank: int, size: int, timeout: timedelta,
     defaults.update(flag_defaults or {})
     # new_group's sets need no dynamic flag
     _basics.init_placed(info, flag_defaults=defaults, store=store if size > 1 else None, store_prefix=prefix)
+
+
+def join_or_start(store: Any, rank: int, size: int, timeout: timedelta, who: str,
+                  flag_defaults: Optional[Mapping[str, str]] = None) -> bool:
+    """Starts the engine as `start_engine` does, unless one runs already; returns whether this call started it.
+
+    The backend's default group and the DDP hooks (`who`, named in the error) both come here, so
+    an engine started by the other (or by ``hvd.init()``) is joined only where it places this
+    process as torch does.
+
+    Raises:
+        RuntimeError: the running engine has another rank or size than torch's group.
+    """
+    if _basics.is_initialized():
+        if _basics.rank() != rank or _basics.size() != size:
+            raise RuntimeError(f"{who}: lightcc is already initialized as rank {_basics.rank()} of "
+                               f"{_basics.size()}, but torch's group has rank {rank} of {size}; call "
+                               f"hvd.shutdown() first or start both with the same placement")
+        return False
+    start_engine(store, rank, size, timeout, flag_defaults=flag_defaults)
+    return True

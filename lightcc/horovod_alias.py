@@ -1,13 +1,14 @@
 """Lets `import horovod...` load lightcc when LIGHTCC_AS_HOROVOD asks for it (imported from a .pth at startup).
 
-lightcc_horovod_alias.pth, installed into site-packages next to this module, runs
-`import lightcc_horovod_alias` when Python starts. Without LIGHTCC_AS_HOROVOD nothing else happens
-(no lightcc or framework import, so startup stays cheap). With LIGHTCC_AS_HOROVOD=1 (what
-`lightccrun --as-horovod` exports) a meta-path finder maps `horovod` to `lightcc` and every
-`horovod.<path>` to `lightcc.<path>` (horovod.torch -> lightcc.torch, horovod.common.util ->
-lightcc.common.util, ...), but only if no real Horovod is installed; LIGHTCC_AS_HOROVOD=force maps
-it even then. The alias modules are the lightcc module objects themselves, so
-`horovod.torch is lightcc.torch`.
+lightcc_horovod_alias.pth (packaging/; pip puts it at the root of site-packages) runs
+`import lightcc.horovod_alias` when Python starts: a .pth is the only hook that runs before a
+user's script, and an unmodified Horovod script's `import horovod` comes first thing. Without
+LIGHTCC_AS_HOROVOD nothing else happens (``import lightcc`` loads neither the core nor a
+framework, so startup stays cheap). With LIGHTCC_AS_HOROVOD=1 (what `lightccrun --as-horovod`
+exports) a meta-path finder maps `horovod` to `lightcc` and every `horovod.<path>` to
+`lightcc.<path>` (horovod.torch -> lightcc.torch, horovod.common.util -> lightcc.common.util,
+...), but only if no real Horovod is installed; LIGHTCC_AS_HOROVOD=force maps it even then. The
+alias modules are the lightcc module objects themselves, so `horovod.torch is lightcc.torch`.
 """
 from __future__ import annotations
 
