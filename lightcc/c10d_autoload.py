@@ -25,5 +25,6 @@ def autoload() -> None:
     (``import lightcc.torch`` then registers it, or says why it cannot)."""
     try:
         c10d_backend.register(_create)
+        c10d_backend.route_env_rendezvous()  # a worker of lightccrun's elastic driver: env:// joins it
     except Exception:  # noqa: BLE001
         pass

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from multiprocessing.connection import Listener
 
@@ -173,3 +176,14 @@ def test_init_generation_option_jumps_the_count():
     c.init(opts)  # without the option: one more, as before
     c.shutdown()
     assert c.init_generation() == start + 6
+
+
+def test_env_rendezvous_joins_the_elastic_driver_only_in_its_workers():
+    """torch's autoload alone (no `import lightcc`) routes env:// to lightcc's elastic join in a driver's worker."""
+    code = ("import torch, importlib; h = importlib.import_module('torch.distributed.rendezvous')._rendezvous_handlers; "
+            "print(getattr(h['env'], 'lightcc_elastic', False))")
+    for env, expected in (({"LIGHTCC_ELASTIC_ADDR": "127.0.0.1:1"}, "True"), ({}, "False")):
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("LIGHTCC_ELASTIC")}
+        out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
+                             timeout=120, cwd="/")
+        assert out.stdout.strip() == expected, out.stderr[-2000:]

@@ -1,8 +1,9 @@
 """torch.distributed's ``env://`` under lightccrun's elastic driver: each init_process_group joins the next generation.
 
 DESIGN. A process that lightccrun's elastic driver started has no RANK, WORLD_SIZE or MASTER_ADDR
-to read: the driver assigns them per generation. `install()` (run by ``import lightcc.torch`` in
-such a process only) puts a wrapper in front of torch's ``env://`` handler. The wrapper starts
+to read: the driver assigns them per generation. In such a process only, torch's autoload of the
+backend and ``import lightcc.torch`` put a wrapper in front of torch's ``env://`` handler
+(lightcc.c10d_backend.route_env_rendezvous), which calls `elastic_handler` here. It starts
 lightcc's engine the way ``hvd.init()`` does under the driver (join the next generation, meet
 through that generation's rendezvous store, give up at once if the generation fails while it
 forms) and yields rank, size and a torch store for the generation:
@@ -14,16 +15,15 @@ forms) and yields rank, size and a torch store for the generation:
 * the backend's creator then finds the engine running at the same rank and size and uses it
   (lightcc.torch.c10d), so ``dist.init_process_group("lightcc")`` needs no argument;
 * a worker that arrives while the job trains (a warm standby) sets up alone and joins at
-  ``run`` (see `_elastic_handler`).
+  ``run`` (see `elastic_handler`).
 
 Outside the driver (no LIGHTCC_ELASTIC_ADDR) torch's own handler runs unchanged.
 """
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Callable, Iterator, Optional, Tuple
+from typing import Any, Iterator, Optional, Tuple
 
-_ORIGINAL: dict = {}
 # How long a member tries to reach rank 0's store: rank 0 may die between sending the address and the
 # connection, and torch's connect would otherwise retry for the whole group timeout.
 CONNECT_TIMEOUT = timedelta(seconds=5)
@@ -65,7 +65,7 @@ def _start_alone() -> Any:
     return dist.HashStore()
 
 
-def _elastic_handler(url: str, timeout: timedelta = timedelta(minutes=30), **kwargs: Any) -> Iterator[Tuple[Any, int, int]]:
+def elastic_handler(url: str, timeout: timedelta = timedelta(minutes=30), **kwargs: Any) -> Iterator[Tuple[Any, int, int]]:
     """torch's rendezvous contract: yield (store, rank, world_size) once.
 
     A worker that arrives while the job already trains (a warm standby, a replacement) does not
@@ -99,26 +99,8 @@ def _elastic_handler(url: str, timeout: timedelta = timedelta(minutes=30), **kwa
                        "init_process_group; re-form the job with lightcc.torch.elastic.run instead")
 
 
-def _handler(original: Callable[..., Any]) -> Callable[..., Any]:
-    def env_or_elastic(url: str, **kwargs: Any) -> Any:
-        from lightcc.common.elastic_channel import enabled
-
-        return _elastic_handler(url, **kwargs) if enabled() else original(url, **kwargs)
-
-    return env_or_elastic
-
-
 def install() -> None:
     """Under lightccrun's elastic driver, route ``env://`` through its generations (idempotent; else nothing)."""
-    from lightcc.common.elastic_channel import enabled
+    from lightcc import c10d_backend
 
-    if not enabled():
-        return
-    import importlib
-
-    # The module, not torch.distributed's function of the same name.
-    handlers = importlib.import_module("torch.distributed.rendezvous")._rendezvous_handlers  # noqa: SLF001  (torch has no public way to replace env://)
-    if "env" in _ORIGINAL or "env" not in handlers:
-        return
-    _ORIGINAL["env"] = handlers["env"]
-    handlers["env"] = _handler(handlers["env"])
+    c10d_backend.route_env_rendezvous()
