@@ -242,12 +242,17 @@ Status probeCostModel(const SetComm& world, const std::vector<std::string>& host
   if (me == 0) {
     if (measure_selection) fit[4] = measureSelection(density);
     fit[5] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    std::vector<P2POp> sends;
-    for (int r = 1; r < size; ++r) sends.push_back({world.link(r), true, fit.data(), fit.size() * sizeof(double)});
-    LIGHTCC_RETURN_IF_ERROR(runP2P(world, sends, "sending the cost model"));
-  } else {
-    std::vector<P2POp> recv = {{world.link(0), false, fit.data(), fit.size() * sizeof(double)}};
-    LIGHTCC_RETURN_IF_ERROR(runP2P(world, recv, "receiving the cost model from rank 0"));
+  }
+  // Rank 0's fit travels along the world ring, whose neighbours init connects anyway: sending it
+  // from rank 0 to every rank would dial every peer at init (links are made on demand).
+  const size_t fit_bytes = fit.size() * sizeof(double);
+  if (me > 0) {
+    std::vector<P2POp> recv = {{world.link(me - 1), false, fit.data(), fit_bytes}};
+    LIGHTCC_RETURN_IF_ERROR(runP2P(world, recv, "receiving the cost model from rank " + std::to_string(me - 1)));
+  }
+  if (me + 1 < size) {
+    std::vector<P2POp> send = {{world.link(me + 1), true, fit.data(), fit_bytes}};
+    LIGHTCC_RETURN_IF_ERROR(runP2P(world, send, "passing the cost model to rank " + std::to_string(me + 1)));
   }
   m.shm = {shm_peer >= 0, fit[0], fit[1]};
   m.net = {net_peer >= 0, fit[2], fit[3]};
