@@ -191,8 +191,9 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
       std::vector<size_t> counts;
       for (size_t i = 0; i < r.names.size(); ++i) counts.push_back(static_cast<size_t>(tensorBytes(r, i)) / dtypeSize(r.dtype));
       auto hier = channel_.hier.find(r.process_set_id);
-      LIGHTCC_RETURN_IF_ERROR(adasumExecute(comm, hier != channel_.hier.end() && b.two_d && twoDByRequest(*env_.config) ? &hier->second : nullptr, io, counts,
-                                            spec, channel_.fusion_buffer)
+      const bool two_level = hier != channel_.hier.end() && b.two_d && twoDByRequest(*env_.config);
+      LIGHTCC_RETURN_IF_ERROR(adasumExecute(comm, two_level ? &hier->second : nullptr, io, counts, spec,
+                                            channel_.fusion_buffer)
                                   .withContext("Adasum " + what));
       break;
     }
