@@ -84,6 +84,38 @@ def shape(namespace: str, dev: str, rate: str, burst: str | None = None) -> str:
     return burst
 
 
+def flowcap_lines(dev: str, flow_rate: str, link_rate: str = "100gbit") -> list[str]:
+    """tc batch lines capping each TCP flow at FLOW_RATE and the whole link at LINK_RATE (a cloud VPC).
+
+    This kernel has no sch_fq (whose `maxrate` would do it directly), so it is HTB: a u32 hash on
+    the low byte of the TCP source port puts each flow into its own leaf of FLOW_RATE under one
+    parent of LINK_RATE; other traffic shares a default leaf. Two flows whose ports share a low
+    byte share a cap."""
+    lines = [
+        f"qdisc add dev {dev} root handle 1: htb default 2 r2q 1000",
+        f"class add dev {dev} parent 1: classid 1:1 htb rate {link_rate} ceil {link_rate}",
+        f"class add dev {dev} parent 1:1 classid 1:2 htb rate {link_rate} ceil {link_rate}",
+    ]
+    lines += [
+        f"class add dev {dev} parent 1:1 classid 1:{0x100 + i:x} htb rate {flow_rate} ceil {flow_rate} "
+        "burst 256k cburst 256k"
+        for i in range(256)
+    ]
+    lines.append(f"filter add dev {dev} parent 1: prio 1 handle 2: protocol ip u32 divisor 256")
+    # IPv4 without options: the TCP header starts at byte 20; its first word is sport:dport.
+    lines.append(f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 800:: "
+                 "match ip protocol 6 0xff hashkey mask 0x00ff0000 at 20 link 2:")
+    lines += [f"filter add dev {dev} parent 1: prio 1 protocol ip u32 ht 2:{i:x}: match u32 0 0 flowid 1:{0x100 + i:x}"
+              for i in range(256)]
+    return lines
+
+
+def shape_flows(namespace: str, dev: str, link_rate: str, flow_rate: str) -> None:
+    """Caps DEV's egress in NAMESPACE at LINK_RATE in all and FLOW_RATE per TCP flow (flowcap_lines)."""
+    parse_rate(link_rate), parse_rate(flow_rate)  # ValueError naming a bad rate
+    tc(namespace, "-batch", "-", stdin="\n".join(flowcap_lines(dev, flow_rate, link_rate)) + "\n")
+
+
 def list_namespaces(tag: str) -> list[str]:
     """Existing namespaces made under TAG (star: `<tag>-...`)."""
     res = subprocess.run(["ip", "netns", "list"], check=False, capture_output=True, text=True, timeout=CMD_TIMEOUT_S)

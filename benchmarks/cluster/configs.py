@@ -19,6 +19,8 @@ class Config:
 
 def all_configs(ranks_per_host: int) -> list[Config]:
     """flat ring (Horovod's behaviour), 2D, top-k, 2D + top-k — in that order."""
+    # The engine picks 2D by itself where it pays (LIGHT_2D_ALLREDUCE unset): flat rows ask for flat.
+    flat = {"LIGHT_2D_ALLREDUCE": "0"}
     two_d = {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": str(ranks_per_host)}
     topk = {
         "LIGHT_TOPK_ALLREDUCE": "1",
@@ -30,9 +32,9 @@ def all_configs(ranks_per_host: int) -> list[Config]:
         "LIGHT_TOPK_WARMUP_STEPS": "0",
     }
     return [
-        Config("flat", "flat ring", {}),
+        Config("flat", "flat ring", flat),
         Config("2d", "2D", two_d),
-        Config("topk", "top-k 1%", topk),
+        Config("topk", "top-k 1%", {**flat, **topk}),
         Config("2d_topk", "2D + top-k 1%", {**two_d, **topk}),
     ]
 
@@ -53,10 +55,10 @@ def stream_configs(ranks_per_host: int) -> list[Config]:
 def fusion_configs() -> list[Config]:
     """LIGHT_FUSION_STRATEGY on the flat ring (not in the default run): size is the flat ring itself."""
     return [
-        Config("fusion_order", "order fusion", {"LIGHT_FUSION_STRATEGY": "order"}),
-        Config("fusion_cost", "cost fusion", {"LIGHT_FUSION_STRATEGY": "cost"}),
+        Config("fusion_order", "order fusion", {"LIGHT_2D_ALLREDUCE": "0", "LIGHT_FUSION_STRATEGY": "order"}),
+        Config("fusion_cost", "cost fusion", {"LIGHT_2D_ALLREDUCE": "0", "LIGHT_FUSION_STRATEGY": "cost"}),
         Config("fusion_order_25m", "order, 25 MiB buckets",
-               {"LIGHT_FUSION_STRATEGY": "order", "HOROVOD_FUSION_THRESHOLD": str(25 << 20)}),
+               {"LIGHT_2D_ALLREDUCE": "0", "LIGHT_FUSION_STRATEGY": "order", "HOROVOD_FUSION_THRESHOLD": str(25 << 20)}),
         Config("2d_order", "2D + order", {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_FUSION_STRATEGY": "order"}),
         Config("2d_cost", "2D + cost", {"LIGHT_2D_ALLREDUCE": "1", "LIGHT_FUSION_STRATEGY": "cost"}),
     ]

@@ -113,6 +113,7 @@ py::dict stats() {
   d["topk_bytes_sent"] = s.topk_bytes_sent.load();
   d["topk_batches"] = s.topk_batches.load();
   d["topk_dense_batches"] = s.topk_dense_batches.load();
+  d["two_d_batches"] = s.two_d_batches.load();
   d["device_allocs"] = s.device_allocs.load();
   d["device_alloc_bytes"] = s.device_alloc_bytes.load();
   d["device_front_outputs"] = s.device_front_outputs.load();
@@ -146,6 +147,18 @@ py::dict autotuneState() {
                                   p.streams, p.two_d, p.topk_threshold));
   }
   d["history"] = history;  // (cycle, threshold, cycle ms, strategy, streams, 2D, top-k threshold) per change
+  return d;
+}
+
+// What init chose for the 2D allreduce (engine/two_d_choice.h) and why.
+py::dict twoDInfo() {
+  const TwoDChoice& c = engine().tuning().twoD();
+  py::dict d;
+  d["mode"] = twoDModeName(c.mode);
+  d["on"] = c.on();
+  d["group_size"] = c.group;
+  d["from_bytes"] = c.on() ? py::cast(c.from_bytes) : py::none();
+  d["reason"] = c.reason;
   return d;
 }
 
@@ -219,6 +232,9 @@ void bindInfo(py::module_& m) {
         "Autotune (HOROVOD_AUTOTUNE): the parameters in force on this rank, their generation, the cycle that "
         "applied them (the same on every rank) and whether the search has frozen.");
   m.def("fusion_info", &fusionInfo, "Fusion strategy, bucket sizes, top-k threshold and (cost) the fitted alpha-beta model.");
+  m.def("two_d_info", &twoDInfo,
+        "The 2D (hierarchical) allreduce as init chose it: LIGHT_2D_ALLREDUCE's mode, on or off, the group size, "
+        "the smallest dense allreduce that takes it (the cost model's crossover; 0 when forced), and why.");
   m.def("flags", &flags);
   m.def(
       "device_executor_on_host", [] { return engine().config().device_executor_on_host; },

@@ -18,6 +18,15 @@ const char* fusionStrategyName(FusionStrategy s) {
   return "?";
 }
 
+const char* twoDModeName(TwoDMode m) {
+  switch (m) {
+    case TwoDMode::kAuto: return "auto";
+    case TwoDMode::kOn: return "1";
+    case TwoDMode::kOff: return "0";
+  }
+  return "?";
+}
+
 namespace {
 
 using Setter = std::function<Status(const std::string& name, const std::string& value, Config*)>;
@@ -65,6 +74,20 @@ Status parseBool(const std::string& name, const std::string& v, bool* out) {
     *out = false;
   } else {
     return badValue(name, v, "0 or 1");
+  }
+  return Status::OK();
+}
+
+// One of the 2D flags: "auto" (or empty) leaves the choice to the engine, else a bool. The three
+// names combine the same whatever their order: any 1 forces 2D on, else any 0 forces it off.
+Status parseTwoD(const std::string& name, const std::string& v, bool zero_forces_off, Config* c) {
+  if (v == "auto" || v.empty()) return Status::OK();
+  bool on = false;
+  if (!parseBool(name, v, &on).ok()) return badValue(name, v, "0, 1 or auto");
+  if (on) {
+    c->two_d = TwoDMode::kOn;
+  } else if (zero_forces_off && c->two_d == TwoDMode::kAuto) {
+    c->two_d = TwoDMode::kOff;
   }
   return Status::OK();
 }
@@ -261,26 +284,20 @@ const std::vector<FlagSpec>& specs() {
         "lowest members only, then broadcast in each host (log2(hosts) network rounds, one rank a host "
         "on the network); 0 = recursive doubling over every member. Must match on every rank."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->rd_leaders); }},
-      {{"LIGHT_2D_ALLREDUCE", "bool", "0",
+      {{"LIGHT_2D_ALLREDUCE", "bool|auto", "auto",
         "Hierarchical (2D) allreduce: reduce-scatter inside each group of LIGHT_INTRA_SIZE ranks "
         "(shared memory), allreduce each shard across groups (every local rank its own flows), "
-        "allgather inside the group."},
-       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->hierarchical_allreduce); }},
-      {{"HOROVOD_HIERARCHICAL_ALLREDUCE", "bool", "0", "Horovod's name for LIGHT_2D_ALLREDUCE."},
-       [](auto& n, auto& v, Config* c) {
-         bool on = false;
-         LIGHTCC_RETURN_IF_ERROR(parseBool(n, v, &on));
-         c->hierarchical_allreduce = c->hierarchical_allreduce || on;
-         return Status::OK();
-       }},
+        "allgather inside the group. auto (unset): on for dense allreduces from the size where the "
+        "alpha-beta model probed at init predicts it faster than the flat schedule, on 2+ hosts with "
+        "the same 2+ ranks each (the init log says what was chosen and why); 1: every allreduce, "
+        "top-k and Adasum too; 0: never."},
+       [](auto& n, auto& v, Config* c) { return parseTwoD(n, v, true, c); }},
+      {{"HOROVOD_HIERARCHICAL_ALLREDUCE", "bool|auto", "auto", "Horovod's name for LIGHT_2D_ALLREDUCE."},
+       [](auto& n, auto& v, Config* c) { return parseTwoD(n, v, true, c); }},
       {{"HOROVOD_TORUS_ALLREDUCE", "bool", "0",
-        "Horovod's torus allreduce: the same schedule as LIGHT_2D_ALLREDUCE, which it turns on."},
-       [](auto& n, auto& v, Config* c) {
-         bool on = false;
-         LIGHTCC_RETURN_IF_ERROR(parseBool(n, v, &on));
-         c->hierarchical_allreduce = c->hierarchical_allreduce || on;
-         return Status::OK();
-       }},
+        "Horovod's torus allreduce: the same schedule as LIGHT_2D_ALLREDUCE, which 1 turns on (0 leaves "
+        "the choice to LIGHT_2D_ALLREDUCE)."},
+       [](auto& n, auto& v, Config* c) { return parseTwoD(n, v, false, c); }},
       {{"LIGHT_INTRA_SIZE", "ranks", "0",
         "Ranks per 2D group (consecutive ranks of one host); 0 = the ranks per host."},
        [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->intra_size); }},

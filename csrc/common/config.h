@@ -19,6 +19,11 @@ static_assert(static_cast<int>(FusionStrategy::kCost) + 1 == kNumFusionStrategie
 inline bool isValidFusionStrategy(int code) { return code >= 0 && code < kNumFusionStrategies; }
 const char* fusionStrategyName(FusionStrategy s);
 
+// LIGHT_2D_ALLREDUCE: auto (unset) lets the engine choose by topology and cost model
+// (engine/two_d_choice.h); on and off force the hierarchical allreduce either way.
+enum class TwoDMode : int { kAuto = 0, kOn = 1, kOff = 2 };
+const char* twoDModeName(TwoDMode m);
+
 enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4, kFatal = 5 };
 
 // Immutable after parseConfig(); the engine keeps one copy. No other code calls getenv.
@@ -51,7 +56,7 @@ struct Config {
   bool device_executor_on_host = false;        // LIGHTCC_DEVICE_EXECUTOR=host (tests)
   int64_t device_inflight = 2;                 // LIGHT_DEVICE_INFLIGHT (engine/device_pacing.h)
   // LightCC algorithms.
-  bool hierarchical_allreduce = false;          // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL/TORUS_ALLREDUCE)
+  TwoDMode two_d = TwoDMode::kAuto;             // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL/TORUS_ALLREDUCE)
   int64_t intra_size = 0;                       // LIGHT_INTRA_SIZE (0 = ranks per host)
   bool topk_allreduce = false;                  // LIGHT_TOPK_ALLREDUCE
   int64_t topk_threshold_bytes = 2097152;       // LIGHT_TOPK_THRESHOLD

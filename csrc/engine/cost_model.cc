@@ -18,9 +18,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Sizes span latency-bound to bandwidth-bound; 1 MiB is past a tbf/NIC burst so beta is the
-// sustained rate. Few repetitions: medians of 3-5 round trips are stable to a few percent.
+// sustained rate. Few repetitions, and the fastest of them: on a busy machine a round trip also
+// waits for the peer to be scheduled (seen: the median of three 1 MiB shared-memory round trips
+// at 2.8 ns/B on 2 cores running 12 processes), which would price shared memory near the network
+// and turn the 2D choice off (two_d_choice.h); the fastest is what the copies cost.
 const std::vector<size_t> kProbeBytes = {64, 64 << 10, 1 << 20};
-int repsFor(size_t bytes) { return bytes >= (1 << 20) ? 3 : 5; }
+int repsFor(size_t bytes) { return bytes >= (1 << 20) ? 4 : 5; }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -42,7 +45,7 @@ Status pingPong(const SetComm& world, int peer, bool lead, std::vector<double>* 
       LIGHTCC_RETURN_IF_ERROR(runP2P(world, second, "cost-model probe with rank " + std::to_string(peer)));
       if (i > 0) samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / 2);
     }
-    one_way->push_back(median(samples));
+    one_way->push_back(*std::min_element(samples.begin(), samples.end()));
   }
   return Status::OK();
 }
@@ -242,12 +245,17 @@ Status probeCostModel(const SetComm& world, const std::vector<std::string>& host
   if (me == 0) {
     if (measure_selection) fit[4] = measureSelection(density);
     fit[5] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    std::vector<P2POp> sends;
-    for (int r = 1; r < size; ++r) sends.push_back({world.link(r), true, fit.data(), fit.size() * sizeof(double)});
-    LIGHTCC_RETURN_IF_ERROR(runP2P(world, sends, "sending the cost model"));
-  } else {
-    std::vector<P2POp> recv = {{world.link(0), false, fit.data(), fit.size() * sizeof(double)}};
-    LIGHTCC_RETURN_IF_ERROR(runP2P(world, recv, "receiving the cost model from rank 0"));
+  }
+  // Rank 0's fit travels along the world ring, whose neighbours init connects anyway: sending it
+  // from rank 0 to every rank would dial every peer at init (links are made on demand).
+  const size_t fit_bytes = fit.size() * sizeof(double);
+  if (me > 0) {
+    std::vector<P2POp> recv = {{world.link(me - 1), false, fit.data(), fit_bytes}};
+    LIGHTCC_RETURN_IF_ERROR(runP2P(world, recv, "receiving the cost model from rank " + std::to_string(me - 1)));
+  }
+  if (me + 1 < size) {
+    std::vector<P2POp> send = {{world.link(me + 1), true, fit.data(), fit_bytes}};
+    LIGHTCC_RETURN_IF_ERROR(runP2P(world, send, "passing the cost model to rank " + std::to_string(me + 1)));
   }
   m.shm = {shm_peer >= 0, fit[0], fit[1]};
   m.net = {net_peer >= 0, fit[2], fit[3]};

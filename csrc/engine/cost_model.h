@@ -2,7 +2,7 @@
 //
 // A link class is how two ranks reach each other: "shm" (same host) or "net" (different hosts).
 // Each class gets t(M) = alpha + beta * M from a ping-pong between rank 0 and one peer of that
-// class; rank 0 sends its fit to every rank, so every rank plans with identical numbers. The
+// class; rank 0's fit is passed along the world ring, so every rank plans with identical numbers. The
 // collective formulas are those of docs/algorithms.md; the model counts the wire (and, for top-k,
 // the selection pass measured on rank 0's CPU), not the engine's own per-collective overhead.
 #pragma once

@@ -16,6 +16,7 @@
 #include "engine/cost_model.h"
 #include "engine/device_pacing.h"
 #include "engine/fusion.h"
+#include "engine/two_d_choice.h"
 #include "kernels/topk.h"
 
 namespace lightcc {
@@ -139,7 +140,9 @@ Status DeviceExecutor::makeCudaComms(int32_t set, SetComms* c) {
   void* stream = static_cast<device::CudaDevice&>(*dev_).stream();
   std::unique_ptr<device::NcclComm> flat;
   LIGHTCC_RETURN_IF_ERROR(device::NcclComm::create(nccl, id, hc.size(), hc.me, stream, what, &flat));
-  auto hier = channel_.hier.find(set);
+  // 2D on GPUs only when asked for: NCCL builds its own hierarchy, and the cost model that
+  // chooses 2D by itself prices host links, not the device's (two_d_choice.h).
+  auto hier = twoDByRequest(*env_.config) ? channel_.hier.find(set) : channel_.hier.end();
   if (hier != channel_.hier.end() && hier->second.cross.size() > 1) {
     const int g = hier->second.intra.size();
     const int pos = hc.me;
@@ -164,7 +167,7 @@ Status DeviceExecutor::commsFor(int32_t set, SetComms** out) {
     SetComms c;
     if (backend_ == Backend::kHost) {
       c.flat = std::make_unique<device::HostComm>(hc->second);
-      auto hier = channel_.hier.find(set);
+      auto hier = twoDByRequest(*env_.config) ? channel_.hier.find(set) : channel_.hier.end();  // as makeCudaComms
       if (hier != channel_.hier.end() && hier->second.cross.size() > 1) {
         c.intra = std::make_unique<device::HostComm>(hier->second.intra);
         c.cross = std::make_unique<device::HostComm>(hier->second.cross);

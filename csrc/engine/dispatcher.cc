@@ -70,6 +70,7 @@ Status Dispatcher::execute(const ResponsePtr& shared) {
   const TuneParams& live = tuning_.live().params;
   Batch b = negotiator_.take(shared);
   b.two_d = live.two_d;
+  b.two_d_from_bytes = tuning_.live().two_d_from_bytes;
   b.topk_threshold = live.topk_threshold;
   return pool_.run(std::move(b), seq, live.streams);
 }

@@ -52,12 +52,13 @@ Status Driver::bootstrap() {
   for (const auto& [id, ranks] : s_.sets.init(s_.topo.size, s_.options.process_sets)) mesh_->addSet(id, ranks);
   negotiator_ = std::make_unique<Negotiator>(s_.config, s_.topo, main, s_.queue, s_.timeline, s_.stats);
   dispatch_ = std::make_unique<Dispatcher>(*negotiator_, pool_, *mesh_, s_.sets, tuning_);
-  const bool two_d_world = main.hier.count(0) > 0;
+  auto hier = main.hier.find(0);
+  const int two_d_group = hier != main.hier.end() ? hier->second.intra.size() : 0;
   // May probe the links: before the cycle receives are posted.
-  LIGHTCC_RETURN_IF_ERROR(tuning_.probe(main.comms.at(0), mesh_->hosts(), two_d_world));
+  LIGHTCC_RETURN_IF_ERROR(tuning_.probe(main.comms.at(0), mesh_->hosts(), s_.topo, two_d_group));
   LIGHTCC_RETURN_IF_ERROR(pool_.start(*mesh_, s_.topo.rank, tuning_.initialTopkThreshold(),
                                       [q = &s_.queue](int32_t set, const std::string& name) { q->finish(set, name); }));
-  LIGHTCC_RETURN_IF_ERROR(tuning_.start(s_.topo.rank, pool_.streams(), two_d_world));
+  LIGHTCC_RETURN_IF_ERROR(tuning_.start(s_.topo.rank, pool_.streams()));
   fusion_.start(*negotiator_, host_);
   return negotiator_->start();
 }

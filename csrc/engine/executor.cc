@@ -8,6 +8,7 @@
 #include "algorithms/adasum.h"
 #include "algorithms/collectives.h"
 #include "engine/fusion.h"
+#include "engine/two_d_choice.h"
 #include "kernels/reduce.h"
 
 namespace lightcc {
@@ -81,11 +82,14 @@ int64_t responseBytes(const Response& r) {
 Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set) {
   const Response& r = *b.response;
   if (r.op == OpType::kAllreduce && r.reduce_op == ReduceOp::kAdasum) return Algorithm::kAdasum;
-  const bool two_level = r.op == OpType::kAllreduce && b.two_d && set.two_level;
+  const bool two_d_set = r.op == OpType::kAllreduce && b.two_d && set.two_level;
   // Before the one-member case: the residuals (error feedback) behave the same at any size.
+  // Top-k's two-level form selects from host sums: it runs only when asked for (two_d_choice.h).
   if (r.op == OpType::kAllreduce && topkEligible(r, *env.config, topkThresholdFor(b, env))) {
-    return two_level ? Algorithm::kTwoLevelTopk : Algorithm::kTopk;
+    return two_d_set && twoDByRequest(*env.config) ? Algorithm::kTwoLevelTopk : Algorithm::kTopk;
   }
+  // Dense sums take 2D from the crossover the cost model gave (0 when LIGHT_2D_ALLREDUCE=1).
+  const bool two_level = two_d_set && responseBytes(r) >= b.two_d_from_bytes;
   if (set.members == 1) return Algorithm::kSelf;
   if (two_level) return Algorithm::kTwoLevel;
   if (set.all_local) return Algorithm::kSharedMemory;
@@ -152,6 +156,9 @@ Status HostExecutor::run(Batch& b) {
     if (algo == Algorithm::kTopk || algo == Algorithm::kTwoLevelTopk) {
       env_.stats->topk_bytes_sent.fetch_add(sent, std::memory_order_relaxed);
     }
+    if (algo == Algorithm::kTwoLevel || algo == Algorithm::kTwoLevelTopk) {
+      env_.stats->two_d_batches.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   return st;
 }
@@ -178,13 +185,15 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
   const std::string what = "allreduce of '" + r.names.front() + "'";
   switch (algo) {
     case Algorithm::kAdasum: {
-      // Per-tensor coefficients: each fused tensor is its own vector. The two-level variant
-      // runs where LIGHT_2D_ALLREDUCE gave the set a HierComm; adasumExecute handles one member.
+      // Per-tensor coefficients: each fused tensor is its own vector. The two-level variant (which
+      // sums inside groups, so computes differently) runs only where LIGHT_2D_ALLREDUCE=1 (or
+      // autotune) asks for 2D and the set has a HierComm; adasumExecute handles one member.
       std::vector<size_t> counts;
       for (size_t i = 0; i < r.names.size(); ++i) counts.push_back(static_cast<size_t>(tensorBytes(r, i)) / dtypeSize(r.dtype));
       auto hier = channel_.hier.find(r.process_set_id);
-      LIGHTCC_RETURN_IF_ERROR(adasumExecute(comm, hier != channel_.hier.end() && b.two_d ? &hier->second : nullptr, io, counts,
-                                            spec, channel_.fusion_buffer)
+      const bool two_level = hier != channel_.hier.end() && b.two_d && twoDByRequest(*env_.config);
+      LIGHTCC_RETURN_IF_ERROR(adasumExecute(comm, two_level ? &hier->second : nullptr, io, counts, spec,
+                                            channel_.fusion_buffer)
                                   .withContext("Adasum " + what));
       break;
     }

@@ -11,6 +11,7 @@
 
 #include "common/logging.h"
 #include "engine/net_peers.h"
+#include "engine/two_d_choice.h"
 #include "transport/rendezvous/store_client.h"
 #include "transport/rendezvous/store_collectives.h"
 #include "transport/rendezvous/store_server.h"
@@ -45,7 +46,7 @@ std::string fingerprint(const Config& c) {
      << ";HOROVOD_DYNAMIC_PROCESS_SETS=" << c.dynamic_process_sets
      << ";LIGHTCC_FORCE_RING=" << c.force_ring << ";LIGHTCC_RD_ALLREDUCE_BYTES=" << c.rd_allreduce_bytes
      << ";LIGHTCC_RD_LEADERS=" << c.rd_leaders
-     << ";LIGHT_2D_ALLREDUCE=" << c.hierarchical_allreduce
+     << ";LIGHT_2D_ALLREDUCE=" << twoDModeName(c.two_d)
      << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk_allreduce
      << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
      << ";LIGHT_TOPK_MIN_DIMS=" << c.topk_min_dims
@@ -360,9 +361,9 @@ SetComm Mesh::makeSetComm(const Channel& ch, int32_t id, const std::vector<int>&
 }
 
 void Mesh::buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const {
-  // Autotune builds the 2D communicators too, so it can switch 2D on and off live.
-  if (!config_.hierarchical_allreduce && !config_.autotune) return;
-  const int g = config_.intra_size > 0 ? static_cast<int>(config_.intra_size) : topo_.local_size;
+  // Where 2D can run (two_d_choice.h): forced, auto on 2+ hosts of equal 2+ ranks, or autotune,
+  // which switches it live. The cost model then says from which size it is taken.
+  const int g = twoDGroupSize(config_, topo_);
   const int n = static_cast<int>(ranks.size());
   auto me = std::find(ranks.begin(), ranks.end(), topo_.rank);
   if (me == ranks.end() || g <= 0 || n % g != 0 || n / g < 2) return;
@@ -371,7 +372,7 @@ void Mesh::buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks)
   for (int start = 0; start < n; start += g) {
     for (int i = start; i < start + g; ++i) {
       if (hosts_[ranks[i]] != hosts_[ranks[start]]) {
-        if (id == 0 && ch.index == 0 && config_.hierarchical_allreduce) {
+        if (id == 0 && ch.index == 0 && config_.two_d == TwoDMode::kOn) {
           LIGHTCC_LOG(kWarning) << "LIGHT_2D_ALLREDUCE: ranks " << ranks[start] << ".." << ranks[start + g - 1]
                                 << " are not on one host (LIGHT_INTRA_SIZE=" << g << "); using the flat ring";
         }

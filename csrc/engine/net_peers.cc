@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/negotiation_tree.h"
+#include "engine/two_d_choice.h"
 #include "transport/net/net_link.h"
 
 namespace lightcc {
@@ -57,10 +58,9 @@ std::vector<int> eagerPeers(const Config& config, const Topology& topo, int chan
   std::vector<int> world(static_cast<size_t>(topo.size));
   for (int r = 0; r < topo.size; ++r) world[static_cast<size_t>(r)] = r;
   ringNeighbours(world, topo.rank, &want);
-  // The 2D cross ring, grouped as Mesh::buildHierComm groups the world. Every rank must pick the
-  // same g for the choice to be symmetric: LIGHT_INTRA_SIZE, or the host size when all are equal.
-  const int g = config.intra_size > 0 ? static_cast<int>(config.intra_size) : topo.homogeneous ? topo.local_size : 0;
-  if ((config.hierarchical_allreduce || config.autotune) && g > 0 && topo.size % g == 0 && topo.size / g >= 2) {
+  // The 2D cross ring, grouped as Mesh::buildHierComm groups the world (two_d_choice.h).
+  const int g = twoDGroupSize(config, topo);
+  if (g > 0) {
     std::vector<int> cross;
     for (int start = 0; start < topo.size; start += g) cross.push_back(start + topo.rank % g);
     ringNeighbours(cross, topo.rank, &want);

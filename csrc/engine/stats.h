@@ -30,7 +30,8 @@ struct EngineStats {
   std::atomic<uint64_t> bytes_sent{0};
   std::atomic<uint64_t> topk_bytes_sent{0};
   std::atomic<uint64_t> topk_batches{0};        // batches the sparse exchange ran
-  std::atomic<uint64_t> topk_dense_batches{0};  // top-k batches run dense: sparse would move more bytes
+  std::atomic<uint64_t> topk_dense_batches{0};
+  std::atomic<uint64_t> two_d_batches{0};       // host batches run by a 2D (hierarchical) schedule  // top-k batches run dense: sparse would move more bytes
   std::atomic<uint64_t> device_allocs{0};          // device executors' own allocations (device::Device::alloc)
   std::atomic<uint64_t> device_alloc_bytes{0};     // and their bytes
   std::atomic<uint64_t> device_front_outputs{0};   // device outputs the fronts' allocators made

@@ -7,12 +7,27 @@
 
 namespace lightcc {
 
-Status Tuning::probe(const SetComm& world, const std::vector<std::string>& hosts, bool two_d_world) {
-  if (config_.fusion_strategy != FusionStrategy::kCost) return Status::OK();
-  LIGHTCC_RETURN_IF_ERROR(probeCostModel(world, hosts, config_.hierarchical_allreduce && two_d_world,
-                                         config_.topk_allreduce, config_.topk_density, &cost_model_)
-                              .withContext("LIGHT_FUSION_STRATEGY=cost: probing the links"));
-  cost_model_.rd_max_bytes = config_.rd_allreduce_bytes;
+Status Tuning::probe(const SetComm& world, const std::vector<std::string>& hosts, const Topology& topo,
+                     int two_d_group) {
+  const bool cost = config_.fusion_strategy == FusionStrategy::kCost;
+  // The automatic 2D choice needs the fits too; every rank sees the same groups, so all probe or none.
+  const bool auto_two_d = config_.two_d == TwoDMode::kAuto && two_d_group > 0;
+  if (cost || auto_two_d) {
+    LIGHTCC_RETURN_IF_ERROR(probeCostModel(world, hosts, false, cost && config_.topk_allreduce,
+                                           config_.topk_density, &cost_model_)
+                                .withContext(cost ? "LIGHT_FUSION_STRATEGY=cost: probing the links"
+                                                  : "choosing the 2D allreduce: probing the links"));
+    cost_model_.rd_max_bytes = config_.rd_allreduce_bytes;
+  }
+  two_d_ = chooseTwoD(config_, topo, two_d_group, cost_model_);
+  // Buckets are large: the model prices them with 2D wherever 2D is on.
+  cost_model_.hierarchical = two_d_.on();
+  if (world.me == 0) {
+    LIGHTCC_LOG(kInfo) << "2D allreduce " << (two_d_.on() ? "on" : "off") << " (LIGHT_2D_ALLREDUCE="
+                       << twoDModeName(config_.two_d) << "): " << two_d_.reason
+                       << (auto_two_d ? "; " + cost_model_.describe() : std::string());
+  }
+  if (!cost) return Status::OK();
   if (config_.topk_allreduce) topk_threshold_ = cost_model_.topkThresholdBytes(config_.topk_density);
   const int64_t bucket = cost_model_.bucketBytes(config_.fusion_threshold_bytes);
   LIGHTCC_LOG(kInfo) << "cost model: " << cost_model_.describe() << "; buckets "
@@ -37,20 +52,22 @@ FusionScheduler::Options Tuning::fusionOptionsFor(const TuneParams& p) const {
   return o;
 }
 
-Status Tuning::start(int rank, int streams, bool two_d_world) {
+Status Tuning::start(int rank, int streams) {
   auto s = std::make_shared<Settings>();
   TuneParams& p = s->params;
   p.fusion_threshold = config_.fusion_threshold_bytes;
   p.cycle_time_ms = config_.cycle_time_ms;
   p.strategy = config_.fusion_strategy;
   p.streams = streams;
-  p.two_d = config_.hierarchical_allreduce;
+  p.two_d = two_d_.on();
   p.topk_threshold = topk_threshold_;
   s->fusion = fusionOptionsFor(p);
+  // Where autotune switches on a 2D the model never chose, every size takes it.
+  s->two_d_from_bytes = two_d_.from_bytes == kTwoDNever ? 0 : two_d_.from_bytes;
   install(s);
   if (!config_.autotune || rank != 0) return Status::OK();
   TuneSpace space;
-  space.two_d = two_d_world;
+  space.two_d = two_d_.group > 0;
   space.max_streams = streams;
   space.cost = config_.fusion_strategy == FusionStrategy::kCost;
   space.topk = config_.topk_allreduce;

@@ -23,6 +23,8 @@
 #include "engine/channel.h"
 #include "engine/cost_model.h"
 #include "engine/fusion_scheduler.h"
+#include "engine/topology.h"
+#include "engine/two_d_choice.h"
 
 namespace lightcc {
 
@@ -33,6 +35,7 @@ struct Settings {
   uint64_t generation = 1;          // autotune's; 1 is the starting set
   uint64_t applied_cycle = 0;       // the cycle that applied it (the same on every rank)
   bool frozen = false;              // the search has ended
+  int64_t two_d_from_bytes = 0;     // with params.two_d: dense allreduces from this size take 2D
   std::vector<std::pair<uint64_t, TuneParams>> history;  // (applied cycle, params) per generation
 };
 using SettingsPtr = std::shared_ptr<const Settings>;
@@ -41,16 +44,18 @@ class Tuning {
  public:
   explicit Tuning(const Config& config) : config_(config), topk_threshold_(config.topk_threshold_bytes) {}
 
-  // Bootstrap, a collective on `world` (LIGHT_FUSION_STRATEGY=cost probes the links): the cost
-  // model and the top-k threshold the executors start with.
-  Status probe(const SetComm& world, const std::vector<std::string>& hosts, bool two_d_world);
+  // Bootstrap, a collective on `world` (LIGHT_FUSION_STRATEGY=cost, or an automatic 2D choice
+  // where the world has 2D groups of `two_d_group` ranks, probes the links): the cost model, the
+  // 2D choice and the top-k threshold the executors start with.
+  Status probe(const SetComm& world, const std::vector<std::string>& hosts, const Topology& topo, int two_d_group);
   int64_t initialTopkThreshold() const { return topk_threshold_; }
   // Bootstrap, after the executors: the first settings, and rank 0's autotuner (HOROVOD_AUTOTUNE).
-  Status start(int rank, int streams, bool two_d_world);
+  Status start(int rank, int streams);
 
   // The fusion options of a set of parameters: the one place bucket sizes are derived.
   FusionScheduler::Options fusionOptionsFor(const TuneParams& p) const;
   const CostModel& costModel() const { return cost_model_; }
+  const TwoDChoice& twoD() const { return two_d_; }  // fixed after probe()
   SettingsPtr current() const;                      // any thread
   const Settings& live() const { return *live_; }   // the driving thread
 
@@ -66,6 +71,7 @@ class Tuning {
  private:
   const Config& config_;
   CostModel cost_model_;  // fixed after probe()
+  TwoDChoice two_d_;      // fixed after probe()
   int64_t topk_threshold_;  // LIGHT_TOPK_THRESHOLD, or the cost model's
   std::unique_ptr<Autotuner> autotuner_;  // rank 0 with HOROVOD_AUTOTUNE
   mutable std::mutex mu_;                 // guards shared_ for readers on other threads

@@ -11,6 +11,7 @@ import shutil
 import sys
 import tempfile
 
+from lightcc.bench.emulated import check_emulation, emulated_command, parse_hosts
 from lightcc.bench.launch import (
     LaunchError,
     lightccrun_command,
@@ -62,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         "lightcc's c10d backend), mpi (mpi launches everything with mpirun)",
     )
     p.add_argument("--no-lightcc", action="store_true", help="measure only the --compare peers")
+    p.add_argument("--hosts", metavar="NxM",
+                   help="run on N emulated hosts of M ranks each (network namespaces on a bridge; root and a "
+                        "source checkout's testbed/); replaces --np")
+    p.add_argument("--rate", help="with --hosts: every host's link rate, tc syntax (1gbit), or LINK/FLOW to cap each "
+                                  "TCP flow too, as cloud VPCs do (2gbit/500mbit); default unshaped")
     p.add_argument(
         "--sizes",
         help="sizes: list '4K,1M', range 'LO:HI' (x4) or 'LO:HI:F' "
@@ -149,16 +155,26 @@ def run(args: argparse.Namespace) -> dict:
         raise ValueError(f"--np must be at least 1, got {args.np}")
     libraries = _libraries(args)
     mpi = uses_mpirun(libraries)
+    if args.rate and not args.hosts:
+        raise ValueError("--rate shapes emulated hosts' links: it needs --hosts")
+    if args.hosts:
+        n_hosts, per_host = parse_hosts(args.hosts)
+        args.np = n_hosts * per_host
+        check_emulation(libraries)
     with tempfile.TemporaryDirectory(prefix="lightcc-bench-") as tmp:
         progress_path = "" if args.no_progress else os.path.join(tmp, "progress")
         spec = make_spec(args, libraries, os.path.join(tmp, "result.json"), progress_path)
         check_available(libraries)
         machine = machine_info(measure=True)
         launcher = "mpirun" if mpi else "lightccrun"
+        if args.hosts:
+            launcher = f"emulated hosts {args.hosts} ({args.rate or 'unshaped'} links)"
         print(format_header(args.command, args.np, launcher, list(libraries), machine), flush=True)
         spec_path = os.path.join(tmp, "spec.json")
         spec.dump(spec_path)
-        if mpi:
+        if args.hosts:
+            cmd = emulated_command(args.hosts, args.rate, spec_path, args.timeout)
+        elif mpi:
             cmd = mpirun_command(args.np, spec_path, is_root=os.geteuid() == 0)
         else:
             cmd = lightccrun_command(args.np, spec_path)

@@ -132,7 +132,7 @@ FLAGS: tuple[HorovodFlag, ...] = (
         "--no-torus-allreduce",
         False,
         NOTED,
-        "the 2D allreduce still runs if LIGHT_2D_ALLREDUCE=1 or HOROVOD_HIERARCHICAL_ALLREDUCE=1 asks for it",
+        "the 2D allreduce still runs where the engine chooses it or LIGHT_2D_ALLREDUCE=1 asks for it",
         "HOROVOD_TORUS_ALLREDUCE",
         "0",
     ),

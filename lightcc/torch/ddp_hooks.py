@@ -2,7 +2,8 @@
 
 ``ddp_model.register_comm_hook(state, hook)`` with a hook from here sends each gradient bucket
 through lightcc's engine instead of DDP's process group, so DDP over ``gloo``, ``nccl`` or
-``lightcc`` gets the engine's algorithms: the 2D hierarchical allreduce (``LIGHT_2D_ALLREDUCE``),
+``lightcc`` gets the engine's algorithms: the 2D hierarchical allreduce (chosen by the engine on
+2+ hosts of 2+ ranks where its cost model says it pays; ``LIGHT_2D_ALLREDUCE`` forces it either way),
 fp16/bf16 on the wire, and top-k with DGC's recipe (docs/topk.md). Every hook returns a torch
 future that lightcc's completion thread completes (lightcc/torch/futures.py): no thread per
 bucket, no polling.
@@ -127,7 +128,7 @@ def _submit(wire: List[torch.Tensor], names: List[str], op: int, prescale: float
 
 
 def allreduce_hook(state: LightccState, bucket: Any) -> torch.futures.Future:
-    """Average the bucket with lightcc's engine allreduce (2D hierarchical when LIGHT_2D_ALLREDUCE=1)."""
+    """Average the bucket with lightcc's engine allreduce (2D hierarchical where the engine chooses it)."""
     state.start()
     buf = bucket.buffer()
     return _submit([buf], [state.name(bucket)], _ops.Average, 1.0, None, buf, lambda: buf)

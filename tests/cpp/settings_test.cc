@@ -39,7 +39,7 @@ void testGenerations() {
   config.cycle_time_ms = 0.5;
   config.topk_threshold_bytes = 1 << 16;
   Tuning tuning(config);
-  check(tuning.start(0, 2, false).ok(), "start without autotune");
+  check(tuning.start(0, 2).ok(), "start without autotune");
   const SettingsPtr first = tuning.current();
   check(first->generation == 1 && first->params.cycle_time_ms == 0.5 && first->params.streams == 2 &&
             first->params.topk_threshold == 1 << 16 && first->fusion.threshold == config.fusion_threshold_bytes,

@@ -74,7 +74,7 @@ void testFusionStrategyVote() {
         "isValidFusionStrategy: size, order, cost only");
   Config config;
   Tuning tuning(config);
-  check(tuning.start(0, 2, false).ok(), "start without autotune");
+  check(tuning.start(0, 2).ok(), "start without autotune");
   TuneParams p = tuning.current()->params;
   uint64_t words[kTuneWords];
   encodeTune(2, p, false, words);

@@ -166,3 +166,23 @@ def test_bad_arguments_fail_cleanly(args: list[str], message: str, tmp_path: Pat
     res, out = _bench(args, tmp_path)
     assert res.returncode == 1 and not out.exists()
     assert "lightcc-bench: error: " in res.stderr and message in res.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="emulated hosts make network namespaces: root only")
+def test_allreduce_on_emulated_hosts_beside_gloo(tmp_path: Path) -> None:
+    # lightcc-bench runs testbed/bench_hosts.py as a subprocess (the package never imports testbed).
+    args = ["allreduce", "--hosts", "2x2", "--rate", "1gbit", "--sizes", "64K,1M", "--iters", "3", "--warmup", "1",
+            "--compare", "gloo"]
+    stdout, doc = _ok(args, tmp_path)
+    assert doc["np"] == 4 and doc["launcher"] == "emulated hosts 2x2 (1gbit links)", doc["launcher"]
+    _check_rows(doc, "lightcc", "allreduce", [64 * K, 1024 * K], ratio=False)
+    _check_rows(doc, "gloo", "allreduce", [64 * K, 1024 * K], ratio=True)
+
+
+def test_emulated_hosts_refuse_what_they_cannot_do(tmp_path: Path) -> None:
+    res, _ = _bench(["allreduce", "--hosts", "2x", "--sizes", "4K"], tmp_path)
+    assert res.returncode == 1 and "--hosts '2x': use HOSTSxRANKS" in res.stderr, res.stderr
+    res, _ = _bench(["allreduce", "--rate", "1gbit", "--sizes", "4K"], tmp_path)
+    assert res.returncode == 1 and "--rate shapes emulated hosts' links: it needs --hosts" in res.stderr, res.stderr
+    res, _ = _bench(["allreduce", "--hosts", "2x1", "--compare", "mpi", "--sizes", "4K"], tmp_path)
+    assert res.returncode == 1 and "--compare mpi" in res.stderr, res.stderr

@@ -32,7 +32,7 @@ def test_flag_rows_give_the_tables_unit_and_default():
 @pytest.mark.parametrize("name,value", [
     ("HOROVOD_FUSION_THRESHOLD", "-1"), ("HOROVOD_CYCLE_TIME", "fast"), ("HOROVOD_CACHE_CAPACITY", "1.5"),
     ("HOROVOD_LOG_LEVEL", "LOUD"), ("HOROVOD_STALL_CHECK_DISABLE", "maybe"), ("LIGHTCC_TIMEOUT", "0"),
-    ("LIGHTCC_SHM_CHUNK_BYTES", "100"), ("HOROVOD_THREAD_AFFINITY", "a,b"),
+    ("LIGHTCC_SHM_CHUNK_BYTES", "100"), ("HOROVOD_THREAD_AFFINITY", "a,b"), ("LIGHT_2D_ALLREDUCE", "maybe"),
 ])
 def test_bad_value_names_the_variable(name, value):
     code = "import lightcc as hvd\ntry:\n    hvd.init()\nexcept ValueError as e:\n    print('ERR', e)\n"
