@@ -168,7 +168,9 @@ def test_newcomers_dying_in_the_state_broadcast_flap_with_growing_cooldown(tmp_p
     """The next three workers started on the freed slot die mid-broadcast: survivors recover every time, the
     slot's cooldown doubles (1, 2, 4 s), the host's other slots are untouched, and w6 finally joins."""
     flags = ["-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "1", "8"]
-    with ElasticJob(flags, WORKER, ["12", "600", "10", "0.05", "4"],
+    # 20 epochs: the fourth newcomer arrives after 1 + 2 + 4 + 8 s of cooldowns and four process starts
+    # (seconds each on a loaded machine); a shorter job could end before it joins.
+    with ElasticJob(flags, WORKER, ["20", "600", "10", "0.05", "4"],
                     env={"ELASTIC_TEST_DIE_IN_SYNC": "w3,w4,w5"}) as job:
         t0, _victim = _kill_mid_epoch(job, rank=1, size=3, batch=4)
         job.wait_for(r"FAULT process_exit: rank 2 .* killed by SIGKILL", 60, after=t0)  # w3, in the broadcast
@@ -179,7 +181,7 @@ def test_newcomers_dying_in_the_state_broadcast_flap_with_growing_cooldown(tmp_p
     assert not job.matches(r"slot localhost:[02] cools down")
     finals = _finals(job)
     assert sorted(m.group(1) for m in finals) == ["w0", "w2", "w6"] and len({m.group(6) for m in finals}) == 1
-    assert all(m.group(5) == "12" for m in finals)
+    assert all(m.group(5) == "20" for m in finals)
 
 
 def test_member_dying_while_the_generation_forms_costs_no_timeout(tmp_path):
