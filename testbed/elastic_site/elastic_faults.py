@@ -1,4 +1,4 @@
-"""Test fault: the rank 0 of generation LIGHTCC_TEST_DIE_IN_SYNC is SIGKILLed as it starts to send the state.
+"""Test fault: the rank 0 of generation ELASTIC_DDP_TEST_DIE_IN_SYNC is SIGKILLed as it starts to send the state.
 
 Imported by this folder's sitecustomize only when the variable is set (elastic DDP tests); the
 others in that generation are then waiting for its broadcast, as in a real failure mid-transfer.
@@ -10,7 +10,7 @@ from lightcc.common import basics
 from lightcc.common.elastic_worker import session
 from lightcc.torch.elastic import state as _state
 
-_GENERATION = int(os.environ["LIGHTCC_TEST_DIE_IN_SYNC"])
+_GENERATION = int(os.environ["ELASTIC_DDP_TEST_DIE_IN_SYNC"])
 _sync = _state.ModelStateHandler.sync
 
 

@@ -169,7 +169,7 @@ def test_rank0_dies_while_sending_the_state(tmp_path):
     flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4),
              "--blacklist-cooldown-range", "1000", "1000"]
     with ElasticJob(flags, EXAMPLE, ["--steps", "200", "--step-time", "0.01"],
-                    env={"LIGHTCC_TEST_DIE_IN_SYNC": "2"}) as job:
+                    env={"ELASTIC_DDP_TEST_DIE_IN_SYNC": "2"}) as job:
         job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
         step = max(int(m.group(1)) for m in job.matches(STEP))
         t0, _, _victim = _kill_rank(job, rank=1, after_step=step + 2)
