@@ -1,4 +1,5 @@
 """The PyTorch front: Horovod's `horovod.torch` API over torch tensors (`import lightcc.torch as hvd`)."""
+from lightcc.c10d_backend import route_env_rendezvous as _route_env_rendezvous
 from lightcc.common.util import check_extension  # noqa: F401  (Horovod's torch front exports it)
 from lightcc.torch import c10d as _c10d
 from lightcc.torch import elastic
@@ -11,7 +12,7 @@ from lightcc.torch.optimizer import DistributedOptimizer
 from lightcc.torch.sync_batch_norm import SyncBatchNorm
 
 _c10d.register()  # dist.init_process_group("lightcc")
-elastic.rendezvous.install()  # under lightccrun's elastic driver, env:// joins its generations
+_route_env_rendezvous()  # under lightccrun's elastic driver, env:// joins its generations
 
 __all__ = list(_ops_all) + [
     "elastic", "allgather_object", "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters",

@@ -244,12 +244,14 @@ def test_init_warns_once_naming_unknown_variables():
 
 
 def test_horovods_2d_variables_turn_on_the_2d_allreduce():
-    code = "import lightcc as hvd\nfrom lightcc.common.native import core\nhvd.init()\nprint('2D', core().autotune_state()['two_d'])\n"
-    for env, on in (
-        [{}, False],
-        [{"HOROVOD_TORUS_ALLREDUCE": "1"}, True],
-        [{"HOROVOD_HIERARCHICAL_ALLREDUCE": "1"}, True],
-        [{"HOROVOD_TORUS_ALLREDUCE": "0"}, False],
+    # The mode each variable sets; whether 2D then runs is the topology's call (one process: never).
+    code = "import lightcc as hvd\nfrom lightcc.common.native import core\nhvd.init()\nprint('2D', core().two_d_info()['mode'])\n"
+    for env, mode in (
+        [{}, "auto"],
+        [{"HOROVOD_TORUS_ALLREDUCE": "1"}, "1"],
+        [{"HOROVOD_HIERARCHICAL_ALLREDUCE": "1"}, "1"],
+        [{"HOROVOD_TORUS_ALLREDUCE": "0"}, "auto"],  # Horovod's default: asks for nothing
+        [{"HOROVOD_HIERARCHICAL_ALLREDUCE": "0"}, "0"],  # horovodrun's --no-hierarchical-allreduce
     ):
         out = subprocess.run(
             [sys.executable, "-c", code],
@@ -259,7 +261,7 @@ def test_horovods_2d_variables_turn_on_the_2d_allreduce():
             text=True,
             timeout=TIMEOUT,
         )
-        assert f"2D {on}" in out.stdout, (env, out.stdout + out.stderr)
+        assert f"2D {mode}\n" in out.stdout, (env, out.stdout + out.stderr)
 
 
 def test_init_is_silent_without_unknown_variables():

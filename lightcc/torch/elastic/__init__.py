@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from lightcc.common.basics import init, shutdown  # noqa: F401  (Horovod's torch.elastic exports them)
 from lightcc.common.elastic import run_fn
-from lightcc.torch.elastic import rendezvous
 from lightcc.torch.elastic.reform import is_engine_error, reset
 from lightcc.torch.elastic.sampler import ElasticSampler
 from lightcc.torch.elastic.state import TorchState

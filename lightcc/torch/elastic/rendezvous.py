@@ -97,10 +97,3 @@ def elastic_handler(url: str, timeout: timedelta = timedelta(minutes=30), **kwar
         yield store, rank, size
     raise RuntimeError("lightcc elastic rendezvous: torch asked to rendezvous again without a new "
                        "init_process_group; re-form the job with lightcc.torch.elastic.run instead")
-
-
-def install() -> None:
-    """Under lightccrun's elastic driver, route ``env://`` through its generations (idempotent; else nothing)."""
-    from lightcc import c10d_backend
-
-    c10d_backend.route_env_rendezvous()
