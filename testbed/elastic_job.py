@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = ROOT / "tests" / "parallel" / "workers"
@@ -167,3 +167,18 @@ class ElasticJob:
     def __exit__(self, *exc: object) -> None:
         if self.proc.poll() is None:
             self.kill()
+
+
+def netns_flags(h: Any, tmp: Path, slots: int = 1) -> List[str]:
+    """lightccrun's flags that put workers on emulated hosts 1..n of `h` (testbed.netns.Hosts; the
+    driver stays in host 0): a launch template mapping each address to its namespace, and a
+    discovery script listing hosts 1..n with `slots` slots each."""
+    cases = "".join(f"  {a}) ns={n};;\n" for a, n in zip(h.addrs, h.names))
+    nsexec = tmp / "nsexec"
+    nsexec.write_text(f"#!/bin/sh\ncase $1 in\n{cases}  *) echo unknown host $1 >&2; exit 2;;\nesac\nshift\n"
+                      f'exec ip netns exec $ns "$@"\n')
+    nsexec.chmod(0o755)
+    hosts = tmp / "hosts.txt"
+    hosts.write_text("".join(f"{a}:{slots}\n" for a in h.addrs[1:]))
+    return ["--host-discovery-script", f"cat {hosts}", "--launch-template", f"{nsexec} {{host}}",
+            "--rendezvous-addr", h.addrs[0]]

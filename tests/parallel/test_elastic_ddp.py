@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import List, Tuple
 
-from testbed.elastic_job import ROOT, ElasticJob
+from testbed.elastic_job import ROOT, ElasticJob, netns_flags
 
 EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_ddp.py")
 STEP = r"\[w\d+\]<stdout>:step (\d+) ([\d.]+) (\d+) (\w+)"
@@ -112,19 +112,6 @@ def test_stopped_rank_is_timed_out_and_replaced_by_the_standby(tmp_path):
     assert stopped not in job.members(2) and len(job.members(2)) == 3
 
 
-def _netns_flags(h, tmp: Path, slots: int) -> List[str]:
-    """lightccrun's flags for workers on emulated hosts 1..n (the driver stays in namespace 0)."""
-    cases = "".join(f"  {a}) ns={n};;\n" for a, n in zip(h.addrs, h.names))
-    nsexec = tmp / "nsexec"
-    nsexec.write_text(f"#!/bin/sh\ncase $1 in\n{cases}  *) echo unknown host $1 >&2; exit 2;;\nesac\nshift\n"
-                      f'exec ip netns exec $ns "$@"\n')
-    nsexec.chmod(0o755)
-    hosts = tmp / "hosts.txt"
-    hosts.write_text("".join(f"{a}:{slots}\n" for a in h.addrs[1:]))
-    return ["--host-discovery-script", f"cat {hosts}", "--launch-template", f"{nsexec} {{host}}",
-            "--rendezvous-addr", h.addrs[0]]
-
-
 def test_whole_host_lost_across_hosts_the_standby_host_takes_part(tmp_path):
     """2 hosts x 2 ranks train, a third host waits with two warm standbys; the first host's ranks are all
     killed and its link cut: the standbys take their places in the next committed steps."""
@@ -137,7 +124,7 @@ def test_whole_host_lost_across_hosts_the_standby_host_takes_part(tmp_path):
     env = {"HARP_IFNAME": "eth0", "HARP_NFLOWS": "1", "HARP_NINSTANCES": "1"}
     with netns.hosts(4) as h:
         flags = ["-np", "4", "--min-np", "2", "--max-np", "4", "--blacklist-cooldown-range", "1000", "1000",
-                 "--fault-report", str(tmp_path / "faults.json"), *_netns_flags(h, tmp_path, 2)]
+                 "--fault-report", str(tmp_path / "faults.json"), *netns_flags(h, tmp_path, 2)]
         with ElasticJob(flags, EXAMPLE, ["--steps", "300", "--step-time", "0.01"], env=env, prefix=h.prefix(0)) as job:
             job.wait_for(r"worker w5 \(host [\d.]+\) waits as a warm standby", 180)
             step = max(int(m.group(1)) for m in job.matches(STEP))

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from testbed import netns
-from testbed.elastic_job import ElasticJob
+from testbed.elastic_job import ElasticJob, netns_flags
 
 pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 WORKER = "elastic_torch_worker.py"
@@ -24,15 +24,7 @@ HARP_ENV = {"HARP_IFNAME": "eth0", "HARP_NFLOWS": "1", "HARP_NINSTANCES": "1"}
 
 
 def _flags(h: netns.Hosts, tmp, extra=()):
-    cases = "".join(f"  {a}) ns={n};;\n" for a, n in zip(h.addrs, h.names))
-    nsexec = tmp / "nsexec"
-    nsexec.write_text(f"#!/bin/sh\ncase $1 in\n{cases}  *) echo unknown host $1 >&2; exit 2;;\nesac\nshift\n"
-                      f'exec ip netns exec $ns "$@"\n')
-    nsexec.chmod(0o755)
-    hosts = tmp / "hosts.txt"
-    hosts.write_text("".join(f"{a}:1\n" for a in h.addrs[1:]))
-    return ["--host-discovery-script", f"cat {hosts}", "--launch-template", f"{nsexec} {{host}}",
-            "--rendezvous-addr", h.addrs[0], "--fault-report", str(tmp / "faults.json"), *extra]
+    return [*netns_flags(h, tmp), "--fault-report", str(tmp / "faults.json"), *extra]
 
 
 def _pid(job, wid):

@@ -20,6 +20,7 @@ Lossy codecs report the value this rank's contribution decodes to, so the caller
 """
 from __future__ import annotations
 
+import abc
 import re
 from typing import List, Optional, Tuple, Union
 
@@ -34,7 +35,7 @@ _QUANT = re.compile(r"^int(8|4)(?::(\d+))?$")
 SPECS = "none, bf16, fp16, int8[:CHUNK], int4[:CHUNK] (CHUNK: elements per scale, default 1024) or topk"
 
 
-class OuterCompression:
+class OuterCompression(abc.ABC):
     """How a pseudo-gradient travels: `start` hands it to the engine, `finish` returns the ranks' average."""
 
     spec: str = "?"
@@ -43,14 +44,17 @@ class OuterCompression:
     def check(self, numel: int) -> None:
         """Raise ValueError if a fragment of `numel` elements cannot travel this way (constructor time)."""
 
+    @abc.abstractmethod
     def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
         """(tensors for the engine, what this rank's `flat` decodes to) for a flat float32 tensor."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def start(self, wire: List[torch.Tensor], name: str) -> int:
         """Start the engine's exchange of `wire` (from `encode`); returns the handle."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
         """Wait for `handle` and return the float32 average over `size` ranks, `numel` elements."""
         raise NotImplementedError
