@@ -157,7 +157,10 @@ class Job:
         secret = secrets.token_hex(16)
         try:
             for r, h in enumerate(self.layout):
-                proc = subprocess.Popen([*hosts.prefix(h), sys.executable, *command], cwd=str(cwd or tree),
+                # -X faulthandler: a rank that aborts (a C++ std::terminate in a peer library) prints every
+                # thread's Python stack, so a rare crash names where it happened.
+                proc = subprocess.Popen([*hosts.prefix(h), sys.executable, "-X", "faulthandler", *command],
+                                        cwd=str(cwd or tree),
                                         env=rank_env(hosts, h, r, self.size, self.rendezvous, secret, tree, env),
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         start_new_session=True)
