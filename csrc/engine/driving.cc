@@ -164,8 +164,9 @@ void Driver::end(const Status& why) {
     st = Status::Aborted("lightcc was shut down before this operation completed");
   } else {
     // The peer we waited on may only be stuck behind the lost one: say which remote ranks
-    // still answer (a no-op when the data path's error already says).
-    if (mesh_ != nullptr) {
+    // still answer (a no-op when the data path's error already says). Not after an abort: its
+    // reason is the news, and probing a cut-off host would hold up the recovery by its budget.
+    if (mesh_ != nullptr && !s_.life.aborting()) {
       const Channel& main = mesh_->channel(0);
       const auto targets = main.dialer ? main.dialer->peerTargets() : net::linkTargets(main.world_links);
       st = net::withPeerCheck(st, targets, s_.config.timeout_seconds);

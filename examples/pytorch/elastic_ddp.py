@@ -6,7 +6,8 @@
 Rank 0 prints ``step <n> <unix time> <world size> <digest of the weights>`` after each commit
 (every step by default, ``--commit-every N``), and
 at the end every rank checks that all ranks hold identical weights and rank 0 prints
-``final <n> identical=<True|False>`` (the exit code is 1 when they differ). Each step's global batch
+``final <n> identical=<True|False>`` (the exit code is 1 when they differ), after ``eval <loss>``: the
+final model's loss on a fixed batch, to set a run with failures beside a failure-free one. Each step's global batch
 is the same whatever the world size (it is drawn from the step number and split over the ranks),
 so a run with failures follows the failure-free run's losses commit for commit. See
 docs/elastic.md, "torch.distributed users".
@@ -50,10 +51,12 @@ def build(name: str) -> torch.nn.Module:
 
 
 def batch(step: int, rank: int, size: int, global_batch: int, features: int, classes: int):
-    """This rank's share of step `step`'s global batch: the same samples whatever the world size."""
+    """This rank's share of step `step`'s global batch: the same samples whatever the world size,
+    labelled by a fixed random linear teacher (so there is something to learn and the loss falls)."""
     g = torch.Generator().manual_seed(1_000_003 * (step + 1))
     x = torch.randn(global_batch, features, generator=g)
-    y = torch.randint(0, classes, (global_batch,), generator=g)
+    teacher = torch.randn(features, classes, generator=torch.Generator().manual_seed(12345))
+    y = (x @ teacher).argmax(1)
     return x[rank::size], y[rank::size]
 
 
@@ -62,6 +65,13 @@ def digest(model: torch.nn.Module) -> str:
     for p in model.parameters():
         h.update(p.detach().contiguous().numpy().tobytes())
     return h.hexdigest()[:16]
+
+
+def eval_loss(model: torch.nn.Module, features: int, classes: int) -> float:
+    """The model's mean loss on a fixed batch of 1,024 samples no step trains on."""
+    x, y = batch(10**6, 0, 1, 1024, features, classes)
+    with torch.no_grad():
+        return torch.nn.functional.cross_entropy(model(x), y).item()
 
 
 class LoggedState(elastic.TorchState):
@@ -108,6 +118,7 @@ def main() -> int:
     dist.all_gather_object(digests, digest(model))
     identical = len(set(digests)) == 1
     if dist.get_rank() == 0:
+        print(f"eval {eval_loss(model, features, classes):.6f}", flush=True)
         print(f"final {state.step} identical={identical}", flush=True)
     dist.destroy_process_group()
     return 0 if identical else 1

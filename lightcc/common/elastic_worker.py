@@ -35,7 +35,10 @@ class WorkerSession:
     """
 
     WATCH_S = 0.5
-    ABORT_AFTER_S = 1.0  # the engine notices a killed peer itself within ~0.1 s; a cut link it cannot
+    # The engine notices a killed peer itself within ~0.1 s (its error names the peer); a cut link it
+    # cannot, and every second waited here is a second of the recovery (a whole host lost).
+    ABORT_AFTER_S = 0.3
+    BROKEN_WATCH_S = 0.1  # once the generation failed, how often to look again until the abort
 
     def __init__(self, channel: WorkerChannel) -> None:
         self.channel = channel
@@ -93,7 +96,7 @@ class WorkerSession:
         broken_since: Optional[float] = None
         watched = 0
         while True:
-            time.sleep(self.WATCH_S)
+            time.sleep(self.WATCH_S if broken_since is None else self.BROKEN_WATCH_S)
             a = self.assignment
             generation = a.generation if a is not None else 0
             try:
