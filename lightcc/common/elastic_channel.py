@@ -116,6 +116,13 @@ class WorkerChannel:
         """Whether generation `generation` has failed: a member exited, or is waiting to rejoin."""
         return bool(self.request({"op": "status", "generation": generation}).get("failed"))
 
+    def watch(self, generation: int, wait_s: float) -> Optional[bool]:
+        """Whether generation `generation` failed, answered as soon as the driver sees it or after
+        `wait_s` seconds (the driver's WATCH_MAX_S at most) that it has not; None when the driver
+        answered without watching (this worker is being stopped, or the job is ending)."""
+        reply = self.request({"op": "watch", "generation": generation, "wait": wait_s})
+        return None if "failed" not in reply or reply.get("status") == "exit" else bool(reply["failed"])
+
     def failed(self, generation: int, rank: int, message: str) -> None:
         self.request({"op": "failed", "generation": generation, "rank": rank, "message": message[:2000]})
 

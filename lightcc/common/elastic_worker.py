@@ -24,8 +24,9 @@ from lightcc.common.launch_env import JOB_SECRET_VAR, UNKNOWN, LaunchInfo
 class WorkerSession:
     """Which generation this worker is in and how many times it has started the engine.
 
-    A watchdog thread asks the driver every WATCH_S seconds whether this worker's generation has
-    failed (a member exited or is waiting to rejoin). If so, an init() of that generation still
+    A watchdog thread keeps a watch request open at the driver, answered the moment this worker's
+    generation fails (a member exited or is waiting to rejoin), and then looks again every
+    BROKEN_WATCH_S until the generation has moved on. If so, an init() of that generation still
     meeting its peers gives up at once (the native ``abort_init``; the peers it waits for will not
     come). If the generation's engine runs and has not noticed for ABORT_AFTER_S, the watchdog
     aborts it (the native ``abort``: no vote of the peers, which a shutdown would wait for), which
@@ -34,7 +35,8 @@ class WorkerSession:
     training thread moving to a new generation.
     """
 
-    WATCH_S = 0.5
+    WATCH_S = 0.5  # pause after a watch request failed (the driver busy or restarting)
+    WATCH_WAIT_S = 15.0  # how long one watch request may be held at the driver
     # The engine notices a killed peer itself within ~0.1 s (its error names the peer); a cut link it
     # cannot, and every second waited here is a second of the recovery (a whole host lost).
     ABORT_AFTER_S = 0.3
@@ -96,13 +98,20 @@ class WorkerSession:
         broken_since: Optional[float] = None
         watched = 0
         while True:
-            time.sleep(self.WATCH_S if broken_since is None else self.BROKEN_WATCH_S)
             a = self.assignment
             generation = a.generation if a is not None else 0
             try:
-                broken = self.channel.generation_failed(generation)
+                if broken_since is None or generation != watched:
+                    broken = self.channel.watch(generation, self.WATCH_WAIT_S)
+                else:
+                    time.sleep(self.BROKEN_WATCH_S)
+                    broken = self.channel.generation_failed(generation)
             except RuntimeError:
+                time.sleep(self.WATCH_S)
                 continue  # the driver is gone or busy; the engine's own timeout still applies
+            if broken is None:  # the driver is stopping this worker or the job
+                time.sleep(self.WATCH_S)
+                continue
             if not broken:
                 broken_since = None
                 continue

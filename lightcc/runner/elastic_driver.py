@@ -45,6 +45,7 @@ from lightcc.runner.spawn import _die_with_launcher, _pump, _Sink, describe_exit
 
 POLL_DISCOVERY_S = 1.0
 LOOP_S = 0.05
+WATCH_MAX_S = 20.0  # the longest a worker's watch request is held before it is answered "not failed"
 GRACE_S = 3.0
 STARTUP_GRACE_S = 60.0  # the first generation waits at least this long for every worker to start
 UNEXPLAINED_FAILURE_S = 1.0  # a failed collective with no worker exit this long gets its own report
@@ -118,6 +119,9 @@ class ElasticDriver:
         self._template = template
         self._ssh_port = ssh_port
         self._lock = threading.RLock()
+        # Notified when a worker exits or asks to join and when a generation forms: what a
+        # generation's failure depends on. Workers' watch requests wait on it (_watch).
+        self._changed = threading.Condition(self._lock)
         self._workers: Dict[str, Worker] = {}
         self._next_wid = 0
         self._gen: Optional[Generation] = None
@@ -164,6 +168,8 @@ class ElasticDriver:
                 time.sleep(LOOP_S)
         finally:
             self._closing = True
+            with self._changed:
+                self._changed.notify_all()  # held watch requests answer now
             self._listener.close()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -294,6 +300,7 @@ class ElasticDriver:
         self._gen = Generation(number, [w.wid for w in members], rendezvous, init_generation, now)
         for w in members:
             w.pending_after = None
+        self._changed.notify_all()
         self._broken_since = None
         layout = ", ".join(f"{i}:{w.wid}@{w.host}" for i, w in enumerate(members))
         standby = [f"{w.wid}@{w.host}" for w in pending if w not in members]
@@ -324,6 +331,7 @@ class ElasticDriver:
                     self._log(f"host {w.host} slot {w.slot[1]} left the host list; stopping worker {w.wid}")
                     w.removed = True
                     self._kill(w, signal.SIGTERM)
+                    self._changed.notify_all()
 
     def _free_slots(self) -> List[Slot]:
         busy = {w.slot for w in self._workers.values() if w.alive}
@@ -419,6 +427,7 @@ class ElasticDriver:
     def _on_exit(self, w: Worker, returncode: int) -> None:
         w.returncode = returncode
         w.pending_after = None
+        self._changed.notify_all()
         if w.removed or self._signal is not None:
             return
         g = self._gen
@@ -498,8 +507,11 @@ class ElasticDriver:
             deliver_challenge(conn, self._key)
             answer_challenge(conn, self._key)
             request = json.loads(conn.recv_bytes(1 << 20).decode())
-            with self._lock:
-                reply = self._handle(request)
+            if request.get("op") == "watch":
+                reply = self._watch(request)
+            else:
+                with self._lock:
+                    reply = self._handle(request)
             conn.send_bytes(json.dumps(reply).encode())
         except (OSError, EOFError, ValueError, AuthenticationError):
             pass  # a worker that died mid-request, or a stranger without the secret
@@ -523,10 +535,7 @@ class ElasticDriver:
                         for x in self._workers.values())
             return {"updated": bool(updated), "generation": g.number if g else 0}
         if op == "status":
-            number = int(r.get("generation", -1))
-            failed = g is not None and (number < g.number or any(
-                not self._workers[m].alive or self._workers[m].pending_after is not None for m in g.members))
-            return {"failed": bool(failed)}
+            return {"failed": self._generation_failed(int(r.get("generation", -1)))}
         if op == "failed":
             self._failed_ranks.setdefault(int(r.get("generation", 0)), set()).add(int(r.get("rank", -1)))
             self._unexplained.append((int(r.get("generation", 0)), int(r.get("rank", -1)), w.host,
@@ -538,6 +547,32 @@ class ElasticDriver:
                 g.done.add(w.wid)
             return {}
         return {"error": f"unknown request {op!r}"}
+
+    def _generation_failed(self, number: int) -> bool:
+        """Generation `number` is over: a newer one formed, or a member exited or is waiting to rejoin."""
+        g = self._gen
+        return g is not None and (number < g.number or any(
+            not self._workers[m].alive or self._workers[m].pending_after is not None for m in g.members))
+
+    def _watch(self, r: Dict[str, Any]) -> Dict[str, Any]:
+        """A worker's watchdog: answers when its generation fails, or after `wait` seconds (at most
+        WATCH_MAX_S) that it has not. The failure reaches every member as the driver sees it, rather
+        than at each member's next poll; the connection holds one thread here while it waits."""
+        number = int(r.get("generation", -1))
+        deadline = time.monotonic() + min(float(r.get("wait", WATCH_MAX_S)), WATCH_MAX_S)
+        with self._changed:
+            while True:
+                w = self._workers.get(str(r.get("worker")))
+                if w is None or w.removed:
+                    return {"status": "exit", "code": 0}
+                if self._generation_failed(number):
+                    return {"failed": True}
+                left = deadline - time.monotonic()
+                if self._closing:
+                    return {"status": "closing"}
+                if left <= 0:
+                    return {"failed": False}
+                self._changed.wait(left)
 
     def _on_join(self, w: Worker, after: int, inits: int) -> Dict[str, Any]:
         w.inits = max(w.inits, inits)
@@ -551,6 +586,7 @@ class ElasticDriver:
         if w.pending_after is None and g is not None and w.wid not in g.members and len(g.members) >= self.s.max_np:
             self._log(f"worker {w.wid} (host {w.host}) waits as a warm standby")
         w.pending_after = after
+        self._changed.notify_all()
         return {"status": "wait"}
 
     # ----------------------------------------------------------------- shutdown
@@ -560,6 +596,7 @@ class ElasticDriver:
             for w in live:
                 w.removed = True
                 self._kill(w, signal.SIGTERM)
+            self._changed.notify_all()
         deadline = time.monotonic() + GRACE_S
         for w in live:
             try:
