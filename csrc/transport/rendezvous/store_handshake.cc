@@ -10,11 +10,26 @@ namespace lightcc {
 namespace rendezvous {
 namespace {
 
-HandshakeStep reply(std::string frame) { return {HandshakeStep::Kind::kReply, std::move(frame), {}, {}}; }
-HandshakeStep refuse(RefuseReason reason, std::string detail) {
-  return {HandshakeStep::Kind::kRefuse, {}, reason, std::move(detail)};
+HandshakeStep reply(std::string frame) {
+  HandshakeStep step;
+  step.frame = std::move(frame);
+  return step;
 }
-HandshakeStep drop(std::string why) { return {HandshakeStep::Kind::kDrop, {}, {}, std::move(why)}; }
+
+HandshakeStep refuse(RefuseReason reason, std::string detail) {
+  HandshakeStep step;
+  step.kind = HandshakeStep::Kind::kRefuse;
+  step.reason = reason;
+  step.text = std::move(detail);
+  return step;
+}
+
+HandshakeStep drop(std::string why) {
+  HandshakeStep step;
+  step.kind = HandshakeStep::Kind::kDrop;
+  step.text = std::move(why);
+  return step;
+}
 
 }  // namespace
 

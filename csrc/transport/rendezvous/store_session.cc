@@ -55,7 +55,7 @@ int Outbox::sendTo(int fd) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-    return errno;
+    return errno != 0 ? errno : EIO;  // (send returning 0 for a non-empty buffer: never seen)
   }
   return 0;
 }
