@@ -10,13 +10,13 @@
 namespace lightcc::device {
 
 Status HostTopk::selectTopk(const float* values, size_t count, size_t k, uint32_t* indices, float* selected,
-                              void*, size_t) {
+                            void*, size_t) {
   if (k > 0) kernels::selectTopk(values, count, k, 0, indices, selected, scratch_);
   return Status::OK();
 }
 
 Status HostTopk::scatterAddRanks(float* dst, size_t count, const std::vector<const uint32_t*>& indices,
-                                   const std::vector<const void*>& values, DataType dtype, size_t k) {
+                                 const std::vector<const void*>& values, DataType dtype, size_t k) {
   if (k == 0) return Status::OK();
   return kernels::scatterAddRanksAny(dst, count, indices.data(), values.data(), dtype, static_cast<int>(indices.size()),
                                      k);
@@ -32,7 +32,7 @@ Status HostTopk::clearSelected(float* residual, const uint32_t* indices, size_t 
 }
 
 Status HostTopk::momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
-                                   float momentum) {
+                                 float momentum) {
   return kernels::momentumCorrectAny(u, v, grad, dtype, count, momentum);
 }
 
@@ -55,7 +55,7 @@ void storeAll(S* dst, const float* src, size_t count) {
 }  // namespace
 
 Status HostTopk::roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire,
-                                 DataType dtype, size_t k) {
+                               DataType dtype, size_t k) {
   switch (dtype) {
     case DataType::kFloat32: roundTo(residual, indices, selected, static_cast<float*>(wire), k); break;
     case DataType::kFloat16: roundTo(residual, indices, selected, static_cast<kernels::Half*>(wire), k); break;
@@ -93,17 +93,17 @@ Status HostTopk::fromFloat(void* dst, const float* src, size_t count, DataType d
 
 // The merge's host twins are the host executor's own kernels (kernels/topk_merge.h).
 Status HostTopk::dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
-                                 float momentum, bool nesterov) {
+                               float momentum, bool nesterov) {
   return kernels::dgcAccumulate(u, v, grad, dtype, count, scale, momentum, nesterov);
 }
 
 Status HostTopk::mergeUnion(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val,
-                              size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) {
+                            size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) {
   return kernels::mergeUnion(a_idx, a_val, b_idx, b_val, n, dtype, slot_idx, slot_val, slot_rank);
 }
 
 Status HostTopk::gatherSlots(const uint32_t* slot_idx, const float* slot_val, const uint32_t* pos, size_t k,
-                               DataType dtype, uint32_t* out_idx, void* out_val) {
+                             DataType dtype, uint32_t* out_idx, void* out_val) {
   return kernels::gatherSlots(slot_idx, slot_val, pos, k, dtype, out_idx, out_val);
 }
 
@@ -113,7 +113,7 @@ Status HostTopk::markDropped(const uint32_t* list, size_t n, const uint32_t* wat
 }
 
 Status HostTopk::restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype,
-                                  const uint8_t* dropped, size_t n) {
+                                const uint8_t* dropped, size_t n) {
   return kernels::restoreDropped(residual, idx, val, dtype, dropped, n);
 }
 
@@ -123,7 +123,7 @@ Status HostTopk::offsetIndices(uint32_t* idx, size_t n, uint32_t offset) {
 }
 
 Status HostTopk::placePairs(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val,
-                              size_t n) {
+                            size_t n) {
   return kernels::placePairs(out, count, dtype, idx, val, n);
 }
 

@@ -4,14 +4,14 @@
 namespace lightcc::device {
 
 Status CudaTopk::selectTopk(const float* values, size_t count, size_t k, uint32_t* indices, float* selected,
-                              void* workspace, size_t workspace_bytes) {
+                            void* workspace, size_t workspace_bytes) {
   if (k == 0) return Status::OK();
   return lib_->topk->selectTopk(values, DataType::kFloat32, count, k, indices, selected, workspace,
                                 workspace_bytes, stream_);
 }
 
 Status CudaTopk::scatterAddRanks(float* dst, size_t count, const std::vector<const uint32_t*>& indices,
-                                   const std::vector<const void*>& values, DataType dtype, size_t k) {
+                                 const std::vector<const void*>& values, DataType dtype, size_t k) {
   if (k == 0) return Status::OK();
   // Out-of-range indices from a corrupt peer are skipped on the device and counted; the count is
   // not read back here (that would be a host wait on the data path).
@@ -30,13 +30,13 @@ Status CudaTopk::clearSelected(float* residual, const uint32_t* indices, size_t 
 }
 
 Status CudaTopk::momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
-                                   float momentum) {
+                                 float momentum) {
   if (count == 0) return Status::OK();
   return lib_->topk->momentumCorrect(u, v, grad, dtype, count, momentum, stream_);
 }
 
 Status CudaTopk::roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire,
-                                 DataType dtype, size_t k) {
+                               DataType dtype, size_t k) {
   return lib_->topk->roundSelected(residual, indices, selected, wire, dtype, k, stream_);
 }
 
@@ -45,17 +45,17 @@ Status CudaTopk::fromFloat(void* dst, const float* src, size_t count, DataType d
 }
 
 Status CudaTopk::dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
-                                 float momentum, bool nesterov) {
+                               float momentum, bool nesterov) {
   return lib_->train->dgcAccumulate(u, v, grad, dtype, count, scale, momentum, nesterov, stream_);
 }
 
 Status CudaTopk::mergeUnion(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val,
-                              size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) {
+                            size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) {
   return lib_->merge->mergeUnion(a_idx, a_val, b_idx, b_val, n, dtype, slot_idx, slot_val, slot_rank, stream_);
 }
 
 Status CudaTopk::gatherSlots(const uint32_t* slot_idx, const float* slot_val, const uint32_t* pos, size_t k,
-                               DataType dtype, uint32_t* out_idx, void* out_val) {
+                             DataType dtype, uint32_t* out_idx, void* out_val) {
   return lib_->merge->gatherSlots(slot_idx, slot_val, pos, k, dtype, out_idx, out_val, stream_);
 }
 
@@ -69,12 +69,12 @@ Status CudaTopk::offsetIndices(uint32_t* idx, size_t n, uint32_t offset) {
 }
 
 Status CudaTopk::restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype,
-                                  const uint8_t* dropped, size_t n) {
+                                const uint8_t* dropped, size_t n) {
   return lib_->merge->restoreDropped(residual, idx, val, dtype, dropped, n, stream_);
 }
 
 Status CudaTopk::placePairs(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val,
-                              size_t n) {
+                            size_t n) {
   return lib_->merge->placePairs(out, count, dtype, idx, val, n, stream_);
 }
 

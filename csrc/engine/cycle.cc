@@ -44,7 +44,9 @@ Status CycleRunner::run(bool* stop) {
   const auto agreed = std::chrono::steady_clock::now();
   std::vector<ResponsePtr> batches;
   bool scheduled = false;
-  if (p_.config.autotune.enabled) LIGHTCC_RETURN_IF_ERROR(p_.tune.apply(plan, p_.negotiator.cycle(), &batches, &scheduled));
+  if (p_.config.autotune.enabled) {
+    LIGHTCC_RETURN_IF_ERROR(p_.tune.apply(plan, p_.negotiator.cycle(), &batches, &scheduled));
+  }
   if (!scheduled) batches = p_.fusion.schedule(plan, plan.flush);
   EngineStats& stats = p_.stats;
   for (const ResponsePtr& r : batches) LIGHTCC_RETURN_IF_ERROR(p_.dispatch.execute(r));

@@ -9,7 +9,7 @@
 namespace lightcc {
 
 Status DeviceCollectives::output(const TensorEntry& e, const std::vector<int64_t>& shape, size_t bytes,
-                              device::BufferPtr* out) {
+                                 device::BufferPtr* out) {
   if (!e.allocate_output) return dev_->alloc(bytes, out);  // a caller without an allocator
   device::EventPtr ready;
   LIGHTCC_RETURN_IF_ERROR(e.allocate_output->allocate(shape, bytes, out, &ready)

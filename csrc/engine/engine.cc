@@ -32,7 +32,8 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
   std::unique_ptr<Engine> engine(new Engine(options, config));
   LIGHTCC_RETURN_IF_ERROR(engine->driver_->bootstrap());
   if (!config.diagnostics.timeline_path.empty() && config.diagnostics.timeline_path != "DYNAMIC" && options.rank == 0) {
-    LIGHTCC_RETURN_IF_ERROR(engine->timeline_.start(config.diagnostics.timeline_path, config.diagnostics.timeline_mark_cycles));
+    const DiagnosticsConfig& d = config.diagnostics;
+    LIGHTCC_RETURN_IF_ERROR(engine->timeline_.start(d.timeline_path, d.timeline_mark_cycles));
   }
   if (config.bind_cores) {
     LIGHTCC_RETURN_IF_ERROR(bindToLocalCores(engine->topo_.local_rank, engine->topo_.local_size)

@@ -19,7 +19,8 @@ Status ExecutorPool::start(Mesh& mesh, int rank, int64_t topk_threshold,
   env_.device.batches = &stats_.batches.device_batches;
   env_.stats = &stats_;
   env_.device.front_outputs = &stats_.device_memory.device_front_outputs;
-  env_.device.allocs = device::AllocCounters{&stats_.device_memory.device_allocs, &stats_.device_memory.device_alloc_bytes};
+  DeviceMemoryStats& memory = stats_.device_memory;
+  env_.device.allocs = device::AllocCounters{&memory.device_allocs, &memory.device_alloc_bytes};
   env_.device.inflight = &device_inflight_;
   env_.device.net_plugin = config_.links.net_plugin.empty() ? options_.bundled_net_plugin : config_.links.net_plugin;
   env_.device.nccl_library = config_.device.nccl_library.empty() ? options_.nccl_library : config_.device.nccl_library;

@@ -223,9 +223,10 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
     channels_.push_back(std::move(ch));
   }
   for (auto& ch : channels_) LIGHTCC_RETURN_IF_ERROR(connectChannel(*ch, store));
-  if (net_plugin_ != nullptr && net_plugin_->completionHook().supported() && !net_plugin_->completionHook().installed()) {
+  net::CompletionHook* hook = net_plugin_ != nullptr ? &net_plugin_->completionHook() : nullptr;
+  if (hook != nullptr && hook->supported() && !hook->installed()) {
     for (auto& ch : channels_) net_wakeups_.push_back(std::make_unique<NetWakeups::Registration>(ch->host.get()));
-    net_plugin_->completionHook().install(&NetWakeups::ring, nullptr);
+    hook->install(&NetWakeups::ring, nullptr);
   }
 
   if (size > 1) {

@@ -139,7 +139,8 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   // Bits at or above the cache's extent are free everywhere, so only used_words are scanned.
   const CycleBits::Layout l = CycleBits::layout(cache_);
   std::vector<uint64_t> bits;
-  bits_.fill(statusWord(votes, tensors_, agreed_.joined(), round_.stallsPending()), votes.tune.data(), l, cache_, tensors_, &bits);
+  const uint64_t status_word = statusWord(votes, tensors_, agreed_.joined(), round_.stallsPending());
+  bits_.fill(status_word, votes.tune.data(), l, cache_, tensors_, &bits);
   LIGHTCC_RETURN_IF_ERROR(exchange_.allreduce(&bits, "negotiation (cycle " + std::to_string(cycle_) + ")"));
   const uint64_t* tune = CycleBits::tune(bits, l);
   for (size_t w = 0; w < bits_.tuneWords(); ++w) plan->tune[w] = tune[w];

@@ -16,7 +16,8 @@ Status loadPlugin(const Config& config, const InitOptions& options, int first_re
   net::NetPluginOptions o;
   o.path = config.links.net_plugin.empty() ? options.bundled_net_plugin : config.links.net_plugin;
   o.job_secret = options.secret;
-  o.log_level = config.diagnostics.log_level <= LogLevel::kDebug ? 5 : config.diagnostics.log_level <= LogLevel::kInfo ? 3 : 2;
+  const LogLevel level = config.diagnostics.log_level;
+  o.log_level = level <= LogLevel::kDebug ? 5 : level <= LogLevel::kInfo ? 3 : 2;
   return net::NetPlugin::load(o, plugin).withContext("rank " + std::to_string(options.rank) +
                                                      " has peers on other hosts (first: rank " +
                                                      std::to_string(first_remote) + ") and needs the net plugin " +

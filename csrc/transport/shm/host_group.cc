@@ -132,7 +132,8 @@ RingHeader* HostAreas::ring(int owner_li, int from_li) const {
 }
 
 char* HostAreas::ringData(int owner_li, int from_li) const {
-  return reinterpret_cast<char*>(ring(owner_li, from_li)) + (layout_.rings.stride - ((layout_.rings.bytes + 4095) / 4096 * 4096));
+  const RingsLayout& r = layout_.rings;
+  return reinterpret_cast<char*>(ring(owner_li, from_li)) + (r.stride - ((r.bytes + 4095) / 4096 * 4096));
 }
 
 DirectArea* HostAreas::direct(int li) const {
