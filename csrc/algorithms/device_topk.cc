@@ -28,7 +28,7 @@ Status selectPairs(device::Device& dev, DeviceTopkScratch& s, const DeviceTopkRe
   void* wire = static_cast<char*>(list) + 4 * n;
   size_t widest = 0;
   for (const SparseSegment& seg : layout.segments) widest = std::max(widest, seg.count);
-  LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.workspace, std::max<size_t>(dev.topkWorkspaceBytes(widest), 16)));
+  LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.workspace, std::max<size_t>(dev.topk().topkWorkspaceBytes(widest), 16)));
   float* selected = static_cast<float*>(wire);
   if (dtype != DataType::kFloat32) {
     LIGHTCC_RETURN_IF_ERROR(device::grow(dev, &s.selected, std::max<size_t>(4 * n, 4)));
@@ -37,19 +37,19 @@ Status selectPairs(device::Device& dev, DeviceTopkScratch& s, const DeviceTopkRe
   size_t at = 0;
   for (const SparseSegment& seg : layout.segments) {
     if (seg.k == 0) continue;
-    LIGHTCC_RETURN_IF_ERROR(dev.selectTopk(state.residual + seg.offset, seg.count, seg.k, idx + at, selected + at,
+    LIGHTCC_RETURN_IF_ERROR(dev.topk().selectTopk(state.residual + seg.offset, seg.count, seg.k, idx + at, selected + at,
                                            s.workspace->data(), s.workspace->size()));
-    LIGHTCC_RETURN_IF_ERROR(dev.offsetIndices(idx + at, seg.k, static_cast<uint32_t>(seg.offset)));
+    LIGHTCC_RETURN_IF_ERROR(dev.topk().offsetIndices(idx + at, seg.k, static_cast<uint32_t>(seg.offset)));
     at += seg.k;
   }
   if (dtype == DataType::kFloat32) {
-    LIGHTCC_RETURN_IF_ERROR(dev.clearSelected(state.residual, idx, n));
+    LIGHTCC_RETURN_IF_ERROR(dev.topk().clearSelected(state.residual, idx, n));
   } else {
-    LIGHTCC_RETURN_IF_ERROR(dev.roundSelected(state.residual, idx, selected, wire, dtype, n));
+    LIGHTCC_RETURN_IF_ERROR(dev.topk().roundSelected(state.residual, idx, selected, wire, dtype, n));
   }
   at = 0;
   for (const SparseSegment& seg : layout.segments) {  // momentum factor masking
-    if (seg.momentum > 0 && seg.k > 0) LIGHTCC_RETURN_IF_ERROR(dev.clearSelected(state.velocity, idx + at, seg.k));
+    if (seg.momentum > 0 && seg.k > 0) LIGHTCC_RETURN_IF_ERROR(dev.topk().clearSelected(state.velocity, idx + at, seg.k));
     at += seg.k;
   }
   return Status::OK();
@@ -77,7 +77,7 @@ class DeviceMergeOps {
     LIGHTCC_RETURN_IF_ERROR(device::grow(dev_, &s_.dropped, std::max<size_t>(2 * n_, 8)));
     LIGHTCC_RETURN_IF_ERROR(device::grow(dev_, &s_.slots, std::max<size_t>(2 * n_ * 12, 8)));
     LIGHTCC_RETURN_IF_ERROR(device::grow(dev_, &s_.pos, std::max<size_t>(n_ * 8, 8)));
-    return device::grow(dev_, &s_.workspace, std::max<size_t>(dev_.topkWorkspaceBytes(2 * n_), 16));
+    return device::grow(dev_, &s_.workspace, std::max<size_t>(dev_.topk().topkWorkspaceBytes(2 * n_), 16));
   }
   char* list(PairRole r) const { return static_cast<char*>(s_.lists[static_cast<int>(r)]->data()); }
   uint32_t* idx(PairRole r) const { return reinterpret_cast<uint32_t*>(list(r)); }
@@ -106,16 +106,16 @@ class DeviceMergeOps {
     auto* slot_rank = reinterpret_cast<float*>(slots + 16 * n_);
     auto* pos = static_cast<uint32_t*>(s_.pos->data());
     auto* picked = reinterpret_cast<float*>(pos + n_);
-    LIGHTCC_RETURN_IF_ERROR(dev_.mergeUnion(idx(PairRole::kCur), val(PairRole::kCur), idx(other), val(other), n_,
+    LIGHTCC_RETURN_IF_ERROR(dev_.topk().mergeUnion(idx(PairRole::kCur), val(PairRole::kCur), idx(other), val(other), n_,
                                             dtype_, slot_idx, slot_val, slot_rank));
     auto* next = static_cast<char*>(s_.next->data());
     const size_t esize = dtypeSize(dtype_);
     for (const kernels::MergeSegment& seg : segments_) {  // as kernels::mergePairs, a launch at a time
       if (seg.k == 0) continue;
       const size_t at = 2 * seg.at;
-      LIGHTCC_RETURN_IF_ERROR(dev_.selectTopk(slot_rank + at, 2 * seg.k, seg.k, pos, picked, s_.workspace->data(),
+      LIGHTCC_RETURN_IF_ERROR(dev_.topk().selectTopk(slot_rank + at, 2 * seg.k, seg.k, pos, picked, s_.workspace->data(),
                                               s_.workspace->size()));
-      LIGHTCC_RETURN_IF_ERROR(dev_.gatherSlots(slot_idx + at, slot_val + at, pos, seg.k, dtype_,
+      LIGHTCC_RETURN_IF_ERROR(dev_.topk().gatherSlots(slot_idx + at, slot_val + at, pos, seg.k, dtype_,
                                                reinterpret_cast<uint32_t*>(next) + seg.at,
                                                next + 4 * n_ + seg.at * esize));
     }
@@ -123,7 +123,7 @@ class DeviceMergeOps {
     return Status::OK();
   }
   Status mark(PairRole watched) {
-    return dev_.markDropped(idx(PairRole::kCur), n_, idx(watched), n_, dropped(watched));
+    return dev_.topk().markDropped(idx(PairRole::kCur), n_, idx(watched), n_, dropped(watched));
   }
   Status sendFinal(int member) {
     LIGHTCC_RETURN_IF_ERROR(dev_.copy(list(PairRole::kCur) + bytes_, dropped(PairRole::kExtra), n_));
@@ -164,11 +164,11 @@ Status sparseExchange(device::Device& dev, device::Comm& comm, DeviceTopkScratch
   LIGHTCC_RETURN_IF_ERROR(runTopkMerge(ops, comm.size(), comm.rank()));
   if (params.error_feedback) {
     // What the merges dropped reached no one: it goes back to the residual.
-    LIGHTCC_RETURN_IF_ERROR(dev.restoreDropped(state.residual, ops.idx(PairRole::kMine), ops.val(PairRole::kMine),
+    LIGHTCC_RETURN_IF_ERROR(dev.topk().restoreDropped(state.residual, ops.idx(PairRole::kMine), ops.val(PairRole::kMine),
                                                dtype, ops.dropped(PairRole::kMine), k));
   }
   LIGHTCC_RETURN_IF_ERROR(dev.zero(out, count * dtypeSize(dtype)));
-  return dev.placePairs(out, count, dtype, ops.idx(PairRole::kCur), ops.val(PairRole::kCur), k);
+  return dev.topk().placePairs(out, count, dtype, ops.idx(PairRole::kCur), ops.val(PairRole::kCur), k);
 }
 
 DeviceTopkResidual at(const DeviceTopkResidual& state, size_t offset) {
@@ -185,10 +185,10 @@ Status deviceSparseAccumulate(device::Device& dev, const SparseLayout& layout, c
     const void* g = static_cast<const char*>(contrib) + seg.offset * esize;
     float* residual = state.residual + seg.offset;
     if (seg.momentum > 0) {
-      LIGHTCC_RETURN_IF_ERROR(dev.dgcAccumulate(state.velocity + seg.offset, residual, g, layout.dtype, seg.count,
+      LIGHTCC_RETURN_IF_ERROR(dev.topk().dgcAccumulate(state.velocity + seg.offset, residual, g, layout.dtype, seg.count,
                                                 scale, seg.momentum, seg.nesterov));
     } else {
-      LIGHTCC_RETURN_IF_ERROR(dev.accumulateResidual(residual, g, layout.dtype, seg.count, scale));
+      LIGHTCC_RETURN_IF_ERROR(dev.topk().accumulateResidual(residual, g, layout.dtype, seg.count, scale));
     }
   }
   return Status::OK();

@@ -47,7 +47,7 @@ struct TopkStep {
 TopkStep topkStepFor(const Config& config, uint64_t steps, int rank, const TopkTensorOptions& options = {});
 
 // The step count a tensor whose residual was restored from a checkpoint continues from.
-inline uint64_t topkRestoredSteps(const Config& config) { return static_cast<uint64_t>(config.topk_warmup_steps); }
+inline uint64_t topkRestoredSteps(const Config& config) { return static_cast<uint64_t>(config.topk.warmup_steps); }
 
 // Local clipping: the factor (<= 1) this rank's contribution `in` * prescale is scaled by, and
 // the running norm updated. 1 when LIGHT_TOPK_CLIP is 0, on the tensor's first step, or when the

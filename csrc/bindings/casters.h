@@ -13,7 +13,7 @@ namespace pybind11::detail {
 
 template <>
 struct type_caster<lightcc::bindings::TensorArgs> {
-  // The tuple's element types, in TensorArgs' field order.
+  // The tuple's element types, in the fronts' order (tensor_args.h).
   using Tuple = std::tuple<int, std::string, uintptr_t, uintptr_t, int, std::vector<int64_t>, int, int, double,
                            double, int, std::vector<int64_t>, int, uintptr_t>;
 
@@ -24,15 +24,15 @@ struct type_caster<lightcc::bindings::TensorArgs> {
     if (!inner.load(src, convert)) return false;
     auto&& [op, name, in, out, dtype, shape, reduce_op, root, pre, post, ps, aux, device, stream] =
         cast_op<Tuple&&>(std::move(inner));
-    value = lightcc::bindings::TensorArgs{op,        std::move(name), in,   out,  dtype, std::move(shape),
-                                          reduce_op, root,            pre,  post, ps,    std::move(aux),
-                                          device,    stream};
+    value = lightcc::bindings::TensorArgs{op,  std::move(name), dtype, std::move(shape), reduce_op, root, pre, post,
+                                          ps,  std::move(aux),  lightcc::bindings::TensorMemory{in, out, device, stream}};
     return true;
   }
 
   static handle cast(const lightcc::bindings::TensorArgs& t, return_value_policy policy, handle parent) {
-    return make_caster<Tuple>::cast(Tuple{t.op, t.name, t.input, t.output, t.dtype, t.shape, t.reduce_op, t.root,
-                                          t.prescale, t.postscale, t.process_set_id, t.aux, t.device, t.stream},
+    const lightcc::bindings::TensorMemory& m = t.memory;
+    return make_caster<Tuple>::cast(Tuple{t.op, t.name, m.input, m.output, t.dtype, t.shape, t.reduce_op, t.root,
+                                          t.prescale, t.postscale, t.process_set_id, t.aux, m.device, m.stream},
                                     policy, parent);
   }
 };

@@ -93,35 +93,35 @@ void setTopkResidual(const std::string& name, py::buffer b) {
 py::dict stats() {
   const EngineStats& s = engine().stats();
   py::dict d;
-  d["cycles"] = s.cycles.load();
-  d["slow_cycles"] = s.slow_cycles.load();
-  d["negotiate_ns"] = s.negotiate_ns.load();
-  d["negotiate_wait_ns"] = s.negotiate_wait_ns.load();
-  d["execute_ns"] = s.execute_ns.load();
-  d["cached_responses"] = s.cached_responses.load();
-  d["coordinated_responses"] = s.coordinated_responses.load();
-  d["fused_batches"] = s.fused_batches.load();
-  d["stream_batches"] = s.stream_batches.load();
-  d["streams_busy_max"] = s.streams_busy_max.load();
-  d["fusion_flushes"] = s.fusion_flushes.load();
-  d["fusion_held"] = s.fusion_held.load();
-  d["fusion_buckets"] = s.fusion_buckets.load();
-  d["caller_cycles"] = s.caller_cycles.load();
-  d["handoff_waits"] = s.handoff_waits.load();
-  d["device_batches"] = s.device_batches.load();
-  d["bytes_sent"] = s.bytes_sent.load();
-  d["topk_bytes_sent"] = s.topk_bytes_sent.load();
-  d["topk_batches"] = s.topk_batches.load();
-  d["topk_dense_batches"] = s.topk_dense_batches.load();
-  d["two_d_batches"] = s.two_d_batches.load();
-  d["device_allocs"] = s.device_allocs.load();
-  d["device_alloc_bytes"] = s.device_alloc_bytes.load();
-  d["device_front_outputs"] = s.device_front_outputs.load();
-  d["net_links"] = s.net_links.load();
+  d["cycles"] = s.cycle.cycles.load();
+  d["slow_cycles"] = s.cycle.slow_cycles.load();
+  d["negotiate_ns"] = s.cycle.negotiate_ns.load();
+  d["negotiate_wait_ns"] = s.cycle.negotiate_wait_ns.load();
+  d["execute_ns"] = s.cycle.execute_ns.load();
+  d["cached_responses"] = s.cycle.cached_responses.load();
+  d["coordinated_responses"] = s.cycle.coordinated_responses.load();
+  d["fused_batches"] = s.cycle.fused_batches.load();
+  d["stream_batches"] = s.batches.stream_batches.load();
+  d["streams_busy_max"] = s.batches.streams_busy_max.load();
+  d["fusion_flushes"] = s.fusion.fusion_flushes.load();
+  d["fusion_held"] = s.fusion.fusion_held.load();
+  d["fusion_buckets"] = s.fusion.fusion_buckets.load();
+  d["caller_cycles"] = s.cycle.caller_cycles.load();
+  d["handoff_waits"] = s.cycle.handoff_waits.load();
+  d["device_batches"] = s.batches.device_batches.load();
+  d["bytes_sent"] = s.traffic.bytes_sent.load();
+  d["topk_bytes_sent"] = s.traffic.topk_bytes_sent.load();
+  d["topk_batches"] = s.batches.topk_batches.load();
+  d["topk_dense_batches"] = s.batches.topk_dense_batches.load();
+  d["two_d_batches"] = s.batches.two_d_batches.load();
+  d["device_allocs"] = s.device_memory.device_allocs.load();
+  d["device_alloc_bytes"] = s.device_memory.device_alloc_bytes.load();
+  d["device_front_outputs"] = s.device_memory.device_front_outputs.load();
+  d["net_links"] = s.traffic.net_links.load();
   d["net_wakeups"] = NetWakeups::rings();  // process-wide: the net plugin's completion hook rang
-  d["shm_links"] = s.shm_links.load();
-  d["direct_ops"] = s.direct_ops.load();
-  d["direct_declined"] = s.direct_declined.load();
+  d["shm_links"] = s.traffic.shm_links.load();
+  d["direct_ops"] = s.batches.direct_ops.load();
+  d["direct_declined"] = s.batches.direct_declined.load();
   const FdCount fds = countOpenFds();  // the whole process's, read now
   d["open_fds"] = fds.fds;
   d["open_sockets"] = fds.sockets;
@@ -131,7 +131,7 @@ py::dict stats() {
 py::dict autotuneState() {
   const SettingsPtr t = engine().tuning().current();
   py::dict d;
-  d["enabled"] = engine().config().autotune;
+  d["enabled"] = engine().config().autotune.enabled;
   d["generation"] = t->generation;
   d["applied_cycle"] = t->applied_cycle;
   d["frozen"] = t->frozen;
@@ -187,10 +187,10 @@ py::dict fusionInfo() {
   d["threshold_bytes"] = o.threshold;
   d["first_bucket_bytes"] = o.first_bucket;
   d["bucket_bytes"] = o.bucket;
-  const bool topk = e.config().topk_allreduce;
+  const bool topk = e.config().topk.enabled;
   const int64_t t = settings->params.topk_threshold;
   d["topk_threshold_bytes"] = topk && t != std::numeric_limits<int64_t>::max() ? py::cast(t) : py::none();
-  d["topk_min_dims"] = e.config().topk_min_dims;  // the torch front preconditions exactly what is compressed
+  d["topk_min_dims"] = e.config().topk.min_dims;  // the torch front preconditions exactly what is compressed
   if (o.strategy == FusionStrategy::kCost) d["cost_model"] = costModelInfo(e.tuning().costModel());
   return d;
 }
@@ -237,7 +237,7 @@ void bindInfo(py::module_& m) {
         "the smallest dense allreduce that takes it (the cost model's crossover; 0 when forced), and why.");
   m.def("flags", &flags);
   m.def(
-      "device_executor_on_host", [] { return engine().config().device_executor_on_host; },
+      "device_executor_on_host", [] { return engine().config().device.executor_on_host; },
       "LIGHTCC_DEVICE_EXECUTOR=host: the device executor runs host tensors too (the fronts then hand them over "
       "as they would GPU tensors).");
   m.def("check_config", [] {

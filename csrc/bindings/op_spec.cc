@@ -33,11 +33,11 @@ py::list opRows() {
     row["label"] = t.label;
     row["moves_data"] = t.moves_data;
     row["can_fuse"] = t.can_fuse;
-    row["has_root"] = t.has_root;
-    row["takes_splits"] = t.takes_splits;
-    row["agrees_aux"] = t.agrees_aux;
-    row["needs_dim"] = t.needs_dim;
-    row["shapes"] = shapeRuleName(t.shapes);
+    row["has_root"] = t.args.has_root;
+    row["takes_splits"] = t.args.takes_splits;
+    row["agrees_aux"] = t.args.agrees_aux;
+    row["needs_dim"] = t.args.needs_dim;
+    row["shapes"] = shapeRuleName(t.args.shapes);
     py::list reduce_ops;
     for (int r = 0; r < kNumReduceOps; ++r) {
       if (supportsReduceOp(t.op, static_cast<ReduceOp>(r))) reduce_ops.append(r);

@@ -83,8 +83,9 @@ void attachAllocators(std::vector<TensorEntry>& entries, const std::vector<Tenso
                       const py::object& allocate, bool host_device_executor) {
   if (allocate.is_none()) return;
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (args[i].device < 0 && !host_device_executor) continue;  // the host executor's own buffers
-    entries[i].allocate_output = std::make_shared<FrontAllocator>(allocate.ptr(), i, args[i].device, args[i].stream);
+    if (args[i].memory.device < 0 && !host_device_executor) continue;  // the host executor's own buffers
+    const TensorMemory& m = args[i].memory;
+    entries[i].allocate_output = std::make_shared<FrontAllocator>(allocate.ptr(), i, m.device, m.stream);
   }
 }
 

@@ -36,9 +36,9 @@ void fillEntry(const TensorArgs& t, TensorEntry* entry) {
   r.postscale = t.postscale;
   r.process_set_id = t.process_set_id;
   r.aux = t.aux;
-  r.device = t.device < 0 ? -1 : t.device;
-  entry->input = reinterpret_cast<const void*>(t.input);
-  entry->output = reinterpret_cast<void*>(t.output);
+  r.device = t.memory.device < 0 ? -1 : t.memory.device;
+  entry->input = reinterpret_cast<const void*>(t.memory.input);
+  entry->output = reinterpret_cast<void*>(t.memory.output);
 }
 
 TensorEntry makeEntry(const TensorArgs& t) {
@@ -57,10 +57,10 @@ void markReady(std::vector<TensorEntry>& entries, const std::vector<TensorArgs>&
   for (size_t i = 0; i < entries.size(); ++i) {
     const TensorArgs& t = args[i];
     if (!needsReadyEvent(t)) continue;
-    if (!event || t.device != device || t.stream != stream) {
-      raise(device::recordOnStream(t.device, reinterpret_cast<void*>(t.stream), &event));
-      device = t.device;
-      stream = t.stream;
+    if (!event || t.memory.device != device || t.memory.stream != stream) {
+      raise(device::recordOnStream(t.memory.device, reinterpret_cast<void*>(t.memory.stream), &event));
+      device = t.memory.device;
+      stream = t.memory.stream;
     }
     entries[i].ready = event;
   }
@@ -127,7 +127,7 @@ std::shared_ptr<Handle> runToCompletion(const TensorArgs& t) {
   h->addWaiter(-1);
   raisePendingSignal();
   raise(st);
-  orderCallerStream(t.device, t.stream, {h});
+  orderCallerStream(t.memory.device, t.memory.stream, {h});
   return h;
 }
 
@@ -145,15 +145,15 @@ int64_t submit(const std::vector<TensorArgs>& tensors, bool wake, py::object kee
     sub.handles.push_back(entries.back().handle);
   }
   markReady(entries, tensors);
-  attachAllocators(entries, tensors, allocate, e.config().device_executor_on_host);
+  attachAllocators(entries, tensors, allocate, e.config().device.executor_on_host);
   const bool notify = !on_done.is_none();
   sub.keepalive = std::move(keepalive);
   sub.finish = std::move(finish);
   sub.allocate = std::move(allocate);  // its allocators borrow it until the handles complete
   sub.on_done = std::move(on_done);
   if (!tensors.empty()) {
-    sub.device = tensors.front().device;
-    sub.stream = tensors.front().stream;
+    sub.device = tensors.front().memory.device;
+    sub.stream = tensors.front().memory.stream;
   }
   // In the registry before the engine sees it: a completion posted while the GIL is released
   // below must find it.
@@ -226,7 +226,7 @@ bool inPlaceAllreduceArgs(py::handle array, const std::string& name, int reduce_
   }
   t->dtype = formatCode(view.format, view.itemsize);
   t->shape.assign(view.shape, view.shape + view.ndim);
-  t->input = t->output = reinterpret_cast<uintptr_t>(view.buf);
+  t->memory.input = t->memory.output = reinterpret_cast<uintptr_t>(view.buf);
   PyBuffer_Release(&view);
   if (t->dtype < 0) return false;
   t->op = static_cast<int>(OpType::kAllreduce);

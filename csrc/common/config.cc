@@ -125,72 +125,72 @@ const std::vector<FlagSpec>& specs() {
       {{"HOROVOD_FUSION_THRESHOLD", "bytes", "134217728",
         "Largest fused buffer; 0 turns fusion off."},
        [](auto& n, auto& v, Config* c) {
-         return parseInt(n, v, 0, int64_t{1} << 40, &c->fusion_threshold_bytes);
+         return parseInt(n, v, 0, int64_t{1} << 40, &c->fusion.threshold_bytes);
        }},
       {{"HOROVOD_CYCLE_TIME", "ms", "0",
         "Coalescing delay before the next negotiation cycle when work kept arriving during the "
         "last one. 0 (lightcc's default; Horovod's is 1): negotiate as soon as work arrives, since "
         "a cached cycle costs microseconds and work queued during a cycle batches by itself."},
-       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e5, &c->cycle_time_ms); }},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e5, &c->fusion.cycle_time_ms); }},
       {{"HOROVOD_CACHE_CAPACITY", "entries", "1024",
         "Response-cache entries (bit-vector fast path); 0 disables the cache."},
-       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->cache_capacity); }},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->fusion.cache_capacity); }},
       {{"HOROVOD_TIMELINE", "path", "",
         "Write a Chrome-trace timeline on rank 0 to this path; DYNAMIC = off until start_timeline."},
        [](auto&, auto& v, Config* c) {
-         c->timeline_path = v;
+         c->diagnostics.timeline_path = v;
          return Status::OK();
        }},
       {{"HOROVOD_TIMELINE_MARK_CYCLES", "bool", "0", "Mark every negotiation cycle in the timeline."},
-       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->timeline_mark_cycles); }},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->diagnostics.timeline_mark_cycles); }},
       {{"HOROVOD_STALL_CHECK_DISABLE", "bool", "0", "Turn the stall inspector off."},
        [](auto& n, auto& v, Config* c) {
          bool disable = false;
          LIGHTCC_RETURN_IF_ERROR(parseBool(n, v, &disable));
-         c->stall_check_enabled = !disable;
+         c->diagnostics.stall_check_enabled = !disable;
          return Status::OK();
        }},
       {{"HOROVOD_STALL_CHECK_TIME_SECONDS", "s", "60",
         "Warn (naming missing ranks and tensors) when a tensor waits this long for other ranks."},
        [](auto& n, auto& v, Config* c) {
-         return parseDouble(n, v, 0.001, 1e7, &c->stall_check_seconds);
+         return parseDouble(n, v, 0.001, 1e7, &c->diagnostics.stall_check_seconds);
        }},
       {{"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "s", "0",
         "Fail stalled tensors with an error after this long; 0 = only warn."},
        [](auto& n, auto& v, Config* c) {
-         return parseDouble(n, v, 0.0, 1e7, &c->stall_shutdown_seconds);
+         return parseDouble(n, v, 0.0, 1e7, &c->diagnostics.stall_shutdown_seconds);
        }},
       {{"HOROVOD_LOG_LEVEL", "level", "WARNING", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL."},
-       [](auto& n, auto& v, Config* c) { return parseLogLevel(n, v, &c->log_level); }},
+       [](auto& n, auto& v, Config* c) { return parseLogLevel(n, v, &c->diagnostics.log_level); }},
       {{"LIGHTCC_LOG_LEVEL", "level", "", "Overrides HOROVOD_LOG_LEVEL when set."},
-       [](auto& n, auto& v, Config* c) { return parseLogLevel(n, v, &c->log_level); }},
+       [](auto& n, auto& v, Config* c) { return parseLogLevel(n, v, &c->diagnostics.log_level); }},
       {{"HOROVOD_AUTOTUNE", "bool", "0",
         "Online search over fusion threshold, cycle time, fusion strategy, streams, 2D on/off and (with "
         "top-k on) the top-k threshold, scored by bytes reduced per second; every rank applies rank 0's "
         "choice at the same cycle, then the best is frozen (docs/tuning.md)."},
-       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->autotune); }},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->autotune.enabled); }},
       {{"HOROVOD_AUTOTUNE_LOG", "path", "",
         "With HOROVOD_AUTOTUNE: rank 0 writes one CSV row per sample (step, cycle, every parameter, "
         "score) here; `lightcc-bench autotune-plot` draws it."},
        [](auto&, auto& v, Config* c) {
-         c->autotune_log = v;
+         c->autotune.log = v;
          return Status::OK();
        }},
       {{"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "samples", "3",
         "Samples measured and discarded before the search starts (the engine's own warm-up)."},
-       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->autotune_warmup_samples); }},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 1 << 20, &c->autotune.warmup_samples); }},
       {{"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "steps", "10",
         "Training steps scored per candidate (after one discarded switch-over step); the score is "
         "the median of their bytes-per-second."},
-       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 1 << 20, &c->autotune_steps_per_sample); }},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 1 << 20, &c->autotune.steps_per_sample); }},
       {{"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "samples", "20",
         "Samples of the Bayesian (Gaussian process, expected improvement) stage over the numeric "
         "parameters, after the categorical ones are settled."},
-       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 1000, &c->autotune_bayes_max_samples); }},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 1000, &c->autotune.bayes_max_samples); }},
       {{"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "alpha", "0.8",
         "Noise added to the Gaussian process's kernel diagonal (scores normalised to mean 0, sd 1); "
         "larger trusts single samples less."},
-       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 1e-6, 100.0, &c->autotune_gp_noise); }},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 1e-6, 100.0, &c->autotune.gp_noise); }},
       {{"HOROVOD_DYNAMIC_PROCESS_SETS", "bool", "0",
         "Allow add_process_set/remove_process_set after init."},
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->dynamic_process_sets); }},
@@ -212,45 +212,45 @@ const std::vector<FlagSpec>& specs() {
         "Pipeline chunk of the shared-memory collectives (each rank stages two); small enough that "
         "staged data is still in cache when the peers read it."},
        [](auto& n, auto& v, Config* c) {
-         return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm_chunk_bytes);
+         return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm.chunk_bytes);
        }},
       {{"LIGHTCC_SHM_ONESHOT_BYTES", "bytes", "262144",
         "Shared-memory allreduces up to this size (at 2 ranks per host; scaled by 2/p for p ranks, "
         "and at most one chunk) run in one step: every rank stages all of its input and reduces the "
         "whole tensor itself — one barrier instead of three; 0 = off."},
        [](auto& n, auto& v, Config* c) {
-         return parseInt(n, v, 0, int64_t{1} << 30, &c->shm_oneshot_bytes);
+         return parseInt(n, v, 0, int64_t{1} << 30, &c->shm.oneshot_bytes);
        }},
       {{"LIGHTCC_SHM_RING_BYTES", "bytes", "1048576",
         "Capacity of each shared-memory point-to-point ring (control messages, ring algorithms)."},
        [](auto& n, auto& v, Config* c) {
-         return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm_ring_bytes);
+         return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm.ring_bytes);
        }},
       {{"LIGHTCC_SPIN_US", "us", "50",
         "How long a waiting engine spins before it sleeps on a futex (times the local ranks per core, yielding, when they outnumber the cores)."},
-       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->spin_us); }},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->shm.spin_us); }},
       {{"LIGHTCC_DIRECT", "bool", "1",
         "On a job whose ranks share one host, a synchronous allreduce of host memory up to the one-step "
         "size (LIGHTCC_SHM_ONESHOT_BYTES), or a barrier, runs in the calling thread in one shared-memory step that both "
         "agrees on the operation and carries the data, instead of a negotiation cycle and then the "
         "collective; anything the step cannot settle goes to the engine as usual."},
-       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->direct); }},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->shm.direct); }},
       {{"LIGHTCC_DIRECT_WINDOW_US", "us", "5000",
         "How long a direct step waits for every rank to post before it hands the operation to the "
         "engine (which then waits as long as it takes); after 16 such steps in a row a rank stops "
         "taking direct steps."},
-       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 60e6, &c->direct_window_us); }},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 60e6, &c->shm.direct_window_us); }},
       {{"LIGHTCC_NET_PLUGIN", "path", "",
         "NCCL net plugin used between hosts; empty = the bundled HARP libnccl-net-harp.so."},
        [](auto&, auto& v, Config* c) {
-         c->net_plugin = v;
+         c->links.net_plugin = v;
          return Status::OK();
        }},
       {{"LIGHTCC_NCCL_LIBRARY", "path", "",
         "libnccl.so.2 the engine loads for GPU tensors; empty = the nvidia-nccl wheel's (the one torch "
         "uses), else whatever the dynamic loader finds."},
        [](auto&, auto& v, Config* c) {
-         c->nccl_library = v;
+         c->device.nccl_library = v;
          return Status::OK();
        }},
       {{"LIGHTCC_DEVICE_EXECUTOR", "mode", "auto",
@@ -259,7 +259,7 @@ const std::vector<FlagSpec>& specs() {
         "its device interface (how CI tests those schedules without a GPU)."},
        [](auto& n, auto& v, Config* c) {
          if (v != "auto" && v != "host") return badValue(n, v, "auto or host");
-         c->device_executor_on_host = v == "host";
+         c->device.executor_on_host = v == "host";
          return Status::OK();
        }},
       {{"LIGHT_DEVICE_INFLIGHT", "int", "2",
@@ -267,23 +267,23 @@ const std::vector<FlagSpec>& specs() {
         "are still running wait, and go out fused as one when fewer are (every rank votes, so all "
         "fuse alike); 0 launches each as soon as it is agreed. Fuses as much as the network is behind "
         "the backward pass, with no bucket size to tune."},
-       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 64, &c->device_inflight); }},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 64, &c->device.inflight); }},
       {{"LIGHTCC_FORCE_RING", "bool", "0",
         "Use the link-based ring algorithms even between ranks of one host (tests, benchmarks)."},
-       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->force_ring); }},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->links.force_ring); }},
       {{"LIGHTCC_RD_ALLREDUCE_BYTES", "bytes", "65536",
         "Allreduces over links (members on several hosts) up to this size run by recursive doubling: "
         "log2(p) whole-buffer exchanges instead of the ring's 2(p-1) steps; larger ones take the "
         "ring; 0 = always the ring. Must match on every rank."},
        [](auto& n, auto& v, Config* c) {
-         return parseInt(n, v, 0, int64_t{1} << 40, &c->rd_allreduce_bytes);
+         return parseInt(n, v, 0, int64_t{1} << 40, &c->links.rd_allreduce_bytes);
        }},
       {{"LIGHTCC_RD_LEADERS", "bool", "1",
         "Recursive-doubling allreduces (LIGHTCC_RD_ALLREDUCE_BYTES) over a set with several members on "
         "a host: reduce in each host through shared memory, run recursive doubling among the hosts' "
         "lowest members only, then broadcast in each host (log2(hosts) network rounds, one rank a host "
         "on the network); 0 = recursive doubling over every member. Must match on every rank."},
-       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->rd_leaders); }},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->links.rd_leaders); }},
       {{"LIGHT_2D_ALLREDUCE", "bool|auto", "auto",
         "Hierarchical (2D) allreduce: reduce-scatter inside each group of LIGHT_INTRA_SIZE ranks "
         "(shared memory), allreduce each shard across groups (every local rank its own flows), "
@@ -305,27 +305,27 @@ const std::vector<FlagSpec>& specs() {
         "Top-k compressed allreduce with error feedback for float32, float16 and bfloat16 tensors of at "
         "least LIGHT_TOPK_THRESHOLD bytes and LIGHT_TOPK_MIN_DIMS dimensions reduced with Sum or Average, "
         "with Deep Gradient Compression's training recipe (docs/topk.md)."},
-       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk_allreduce); }},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk.enabled); }},
       {{"LIGHT_TOPK_THRESHOLD", "bytes", "2097152", "Smallest tensor that top-k compresses."},
        [](auto& n, auto& v, Config* c) {
-         return parseInt(n, v, 1, int64_t{1} << 40, &c->topk_threshold_bytes);
+         return parseInt(n, v, 1, int64_t{1} << 40, &c->topk.threshold_bytes);
        }},
       {{"LIGHT_TOPK_DENSITY", "fraction", "0.01", "Fraction of elements each rank sends (0 < d <= 1)."},
-       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 1e-6, 1.0, &c->topk_density); }},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 1e-6, 1.0, &c->topk.density); }},
       {{"LIGHT_TOPK_MIN_DIMS", "dims", "2",
         "Tensors with fewer dimensions stay dense under top-k: biases and norm scales are small and "
         "every element matters (DGC). 1 compresses vectors too. Must match on every rank."},
-       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 64, &c->topk_min_dims); }},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, 64, &c->topk.min_dims); }},
       {{"LIGHT_TOPK_WARMUP_STEPS", "steps", "200",
         "Steps per tensor before full compression (decaying density or dense; LIGHT_TOPK_WARMUP). "
         "0 = compress at the target density from the first step."},
-       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, int64_t{1} << 40, &c->topk_warmup_steps); }},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 0, int64_t{1} << 40, &c->topk.warmup_steps); }},
       {{"LIGHT_TOPK_WARMUP", "mode", "decay",
         "decay: density falls from 25 % to LIGHT_TOPK_DENSITY over the warm-up (Deep Gradient "
         "Compression's schedule); dense: warm-up steps are plain allreduces."},
        [](auto& n, auto& v, Config* c) {
          if (v == "dense" || v == "decay") {
-           c->topk_warmup_decay = v == "decay";
+           c->topk.warmup_decay = v == "decay";
            return Status::OK();
          }
          return badValue(n, v, "dense or decay");
@@ -336,23 +336,23 @@ const std::vector<FlagSpec>& specs() {
         "momentum. Set: replaces that factor (0 = off), and applies to tensors no front declared "
         "(whose callers then step by the result as plain SGD)."},
        [](auto& n, auto& v, Config* c) {
-         c->topk_momentum_set = true;
-         return parseDouble(n, v, 0.0, 0.999999, &c->topk_momentum);
+         c->topk.momentum_set = true;
+         return parseDouble(n, v, 0.0, 0.999999, &c->topk.momentum);
        }},
       {{"LIGHT_TOPK_CLIP", "factor", "4",
         "Local gradient clipping before accumulation: a rank's gradient of a compressed tensor is "
         "scaled down to at most this many times the running mean of its recent norms (0 = off). "
         "Host executor only: GPU tensors are not clipped yet."},
-       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->topk_clip); }},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->topk.clip); }},
       {{"LIGHT_TOPK_ERROR_FEEDBACK", "bool", "1",
         "Keep what top-k did not send and add it next step; 0 drops it (biased; for comparison only)."},
-       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk_error_feedback); }},
+       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->topk.error_feedback); }},
       {{"LIGHT_NUM_STREAMS", "streams", "1",
         "Fused batches in flight at once (1..8). Above 1, each stream has its own worker thread, "
         "shared-memory staging and counters, and its own links (own HARP comms and flows) to every "
         "peer; batches go to streams round-robin in the agreed order and complete independently. "
         "Must match on every rank."},
-       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 8, &c->num_streams); }},
+       [](auto& n, auto& v, Config* c) { return parseInt(n, v, 1, 8, &c->fusion.num_streams); }},
       {{"LIGHT_FUSION_STRATEGY", "mode", "size",
         "size: fuse whatever is ready each cycle up to HOROVOD_FUSION_THRESHOLD (Horovod); order: "
         "fixed buckets in the order tensors were first agreed (backward order), a small first bucket, "
@@ -362,7 +362,7 @@ const std::vector<FlagSpec>& specs() {
        [](auto& n, auto& v, Config* c) {
          for (FusionStrategy s : {FusionStrategy::kSize, FusionStrategy::kOrder, FusionStrategy::kCost}) {
            if (v == fusionStrategyName(s)) {
-             c->fusion_strategy = s;
+             c->fusion.strategy = s;
              return Status::OK();
            }
          }
@@ -372,12 +372,12 @@ const std::vector<FlagSpec>& specs() {
         "order: size of the first bucket (the last layers' gradients), small so communication "
         "starts early in the backward pass; later buckets fill up to HOROVOD_FUSION_THRESHOLD."},
        [](auto& n, auto& v, Config* c) {
-         return parseInt(n, v, 1, int64_t{1} << 40, &c->fusion_first_bucket_bytes);
+         return parseInt(n, v, 1, int64_t{1} << 40, &c->fusion.first_bucket_bytes);
        }},
       {{"LIGHT_FUSION_FLUSH_MS", "ms", "5",
         "order/cost: send a partly ready bucket when no new tensor was agreed for this long "
         "(a tensor missing from a step); a caller blocked on a held tensor flushes at once."},
-       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->fusion_flush_ms); }},
+       [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->fusion.flush_ms); }},
   };
   return kSpecs;
 }
@@ -400,8 +400,8 @@ Status parseConfig(Config* out, const std::map<std::string, std::string>& caller
     for (const auto& spec : specs()) known = known || spec.info.name == name;
     if (!known) return Status::InvalidArgument("no lightcc flag is called " + name + " (given the value " + value + ")");
   }
-  if (c.shm_chunk_bytes % 64 != 0) {
-    return badValue("LIGHTCC_SHM_CHUNK_BYTES", std::to_string(c.shm_chunk_bytes),
+  if (c.shm.chunk_bytes % 64 != 0) {
+    return badValue("LIGHTCC_SHM_CHUNK_BYTES", std::to_string(c.shm.chunk_bytes),
                     "a multiple of 64");
   }
   *out = c;

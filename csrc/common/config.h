@@ -26,60 +26,95 @@ const char* twoDModeName(TwoDMode m);
 
 enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4, kFatal = 5 };
 
+// Config's fields by concern; each line names its flag. The flag table (config.cc's specs()) is
+// the one place flags are declared and parsed into these.
+
+// Fusion and the negotiation cycle (csrc/engine/fusion_scheduler.h, engine/cycle.h).
+struct FusionConfig {
+  int64_t threshold_bytes = 128 << 20;            // HOROVOD_FUSION_THRESHOLD
+  double cycle_time_ms = 0.0;                     // HOROVOD_CYCLE_TIME
+  int64_t cache_capacity = 1024;                  // HOROVOD_CACHE_CAPACITY
+  FusionStrategy strategy = FusionStrategy::kSize;  // LIGHT_FUSION_STRATEGY
+  int64_t first_bucket_bytes = 1 << 20;           // LIGHT_FUSION_FIRST_BUCKET (order)
+  double flush_ms = 5.0;                          // LIGHT_FUSION_FLUSH_MS
+  int64_t num_streams = 1;                        // LIGHT_NUM_STREAMS (fused batches in flight at once)
+};
+
+// What the engine reports about itself: log, timeline, stall inspector.
+struct DiagnosticsConfig {
+  LogLevel log_level = LogLevel::kWarning;  // HOROVOD_LOG_LEVEL / LIGHTCC_LOG_LEVEL
+  std::string timeline_path;                // HOROVOD_TIMELINE ("" = off, "DYNAMIC")
+  bool timeline_mark_cycles = false;        // HOROVOD_TIMELINE_MARK_CYCLES
+  bool stall_check_enabled = true;          // !HOROVOD_STALL_CHECK_DISABLE
+  double stall_check_seconds = 60.0;        // HOROVOD_STALL_CHECK_TIME_SECONDS
+  double stall_shutdown_seconds = 0.0;      // HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
+};
+
+// Ranks of one host: the shared-memory collectives and the direct step.
+struct ShmConfig {
+  int64_t chunk_bytes = 1 << 20;     // LIGHTCC_SHM_CHUNK_BYTES
+  int64_t oneshot_bytes = 256 << 10;  // LIGHTCC_SHM_ONESHOT_BYTES
+  int64_t ring_bytes = 1 << 20;      // LIGHTCC_SHM_RING_BYTES
+  double spin_us = 50.0;             // LIGHTCC_SPIN_US
+  bool direct = true;                // LIGHTCC_DIRECT (engine/direct_allreduce.h)
+  double direct_window_us = 5000.0;  // LIGHTCC_DIRECT_WINDOW_US
+};
+
+// Links between hosts and the algorithms that run over them.
+struct LinkConfig {
+  std::string net_plugin;              // LIGHTCC_NET_PLUGIN (path; "" = bundled HARP)
+  bool force_ring = false;             // LIGHTCC_FORCE_RING
+  int64_t rd_allreduce_bytes = 64 << 10;  // LIGHTCC_RD_ALLREDUCE_BYTES (0 = ring only)
+  bool rd_leaders = true;              // LIGHTCC_RD_LEADERS (recursive doubling among host leaders)
+};
+
+// GPU data plane (engine/device_executor.h).
+struct DeviceConfig {
+  std::string nccl_library;       // LIGHTCC_NCCL_LIBRARY ("" = the wheel's, then the loader's)
+  bool executor_on_host = false;  // LIGHTCC_DEVICE_EXECUTOR=host (tests)
+  int64_t inflight = 2;           // LIGHT_DEVICE_INFLIGHT (engine/device_pacing.h)
+};
+
+// Top-k compressed allreduce (docs/topk.md).
+struct TopkConfig {
+  bool enabled = false;               // LIGHT_TOPK_ALLREDUCE
+  int64_t threshold_bytes = 2097152;  // LIGHT_TOPK_THRESHOLD
+  double density = 0.01;              // LIGHT_TOPK_DENSITY
+  int64_t warmup_steps = 200;         // LIGHT_TOPK_WARMUP_STEPS
+  bool warmup_decay = true;           // LIGHT_TOPK_WARMUP=decay (the default) or dense
+  double momentum = 0.0;              // LIGHT_TOPK_MOMENTUM (DGC momentum correction)
+  bool momentum_set = false;          // LIGHT_TOPK_MOMENTUM was given: it overrides fronts
+  int64_t min_dims = 2;               // LIGHT_TOPK_MIN_DIMS (fewer dimensions stay dense)
+  double clip = 4.0;                  // LIGHT_TOPK_CLIP (local clipping; 0 = off)
+  bool error_feedback = true;         // LIGHT_TOPK_ERROR_FEEDBACK
+};
+
+// Autotune (csrc/engine/autotuner.h).
+struct AutotuneConfig {
+  bool enabled = false;              // HOROVOD_AUTOTUNE
+  std::string log;                   // HOROVOD_AUTOTUNE_LOG (CSV on rank 0; "" = none)
+  int64_t warmup_samples = 3;        // HOROVOD_AUTOTUNE_WARMUP_SAMPLES
+  int64_t steps_per_sample = 10;     // HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE
+  int64_t bayes_max_samples = 20;    // HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES
+  double gp_noise = 0.8;             // HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE
+};
+
 // Immutable after parseConfig(); the engine keeps one copy. No other code calls getenv.
 struct Config {
-  int64_t fusion_threshold_bytes = 128 << 20;  // HOROVOD_FUSION_THRESHOLD
-  double cycle_time_ms = 0.0;                  // HOROVOD_CYCLE_TIME
-  int64_t cache_capacity = 1024;               // HOROVOD_CACHE_CAPACITY
-  std::string timeline_path;                   // HOROVOD_TIMELINE ("" = off, "DYNAMIC")
-  bool timeline_mark_cycles = false;           // HOROVOD_TIMELINE_MARK_CYCLES
-  bool stall_check_enabled = true;             // !HOROVOD_STALL_CHECK_DISABLE
-  double stall_check_seconds = 60.0;           // HOROVOD_STALL_CHECK_TIME_SECONDS
-  double stall_shutdown_seconds = 0.0;         // HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
-  LogLevel log_level = LogLevel::kWarning;     // HOROVOD_LOG_LEVEL / LIGHTCC_LOG_LEVEL
-  bool dynamic_process_sets = false;           // HOROVOD_DYNAMIC_PROCESS_SETS
-  std::vector<int> thread_affinity;            // HOROVOD_THREAD_AFFINITY (one core per local rank)
-  bool bind_cores = false;                     // LIGHTCC_BIND=core
-  double timeout_seconds = 60.0;               // LIGHTCC_TIMEOUT
-  int64_t shm_chunk_bytes = 1 << 20;           // LIGHTCC_SHM_CHUNK_BYTES
-  int64_t shm_oneshot_bytes = 256 << 10;       // LIGHTCC_SHM_ONESHOT_BYTES
-  int64_t shm_ring_bytes = 1 << 20;            // LIGHTCC_SHM_RING_BYTES
-  double spin_us = 50.0;                       // LIGHTCC_SPIN_US
-  bool direct = true;                          // LIGHTCC_DIRECT (engine/direct_allreduce.h)
-  double direct_window_us = 5000.0;            // LIGHTCC_DIRECT_WINDOW_US
-  std::string net_plugin;                      // LIGHTCC_NET_PLUGIN (path; "" = bundled HARP)
-  bool force_ring = false;                     // LIGHTCC_FORCE_RING
-  int64_t rd_allreduce_bytes = 64 << 10;       // LIGHTCC_RD_ALLREDUCE_BYTES (0 = ring only)
-  bool rd_leaders = true;                      // LIGHTCC_RD_LEADERS (recursive doubling among host leaders)
-  // GPU data plane (engine/device_executor.h).
-  std::string nccl_library;                    // LIGHTCC_NCCL_LIBRARY ("" = the wheel's, then the loader's)
-  bool device_executor_on_host = false;        // LIGHTCC_DEVICE_EXECUTOR=host (tests)
-  int64_t device_inflight = 2;                 // LIGHT_DEVICE_INFLIGHT (engine/device_pacing.h)
-  // LightCC algorithms.
-  TwoDMode two_d = TwoDMode::kAuto;             // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL/TORUS_ALLREDUCE)
-  int64_t intra_size = 0;                       // LIGHT_INTRA_SIZE (0 = ranks per host)
-  bool topk_allreduce = false;                  // LIGHT_TOPK_ALLREDUCE
-  int64_t topk_threshold_bytes = 2097152;       // LIGHT_TOPK_THRESHOLD
-  double topk_density = 0.01;                   // LIGHT_TOPK_DENSITY
-  int64_t topk_warmup_steps = 200;              // LIGHT_TOPK_WARMUP_STEPS
-  bool topk_warmup_decay = true;                // LIGHT_TOPK_WARMUP=decay (the default) or dense
-  double topk_momentum = 0.0;                   // LIGHT_TOPK_MOMENTUM (DGC momentum correction)
-  bool topk_momentum_set = false;               // LIGHT_TOPK_MOMENTUM was given: it overrides fronts
-  int64_t topk_min_dims = 2;                    // LIGHT_TOPK_MIN_DIMS (fewer dimensions stay dense)
-  double topk_clip = 4.0;                       // LIGHT_TOPK_CLIP (local clipping; 0 = off)
-  bool topk_error_feedback = true;              // LIGHT_TOPK_ERROR_FEEDBACK
-  int64_t num_streams = 1;                      // LIGHT_NUM_STREAMS (fused batches in flight at once)
-  // Fusion strategies (csrc/engine/fusion_scheduler.h).
-  FusionStrategy fusion_strategy = FusionStrategy::kSize;  // LIGHT_FUSION_STRATEGY
-  int64_t fusion_first_bucket_bytes = 1 << 20;  // LIGHT_FUSION_FIRST_BUCKET (order)
-  double fusion_flush_ms = 5.0;                 // LIGHT_FUSION_FLUSH_MS
-  // Autotune (csrc/engine/autotuner.h).
-  bool autotune = false;                        // HOROVOD_AUTOTUNE
-  std::string autotune_log;                     // HOROVOD_AUTOTUNE_LOG (CSV on rank 0; "" = none)
-  int64_t autotune_warmup_samples = 3;          // HOROVOD_AUTOTUNE_WARMUP_SAMPLES
-  int64_t autotune_steps_per_sample = 10;       // HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE
-  int64_t autotune_bayes_max_samples = 20;      // HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES
-  double autotune_gp_noise = 0.8;               // HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE
+  FusionConfig fusion;
+  DiagnosticsConfig diagnostics;
+  ShmConfig shm;
+  LinkConfig links;
+  DeviceConfig device;
+  TopkConfig topk;
+  AutotuneConfig autotune;
+  double timeout_seconds = 60.0;     // LIGHTCC_TIMEOUT
+  bool dynamic_process_sets = false;  // HOROVOD_DYNAMIC_PROCESS_SETS
+  std::vector<int> thread_affinity;  // HOROVOD_THREAD_AFFINITY (one core per local rank)
+  bool bind_cores = false;           // LIGHTCC_BIND=core
+  // LightCC's 2D (hierarchical) allreduce.
+  TwoDMode two_d = TwoDMode::kAuto;  // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL/TORUS_ALLREDUCE)
+  int64_t intra_size = 0;            // LIGHT_INTRA_SIZE (0 = ranks per host)
 };
 
 // One row of the flag table, for documentation (`lightcc._core.flags()`, docs/flags.md).

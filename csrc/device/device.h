@@ -1,4 +1,4 @@
-// Device and DeviceComm: the stream-ordered operations and collectives a device executor schedules with.
+// Device and Comm: the stream-ordered operations and collectives a device executor schedules with.
 //
 // DESIGN. The device executor (engine/device_executor.h) writes each schedule — fusion layout,
 // 2D phases, the top-k exchange, event ordering — once, against these two interfaces. Two
@@ -9,6 +9,10 @@
 // A Device is one accelerator as one executor sees it: the executor's own stream on it. Every
 // operation is enqueued on that stream and returns without waiting (the host implementation
 // simply runs it). Pointers are device memory unless a comment says host.
+//
+// A Device is narrow on purpose: memory, ordering and the buffer-wide kernels the fusion buffer
+// and the dense schedules use. The top-k algorithms' kernels are a separate interface
+// (TopkKernels, device/topk_kernels.h) that a Device hands out for its stream.
 #pragma once
 
 #include <atomic>
@@ -20,6 +24,7 @@
 
 #include "common/dtype.h"
 #include "common/status.h"
+#include "device/topk_kernels.h"
 
 namespace lightcc::device {
 
@@ -107,50 +112,9 @@ class Device {
   virtual Status scale(void* dst, const void* src, size_t count, DataType dtype, double factor) = 0;
   virtual Status divideIntegers(void* data, size_t count, DataType dtype, int64_t divisor) = 0;
 
-  // Top-k (kernels/topk.h semantics: exact k largest |v|, ties to the lowest index).
-  virtual size_t topkWorkspaceBytes(size_t count) = 0;
-  virtual Status selectTopk(const float* values, size_t count, size_t k, uint32_t* indices, float* selected,
-                            void* workspace, size_t workspace_bytes) = 0;
-  // dst = sum over ranks (in rank order) of each rank's k pairs, values in `dtype` (float32,
-  // float16, bfloat16); dst is zeroed first by the caller. `indices`/`values`: HOST arrays of
-  // device pointers.
-  virtual Status scatterAddRanks(float* dst, size_t count, const std::vector<const uint32_t*>& indices,
-                                 const std::vector<const void*>& values, DataType dtype, size_t k) = 0;
-  // Gradients (`grad`) in float32, float16 or bfloat16; residuals and velocities in float32.
-  virtual Status accumulateResidual(float* residual, const void* grad, DataType dtype, size_t count,
-                                    float scale) = 0;
-  virtual Status clearSelected(float* residual, const uint32_t* indices, size_t k) = 0;
-  virtual Status momentumCorrect(float* u, float* v, const void* grad, DataType dtype, size_t count,
-                                 float momentum) = 0;
-  // DGC's momentum correction with the gradient scaled, plain or Nesterov (kernels::dgcAccumulate).
-  virtual Status dgcAccumulate(float* u, float* v, const void* grad, DataType dtype, size_t count, float scale,
-                               float momentum, bool nesterov) = 0;
-  // 16-bit values on the wire: wire[i] = selected[i] rounded to `dtype`, and the residual at
-  // indices[i] keeps what the rounding lost (kernels::wireRemainder).
-  virtual Status roundSelected(float* residual, const uint32_t* indices, const float* selected, void* wire,
-                               DataType dtype, size_t k) = 0;
-  // dst (count elements of `dtype`) = src rounded to nearest even.
-  virtual Status fromFloat(void* dst, const float* src, size_t count, DataType dtype) = 0;
-
-  // gTop-k's pair merge (kernels/topk_merge.h semantics, bit for bit). A pair list is n uint32
-  // indices ascending, then n values in `dtype`. mergeUnion fills 2n slots; selectTopk over a
-  // segment's slot_rank picks the positions gatherSlots turns back into pairs.
-  virtual Status mergeUnion(const uint32_t* a_idx, const void* a_val, const uint32_t* b_idx, const void* b_val,
-                            size_t n, DataType dtype, uint32_t* slot_idx, float* slot_val, float* slot_rank) = 0;
-  virtual Status gatherSlots(const uint32_t* slot_idx, const float* slot_val, const uint32_t* pos, size_t k,
-                             DataType dtype, uint32_t* out_idx, void* out_val) = 0;
-  // dropped[i] = 1 where watched[i] is not among list's n indices (m watched; never cleared).
-  virtual Status markDropped(const uint32_t* list, size_t n, const uint32_t* watched, size_t m,
-                             uint8_t* dropped) = 0;
-  // idx[i] += offset for i < n: a fused batch's per-tensor selection into the batch's index space.
-  virtual Status offsetIndices(uint32_t* idx, size_t n, uint32_t offset) = 0;
-  // residual[idx[i]] += val[i] where dropped[i].
-  virtual Status restoreDropped(float* residual, const uint32_t* idx, const void* val, DataType dtype,
-                                const uint8_t* dropped, size_t n) = 0;
-  // out[idx[i]] = val[i], out (count elements of `dtype`) zeroed by the caller. An index >= count
-  // (a corrupt peer) is an error where the device can tell at once, else skipped.
-  virtual Status placePairs(void* out, size_t count, DataType dtype, const uint32_t* idx, const void* val,
-                            size_t n) = 0;
+  // The sparse (top-k) kernels, enqueued on this same stream: what the top-k algorithms need
+  // beyond moving and scaling buffers (device/topk_kernels.h).
+  virtual TopkKernels& topk() = 0;
 
  protected:
   virtual Status allocate(size_t bytes, BufferPtr* out) = 0;  // alloc's work, uncounted

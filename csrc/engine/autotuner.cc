@@ -57,18 +57,18 @@ Autotuner::Autotuner(const Config& config, const TuneSpace& space, const TunePar
     : config_(config),
       space_(space),
       current_(initial),
-      warmup_left_(config.autotune_warmup_samples),
-      meter_(config.autotune_steps_per_sample) {
+      warmup_left_(config.autotune.warmup_samples),
+      meter_(config.autotune.steps_per_sample) {
   stage_ = warmup_left_ > 0 ? Stage::kWarmup : Stage::kBaseline;
 }
 
 Status Autotuner::create(const Config& config, const TuneSpace& space, const TuneParams& initial,
                          std::unique_ptr<Autotuner>* out) {
   std::unique_ptr<Autotuner> t(new Autotuner(config, space, initial));
-  if (!config.autotune_log.empty()) {
-    t->log_ = std::fopen(config.autotune_log.c_str(), "w");
+  if (!config.autotune.log.empty()) {
+    t->log_ = std::fopen(config.autotune.log.c_str(), "w");
     if (t->log_ == nullptr) {
-      return Status::InvalidArgument("HOROVOD_AUTOTUNE_LOG='" + config.autotune_log +
+      return Status::InvalidArgument("HOROVOD_AUTOTUNE_LOG='" + config.autotune.log +
                                      "': cannot open for writing: " + std::strerror(errno));
     }
     std::fprintf(t->log_,
@@ -110,9 +110,8 @@ void Autotuner::sampleDone(double score, double median_step_s, uint64_t cycle) {
     if (--warmup_left_ <= 0) stage_ = Stage::kBaseline;
     return;
   }
-  if (!have_best_ || score > best_.score) {
-    best_ = {current_, score};
-    have_best_ = true;
+  if (!best_.measured || score > best_.score) {
+    best_ = {current_, score, true};
   }
   if (stage_ == Stage::kBayes) bayes_.observe(toUnit(current_), score);
   logRow(stage_ == Stage::kBaseline ? "baseline" : stage_ == Stage::kCategorical ? "categorical" : "bayes", cycle,
@@ -163,13 +162,13 @@ void Autotuner::nextCategorical() {
   if (!queue_.empty()) return;
   stage_ = Stage::kBayes;
   // The first sample is the categorical winner's.
-  bayes_.start(toUnit(best_.params), best_.score, config_.autotune_bayes_max_samples - 1);
+  bayes_.start(toUnit(best_.params), best_.score, config_.autotune.bayes_max_samples - 1);
   nextBayes();
 }
 
 void Autotuner::nextBayes() {
   std::vector<double> x;
-  if (!bayes_.next(config_.autotune_gp_noise, &x)) {
+  if (!bayes_.next(config_.autotune.gp_noise, &x)) {
     stage_ = Stage::kFrozen;
     return;
   }
@@ -199,7 +198,7 @@ void Autotuner::logRow(const char* stage, uint64_t cycle, const TuneParams& p, d
                stage, static_cast<unsigned long long>(meter_.steps()), static_cast<unsigned long long>(cycle),
                static_cast<long long>(p.fusion_threshold), p.cycle_time_ms, fusionStrategyName(p.strategy), p.streams,
                p.two_d ? 1 : 0, static_cast<long long>(p.topk_threshold), score, median_step_s * 1e3,
-               have_best_ ? best_.score : 0.0);
+               best_.measured ? best_.score : 0.0);
   std::fflush(log_);
 }
 

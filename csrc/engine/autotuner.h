@@ -79,9 +79,11 @@ class Autotuner {
 
  private:
   enum class Stage { kWarmup, kBaseline, kCategorical, kBayes, kFrozen };
+  // The best sample so far (none measured yet: `measured` false).
   struct Sample {
     TuneParams params;
     double score = 0.0;  // bytes per second
+    bool measured = false;
   };
   Autotuner(const Config& config, const TuneSpace& space, const TuneParams& initial);
   void sampleDone(double score, double median_step_s, uint64_t cycle);
@@ -102,7 +104,6 @@ class Autotuner {
   int categorical_ = 0;                // next categorical parameter to try
   std::vector<TuneParams> queue_;      // candidates still to measure in this stage
   Sample best_;
-  bool have_best_ = false;
   BayesSearch bayes_;  // the last stage, over the numeric parameters
   StepMeter meter_;    // steps and samples
   int64_t samples_ = 0;

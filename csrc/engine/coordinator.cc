@@ -51,19 +51,19 @@ std::string disagreement(const std::string& name, const std::string& what, const
            std::to_string(first.prescale) + ", " + std::to_string(first.postscale) + ") vs " +
            b + " (" + std::to_string(q.prescale) + ", " + std::to_string(q.postscale) + ")";
   }
-  if (op.has_root && q.root != first.root) {
+  if (op.args.has_root && q.root != first.root) {
     return "Mismatched root ranks in " + what + ": " + a + " names root " +
            std::to_string(first.root) + " but " + b + " names root " + std::to_string(q.root);
   }
-  if (op.shapes == ShapeRule::kAll && q.shape != first.shape) {
+  if (op.args.shapes == ShapeRule::kAll && q.shape != first.shape) {
     return "Mismatched shapes in " + what + ": " + a + " has " + shapeText(first.shape) +
            " but " + b + " has " + shapeText(q.shape);
   }
-  if (op.shapes == ShapeRule::kTrailing && !sameTrailing(q.shape, first.shape)) {
+  if (op.args.shapes == ShapeRule::kTrailing && !sameTrailing(q.shape, first.shape)) {
     return "Mismatched shapes in " + what + " (all dimensions but the first must agree): " +
            a + " has " + shapeText(first.shape) + " but " + b + " has " + shapeText(q.shape);
   }
-  if (op.agrees_aux && q.aux != first.aux) {
+  if (op.args.agrees_aux && q.aux != first.aux) {
     return "Mismatched process-set arguments: " + a + " passed " + shapeText(first.aux) +
            " but " + b + " passed " + shapeText(q.aux);
   }
@@ -177,7 +177,7 @@ Response Coordinator::build(const Key& key, const Pending& p) const {
   if (first->op == OpType::kAllgather) {
     for (const auto& q : p.by_member) r.first_dims.push_back(q && !q->shape.empty() ? q->shape[0] : 0);
   }
-  if (opTraits(first->op).agrees_aux) r.aux = first->aux;
+  if (opTraits(first->op).args.agrees_aux) r.aux = first->aux;
   return r;
 }
 

@@ -63,7 +63,8 @@ CoordinatorRound::CoordinatorRound(const NegotiationTree& tree, int world_size, 
 
 void CoordinatorRound::checkStalls(std::chrono::steady_clock::time_point now, const Config& config, bool* want_cycle) {
   if (!coordinator_) return;
-  coordinator_->checkStalls(now, config.stall_check_seconds, config.stall_shutdown_seconds, &stall_responses_);
+  const DiagnosticsConfig& d = config.diagnostics;
+  coordinator_->checkStalls(now, d.stall_check_seconds, d.stall_shutdown_seconds, &stall_responses_);
   if (!stall_responses_.empty()) *want_cycle = true;
 }
 

@@ -28,13 +28,13 @@ size_t roundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 void pointNcclAtPlugin(const ExecEnv& env) {
   static std::once_flag once;
   std::call_once(once, [&env] {
-    if (!env.net_plugin.empty()) setenv("NCCL_NET_PLUGIN", env.net_plugin.c_str(), 0);
-    if (!env.job_secret.empty()) setenv("HARP_JOB_SECRET", env.job_secret.c_str(), 0);
+    if (!env.device.net_plugin.empty()) setenv("NCCL_NET_PLUGIN", env.device.net_plugin.c_str(), 0);
+    if (!env.device.job_secret.empty()) setenv("HARP_JOB_SECRET", env.device.job_secret.c_str(), 0);
     // NCCL gives one network peer two channels; HARP spreads each channel's flows over its
     // instances, and with four channels it moved twice the bytes on the H100 bench
     // (benchmarks/gpu/results). NCCL reads this once per process, at its first communicator.
     const std::string harp = "libnccl-net-harp.so";
-    const std::string& p = env.net_plugin;
+    const std::string& p = env.device.net_plugin;
     if (p.size() >= harp.size() && p.compare(p.size() - harp.size(), harp.size(), harp) == 0) {
       setenv("NCCL_MIN_NCHANNELS", "4", 0);
     }
@@ -73,7 +73,7 @@ void DeviceExecutor::fail(Batch& b, const Status& st) {
 Status DeviceExecutor::finish(Batch& b, std::vector<HandleResult> results) {
   device::EventPtr done;
   LIGHTCC_RETURN_IF_ERROR(dev_->record(&done));
-  if (env_.device_inflight) env_.device_inflight->add(done);
+  if (env_.device.inflight) env_.device.inflight->add(done);
   results.resize(b.entries.size());
   for (size_t i = 0; i < b.entries.size(); ++i) {
     results[i].done = done;
@@ -103,7 +103,7 @@ Status DeviceExecutor::ready(const Batch& b) {
                                                std::to_string(ordinal)));
       dev_ = std::move(cuda);
     }
-    dev_->countInto(env_.device_allocs);
+    dev_->countInto(env_.device.allocs);
   } else if (backend_ == Backend::kCuda) {
     if (ordinal >= 0 && ordinal != dev_->ordinal()) {
       return Status::InvalidArgument("rank " + std::to_string(env_.rank) + " passed tensor '" +
@@ -126,7 +126,7 @@ Status DeviceExecutor::ready(const Batch& b) {
 
 Status DeviceExecutor::makeCudaComms(int32_t set, SetComms* c) {
   std::string why;
-  const device::NcclLibrary* nccl = device::NcclLibrary::get(env_.nccl_library, &why);
+  const device::NcclLibrary* nccl = device::NcclLibrary::get(env_.device.nccl_library, &why);
   if (nccl == nullptr) return Status::PreconditionFailed("GPU tensors: " + why);
   pointNcclAtPlugin(env_);
   SetComm& hc = channel_.comms.at(set);
@@ -183,7 +183,7 @@ Status DeviceExecutor::commsFor(int32_t set, SetComms** out) {
 
 Status DeviceExecutor::run(Batch& b) {
   const Response& r = *b.response;
-  if (env_.device_batches != nullptr) env_.device_batches->fetch_add(1, std::memory_order_relaxed);
+  if (env_.device.batches != nullptr) env_.device.batches->fetch_add(1, std::memory_order_relaxed);
   LIGHTCC_RETURN_IF_ERROR(ready(b));
   SetComms* c = nullptr;
   LIGHTCC_RETURN_IF_ERROR(commsFor(r.process_set_id, &c));
@@ -192,16 +192,18 @@ Status DeviceExecutor::run(Batch& b) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
   Status st;
+  std::vector<HandleResult> results;  // the other collectives' outputs, which finish hands out
+  auto thenFinish = [&](const Status& ran) { return ran.ok() ? finish(b, std::move(results)) : ran; };
   switch (r.op) {
     case OpType::kAllreduce: {
       const Algorithm algo = pickAlgorithm(b, env_, SetShape{c->flat->size(), false, c->intra != nullptr});
       st = algo == Algorithm::kTopk || algo == Algorithm::kTwoLevelTopk ? topk(b, *c, algo) : allreduce(b, *c, algo);
       break;
     }
-    case OpType::kAllgather: st = allgather(b, *c); break;
-    case OpType::kBroadcast: st = broadcast(b, *c); break;
-    case OpType::kAlltoall: st = alltoall(b, *c); break;
-    case OpType::kReducescatter: st = reducescatter(b, *c); break;
+    case OpType::kAllgather: st = thenFinish(collectives_.allgather(b, *c->flat, &results)); break;
+    case OpType::kBroadcast: st = thenFinish(collectives_.broadcast(b, *c->flat, &results)); break;
+    case OpType::kAlltoall: st = thenFinish(collectives_.alltoall(b, *c->flat, &results)); break;
+    case OpType::kReducescatter: st = thenFinish(collectives_.reducescatter(b, *c->flat, &results)); break;
     case OpType::kBarrier:
     case OpType::kJoin:
     case OpType::kAddProcessSet:
@@ -279,7 +281,7 @@ Executor& RoutingExecutor::pick(const Batch& b) {
     if (!device_) device_ = std::make_unique<DeviceExecutor>(env_, channel_, DeviceExecutor::Backend::kCuda);
     return *device_;
   }
-  if (!env_.config->device_executor_on_host || r.reduce_op == ReduceOp::kAdasum) return host_;
+  if (!env_.config->device.executor_on_host || r.reduce_op == ReduceOp::kAdasum) return host_;
   if (!emulated_) emulated_ = std::make_unique<DeviceExecutor>(env_, channel_, DeviceExecutor::Backend::kHost);
   return *emulated_;
 }

@@ -10,7 +10,7 @@
 // kernels + NCCL on a GPU, or the host implementation, which LIGHTCC_DEVICE_EXECUTOR=host
 // selects for CPU tensors so CI runs every schedule. Outputs whose size the collective decides
 // come from the tensor's framework (device::OutputAllocator, asked once the size is agreed); the
-// executor allocates only the scratch it keeps across batches (device_collectives.cc).
+// executor allocates only the scratch it keeps across batches (device_collectives.h).
 //
 // Communicators are made on first use per process set and channel: member 0 of the set draws
 // an NCCL unique id and broadcasts it over the set's own (authenticated) host communicator,
@@ -27,6 +27,7 @@
 
 #include "algorithms/device_topk.h"
 #include "device/device.h"
+#include "engine/device_collectives.h"
 #include "engine/executor.h"
 
 namespace lightcc {
@@ -62,7 +63,7 @@ class DeviceExecutor : public Executor {
  public:
   enum class Backend { kCuda, kHost };
   DeviceExecutor(const ExecEnv& env, Channel& channel, Backend backend)
-      : env_(env), channel_(channel), backend_(backend) {}
+      : env_(env), channel_(channel), backend_(backend), collectives_(env, channel, dev_, fusion_) {}
   ~DeviceExecutor() override;
 
   Status run(Batch& b) override;
@@ -118,15 +119,6 @@ class DeviceExecutor : public Executor {
   // Does not complete the batch.
   Status denseFromResidual(SetComms& c, const SparseLayout& layout, const DeviceTopkResidual& state,
                            const ReduceSpec& spec, bool two_level, const void* in, void* out, size_t padded);
-  // device_collectives.cc: the other collectives, and the outputs they size.
-  Status allgather(Batch& b, SetComms& c);
-  Status broadcast(Batch& b, SetComms& c);
-  Status alltoall(Batch& b, SetComms& c);
-  Status reducescatter(Batch& b, SetComms& c);
-  // A per-call output of `shape` for `e`: from its front's allocator, else (a caller without
-  // one) the device's, counted in the engine's stats.
-  Status output(const TensorEntry& e, const std::vector<int64_t>& shape, size_t bytes, device::BufferPtr* out);
-
   const ExecEnv& env_;
   Channel& channel_;
   Backend backend_;
@@ -135,9 +127,10 @@ class DeviceExecutor : public Executor {
   // Scratch on the device, grown on demand and reused batch after batch (stream order keeps
   // one batch's use from overlapping the next's).
   // Per-call outputs are never among them: they come from the tensor's framework (output()).
-  device::BufferPtr fusion_, shard_, zeros_, scatter_, dense_;
+  device::BufferPtr fusion_, shard_, dense_;
   device::BufferPtr staged_residual_, staged_velocity_;  // a fused top-k batch's state, end to end
   DeviceTopkScratch topk_scratch_;
+  DeviceCollectives collectives_;  // allgather, broadcast, alltoall, reducescatter
 };
 
 // The executor a channel runs: device batches (GPU tensors, or every batch the device schedules

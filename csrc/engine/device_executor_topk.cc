@@ -177,7 +177,7 @@ Status DeviceExecutor::gatherTopk(const Batch& b, size_t g, TopkWork* w) {
   size_t offset = 0;
   for (size_t i = 0; i < r.names.size(); ++i) {
     const size_t count = static_cast<size_t>(tensorBytes(r, i)) / esize;
-    DeviceTopkStore::Entry& e = env_.device_topk->entry(r.process_set_id, r.names[i]);
+    DeviceTopkStore::Entry& e = env_.device.topk->entry(r.process_set_id, r.names[i]);
     w->locks.emplace_back(e.mu);
     // A fused tensor needs no padding of its own; one padded earlier keeps its buffers.
     const size_t own = !w->fused                                 ? roundUp(std::max<size_t>(count, 1), g)
@@ -283,7 +283,7 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
   const size_t share = padded / g;
   const size_t pairs = two_level ? kernels::topkK(share, params.density) : layout.pairs();
   const bool cheaper = sparseMovesFewerBytes(groups, share, esize, pairs);
-  if (!w.dense && !cheaper && env_.stats != nullptr) env_.stats->topk_dense_batches.fetch_add(1);
+  if (!w.dense && !cheaper && env_.stats != nullptr) env_.stats->batches.topk_dense_batches.fetch_add(1);
   const std::string what = "top-k allreduce of '" + name + "'" +
                            (fused ? " and " + std::to_string(r.names.size() - 1) + " more fused" : "");
   if (w.dense || !cheaper) {
@@ -308,11 +308,11 @@ Status DeviceExecutor::topk(Batch& b, SetComms& c, Algorithm algo) {
     LIGHTCC_RETURN_IF_ERROR(
         deviceTopkAllreduce(*dev_, *c.flat, topk_scratch_, w.state, w.in, w.out, layout, spec, params).withContext(what));
     if (host != nullptr && env_.stats != nullptr) {
-      env_.stats->topk_bytes_sent.fetch_add(host->sent_bytes - sent_before, std::memory_order_relaxed);
+      env_.stats->traffic.topk_bytes_sent.fetch_add(host->sent_bytes - sent_before, std::memory_order_relaxed);
     }
   }
   LIGHTCC_RETURN_IF_ERROR(unstageTopk(w, true));
-  if (env_.stats != nullptr) env_.stats->topk_batches.fetch_add(1);
+  if (env_.stats != nullptr) env_.stats->batches.topk_batches.fetch_add(1);
   return finish(b, {});
 }
 
@@ -334,7 +334,7 @@ Status DeviceExecutor::denseFromResidual(SetComms& c, const SparseLayout& layout
     LIGHTCC_RETURN_IF_ERROR(c.flat->allreduce(sum, count, DataType::kFloat32, dense.op));
   }
   LIGHTCC_RETURN_IF_ERROR(deviceFinishScaling(*dev_, sum, count, DataType::kFloat32, dense));
-  return dev_->fromFloat(out, sum, count, layout.dtype);
+  return dev_->topk().fromFloat(out, sum, count, layout.dtype);
 }
 
 }  // namespace lightcc

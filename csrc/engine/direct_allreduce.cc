@@ -10,7 +10,7 @@
 namespace lightcc {
 
 DirectAllreduce::DirectAllreduce(const shm::HostGroup& host, const Config& config, EngineStats& stats)
-    : host_(host), stats_(stats), exchange_(host, config.direct_window_us) {}
+    : host_(host), stats_(stats), exchange_(host, config.shm.direct_window_us) {}
 
 Status DirectAllreduce::run(const TensorEntry& e, bool ready, bool* done) {
   *done = false;
@@ -42,7 +42,7 @@ Status DirectAllreduce::run(const TensorEntry& e, bool ready, bool* done) {
                           (barrier ? std::string("barrier") : "allreduce of '" + r.name + "'") + " in a direct step");
   }
   if (outcome != shm::DirectExchange::Outcome::kAgreed) {
-    stats_.direct_declined.fetch_add(1, std::memory_order_relaxed);
+    stats_.batches.direct_declined.fetch_add(1, std::memory_order_relaxed);
     waited_out_ = outcome == shm::DirectExchange::Outcome::kWaitedOut ? waited_out_ + 1 : 0;
     off_ = waited_out_ >= kMaxWaitedOut;
     return Status::OK();
@@ -50,7 +50,7 @@ Status DirectAllreduce::run(const TensorEntry& e, bool ready, bool* done) {
   waited_out_ = 0;
   if (barrier) {
     exchange_.finish();
-    stats_.direct_ops.fetch_add(1, std::memory_order_relaxed);
+    stats_.batches.direct_ops.fetch_add(1, std::memory_order_relaxed);
     *done = true;
     return Status::OK();
   }
@@ -65,7 +65,7 @@ Status DirectAllreduce::run(const TensorEntry& e, bool ready, bool* done) {
   kernels::reduceN(e.output, srcs, p, count, spec.dtype, spec.op, spec.prescale, spec.postscale);
   kernels::divideIntegers(e.output, count, spec.dtype, spec.int_divisor);
   exchange_.finish();
-  stats_.direct_ops.fetch_add(1, std::memory_order_relaxed);
+  stats_.batches.direct_ops.fetch_add(1, std::memory_order_relaxed);
   *done = true;
   return Status::OK();
 }

@@ -6,7 +6,7 @@
 // only by that thread, except where a comment names another (poke, nudgeFusion, requestAbort,
 // and the thread-safe parts it hands out: Tuning::current, ExecutorPool's residuals).
 //  - driving.cc: the Cycle (is work ready, sleeping, timers, the end), liveness, interrupts.
-//  - cycle.cc: one cycle — votes, negotiate, tune, fuse, dispatch, counters.
+//  - cycle.h: the CycleRunner, one cycle — votes, negotiate, tune, fuse, dispatch, counters.
 // Its parts, one job each: the Dispatcher (dispatcher.h) runs each agreed response, the
 // FusionPolicy (fusion_policy.h) says when held tensors run, the TuningHook (tuning_hook.h)
 // applies a new tuning generation.
@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/cycle.h"
 #include "engine/dispatcher.h"
 #include "engine/executor_pool.h"
 #include "engine/fusion_policy.h"
@@ -75,25 +76,20 @@ class Driver : private Progress::Cycle {
   bool workLeft() override;
   void wake() override;
   void end(const Status& st) override;
-  Status interrupted(Handle& handle);  // a waiter's signal: abort, then wait for its buffers
   // Peers that exited, or whose engine stopped, end this one too: checked while waiting for
   // work, often when something is pending (a peer that never answers would hang it otherwise).
   Status checkLiveness();
-  // cycle.cc
-  Status runCycle(bool* stop);
-  Negotiator::Votes vote(std::chrono::steady_clock::time_point now);
 
   const Shared s_;
   std::unique_ptr<Mesh> mesh_;
   shm::HostGroup* host_ = nullptr;  // channel 0's host group
   std::unique_ptr<Negotiator> negotiator_;
   std::unique_ptr<Dispatcher> dispatch_;  // each agreed response (dispatcher.h)
-  Negotiator::Plan plan_;  // this cycle's agreed plan (its capacity is reused)
+  std::unique_ptr<CycleRunner> cycle_;    // one cycle (cycle.h), made by bootstrap
   Tuning tuning_;
   FusionPolicy fusion_;
   TuningHook tune_;
-  bool busy_ = false;                        // work arrived while the last cycle negotiated
-  std::chrono::steady_clock::time_point last_cycle_end_, last_maintenance_, last_liveness_;
+  std::chrono::steady_clock::time_point last_maintenance_, last_liveness_;
   Progress progress_;
   ExecutorPool pool_;  // declared last: its stream workers stop before anything they use goes
 };

@@ -30,6 +30,18 @@ constexpr double kPacingPollUs = 100;
 // How long tensors may wait on peers before this rank starts a cycle itself (see timers): a
 // tenth of LIGHTCC_TIMEOUT, at most a second.
 double heartbeatSeconds(double timeout_s) { return std::min(1.0, timeout_s / 10); }
+
+// A waiter's signal (Ctrl-C): abort the engine, then wait for the op's buffers. The engine may
+// still be reading or writing them; they belong to the caller again only once the handle
+// completes, which the abort makes happen within a wait's poll.
+Status abortForSignal(Driver& driver, int rank, Handle& handle) {
+  const Status why =
+      Status::Cancelled("rank " + std::to_string(rank) + " was interrupted (a signal) while waiting for an operation");
+  driver.requestAbort(why);
+  Status ignored = handle.wait();
+  (void)ignored;
+  return why;
+}
 }  // namespace
 
 Driver::Driver(const Shared& shared)
@@ -37,7 +49,7 @@ Driver::Driver(const Shared& shared)
       tuning_(shared.config),
       fusion_(shared.config, tuning_, pool_, shared.stats),
       tune_(tuning_, fusion_, pool_, shared.topo),
-      progress_(*this, &shared.stats.caller_cycles, &shared.stats.handoff_waits),
+      progress_(*this, &shared.stats.cycle.caller_cycles, &shared.stats.cycle.handoff_waits),
       pool_(shared.config, shared.options, shared.timeline, shared.stats) {}
 
 Driver::~Driver() = default;
@@ -46,12 +58,14 @@ Status Driver::bootstrap() {
   LIGHTCC_RETURN_IF_ERROR(Mesh::build(s_.options, s_.config, s_.life.abortFlag(), &mesh_));
   s_.topo = mesh_->topology();
   Channel& main = mesh_->channel(0);
-  s_.stats.net_links = static_cast<uint64_t>(mesh_->netLinks());
-  s_.stats.shm_links = static_cast<uint64_t>(mesh_->shmLinks());
+  s_.stats.traffic.net_links = static_cast<uint64_t>(mesh_->netLinks());
+  s_.stats.traffic.shm_links = static_cast<uint64_t>(mesh_->shmLinks());
   host_ = main.host.get();
   for (const auto& [id, ranks] : s_.sets.init(s_.topo.size, s_.options.process_sets)) mesh_->addSet(id, ranks);
   negotiator_ = std::make_unique<Negotiator>(s_.config, s_.topo, main, s_.queue, s_.timeline, s_.stats);
   dispatch_ = std::make_unique<Dispatcher>(*negotiator_, pool_, *mesh_, s_.sets, tuning_);
+  cycle_ = std::make_unique<CycleRunner>(CycleRunner::Parts{s_.config, s_.life, s_.queue, s_.timeline, s_.stats,
+                                                            *negotiator_, *dispatch_, tuning_, fusion_, tune_, pool_});
   auto hier = main.hier.find(0);
   const int two_d_group = hier != main.hier.end() ? hier->second.intra.size() : 0;
   // May probe the links: before the cycle receives are posted.
@@ -103,7 +117,7 @@ Status Driver::timers(bool* want_cycle) {
   // the stall inspector renegotiated, 30 s later (never with it off). So start an empty cycle
   // now and then while waiting: one tree exchange, which live peers join at once and a lost one
   // fails within LIGHTCC_TIMEOUT.
-  if (negotiator_->anyWork() && secondsSince(last_cycle_end_) > heartbeatSeconds(s_.config.timeout_seconds)) {
+  if (negotiator_->anyWork() && secondsSince(cycle_->lastEnd()) > heartbeatSeconds(s_.config.timeout_seconds)) {
     *want_cycle = true;
   }
   const bool winding_down = s_.life.windingDown();
@@ -138,8 +152,8 @@ void Driver::wake() { host_->wakeSelf(); }
 Status Driver::run(bool background, bool* stop) {
   // HOROVOD_CYCLE_TIME: while work keeps arriving, let more of it gather before negotiating.
   const double cycle_time_ms = tuning_.live().params.cycle_time_ms;
-  if (background && busy_ && cycle_time_ms > 0 && !negotiator_->incoming()) {
-    auto due = last_cycle_end_ + std::chrono::microseconds(static_cast<int64_t>(cycle_time_ms * 1e3));
+  if (background && cycle_->busy() && cycle_time_ms > 0 && !negotiator_->incoming()) {
+    auto due = cycle_->lastEnd() + std::chrono::microseconds(static_cast<int64_t>(cycle_time_ms * 1e3));
     double left_us = std::chrono::duration<double, std::micro>(due - std::chrono::steady_clock::now()).count();
     if (left_us > 0) {
       LIGHTCC_RETURN_IF_ERROR(host_->waitUntil(
@@ -147,7 +161,7 @@ Status Driver::run(bool background, bool* stop) {
     }
   }
   if (pool_.failed()) return pool_.error();
-  return runCycle(stop);
+  return cycle_->run(stop);
 }
 
 void Driver::end(const Status& why) {
@@ -194,28 +208,17 @@ void Driver::loop() {
   progress_.runBackground();
 }
 
-Status Driver::interrupted(Handle& handle) {
-  const Status why = Status::Cancelled("rank " + std::to_string(s_.topo.rank) +
-                                       " was interrupted (a signal) while waiting for an operation");
-  requestAbort(why);
-  // The engine may still be reading or writing this op's buffers; they belong to the caller
-  // again only once the handle completes, which the abort makes happen within a wait's poll.
-  Status ignored = handle.wait();
-  (void)ignored;
-  return why;
-}
-
 Status Driver::wait(Handle& handle) {
   if (pool_.hasStreams()) {
     // With streams the work runs on their workers and completes handles there; a driver would
     // only negotiate, which the engine thread already does without a hand-off on the data path.
     while (!handle.waitFor(kInterruptPollMs * 1e3)) {
-      if (interruptRequested()) return interrupted(handle);
+      if (interruptRequested()) return abortForSignal(*this, s_.topo.rank, handle);
     }
     return handle.wait();
   }
   Status st = progress_.wait(handle);
-  if (st.code() == StatusCode::kCancelled && !handle.done()) return interrupted(handle);
+  if (st.code() == StatusCode::kCancelled && !handle.done()) return abortForSignal(*this, s_.topo.rank, handle);
   return handle.wait();
 }
 

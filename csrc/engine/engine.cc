@@ -27,12 +27,13 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
     return Status::InvalidArgument("rank " + std::to_string(options.rank) + " is outside size " +
                                    std::to_string(options.size));
   }
-  setLogLevel(config.log_level);
+  setLogLevel(config.diagnostics.log_level);
   setLogRank(options.rank);
   std::unique_ptr<Engine> engine(new Engine(options, config));
   LIGHTCC_RETURN_IF_ERROR(engine->driver_->bootstrap());
-  if (!config.timeline_path.empty() && config.timeline_path != "DYNAMIC" && options.rank == 0) {
-    LIGHTCC_RETURN_IF_ERROR(engine->timeline_.start(config.timeline_path, config.timeline_mark_cycles));
+  if (!config.diagnostics.timeline_path.empty() && config.diagnostics.timeline_path != "DYNAMIC" && options.rank == 0) {
+    const DiagnosticsConfig& d = config.diagnostics;
+    LIGHTCC_RETURN_IF_ERROR(engine->timeline_.start(d.timeline_path, d.timeline_mark_cycles));
   }
   if (config.bind_cores) {
     LIGHTCC_RETURN_IF_ERROR(bindToLocalCores(engine->topo_.local_rank, engine->topo_.local_size)
@@ -40,8 +41,8 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
   }
   const shm::HostGroup* host = engine->driver_->hostGroup();
   // Not beside the flags that ask for the engine's own algorithms on one host (tests, benchmarks).
-  if (config.direct && host != nullptr && host->direct(0) != nullptr && !engine->driver_->executors().hasStreams() &&
-      !config.force_ring && !config.device_executor_on_host) {
+  if (config.shm.direct && host != nullptr && host->direct(0) != nullptr && !engine->driver_->executors().hasStreams() &&
+      !config.links.force_ring && !config.device.executor_on_host) {
     engine->direct_ = std::make_unique<DirectAllreduce>(*host, config, engine->stats_);
     for (int r = 0; r < engine->topo_.size; ++r) engine->world_.push_back(r);
   }
@@ -69,7 +70,7 @@ Status Engine::runDirect(const TensorEntry& e, bool* done) {
   // With top-k on, float tensors may be compressed (the threshold is the autotuner's to move):
   // the engine decides.
   const bool ready = r.process_set_id == 0 && r.reduce_op != ReduceOp::kAdasum && r.error.empty() &&
-                     !(config_.topk_allreduce && isFloatType(r.dtype)) && !timeline_.active() &&
+                     !(config_.topk.enabled && isFloatType(r.dtype)) && !timeline_.active() &&
                      validateRequest(r, {topo_.rank, &world_, config_.dynamic_process_sets}).ok() &&
                      !queue_.inFlight(r.process_set_id, r.name);
   return direct_->run(e, ready, done);

@@ -94,7 +94,7 @@ Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set)
   if (two_level) return Algorithm::kTwoLevel;
   if (set.all_local) return Algorithm::kSharedMemory;
   // Latency-bound sizes: a ring's 2(p-1) rounds cost more than log2(p) whole-buffer exchanges.
-  if (r.op == OpType::kAllreduce && responseBytes(r) <= env.config->rd_allreduce_bytes) {
+  if (r.op == OpType::kAllreduce && responseBytes(r) <= env.config->links.rd_allreduce_bytes) {
     return set.leaders ? Algorithm::kLeaderDoubling : Algorithm::kRecursiveDoubling;
   }
   return Algorithm::kLinks;
@@ -152,12 +152,12 @@ Status HostExecutor::run(Batch& b) {
   }
   if (env_.stats != nullptr) {
     const uint64_t sent = sentBytes(comm, r.process_set_id) - sent_before;
-    env_.stats->bytes_sent.fetch_add(sent, std::memory_order_relaxed);
+    env_.stats->traffic.bytes_sent.fetch_add(sent, std::memory_order_relaxed);
     if (algo == Algorithm::kTopk || algo == Algorithm::kTwoLevelTopk) {
-      env_.stats->topk_bytes_sent.fetch_add(sent, std::memory_order_relaxed);
+      env_.stats->traffic.topk_bytes_sent.fetch_add(sent, std::memory_order_relaxed);
     }
     if (algo == Algorithm::kTwoLevel || algo == Algorithm::kTwoLevelTopk) {
-      env_.stats->two_d_batches.fetch_add(1, std::memory_order_relaxed);
+      env_.stats->batches.two_d_batches.fetch_add(1, std::memory_order_relaxed);
     }
   }
   return st;

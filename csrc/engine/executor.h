@@ -28,6 +28,18 @@ namespace lightcc {
 class DeviceTopkStore;
 class DeviceInflight;
 
+// What the device executors alone need: the GPU data plane's state and settings.
+struct DeviceEnv {
+  DeviceTopkStore* topk = nullptr;                  // residuals of device tensors
+  DeviceInflight* inflight = nullptr;               // LIGHT_DEVICE_INFLIGHT: batches still on the GPU
+  std::atomic<uint64_t>* batches = nullptr;         // EngineStats counter
+  std::atomic<uint64_t>* front_outputs = nullptr;   // EngineStats counter
+  device::AllocCounters allocs;                     // EngineStats counters
+  std::string net_plugin;    // NCCL_NET_PLUGIN for lightcc's communicators (HARP unless the user chose)
+  std::string nccl_library;  // first libnccl tried
+  std::string job_secret;    // what HARP checks
+};
+
 // What every executor shares: fixed at init, or safe to use from any thread.
 struct ExecEnv {
   const Config* config = nullptr;
@@ -37,16 +49,8 @@ struct ExecEnv {
   int64_t topk_threshold_bytes = 0;  // LIGHT_TOPK_THRESHOLD, or the cost model's
   // Frees a tensor's name; called before its handle completes, since the caller may reuse it at once.
   std::function<void(int32_t set, const std::string& name)> release_name;
-  // GPU data plane: residuals of device tensors, what NCCL loads, the job secret HARP checks.
-  DeviceTopkStore* device_topk = nullptr;
-  std::atomic<uint64_t>* device_batches = nullptr;  // EngineStats counter
-  EngineStats* stats = nullptr;                     // bytes sent, top-k batches
-  std::atomic<uint64_t>* device_front_outputs = nullptr;  // EngineStats counter
-  device::AllocCounters device_allocs;                    // EngineStats counters
-  DeviceInflight* device_inflight = nullptr;        // LIGHT_DEVICE_INFLIGHT: batches still on the GPU
-  std::string net_plugin;    // NCCL_NET_PLUGIN for lightcc's communicators (HARP unless the user chose)
-  std::string nccl_library;  // first libnccl tried
-  std::string job_secret;
+  EngineStats* stats = nullptr;  // bytes sent, top-k batches
+  DeviceEnv device;              // GPU data plane
 };
 
 // Bytes of all of a response's tensors (a fused batch's total).

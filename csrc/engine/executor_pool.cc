@@ -15,15 +15,16 @@ Status ExecutorPool::start(Mesh& mesh, int rank, int64_t topk_threshold,
   env_.topk = &topk_;
   env_.topk_threshold_bytes = topk_threshold;
   env_.release_name = std::move(release_name);
-  env_.device_topk = &device_topk_;
-  env_.device_batches = &stats_.device_batches;
+  env_.device.topk = &device_topk_;
+  env_.device.batches = &stats_.batches.device_batches;
   env_.stats = &stats_;
-  env_.device_front_outputs = &stats_.device_front_outputs;
-  env_.device_allocs = device::AllocCounters{&stats_.device_allocs, &stats_.device_alloc_bytes};
-  env_.device_inflight = &device_inflight_;
-  env_.net_plugin = config_.net_plugin.empty() ? options_.bundled_net_plugin : config_.net_plugin;
-  env_.nccl_library = config_.nccl_library.empty() ? options_.nccl_library : config_.nccl_library;
-  env_.job_secret = options_.secret;
+  env_.device.front_outputs = &stats_.device_memory.device_front_outputs;
+  DeviceMemoryStats& memory = stats_.device_memory;
+  env_.device.allocs = device::AllocCounters{&memory.device_allocs, &memory.device_alloc_bytes};
+  env_.device.inflight = &device_inflight_;
+  env_.device.net_plugin = config_.links.net_plugin.empty() ? options_.bundled_net_plugin : config_.links.net_plugin;
+  env_.device.nccl_library = config_.device.nccl_library.empty() ? options_.nccl_library : config_.device.nccl_library;
+  env_.device.job_secret = options_.secret;
   main_ = std::make_unique<RoutingExecutor>(env_, mesh.channel(0));
   if (mesh.channels() == 1) return Status::OK();
   // LIGHT_NUM_STREAMS > 1: every further channel gets a worker with its own executor.
@@ -35,7 +36,7 @@ Status ExecutorPool::start(Mesh& mesh, int rank, int64_t topk_threshold,
     stream_executors_.push_back(executors.back().get());
   }
   streams_ = std::make_unique<Streams>(std::move(channels), std::move(executors), mesh.channel(0).host.get(),
-                                       Streams::Counters{&stats_.stream_batches, &stats_.streams_busy_max});
+                                       Streams::Counters{&stats_.batches.stream_batches, &stats_.batches.streams_busy_max});
   streams_->start();
   return Status::OK();
 }
@@ -80,7 +81,7 @@ void ExecutorPool::abortDevices() {
 }
 
 bool ExecutorPool::deviceReady() {
-  return config_.device_inflight <= 0 || device_inflight_.running() < static_cast<size_t>(config_.device_inflight);
+  return config_.device.inflight <= 0 || device_inflight_.running() < static_cast<size_t>(config_.device.inflight);
 }
 
 Status ExecutorPool::topkResiduals(std::map<std::string, std::vector<float>>* out) {

@@ -186,14 +186,14 @@ Status denseFromResiduals(TopkBatch& batch, SetComm& comm, HierComm* hier, const
 }  // namespace
 
 bool topkEligible(const Response& r, const Config& config, int64_t threshold_bytes) {
-  if (!config.topk_allreduce || r.op != OpType::kAllreduce || r.isError()) return false;
+  if (!config.topk.enabled || r.op != OpType::kAllreduce || r.isError()) return false;
   if (r.reduce_op != ReduceOp::kSum && r.reduce_op != ReduceOp::kAverage) return false;
   // float32, float16 and bfloat16; both executors compress fused batches, a segment a tensor.
   if (!sparseDtype(r.dtype)) return false;
   for (size_t i = 0; i < r.names.size(); ++i) {
     if (tensorBytes(r, i) < threshold_bytes) return false;
     // Vectors (biases, norm scales) stay dense: few elements, each of them matters (DGC).
-    if (i < r.shapes.size() && static_cast<int64_t>(r.shapes[i].size()) < config.topk_min_dims) return false;
+    if (i < r.shapes.size() && static_cast<int64_t>(r.shapes[i].size()) < config.topk.min_dims) return false;
   }
   return !r.names.empty();
 }
@@ -223,7 +223,7 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
                             : two_level      ? Algorithm::kTwoLevel
                             : comm.all_local ? Algorithm::kSharedMemory
                                              : Algorithm::kLinks;
-    if (!batch.warmupDense() && env_.stats != nullptr) env_.stats->topk_dense_batches.fetch_add(1);
+    if (!batch.warmupDense() && env_.stats != nullptr) env_.stats->batches.topk_dense_batches.fetch_add(1);
     if (!batch.momentum() && !batch.clipped()) return allreduce(b, comm, dense);
     LIGHTCC_RETURN_IF_ERROR(denseFromResiduals(batch, comm, hier, spec)
                                 .withContext("rank " + std::to_string(env_.rank) + ": dense top-k step of '" +
@@ -249,7 +249,7 @@ Status HostExecutor::topk(Batch& b, SetComm& comm, Algorithm algo) {
                                                                    " more fused"
                                                              : "")));
   batch.unstage();
-  if (env_.stats != nullptr) env_.stats->topk_batches.fetch_add(1);
+  if (env_.stats != nullptr) env_.stats->batches.topk_batches.fetch_add(1);
   for (size_t i = 0; i < r.names.size(); ++i) complete(b, i, Status::OK());
   return Status::OK();
 }

@@ -26,14 +26,14 @@ std::vector<ResponsePtr> FusionPolicy::schedule(const Negotiator::Plan& plan, bo
 
 void FusionPolicy::publish() {
   holding_ = scheduler_->holding();
-  stats_.fusion_held.store(scheduler_->heldCount(), std::memory_order_relaxed);
-  stats_.fusion_flushes.store(scheduler_->flushes(), std::memory_order_relaxed);
-  stats_.fusion_buckets.store(scheduler_->plannedBuckets(), std::memory_order_relaxed);
+  stats_.fusion.fusion_held.store(scheduler_->heldCount(), std::memory_order_relaxed);
+  stats_.fusion.fusion_flushes.store(scheduler_->flushes(), std::memory_order_relaxed);
+  stats_.fusion.fusion_buckets.store(scheduler_->plannedBuckets(), std::memory_order_relaxed);
 }
 
 bool FusionPolicy::wantsFlush() const {
   if (!scheduler_ || !scheduler_->holding()) return false;
-  if (scheduler_->idleSeconds() * 1e3 >= config_.fusion_flush_ms) return true;
+  if (scheduler_->idleSeconds() * 1e3 >= config_.fusion.flush_ms) return true;
   // A caller blocked on a held tensor would otherwise wait for the rest of its bucket, which may
   // never come (an unused parameter, a step with other tensors, a sequential caller).
   // Polled while the engine waits for work, so it does not log; the flush itself is logged.

@@ -39,24 +39,24 @@ std::vector<std::string> split(const std::string& s, char sep) {
 // Settings every rank must share, one "NAME=value" per flag, so a mismatch is named.
 std::string fingerprint(const Config& c) {
   std::ostringstream os;
-  os << "HOROVOD_FUSION_THRESHOLD=" << c.fusion_threshold_bytes << ";HOROVOD_CACHE_CAPACITY="
-     << c.cache_capacity << ";LIGHTCC_SHM_CHUNK_BYTES=" << c.shm_chunk_bytes
-     << ";LIGHTCC_SHM_ONESHOT_BYTES=" << c.shm_oneshot_bytes
-     << ";LIGHTCC_SHM_RING_BYTES=" << c.shm_ring_bytes
+  os << "HOROVOD_FUSION_THRESHOLD=" << c.fusion.threshold_bytes << ";HOROVOD_CACHE_CAPACITY="
+     << c.fusion.cache_capacity << ";LIGHTCC_SHM_CHUNK_BYTES=" << c.shm.chunk_bytes
+     << ";LIGHTCC_SHM_ONESHOT_BYTES=" << c.shm.oneshot_bytes
+     << ";LIGHTCC_SHM_RING_BYTES=" << c.shm.ring_bytes
      << ";HOROVOD_DYNAMIC_PROCESS_SETS=" << c.dynamic_process_sets
-     << ";LIGHTCC_FORCE_RING=" << c.force_ring << ";LIGHTCC_RD_ALLREDUCE_BYTES=" << c.rd_allreduce_bytes
-     << ";LIGHTCC_RD_LEADERS=" << c.rd_leaders
+     << ";LIGHTCC_FORCE_RING=" << c.links.force_ring << ";LIGHTCC_RD_ALLREDUCE_BYTES=" << c.links.rd_allreduce_bytes
+     << ";LIGHTCC_RD_LEADERS=" << c.links.rd_leaders
      << ";LIGHT_2D_ALLREDUCE=" << twoDModeName(c.two_d)
-     << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk_allreduce
-     << ";LIGHT_TOPK_THRESHOLD=" << c.topk_threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk_density
-     << ";LIGHT_TOPK_MIN_DIMS=" << c.topk_min_dims
-     << ";LIGHT_TOPK_WARMUP_STEPS=" << c.topk_warmup_steps << ";LIGHT_TOPK_WARMUP=" << c.topk_warmup_decay
-     << ";LIGHT_TOPK_MOMENTUM=" << c.topk_momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk_error_feedback
-     << ";LIGHT_NUM_STREAMS=" << c.num_streams
-     << ";LIGHT_FUSION_STRATEGY=" << fusionStrategyName(c.fusion_strategy)
-     << ";LIGHT_FUSION_FIRST_BUCKET=" << c.fusion_first_bucket_bytes << ";HOROVOD_AUTOTUNE=" << c.autotune
-     << ";LIGHT_DEVICE_INFLIGHT=" << c.device_inflight
-     << ";LIGHTCC_DEVICE_EXECUTOR=" << (c.device_executor_on_host ? "host" : "auto");
+     << ";LIGHT_INTRA_SIZE=" << c.intra_size << ";LIGHT_TOPK_ALLREDUCE=" << c.topk.enabled
+     << ";LIGHT_TOPK_THRESHOLD=" << c.topk.threshold_bytes << ";LIGHT_TOPK_DENSITY=" << c.topk.density
+     << ";LIGHT_TOPK_MIN_DIMS=" << c.topk.min_dims
+     << ";LIGHT_TOPK_WARMUP_STEPS=" << c.topk.warmup_steps << ";LIGHT_TOPK_WARMUP=" << c.topk.warmup_decay
+     << ";LIGHT_TOPK_MOMENTUM=" << c.topk.momentum << ";LIGHT_TOPK_ERROR_FEEDBACK=" << c.topk.error_feedback
+     << ";LIGHT_NUM_STREAMS=" << c.fusion.num_streams
+     << ";LIGHT_FUSION_STRATEGY=" << fusionStrategyName(c.fusion.strategy)
+     << ";LIGHT_FUSION_FIRST_BUCKET=" << c.fusion.first_bucket_bytes << ";HOROVOD_AUTOTUNE=" << c.autotune.enabled
+     << ";LIGHT_DEVICE_INFLIGHT=" << c.device.inflight
+     << ";LIGHTCC_DEVICE_EXECUTOR=" << (c.device.executor_on_host ? "host" : "auto");
   return os.str();
 }
 
@@ -202,14 +202,14 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
   std::vector<std::unique_ptr<shm::ShmSegment>> segments;
   shm::RankAreaLayout layout;
   LIGHTCC_RETURN_IF_ERROR(mapSharedMemory(store, local, &layout, &segments));
-  const int streams = static_cast<int>(config_.num_streams);
+  const int streams = static_cast<int>(config_.fusion.num_streams);
   shm::WaitOptions wait;
   const int cores = onlineCores();
   wait.oversubscribed = topo_.local_size > cores;
   // Oversubscribed, a sync point needs every local rank to get a core once; a waiter's spin
   // yields, so it may last as many rounds as ranks share a core before a futex sleep (whose
   // wake-up, on a busy core, costs far more) without taking time from the ranks it waits for.
-  wait.spin_us = config_.spin_us * (wait.oversubscribed ? (topo_.local_size + cores - 1) / cores : 1);
+  wait.spin_us = config_.shm.spin_us * (wait.oversubscribed ? (topo_.local_size + cores - 1) / cores : 1);
   wait.timeout_s = timeout;
   wait.host_id = options_.hostname;
   auto main = std::make_unique<Channel>();
@@ -223,9 +223,10 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
     channels_.push_back(std::move(ch));
   }
   for (auto& ch : channels_) LIGHTCC_RETURN_IF_ERROR(connectChannel(*ch, store));
-  if (net_plugin_ != nullptr && net_plugin_->supportsCompletionHook() && !net_plugin_->completionHookInstalled()) {
+  net::CompletionHook* hook = net_plugin_ != nullptr ? &net_plugin_->completionHook() : nullptr;
+  if (hook != nullptr && hook->supported() && !hook->installed()) {
     for (auto& ch : channels_) net_wakeups_.push_back(std::make_unique<NetWakeups::Registration>(ch->host.get()));
-    net_plugin_->installCompletionHook(&NetWakeups::ring, nullptr);
+    hook->install(&NetWakeups::ring, nullptr);
   }
 
   if (size > 1) {
@@ -248,7 +249,7 @@ Status Mesh::mapSharedMemory(rendezvous::Store* store, const std::vector<int>& l
                              shm::RankAreaLayout* layout, std::vector<std::unique_ptr<shm::ShmSegment>>* segments) {
   const int rank = options_.rank, size = options_.size;
   const double timeout = config_.timeout_seconds;
-  const int streams = static_cast<int>(config_.num_streams);
+  const int streams = static_cast<int>(config_.fusion.num_streams);
   if (topo_.local_size > shm::kMaxLocalRanks) {
     return Status::InvalidArgument("rank " + std::to_string(rank) + ": " + std::to_string(topo_.local_size) +
                                    " ranks on host " + options_.hostname + "; lightcc supports at most " +
@@ -259,11 +260,11 @@ Status Mesh::mapSharedMemory(rendezvous::Store* store, const std::vector<int>& l
   // disagree on it still map each other's areas alike.
   const size_t direct_bytes =
       topo_.local_size == size && size > 1
-          ? std::min<size_t>(static_cast<size_t>(config_.shm_chunk_bytes),
-                             static_cast<size_t>(config_.shm_oneshot_bytes) * 2 / std::max(2, topo_.local_size))
+          ? std::min<size_t>(static_cast<size_t>(config_.shm.chunk_bytes),
+                             static_cast<size_t>(config_.shm.oneshot_bytes) * 2 / std::max(2, topo_.local_size))
           : 0;
-  *layout = shm::RankAreaLayout::compute(topo_.local_size, static_cast<size_t>(config_.shm_ring_bytes),
-                                         static_cast<size_t>(config_.shm_chunk_bytes), streams > 1 ? streams + 1 : 1,
+  *layout = shm::RankAreaLayout::compute(topo_.local_size, static_cast<size_t>(config_.shm.ring_bytes),
+                                         static_cast<size_t>(config_.shm.chunk_bytes), streams > 1 ? streams + 1 : 1,
                                          streams, direct_bytes);
   std::random_device rd;
   std::ostringstream segname;
@@ -346,9 +347,9 @@ SetComm Mesh::makeSetComm(const Channel& ch, int32_t id, const std::vector<int>&
   c.id = id;
   c.ranks = ranks;
   c.host = ch.host.get();
-  c.chunk_bytes = static_cast<size_t>(config_.shm_chunk_bytes);
-  c.oneshot_bytes = static_cast<size_t>(config_.shm_oneshot_bytes);
-  c.all_local = !config_.force_ring;
+  c.chunk_bytes = static_cast<size_t>(config_.shm.chunk_bytes);
+  c.oneshot_bytes = static_cast<size_t>(config_.shm.oneshot_bytes);
+  c.all_local = !config_.links.force_ring;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == topo_.rank) c.me = static_cast<int>(i);
     int li = ch.host->localIndexOf(ranks[i]);
@@ -393,7 +394,7 @@ void Mesh::buildHierComm(Channel& ch, int32_t id, const std::vector<int>& ranks)
 }
 
 void Mesh::buildLeaderComm(Channel& ch, int32_t id, const std::vector<int>& ranks) const {
-  if (!config_.rd_leaders || config_.force_ring || config_.rd_allreduce_bytes == 0) return;
+  if (!config_.links.rd_leaders || config_.links.force_ring || config_.links.rd_allreduce_bytes == 0) return;
   if (std::find(ranks.begin(), ranks.end(), topo_.rank) == ranks.end()) return;
   const std::string& mine = hosts_[static_cast<size_t>(topo_.rank)];
   std::vector<int> intra, leaders;

@@ -8,7 +8,21 @@
 namespace lightcc {
 namespace {
 using B = CycleBits;
+
+// Word 0 of this rank's vector (cycle_bits.h): most bits inverted, so the AND acts as OR.
+uint64_t statusWord(const Negotiator::Votes& votes, const TensorTable& tensors, bool joined, bool stalls_pending) {
+  uint64_t s = 0;
+  if (!tensors.anyToSend()) s |= B::kNothingToSend;
+  s |= votes.asked_shutdown ? B::kAllAsked : B::kNoShutdown;
+  if (!joined) s |= B::kNotJoined;
+  if (!stalls_pending) s |= B::kCoordinatorIdle;
+  if (!tensors.anyPending()) s |= B::kNothingPending;
+  if (!votes.force_shutdown) s |= B::kNoForce;
+  if (!votes.want_flush) s |= B::kNoFlush;
+  if (votes.device_ready) s |= B::kDeviceReady;
+  return s;
 }
+}  // namespace
 
 Negotiator::Negotiator(const Config& config, const Topology& topo, Channel& main, TensorQueue& queue,
                        Timeline& timeline, EngineStats& stats)
@@ -17,9 +31,9 @@ Negotiator::Negotiator(const Config& config, const Topology& topo, Channel& main
       main_(main),
       queue_(queue),
       timeline_(timeline),
-      cache_(static_cast<size_t>(config.cache_capacity)),
-      bits_(main, topo.rank == 0, config.autotune),
-      exchange_(NegotiationTree::build(topo.rank, topo.size, topo.host_index), main, &stats.negotiate_wait_ns),
+      cache_(static_cast<size_t>(config.fusion.cache_capacity)),
+      bits_(main, topo.rank == 0, config.autotune.enabled),
+      exchange_(NegotiationTree::build(topo.rank, topo.size, topo.host_index), main, &stats.cycle.negotiate_wait_ns),
       round_(exchange_.tree(), topo.size, main, timeline) {}
 
 Status Negotiator::start() { return postReceives(); }
@@ -34,7 +48,7 @@ void Negotiator::classifyNewEntries() {
   for (auto& e : fresh_) {
     const Request& r = e.request;
     if (r.op == OpType::kJoin && r.error.empty()) {
-      joined_ = true;
+      agreed_.setJoined(true);
       if (main_.host) main_.host->setDirectAway(true);  // peers' direct steps go to the engine, which knows joins
     }
     if (trace) timeline_.begin(r.name, std::string("NEGOTIATE_") + opTypeName(r.op));
@@ -51,14 +65,14 @@ void Negotiator::classifyNewEntries() {
 }
 
 void Negotiator::maintenance(Clock::time_point now, bool* want_cycle) {
-  if (!config_.stall_check_enabled) return;
+  if (!config_.diagnostics.stall_check_enabled) return;
   round_.checkStalls(now, config_, want_cycle);
   // A tensor waiting on the fast path is invisible to the coordinator; after half the stall
   // time renegotiate it so the stall inspector can name the missing ranks.
   for (TensorId id : tensors_.pending()) {
     const TensorTable::Slot& p = tensors_.at(id);
     double age = std::chrono::duration<double>(now - p.entry.enqueued).count();
-    if (p.state == TensorTable::State::kCached && age > config_.stall_check_seconds / 2 &&
+    if (p.state == TensorTable::State::kCached && age > config_.diagnostics.stall_check_seconds / 2 &&
         !bits_.invalidated(p.bit)) {
       bits_.invalidate(p.bit);
       *want_cycle = true;
@@ -88,20 +102,6 @@ bool Negotiator::dropInvalid(const std::vector<uint64_t>& bits, const CycleBits:
   return any_invalid;
 }
 
-// Word 0 of this rank's vector (cycle_bits.h): most bits inverted, so the AND acts as OR.
-uint64_t Negotiator::statusWord(const Votes& votes) const {
-  uint64_t s = 0;
-  if (!tensors_.anyToSend()) s |= B::kNothingToSend;
-  s |= votes.asked_shutdown ? B::kAllAsked : B::kNoShutdown;
-  if (!joined_) s |= B::kNotJoined;
-  if (!round_.stallsPending()) s |= B::kCoordinatorIdle;
-  if (!tensors_.anyPending()) s |= B::kNothingPending;
-  if (!votes.force_shutdown) s |= B::kNoForce;
-  if (!votes.want_flush) s |= B::kNoFlush;
-  if (votes.device_ready) s |= B::kDeviceReady;
-  return s;
-}
-
 // The fast path: every entry all ranks have ready, in bit order.
 void Negotiator::takeReady(const std::vector<uint64_t>& bits, const CycleBits::Layout& l, Plan* plan) {
   const uint64_t* agreed = CycleBits::ready(bits);
@@ -109,7 +109,7 @@ void Negotiator::takeReady(const std::vector<uint64_t>& bits, const CycleBits::L
     for (uint64_t ready = agreed[w] & cache_.occupiedWord(w); ready != 0; ready &= ready - 1) {
       const int b = static_cast<int>(w * 64) + __builtin_ctzll(ready);
       plan->responses.push_back(cache_.shared(b));
-      agreed_ids_.push_back(cache_.id(b));
+      agreed_.add(cache_.id(b));
       cache_.touch(b, cycle_);
     }
   }
@@ -125,23 +125,11 @@ void Negotiator::admitCoordinated(Plan* plan, bool any_joined) {
     const bool cacheable = !any_joined && !r.isError() && isCacheable(r.op);
     TensorId id = cacheable ? tensors_.intern(r.process_set_id, r.names.front())
                             : tensors_.find(r.process_set_id, r.names.front());
-    agreed_ids_.push_back(id);
+    agreed_.add(id);
     if (!cacheable) continue;
     const TensorTable::Slot& p = tensors_.at(id);
     cache_.put(id, p.pending ? &p.entry.request : nullptr, plan->responses[i], cycle_);
   }
-}
-
-// Agreed entries may be held for their bucket: they must not announce themselves again.
-void Negotiator::markAgreed(const Plan& plan) {
-  const bool trace = topo_.rank == 0 && timeline_.active();
-  for (size_t i = 0; i < agreed_ids_.size(); ++i) {
-    const TensorId id = agreed_ids_[i];
-    if (id < 0 || !tensors_.at(id).pending) continue;
-    if (trace) timeline_.end(plan.responses[i]->names.front());
-    tensors_.setState(id, TensorTable::State::kSubmitted);
-  }
-  take_hint_ = 0;
 }
 
 Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
@@ -151,14 +139,15 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   // Bits at or above the cache's extent are free everywhere, so only used_words are scanned.
   const CycleBits::Layout l = CycleBits::layout(cache_);
   std::vector<uint64_t> bits;
-  bits_.fill(statusWord(votes), votes.tune.data(), l, cache_, tensors_, &bits);
+  const uint64_t status_word = statusWord(votes, tensors_, agreed_.joined(), round_.stallsPending());
+  bits_.fill(status_word, votes.tune.data(), l, cache_, tensors_, &bits);
   LIGHTCC_RETURN_IF_ERROR(exchange_.allreduce(&bits, "negotiation (cycle " + std::to_string(cycle_) + ")"));
   const uint64_t* tune = CycleBits::tune(bits, l);
   for (size_t w = 0; w < bits_.tuneWords(); ++w) plan->tune[w] = tune[w];
 
   const uint64_t status = bits[0];
   plan->responses.clear();
-  agreed_ids_.clear();
+  agreed_.clear();
   // Stop together once every rank has asked (the normal end of a job: ranks finish at different
   // times and may still run ops of their own process sets), or once an asker's grace runs out.
   plan->stop = !(status & B::kNoForce) || (status & B::kAllAsked);
@@ -172,7 +161,7 @@ Status Negotiator::negotiate(const Votes& votes, Plan* plan) {
   plan->slow = !(status & B::kNothingToSend) || !(status & B::kCoordinatorIdle) || any_invalid || any_joined;
   if (plan->slow) LIGHTCC_RETURN_IF_ERROR(slowPath(&plan->responses));
   admitCoordinated(plan, any_joined);
-  markAgreed(*plan);
+  agreed_.markSubmitted(tensors_, plan->responses, timeline_, topo_.rank == 0 && timeline_.active());
   return Status::OK();
 }
 
@@ -196,27 +185,7 @@ Status Negotiator::finishCycle() {
   return postReceives();
 }
 
-Batch Negotiator::take(const ResponsePtr& r) {
-  Batch b;
-  b.response = r;
-  b.joined = joined_;
-  b.entries.resize(r->names.size());
-  for (size_t i = 0; i < r->names.size(); ++i) {
-    // Plans mostly list tensors in agreed order, so the first agreed tensor not yet taken is
-    // tried (a name compare) before the name is hashed.
-    while (take_hint_ < agreed_ids_.size() &&
-           (agreed_ids_[take_hint_] < 0 || !tensors_.at(agreed_ids_[take_hint_]).pending)) {
-      ++take_hint_;
-    }
-    TensorId id = take_hint_ < agreed_ids_.size() ? agreed_ids_[take_hint_] : -1;
-    if (id < 0 || tensors_.at(id).set != r->process_set_id || tensors_.at(id).name != r->names[i]) {
-      id = tensors_.find(r->process_set_id, r->names[i]);
-    }
-    if (id < 0 || !tensors_.at(id).pending) continue;
-    b.entries[i] = tensors_.takePending(id);
-  }
-  return b;
-}
+Batch Negotiator::take(const ResponsePtr& r) { return agreed_.take(tensors_, r); }
 
 void Negotiator::complete(int32_t set, const std::string& name, const Status& st, HandleResult result) {
   const TensorId id = tensors_.find(set, name);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "engine/agreed_tensors.h"
 #include "engine/autotuner.h"
 #include "engine/batch.h"
 #include "engine/bit_exchange.h"
@@ -84,9 +85,9 @@ class Negotiator {
   // A process set was removed: its cache entries go and its pending tensors fail.
   void dropSet(int32_t id);
   void failAll(const Status& st);
-  bool joined() const { return joined_; }
+  bool joined() const { return agreed_.joined(); }
   void joinDone() {
-    joined_ = false;
+    agreed_.setJoined(false);
     if (main_.host) main_.host->setDirectAway(false);
   }
 
@@ -108,10 +109,8 @@ class Negotiator {
   Status slowPath(std::vector<ResponsePtr>* responses);
   void classifyNewEntries();
   bool dropInvalid(const std::vector<uint64_t>& bits, const CycleBits::Layout& l, bool all);
-  uint64_t statusWord(const Votes& votes) const;
   void takeReady(const std::vector<uint64_t>& bits, const CycleBits::Layout& l, Plan* plan);
   void admitCoordinated(Plan* plan, bool any_joined);
-  void markAgreed(const Plan& plan);
 
   const Config& config_;
   const Topology topo_;
@@ -122,9 +121,7 @@ class Negotiator {
   TensorTable tensors_;              // every tensor by id; the pending ones with their entries
   ResponseCache cache_;
   std::vector<TensorEntry> fresh_;   // this cycle's drained queue (its capacity is reused)
-  std::vector<TensorId> agreed_ids_;  // the plan's tensor ids, parallel to its responses
-  size_t take_hint_ = 0;             // take()'s position in agreed_ids_
-  bool joined_ = false;              // this rank called join() and waits for the others
+  AgreedTensors agreed_;             // the plan's tensors, for dispatch; whether this rank joined
   uint64_t cycle_ = 0;
   CycleBits bits_;                   // this rank's bit vector
   BitExchange exchange_;             // the bit vector's tree AND (over the negotiation tree)

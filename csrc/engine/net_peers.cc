@@ -14,9 +14,10 @@ Status loadPlugin(const Config& config, const InitOptions& options, int first_re
                   std::unique_ptr<net::NetPlugin>* plugin) {
   if (*plugin) return Status::OK();
   net::NetPluginOptions o;
-  o.path = config.net_plugin.empty() ? options.bundled_net_plugin : config.net_plugin;
+  o.path = config.links.net_plugin.empty() ? options.bundled_net_plugin : config.links.net_plugin;
   o.job_secret = options.secret;
-  o.log_level = config.log_level <= LogLevel::kDebug ? 5 : config.log_level <= LogLevel::kInfo ? 3 : 2;
+  const LogLevel level = config.diagnostics.log_level;
+  o.log_level = level <= LogLevel::kDebug ? 5 : level <= LogLevel::kInfo ? 3 : 2;
   return net::NetPlugin::load(o, plugin).withContext("rank " + std::to_string(options.rank) +
                                                      " has peers on other hosts (first: rank " +
                                                      std::to_string(first_remote) + ") and needs the net plugin " +
@@ -88,7 +89,7 @@ Status makeDialer(const Config& config, const InitOptions& options, int size, co
   std::string mine(net::NetPlugin::kHandleBytes, '\0');
   void* listen_comm = nullptr;
   if (int rc = p.listen(&mine[0], &listen_comm); rc != 0) {
-    return net::NetPlugin::toStatus(rc, "rank " + std::to_string(options.rank) + " listening on " + p.deviceName());
+    return net::NetPlugin::toStatus(rc, "rank " + std::to_string(options.rank) + " listening on " + p.info().device_name);
   }
   struct ListenGuard {  // closes the listen comm on the error paths below
     net::NetPlugin& plugin;

@@ -26,6 +26,16 @@ constexpr uint32_t kEveryReduceOp = reduceBit(ReduceOp::kAverage) | reduceBit(Re
                                     reduceBit(ReduceOp::kBand) | reduceBit(ReduceOp::kBor) |
                                     reduceBit(ReduceOp::kBxor);
 
+// What an op's arguments must be, locally and across members.
+struct ArgRules {
+  bool has_root;      // `root` names a member and must agree
+  bool takes_splits;  // `aux` carries per-rank splits that may change every step without renegotiation
+  bool agrees_aux;    // `aux` must be identical on every member (process-set arguments)
+  bool needs_dim;     // the tensor needs at least one dimension
+  ShapeRule shapes;
+  uint32_t reduce_ops;  // the ReduceOps accepted; kNoReduceOps: reduce_op is ignored
+};
+
 struct OpTraits {
   OpType op;
   const char* name;   // the wire/log name, "ALLREDUCE"
@@ -34,12 +44,7 @@ struct OpTraits {
   // its bytes. The others are control ops the dispatcher applies itself.
   bool moves_data;
   bool can_fuse;      // several tensors may share one fused buffer
-  bool has_root;      // `root` names a member and must agree
-  bool takes_splits;  // `aux` carries per-rank splits that may change every step without renegotiation
-  bool agrees_aux;    // `aux` must be identical on every member (process-set arguments)
-  bool needs_dim;     // the tensor needs at least one dimension
-  ShapeRule shapes;
-  uint32_t reduce_ops;  // the ReduceOps accepted; kNoReduceOps: reduce_op is ignored
+  ArgRules args;  // what the request's arguments must be (engine/validate.cc, coordinator.cc)
   // GPU tensors: the engine's stream waits on an event recorded on the caller's stream, else the
   // op would read a tensor whose producing kernels have not run yet.
   bool caller_stream_event;
@@ -55,28 +60,28 @@ constexpr uint32_t kReducescatterOps = kEveryReduceOp & ~reduceBit(ReduceOp::kAd
 
 // Indexed by OpType; the static_assert below keeps row i describing op i.
 inline constexpr std::array<OpTraits, kNumOpTypes> kOpTraits = {{
-    // op, name, label, data, fuse, root, splits, aux=, dim, shapes, reduce ops, event, joined, sets
-    {OpType::kAllreduce, "ALLREDUCE", "allreduce", true, true, false, false, false, false, ShapeRule::kAll,
-     kEveryReduceOp, true, true, false},
-    {OpType::kAllgather, "ALLGATHER", "allgather", true, false, false, false, false, true, ShapeRule::kTrailing,
-     kNoReduceOps, true, false, false},
-    {OpType::kBroadcast, "BROADCAST", "broadcast", true, false, true, false, false, false, ShapeRule::kAll,
-     kNoReduceOps, true, false, false},
-    {OpType::kAlltoall, "ALLTOALL", "alltoall", true, false, false, true, false, true, ShapeRule::kTrailing,
-     kNoReduceOps, true, false, false},
-    {OpType::kReducescatter, "REDUCESCATTER", "reducescatter", true, false, false, false, false, true,
-     ShapeRule::kAll, kReducescatterOps, true, false, false},
-    {OpType::kBarrier, "BARRIER", "barrier", false, false, false, false, false, false, ShapeRule::kNone,
-     kNoReduceOps, false, true, false},
-    {OpType::kJoin, "JOIN", "join", false, false, false, false, false, false, ShapeRule::kNone, kNoReduceOps,
+    // op, name, label, data, fuse, {root, splits, aux=, dim, shapes, reduce ops}, event, joined, sets
+    {OpType::kAllreduce, "ALLREDUCE", "allreduce", true, true, {false, false, false, false, ShapeRule::kAll,
+     kEveryReduceOp}, true, true, false},
+    {OpType::kAllgather, "ALLGATHER", "allgather", true, false, {false, false, false, true, ShapeRule::kTrailing,
+     kNoReduceOps}, true, false, false},
+    {OpType::kBroadcast, "BROADCAST", "broadcast", true, false, {true, false, false, false, ShapeRule::kAll,
+     kNoReduceOps}, true, false, false},
+    {OpType::kAlltoall, "ALLTOALL", "alltoall", true, false, {false, true, false, true, ShapeRule::kTrailing,
+     kNoReduceOps}, true, false, false},
+    {OpType::kReducescatter, "REDUCESCATTER", "reducescatter", true, false, {false, false, false, true,
+     ShapeRule::kAll, kReducescatterOps}, true, false, false},
+    {OpType::kBarrier, "BARRIER", "barrier", false, false, {false, false, false, false, ShapeRule::kNone,
+     kNoReduceOps}, false, true, false},
+    {OpType::kJoin, "JOIN", "join", false, false, {false, false, false, false, ShapeRule::kNone, kNoReduceOps},
      false, false, false},
-    {OpType::kAddProcessSet, "ADD_PROCESS_SET", "add_process_set", false, false, false, false, true, false,
-     ShapeRule::kNone, kNoReduceOps, false, false, true},
-    {OpType::kRemoveProcessSet, "REMOVE_PROCESS_SET", "remove_process_set", false, false, false, false, true,
-     false, ShapeRule::kNone, kNoReduceOps, false, false, true},
+    {OpType::kAddProcessSet, "ADD_PROCESS_SET", "add_process_set", false, false, {false, false, true, false,
+     ShapeRule::kNone, kNoReduceOps}, false, false, true},
+    {OpType::kRemoveProcessSet, "REMOVE_PROCESS_SET", "remove_process_set", false, false, {false, false, true,
+     false, ShapeRule::kNone, kNoReduceOps}, false, false, true},
 #ifdef LIGHTCC_TEST_EXTRA_OP
-    {OpType::kTestGather, "TEST_GATHER", "test_gather", true, false, true, false, false, true,
-     ShapeRule::kTrailing, kNoReduceOps, true, false, false},
+    {OpType::kTestGather, "TEST_GATHER", "test_gather", true, false, {true, false, false, true,
+     ShapeRule::kTrailing, kNoReduceOps}, true, false, false},
 #endif
 }};
 
@@ -95,10 +100,10 @@ constexpr const OpTraits& opTraits(OpType op) { return kOpTraits[static_cast<siz
 
 constexpr bool movesData(OpType op) { return opTraits(op).moves_data; }
 constexpr bool canFuse(OpType op) { return opTraits(op).can_fuse; }
-constexpr bool hasRoot(OpType op) { return opTraits(op).has_root; }
-constexpr bool takesSplits(OpType op) { return opTraits(op).takes_splits; }
-constexpr bool takesReduceOp(OpType op) { return opTraits(op).reduce_ops != kNoReduceOps; }
-constexpr bool supportsReduceOp(OpType op, ReduceOp r) { return (opTraits(op).reduce_ops & reduceBit(r)) != 0; }
+constexpr bool hasRoot(OpType op) { return opTraits(op).args.has_root; }
+constexpr bool takesSplits(OpType op) { return opTraits(op).args.takes_splits; }
+constexpr bool takesReduceOp(OpType op) { return opTraits(op).args.reduce_ops != kNoReduceOps; }
+constexpr bool supportsReduceOp(OpType op, ReduceOp r) { return (opTraits(op).args.reduce_ops & reduceBit(r)) != 0; }
 constexpr bool needsCallerStreamEvent(OpType op) { return opTraits(op).caller_stream_event; }
 constexpr bool runsWithJoined(OpType op) { return opTraits(op).runs_with_joined; }
 constexpr bool changesSets(OpType op) { return opTraits(op).changes_sets; }

@@ -97,7 +97,7 @@ Status PeerDialer::advance(int peer, Outbound& o) {
 Status PeerDialer::acceptAndIdentify() {
   void* recv_comm = nullptr;
   if (int rc = plugin_.accept(listen_comm_, &recv_comm); rc != 0) {
-    return net::NetPlugin::toStatus(rc, "rank " + std::to_string(rank_) + " accepting on " + plugin_.deviceName());
+    return net::NetPlugin::toStatus(rc, "rank " + std::to_string(rank_) + " accepting on " + plugin_.info().device_name);
   }
   if (recv_comm != nullptr) in_.push_back({recv_comm});
   for (auto it = in_.begin(); it != in_.end();) {

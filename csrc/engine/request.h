@@ -37,11 +37,9 @@ static_assert(static_cast<int>(OpType::kRemoveProcessSet) + 1 == kNumOpTypes, "k
 
 const char* opTypeName(OpType op);  // "ALLREDUCE", ...
 
-// One rank's description of one tensor operation. Everything here except `rank` and `aux` must
-// agree across ranks (shape: all dims for allreduce/broadcast/reducescatter, dims after the
-// first for allgather/alltoall).
-struct Request {
-  int32_t rank = 0;
+// What an operation is, apart from its tensors: the part a Request asks for and its Response
+// then carries, identical on every rank. Serialised once (message.cc's writeSignature) for both.
+struct OpSignature {
   OpType op = OpType::kAllreduce;
   DataType dtype = DataType::kFloat32;
   ReduceOp reduce_op = ReduceOp::kSum;
@@ -49,6 +47,18 @@ struct Request {
   int32_t process_set_id = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+
+  bool sameOp(const OpSignature& o) const {
+    return op == o.op && dtype == o.dtype && reduce_op == o.reduce_op && root == o.root &&
+           process_set_id == o.process_set_id && prescale == o.prescale && postscale == o.postscale;
+  }
+};
+
+// One rank's description of one tensor operation. Everything here except `rank` and `aux` must
+// agree across ranks (shape: all dims for allreduce/broadcast/reducescatter, dims after the
+// first for allgather/alltoall).
+struct Request : OpSignature {
+  int32_t rank = 0;
   std::string name;
   std::vector<int64_t> shape;
   // Op-specific, may differ per rank: alltoall send splits; add_process_set member ranks;
@@ -65,23 +75,13 @@ struct Request {
   bool onDevice() const { return device >= 0; }
 
   bool sameSignature(const Request& o) const {
-    return op == o.op && dtype == o.dtype && reduce_op == o.reduce_op && root == o.root &&
-           process_set_id == o.process_set_id && prescale == o.prescale &&
-           postscale == o.postscale && name == o.name && shape == o.shape && aux == o.aux &&
-           onDevice() == o.onDevice();
+    return sameOp(o) && name == o.name && shape == o.shape && aux == o.aux && onDevice() == o.onDevice();
   }
 };
 
 // What every rank executes, identical on all ranks. One Response covers one or more tensors of
 // the same op, dtype, reduce op, scales and process set (fusion merges several).
-struct Response {
-  OpType op = OpType::kAllreduce;
-  DataType dtype = DataType::kFloat32;
-  ReduceOp reduce_op = ReduceOp::kSum;
-  int32_t root = 0;
-  int32_t process_set_id = 0;
-  double prescale = 1.0;
-  double postscale = 1.0;
+struct Response : OpSignature {
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> shapes;  // per tensor, the agreed (first rank's) shape
   // Allgather: first dimension of every member's tensor, tensor-major (names.size() x set size).

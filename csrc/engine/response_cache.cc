@@ -15,10 +15,7 @@ bool ResponseCache::matches(int bit, const Request& local) const {
   const Request& a = s.request;
   // Runs for every cached tensor every step, so it compares in place (no copies). Splits
   // (alltoall's) may change every step without renegotiation: they travel with the data.
-  return a.op == local.op && a.dtype == local.dtype && a.reduce_op == local.reduce_op && a.root == local.root &&
-         a.process_set_id == local.process_set_id && a.prescale == local.prescale &&
-         a.postscale == local.postscale && a.name == local.name && a.shape == local.shape &&
-         a.onDevice() == local.onDevice() &&
+  return a.sameOp(local) && a.name == local.name && a.shape == local.shape && a.onDevice() == local.onDevice() &&
          (takesSplits(a.op) || a.aux == local.aux);
 }
 

@@ -58,7 +58,7 @@ Status TopkStore::setResidual(const std::string& name, const float* data, size_t
                                    std::to_string(count));
   }
   target.assign(data, data + count);
-  if (!velocity && config_.topk_momentum > 0 && state.velocity.size() != count) state.velocity.assign(count, 0.0f);
+  if (!velocity && config_.topk.momentum > 0 && state.velocity.size() != count) state.velocity.assign(count, 0.0f);
   state.steps = std::max<uint64_t>(state.steps, topkRestoredSteps(config_));
   return Status::OK();
 }

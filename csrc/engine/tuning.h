@@ -42,7 +42,7 @@ using SettingsPtr = std::shared_ptr<const Settings>;
 
 class Tuning {
  public:
-  explicit Tuning(const Config& config) : config_(config), topk_threshold_(config.topk_threshold_bytes) {}
+  explicit Tuning(const Config& config) : config_(config), topk_threshold_(config.topk.threshold_bytes) {}
 
   // Bootstrap, a collective on `world` (LIGHT_FUSION_STRATEGY=cost, or an automatic 2D choice
   // where the world has 2D groups of `two_d_group` ranks, probes the links): the cost model, the

@@ -31,7 +31,7 @@ int64_t crossing(double a1, double b1, double a2, double b2, int64_t lo) {
 
 int twoDGroupSize(const Config& config, const Topology& topo) {
   if (config.two_d == TwoDMode::kOff) return 0;
-  const bool requested = config.two_d == TwoDMode::kOn || config.autotune;
+  const bool requested = config.two_d == TwoDMode::kOn || config.autotune.enabled;
   // Every rank must pick the same g: LIGHT_INTRA_SIZE, or the host size when all hosts are equal.
   const int g = config.intra_size > 0 ? static_cast<int>(config.intra_size) : topo.homogeneous ? topo.local_size : 0;
   if (g <= 0 || topo.size % g != 0 || topo.size / g < 2) return 0;
@@ -41,7 +41,7 @@ int twoDGroupSize(const Config& config, const Topology& topo) {
 }
 
 bool twoDByRequest(const Config& config) {
-  return config.two_d == TwoDMode::kOn || (config.autotune && config.two_d != TwoDMode::kOff);
+  return config.two_d == TwoDMode::kOn || (config.autotune.enabled && config.two_d != TwoDMode::kOff);
 }
 
 double TwoDCosts::twoD(double m) const {
@@ -113,8 +113,8 @@ TwoDChoice chooseTwoD(const Config& config, const Topology& topo, int group, con
   costs.net = model.net;
   costs.group = group;
   costs.hosts = topo.size / group;
-  costs.rd_max_bytes = config.force_ring ? 0 : config.rd_allreduce_bytes;
-  costs.leaders = config.rd_leaders;
+  costs.rd_max_bytes = config.links.force_ring ? 0 : config.links.rd_allreduce_bytes;
+  costs.leaders = config.links.rd_leaders;
   c.from_bytes = twoDCrossoverBytes(costs);
   why.precision(3);
   why << "groups of " << group << "; model per byte: flat ring " << (costs.ring(1) - costs.ring(0)) * 1e9

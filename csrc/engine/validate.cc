@@ -17,14 +17,14 @@ Status checkDimensions(const Request& r, const OpTraits& op) {
   for (int64_t d : r.shape) {
     if (d < 0) return Status::InvalidArgument(tensorText(r) + " has a negative dimension");
   }
-  if (op.needs_dim && r.shape.empty()) {
+  if (op.args.needs_dim && r.shape.empty()) {
     return Status::InvalidArgument(tensorText(r) + ": " + op.label + " needs a tensor with at least one dimension");
   }
   return Status::OK();
 }
 
 Status checkReduceOp(const Request& r, const OpTraits& op, const ValidationContext& ctx) {
-  if (op.reduce_ops == kNoReduceOps) return Status::OK();  // the op ignores reduce_op
+  if (op.args.reduce_ops == kNoReduceOps) return Status::OK();  // the op ignores reduce_op
   if (!supportsReduceOp(r.op, r.reduce_op)) {
     return Status::InvalidArgument(tensorText(r) + ": " + op.label + " does not support " +
                                    reduceOpName(r.reduce_op) + "; use Average or Sum");
@@ -45,7 +45,7 @@ Status checkReduceOp(const Request& r, const OpTraits& op, const ValidationConte
 
 Status checkRoot(const Request& r, const OpTraits& op, const ValidationContext& ctx) {
   const std::vector<int>& ranks = *ctx.members;
-  if (!op.has_root || std::find(ranks.begin(), ranks.end(), r.root) != ranks.end()) return Status::OK();
+  if (!op.args.has_root || std::find(ranks.begin(), ranks.end(), r.root) != ranks.end()) return Status::OK();
   return Status::InvalidArgument(tensorText(r) + ": root rank " + std::to_string(r.root) +
                                  " is not in process set " + std::to_string(r.process_set_id));
 }
@@ -53,7 +53,7 @@ Status checkRoot(const Request& r, const OpTraits& op, const ValidationContext& 
 // Splits, when given, are one count per member summing to the first dimension; without them the
 // first dimension must divide evenly among the members.
 Status checkSplits(const Request& r, const OpTraits& op, const ValidationContext& ctx) {
-  if (!op.takes_splits || r.shape.empty()) return Status::OK();
+  if (!op.args.takes_splits || r.shape.empty()) return Status::OK();
   const auto members = static_cast<int64_t>(ctx.members->size());
   const std::string what = tensorText(r) + ": " + op.label;
   if (r.aux.empty()) {

@@ -26,10 +26,7 @@ CommCore* asComm(void* p, uint32_t magic) {
 // Reports a comm's stored error once (the first time a caller sees it) and returns its code.
 ncclResult_t reportError(CommCore* c) {
   ncclResult_t e = c->error();
-  if (!c->error_logged) {
-    HARP_WARN("%s", c->errorMessage());
-    c->error_logged = true;
-  }
+  if (c->firstReport()) HARP_WARN("%s", c->errorMessage());
   return e;
 }
 

@@ -14,15 +14,20 @@ Lane::Lane() = default;
 Lane::~Lane() = default;
 CommCore::~CommCore() { magic = kDeadMagic; }
 
-void CommCore::fail(ncclResult_t code, const char* fmt, ...) {
+bool FirstError::record(ncclResult_t code, const char* fmt, va_list ap) {
   bool expected = false;
-  if (!error_claimed_.compare_exchange_strong(expected, true)) return;
+  if (!claimed_.compare_exchange_strong(expected, true)) return false;
+  vsnprintf(msg_, sizeof(msg_), fmt, ap);
+  code_.store(static_cast<int>(code), std::memory_order_release);
+  return true;
+}
+
+void CommCore::fail(ncclResult_t code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(error_msg_, sizeof(error_msg_), fmt, ap);
+  const bool first = error_.record(code, fmt, ap);
   va_end(ap);
-  error_.store(static_cast<int>(code), std::memory_order_release);
-  notifyCompletion();  // a sleeping waiter must see the failure
+  if (first) notifyCompletion();  // a sleeping waiter must see the failure
 }
 
 }  // namespace harp

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdarg>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -89,6 +90,27 @@ struct Lane {
 
 enum class CommKind : uint8_t { kSend, kRecv };
 
+// The first error a comm hit, recorded from any thread; later ones are dropped.
+class FirstError {
+ public:
+  // Keeps this error when it is the first; false when another thread's came first.
+  bool record(ncclResult_t code, const char* fmt, va_list ap);
+  ncclResult_t code() const { return static_cast<ncclResult_t>(code_.load(std::memory_order_acquire)); }
+  const char* message() const { return msg_; }
+  // True only the first time it is asked (NCCL thread only): the error is logged once.
+  bool takeReport() {
+    if (reported_) return false;
+    reported_ = true;
+    return true;
+  }
+
+ private:
+  std::atomic<int> code_{0};
+  std::atomic<bool> claimed_{false};
+  char msg_[320] = {};
+  bool reported_ = false;
+};
+
 struct CommCore {
   uint32_t magic;
   CommKind kind;
@@ -101,20 +123,19 @@ struct CommCore {
   uint64_t next_seq = 0;    // NCCL thread only
   std::vector<std::unique_ptr<Lane>> lanes;
   std::atomic<int> eof_flows{0};  // recv: flows the peer closed cleanly
-  bool error_logged = false;      // NCCL thread only
 
   CommCore(uint32_t m, CommKind k) : magic(m), kind(k) {}
   ~CommCore();
 
   // Records the first error (any thread); later ones are dropped. Messages name the peer.
   void fail(ncclResult_t code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-  ncclResult_t error() const { return static_cast<ncclResult_t>(error_.load(std::memory_order_acquire)); }
-  const char* errorMessage() const { return error_msg_; }
+  ncclResult_t error() const { return error_.code(); }
+  const char* errorMessage() const { return error_.message(); }
+  // True the first time a caller sees the error (NCCL thread only), which then logs it.
+  bool firstReport() { return error_.takeReport(); }
 
  private:
-  std::atomic<int> error_{0};
-  std::atomic<bool> error_claimed_{false};
-  char error_msg_[320] = {};
+  FirstError error_;
 };
 
 // Host memory registration. Registration is comm-independent (regIsGlobal=0 still, per NCCL).

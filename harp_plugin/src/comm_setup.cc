@@ -16,9 +16,9 @@ std::unique_ptr<CommCore> harpMakeComm(CommKind kind, std::vector<int> fds, uint
   comm->comm_id = comm_id;
   comm->nflows = static_cast<int>(fds.size());
   comm->chunk_bytes = chunk_bytes;
-  comm->zc_min_bytes = rt->params.zc_mode == ZeroCopyMode::kOff
+  comm->zc_min_bytes = rt->params.transfer.zc_mode == ZeroCopyMode::kOff
                            ? std::numeric_limits<size_t>::max()
-                           : rt->params.zc_min_bytes;
+                           : rt->params.transfer.zc_min_bytes;
   for (Request& r : comm->slots) r.comm = comm.get();
   size_t nworkers = rt->workers.size();
   uint32_t base = rt->next_lane_base.fetch_add(1);

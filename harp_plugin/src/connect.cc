@@ -149,7 +149,7 @@ ncclResult_t startConnect(Runtime* rt, WireHandle* h, std::unique_ptr<Connector>
   }
   c->peer = harpAddrToString(c->addr);
   c->listen_id = h->listen_id;
-  c->chunk_bytes = rt->params.chunk_bytes;
+  c->chunk_bytes = rt->params.transfer.chunk_bytes;
   c->deadline = harpNowSeconds() + rt->params.handshake_timeout_s;
   if (!harpRandomBytes(&c->comm_id, sizeof(c->comm_id))) return harp_abi::ncclSystemError;
   c->flows.resize(static_cast<size_t>(rt->params.nflows));

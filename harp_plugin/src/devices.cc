@@ -80,8 +80,8 @@ std::vector<Device> harpDiscoverDevices(const Params& params, std::string* err) 
     *err = std::string("getifaddrs: ") + strerror(errno);
     return out;
   }
-  Filter filter = parseFilter(params.ifname);
-  bool explicit_spec = !params.ifname.empty();
+  Filter filter = parseFilter(params.interfaces.ifname);
+  bool explicit_spec = !params.interfaces.ifname.empty();
   for (int pass = 0; pass < 2 && out.empty(); ++pass) {
     bool allow_loopback = pass == 1;  // second pass: nothing else found, use loopback
     for (int family : {AF_INET, AF_INET6}) {
@@ -106,7 +106,7 @@ std::vector<Device> harpDiscoverDevices(const Params& params, std::string* err) 
         if (d.pci_path.find("/virtual/") != std::string::npos) d.pci_path.clear();
         d.speed_mbps = harpSysSpeedMbps(name);
         d.numa_node = harpSysNumaNode(name);
-        for (const ProfileNic& nic : params.profile_nics) {
+        for (const ProfileNic& nic : params.interfaces.profile_nics) {
           if (nic.ifname != name) continue;
           if (nic.speed_mbps > 0) d.speed_mbps = nic.speed_mbps;
           if (nic.numa_node >= 0) d.numa_node = nic.numa_node;
@@ -120,7 +120,7 @@ std::vector<Device> harpDiscoverDevices(const Params& params, std::string* err) 
   }
   freeifaddrs(list);
   if (out.empty()) {
-    *err = explicit_spec ? "no up interface with an address matches HARP_IFNAME='" + params.ifname + "'"
+    *err = explicit_spec ? "no up interface with an address matches HARP_IFNAME='" + params.interfaces.ifname + "'"
                          : "no up interface with an address found";
   }
   return out;

@@ -31,6 +31,27 @@ struct ZcPending {
   bool released;
 };
 
+// Send side: the chunk in progress, and zero-copy sends the kernel still holds.
+struct SendChunk {
+  Request* req = nullptr;
+  uint64_t offset = 0;
+  uint64_t len = 0;
+  size_t sent = 0;      // header + payload bytes written of this chunk
+  bool zc = false;      // payload goes zero-copy
+  uint8_t hdr[kChunkHeaderBytes] = {};
+  uint32_t zc_next_id = 0;           // MSG_ZEROCOPY: id the next zerocopy call will get
+  std::deque<ZcPending> zc_pending;  // in call order
+};
+
+// Receive side: the chunk header being read, then the payload landing in its request.
+struct RecvChunk {
+  uint8_t hdr[kChunkHeaderBytes] = {};
+  size_t hdr_got = 0;
+  ChunkHeader chunk;
+  Request* req = nullptr;
+  uint64_t got = 0;
+};
+
 struct Flow {
   int fd = -1;
   int index = 0;        // flow index within the comm
@@ -41,22 +62,8 @@ struct Flow {
   bool in_epoll = false;
   bool zc_capable = false;  // zero-copy enabled on this socket (SO_ZEROCOPY or io_uring)
 
-  // Send side: the chunk in progress.
-  Request* req = nullptr;
-  uint64_t offset = 0;
-  uint64_t len = 0;
-  size_t sent = 0;      // header + payload bytes written of this chunk
-  bool zc = false;      // payload goes zero-copy
-  uint8_t hdr[kChunkHeaderBytes] = {};
-  uint32_t zc_next_id = 0;           // MSG_ZEROCOPY: id the next zerocopy call will get
-  std::deque<ZcPending> zc_pending;  // in call order
-
-  // Receive side.
-  uint8_t rhdr[kChunkHeaderBytes] = {};
-  size_t rhdr_got = 0;
-  ChunkHeader chunk;
-  Request* rreq = nullptr;
-  uint64_t rgot = 0;
+  SendChunk send;  // send lanes' flows
+  RecvChunk recv;  // receive lanes' flows
 };
 
 }  // namespace harp

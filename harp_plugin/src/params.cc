@@ -73,15 +73,15 @@ std::string setFlag(const char* name, const std::string& value, Params* p) {
 }
 
 std::string setCores(const char* name, const std::string& value, Params* p) {
-  p->cores.clear();
-  p->pin = value != "off";
-  if (!p->pin) return "";
+  p->instances.cores.clear();
+  p->instances.pin = value != "off";
+  if (!p->instances.pin) return "";
   std::stringstream ss(value);
   std::string item;
   long long x = 0;
   while (std::getline(ss, item, ',')) {
     if (!parseInt(trim(item), 0, 4095, &x)) return bad(name, value, "a list like 0,2, or off");
-    p->cores.push_back(static_cast<int>(x));
+    p->instances.cores.push_back(static_cast<int>(x));
   }
   return "";
 }
@@ -89,28 +89,28 @@ std::string setCores(const char* name, const std::string& value, Params* p) {
 std::string setChunkBytes(const char* name, const std::string& value, Params* p) {
   long long x = 0;
   if (!parseBytes(value, 4096, 64LL << 20, &x)) return bad(name, value, "4096..64M bytes");
-  p->chunk_bytes = static_cast<size_t>(x);
+  p->transfer.chunk_bytes = static_cast<size_t>(x);
   return "";
 }
 
 std::string setZcMinBytes(const char* name, const std::string& value, Params* p) {
   long long x = 0;
   if (!parseBytes(value, 0, 1LL << 40, &x)) return bad(name, value, "bytes");
-  p->zc_min_bytes = static_cast<size_t>(x);
+  p->transfer.zc_min_bytes = static_cast<size_t>(x);
   return "";
 }
 
 std::string setZeroCopy(const char* name, const std::string& value, Params* p) {
-  if (value == "auto") p->zc_mode = ZeroCopyMode::kAuto;
-  else if (value == "uring") p->zc_mode = ZeroCopyMode::kUring;
-  else if (value == "msg") p->zc_mode = ZeroCopyMode::kMsg;
-  else if (value == "off" || value == "0") p->zc_mode = ZeroCopyMode::kOff;
+  if (value == "auto") p->transfer.zc_mode = ZeroCopyMode::kAuto;
+  else if (value == "uring") p->transfer.zc_mode = ZeroCopyMode::kUring;
+  else if (value == "msg") p->transfer.zc_mode = ZeroCopyMode::kMsg;
+  else if (value == "off" || value == "0") p->transfer.zc_mode = ZeroCopyMode::kOff;
   else return bad(name, value, "auto, uring, msg or off");
   return "";
 }
 
 std::string setIfname(const char*, const std::string& value, Params* p) {
-  p->ifname = value;
+  p->interfaces.ifname = value;
   return "";
 }
 
@@ -125,7 +125,7 @@ std::string setHandshakeTimeout(const char* name, const std::string& value, Para
 std::string setBusyPoll(const char* name, const std::string& value, Params* p) {
   long long x = 0;
   if (!parseInt(value, 0, 1000000, &x)) return bad(name, value, "microseconds 0..1000000");
-  p->busy_poll_us = static_cast<int>(x);
+  p->instances.busy_poll_us = static_cast<int>(x);
   return "";
 }
 
@@ -212,7 +212,7 @@ std::string harpParseProfile(const std::string& text, Params* out,
         }
       }
       if (nic.ifname.empty()) return where + "nic line without an interface name";
-      out->profile_nics.push_back(nic);
+      out->interfaces.profile_nics.push_back(nic);
       continue;
     }
     size_t eq = line.find('=');
@@ -238,7 +238,7 @@ std::string harpParseParams(Params* out) {
     env_set.push_back(s.name);
   }
   if (const char* path = envOrNull("HARP_CONFIG")) {
-    p.config_path = path;
+    p.interfaces.config_path = path;
     std::ifstream f(path);
     if (!f) return std::string("HARP_CONFIG='") + path + "': cannot open the profile file";
     std::stringstream buf;

@@ -67,23 +67,23 @@ harp_abi::ncclResult_t harpRuntimeInit(harp_abi::ncclDebugLogger_t logger) {
   }
   bool any_nic = false;
   for (const Device& d : rt->devices) any_nic |= !d.pci_path.empty();
-  if (params.zc_mode == ZeroCopyMode::kAuto && !any_nic) {
+  if (params.transfer.zc_mode == ZeroCopyMode::kAuto && !any_nic) {
     // Loopback/veth/bridges deliver locally and the kernel copies zero-copy sends anyway, so
     // zero-copy only adds notification work there. HARP_ZC=uring|msg forces it (tests do).
-    params.zc_mode = ZeroCopyMode::kOff;
-    rt->params.zc_mode = ZeroCopyMode::kOff;
+    params.transfer.zc_mode = ZeroCopyMode::kOff;
+    rt->params.transfer.zc_mode = ZeroCopyMode::kOff;
     HARP_INFO("init: zero-copy off: only virtual/local devices (set HARP_ZC=uring or msg to force)");
   }
-  std::vector<int> cores = params.cores.empty() ? allowedCores() : params.cores;
-  const size_t first = params.cores.empty() ? static_cast<size_t>(localRank()) * params.ninstances : 0;
+  std::vector<int> cores = params.instances.cores.empty() ? allowedCores() : params.instances.cores;
+  const size_t first = params.instances.cores.empty() ? static_cast<size_t>(localRank()) * params.ninstances : 0;
   for (int i = 0; i < params.ninstances; ++i) {
-    int core = (cores.empty() || !params.pin) ? -1 : cores[(first + static_cast<size_t>(i)) % cores.size()];
-    rt->workers.push_back(std::make_unique<Worker>(i, core, params.zc_mode, params.busy_poll_us));
+    int core = (cores.empty() || !params.instances.pin) ? -1 : cores[(first + static_cast<size_t>(i)) % cores.size()];
+    rt->workers.push_back(std::make_unique<Worker>(i, core, params.transfer.zc_mode, params.instances.busy_poll_us));
   }
   HARP_INFO("init: %zu device(s), first %s; %d instance(s), %d flow(s)/comm, chunk %zu B, "
             "zero-copy %s from %zu B, busy poll %d us, auth %s", rt->devices.size(),
-            rt->devices[0].name.c_str(), params.ninstances, params.nflows, params.chunk_bytes,
-            rt->workers[0]->zcName(), params.zc_min_bytes, params.busy_poll_us,
+            rt->devices[0].name.c_str(), params.ninstances, params.nflows, params.transfer.chunk_bytes,
+            rt->workers[0]->zcName(), params.transfer.zc_min_bytes, params.instances.busy_poll_us,
             params.secret.empty() ? "off" : "HMAC-SHA256");
   g_runtime.store(rt.release(), std::memory_order_release);
   return harp_abi::ncclSuccess;

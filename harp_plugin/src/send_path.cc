@@ -1,19 +1,21 @@
-// Send path of an instance: chunk claiming, copying and zero-copy writes, release tracking.
+// SendPath: an instance's send side — chunk claiming, copying and zero-copy writes, release tracking.
 #include <time.h>
 #include <unistd.h>
 #include <linux/errqueue.h>
 #include <linux/io_uring.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "completion_hook.h"
 #include "log.h"
-#include "worker.h"
+#include "flow_paths.h"
 
 namespace harp {
 namespace {
@@ -27,24 +29,49 @@ void creditChunk(Request* r) {
 }
 }  // namespace
 
-bool Worker::claimChunk(Flow& f) {
+SendPath::SendPath(int index, int epfd, ZeroCopyMode zc_mode)
+    : epfd_(epfd), zc_mode_(zc_mode), zc_forced_(zc_mode != ZeroCopyMode::kAuto) {
+  if (zc_mode_ != ZeroCopyMode::kAuto && zc_mode_ != ZeroCopyMode::kUring) return;
+  std::string why;
+  uring_ = Uring::create(256, &why);
+  if (uring_ == nullptr) {
+    HARP_INFO("instance %d: io_uring SEND_ZC unavailable (%s); using MSG_ZEROCOPY", index, why.c_str());
+    zc_mode_ = ZeroCopyMode::kMsg;
+    return;
+  }
+  zc_mode_ = ZeroCopyMode::kUring;
+  epoll_event uev{};
+  uev.events = EPOLLIN;
+  uev.data.ptr = this;  // Worker::handleEvents tells this eventfd by its tag
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, uring_->eventFd(), &uev);
+}
+
+void SendPath::reapCompletions() {
+  if (uring_ != nullptr) reapUring();
+}
+
+void SendPath::closeGraveyard() {
+  for (auto& f : graveyard_) close(f->fd);
+}
+
+bool SendPath::claimChunk(Flow& f) {
   Lane& lane = *f.lane;
   while (lane.q_head < lane.q_tail) {
     const Posted& p = lane.queue[lane.q_head % kSlots];
     Request* r = p.req;
     uint64_t c = r->next_chunk.fetch_add(1, std::memory_order_relaxed);
     if (c < r->nchunks) {
-      f.req = r;
-      f.offset = c * r->chunk_bytes;
-      f.len = std::min<uint64_t>(r->chunk_bytes, r->size - f.offset);
-      f.sent = 0;
-      f.zc = f.zc_capable && f.len >= lane.comm->zc_min_bytes && f.len > 0;
+      f.send.req = r;
+      f.send.offset = c * r->chunk_bytes;
+      f.send.len = std::min<uint64_t>(r->chunk_bytes, r->size - f.send.offset);
+      f.send.sent = 0;
+      f.send.zc = f.zc_capable && f.send.len >= lane.comm->zc_min_bytes && f.send.len > 0;
       ChunkHeader h;
-      h.len = static_cast<uint32_t>(f.len);
+      h.len = static_cast<uint32_t>(f.send.len);
       h.seq = p.seq;
-      h.offset = f.offset;
+      h.offset = f.send.offset;
       h.total = r->size;
-      harpEncodeChunkHeader(h, f.hdr);
+      harpEncodeChunkHeader(h, f.send.hdr);
       f.state = FlowState::kSending;
       return true;
     }
@@ -54,7 +81,7 @@ bool Worker::claimChunk(Flow& f) {
   return false;
 }
 
-void Worker::retireExhausted(Lane& lane) {
+void SendPath::retireExhausted(Lane& lane) {
   while (lane.q_head < lane.q_tail) {
     const Posted& p = lane.queue[lane.q_head % kSlots];
     if (p.req->next_chunk.load(std::memory_order_relaxed) < p.req->nchunks) return;
@@ -63,7 +90,7 @@ void Worker::retireExhausted(Lane& lane) {
   }
 }
 
-void Worker::checkSendPeer(Flow& f) {
+void SendPath::checkSendPeer(Flow& f) {
   if (f.state == FlowState::kUringBusy) return;  // decide once the kernel reported the send
   f.readable = false;
   char b;
@@ -71,26 +98,26 @@ void Worker::checkSendPeer(Flow& f) {
   if (n == 0) {
     // The receiver closed. Bytes already written were received; only work still to do fails.
     if (f.state == FlowState::kSending) {
-      breakFlow(f, harp_abi::ncclRemoteError, "the receiver closed the connection mid-chunk", 0);
+      breakFlow(f, epfd_, harp_abi::ncclRemoteError, "the receiver closed the connection mid-chunk", 0);
     } else {
       f.state = FlowState::kEof;
     }
   } else if (n > 0) {
-    breakFlow(f, harp_abi::ncclRemoteError, "the receiver sent bytes on a send-only flow", 0);
+    breakFlow(f, epfd_, harp_abi::ncclRemoteError, "the receiver sent bytes on a send-only flow", 0);
   } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-    breakFlow(f, harp_abi::ncclRemoteError, "recv(peek)", errno);
+    breakFlow(f, epfd_, harp_abi::ncclRemoteError, "recv(peek)", errno);
   }
 }
 
-bool Worker::progressSend(Flow& f) {
+bool SendPath::progress(Flow& f) {
   if (f.state == FlowState::kBroken) return false;
   if (f.readable && f.state != FlowState::kEof) checkSendPeer(f);
-  if (!f.zc_pending.empty() && zc_mode_ == ZeroCopyMode::kMsg) reapErrqueue(f);
+  if (!f.send.zc_pending.empty() && zc_mode_ == ZeroCopyMode::kMsg) reapErrqueue(f);
   bool progressed = false;
   if (f.state == FlowState::kEof) {
     retireExhausted(*f.lane);
     if (f.lane->q_head < f.lane->q_tail) {
-      breakFlow(f, harp_abi::ncclRemoteError, "the receiver closed the connection", 0);
+      breakFlow(f, epfd_, harp_abi::ncclRemoteError, "the receiver closed the connection", 0);
     }
     return false;
   }
@@ -101,7 +128,7 @@ bool Worker::progressSend(Flow& f) {
     }
     if (f.state != FlowState::kSending || !f.writable) break;
     bool ok;
-    if (f.zc && f.sent >= kChunkHeaderBytes) {
+    if (f.send.zc && f.send.sent >= kChunkHeaderBytes) {
       ok = zc_mode_ == ZeroCopyMode::kUring ? sendZeroCopyUring(f) : sendZeroCopyMsg(f);
     } else {
       ok = sendCopy(f);
@@ -112,15 +139,15 @@ bool Worker::progressSend(Flow& f) {
   return progressed;
 }
 
-bool Worker::sendCopy(Flow& f) {
+bool SendPath::sendCopy(Flow& f) {
   iovec iov[2];
   int n_iov = 0;
-  if (f.sent < kChunkHeaderBytes) {
-    iov[n_iov++] = {f.hdr + f.sent, kChunkHeaderBytes - f.sent};
+  if (f.send.sent < kChunkHeaderBytes) {
+    iov[n_iov++] = {f.send.hdr + f.send.sent, kChunkHeaderBytes - f.send.sent};
   }
-  if (!f.zc && f.len > 0) {
-    uint64_t done = f.sent > kChunkHeaderBytes ? f.sent - kChunkHeaderBytes : 0;
-    iov[n_iov++] = {f.req->data + f.offset + done, static_cast<size_t>(f.len - done)};
+  if (!f.send.zc && f.send.len > 0) {
+    uint64_t done = f.send.sent > kChunkHeaderBytes ? f.send.sent - kChunkHeaderBytes : 0;
+    iov[n_iov++] = {f.send.req->data + f.send.offset + done, static_cast<size_t>(f.send.len - done)};
   }
   msghdr msg{};
   msg.msg_iov = iov;
@@ -130,75 +157,75 @@ bool Worker::sendCopy(Flow& f) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       f.writable = false;
     } else if (errno != EINTR) {
-      breakFlow(f, harp_abi::ncclRemoteError, "sendmsg", errno);
+      breakFlow(f, epfd_, harp_abi::ncclRemoteError, "sendmsg", errno);
     }
     return false;
   }
-  f.sent += static_cast<size_t>(n);
-  if (!f.zc && f.sent == kChunkHeaderBytes + f.len) {
-    creditChunk(f.req);
-    f.req = nullptr;
+  f.send.sent += static_cast<size_t>(n);
+  if (!f.send.zc && f.send.sent == kChunkHeaderBytes + f.send.len) {
+    creditChunk(f.send.req);
+    f.send.req = nullptr;
     f.state = FlowState::kIdle;
   }
   return true;
 }
 
-bool Worker::sendZeroCopyMsg(Flow& f) {
-  uint64_t done = f.sent - kChunkHeaderBytes;
-  size_t remaining = static_cast<size_t>(f.len - done);
-  ssize_t n = send(f.fd, f.req->data + f.offset + done, remaining,
+bool SendPath::sendZeroCopyMsg(Flow& f) {
+  uint64_t done = f.send.sent - kChunkHeaderBytes;
+  size_t remaining = static_cast<size_t>(f.send.len - done);
+  ssize_t n = send(f.fd, f.send.req->data + f.send.offset + done, remaining,
                    MSG_NOSIGNAL | MSG_DONTWAIT | MSG_ZEROCOPY);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       f.writable = false;
     } else if (errno == ENOBUFS) {
-      f.zc = false;  // notification budget (optmem) exhausted: copy the rest of this chunk
+      f.send.zc = false;  // notification budget (optmem) exhausted: copy the rest of this chunk
       return true;
     } else if (errno != EINTR) {
-      breakFlow(f, harp_abi::ncclRemoteError, "sendmsg(MSG_ZEROCOPY)", errno);
+      breakFlow(f, epfd_, harp_abi::ncclRemoteError, "sendmsg(MSG_ZEROCOPY)", errno);
     }
     return false;
   }
-  f.sent += static_cast<size_t>(n);
-  bool last = f.sent == kChunkHeaderBytes + f.len;
-  f.zc_pending.push_back({f.zc_next_id++, last ? f.req : nullptr, false});
+  f.send.sent += static_cast<size_t>(n);
+  bool last = f.send.sent == kChunkHeaderBytes + f.send.len;
+  f.send.zc_pending.push_back({f.send.zc_next_id++, last ? f.send.req : nullptr, false});
   if (last) {
-    f.req = nullptr;
+    f.send.req = nullptr;
     f.state = FlowState::kIdle;
   }
   return true;
 }
 
-bool Worker::sendZeroCopyUring(Flow& f) {
-  uint64_t done = f.sent - kChunkHeaderBytes;
-  size_t remaining = static_cast<size_t>(f.len - done);
-  uint32_t id = f.zc_next_id++;
+bool SendPath::sendZeroCopyUring(Flow& f) {
+  uint64_t done = f.send.sent - kChunkHeaderBytes;
+  size_t remaining = static_cast<size_t>(f.send.len - done);
+  uint32_t id = f.send.zc_next_id++;
   uint64_t ud = reinterpret_cast<uint64_t>(&f) | (static_cast<uint64_t>(id & 0xffff) << 48);
-  int rc = uring_->sendZc(f.fd, f.req->data + f.offset + done, remaining, ud);
+  int rc = uring_->sendZc(f.fd, f.send.req->data + f.send.offset + done, remaining, ud);
   if (rc == 0) return false;  // ring full: completions will free room
   if (rc < 0) {
-    breakFlow(f, harp_abi::ncclSystemError, "io_uring_enter(SEND_ZC)", -rc);
+    breakFlow(f, epfd_, harp_abi::ncclSystemError, "io_uring_enter(SEND_ZC)", -rc);
     return false;
   }
-  f.zc_pending.push_back({id, nullptr, false});
+  f.send.zc_pending.push_back({id, nullptr, false});
   f.state = FlowState::kUringBusy;
   return true;
 }
 
-void Worker::releaseZc(Flow& f, uint32_t id) {
-  for (ZcPending& z : f.zc_pending) {
+void SendPath::releaseZc(Flow& f, uint32_t id) {
+  for (ZcPending& z : f.send.zc_pending) {
     if (!z.released && (z.id & 0xffff) == (id & 0xffff)) {
       z.released = true;
       break;
     }
   }
-  while (!f.zc_pending.empty() && f.zc_pending.front().released) {
-    creditChunk(f.zc_pending.front().req);
-    f.zc_pending.pop_front();
+  while (!f.send.zc_pending.empty() && f.send.zc_pending.front().released) {
+    creditChunk(f.send.zc_pending.front().req);
+    f.send.zc_pending.pop_front();
   }
 }
 
-void Worker::reapErrqueue(Flow& f) {
+void SendPath::reapErrqueue(Flow& f) {
   for (;;) {
     char control[128];
     msghdr msg{};
@@ -217,18 +244,18 @@ void Worker::reapErrqueue(Flow& f) {
         f.zc_capable = false;
       }
       uint32_t lo = serr->ee_info, hi = serr->ee_data;
-      for (ZcPending& z : f.zc_pending) {
+      for (ZcPending& z : f.send.zc_pending) {
         if (z.id - lo <= hi - lo) z.released = true;
       }
     }
-    while (!f.zc_pending.empty() && f.zc_pending.front().released) {
-      creditChunk(f.zc_pending.front().req);
-      f.zc_pending.pop_front();
+    while (!f.send.zc_pending.empty() && f.send.zc_pending.front().released) {
+      creditChunk(f.send.zc_pending.front().req);
+      f.send.zc_pending.pop_front();
     }
   }
 }
 
-void Worker::reapUring() {
+void SendPath::reapUring() {
   UringCqe cqe;
   bool any = false;
   while (uring_->pop(&cqe)) {
@@ -247,18 +274,18 @@ void Worker::reapUring() {
       if (cqe.res == -EAGAIN) {
         f.writable = false;
       } else if (cqe.res < 0 && cqe.res != -EINTR) {
-        breakFlow(f, harp_abi::ncclRemoteError, "io_uring SEND_ZC", -cqe.res);
+        breakFlow(f, epfd_, harp_abi::ncclRemoteError, "io_uring SEND_ZC", -cqe.res);
       } else if (cqe.res > 0) {
-        f.sent += static_cast<size_t>(cqe.res);
-        if (f.sent == kChunkHeaderBytes + f.len) {
+        f.send.sent += static_cast<size_t>(cqe.res);
+        if (f.send.sent == kChunkHeaderBytes + f.send.len) {
           // This submission finished the chunk: its release (notification) carries the credit.
-          for (auto it = f.zc_pending.rbegin(); it != f.zc_pending.rend(); ++it) {
+          for (auto it = f.send.zc_pending.rbegin(); it != f.send.zc_pending.rend(); ++it) {
             if ((it->id & 0xffff) == (id & 0xffff)) {
-              it->req = f.req;
+              it->req = f.send.req;
               break;
             }
           }
-          f.req = nullptr;
+          f.send.req = nullptr;
           f.state = FlowState::kIdle;
         }
       }
@@ -268,7 +295,7 @@ void Worker::reapUring() {
   if (!any) return;
   for (size_t i = 0; i < graveyard_.size();) {
     Flow& g = *graveyard_[i];
-    if (g.state != FlowState::kUringBusy && g.zc_pending.empty()) {
+    if (g.state != FlowState::kUringBusy && g.send.zc_pending.empty()) {
       close(g.fd);
       graveyard_.erase(graveyard_.begin() + static_cast<long>(i));
     } else {

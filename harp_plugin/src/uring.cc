@@ -54,48 +54,48 @@ std::unique_ptr<Uring> Uring::create(unsigned entries, std::string* why) {
     *why = "kernel lacks IORING_OP_SEND_ZC";
     return nullptr;
   }
-  u->sq_entries_ = p.sq_entries;
-  u->sq_map_len_ = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-  u->cq_map_len_ = p.cq_off.cqes + p.cq_entries * sizeof(io_uring_cqe);
+  u->sq_.entries = p.sq_entries;
+  u->sq_map_.len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+  u->cq_map_.len = p.cq_off.cqes + p.cq_entries * sizeof(io_uring_cqe);
   bool single = (p.features & IORING_FEAT_SINGLE_MMAP) != 0;
-  if (single) u->sq_map_len_ = u->cq_map_len_ = std::max(u->sq_map_len_, u->cq_map_len_);
-  u->sq_map_ = mmap(nullptr, u->sq_map_len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+  if (single) u->sq_map_.len = u->cq_map_.len = std::max(u->sq_map_.len, u->cq_map_.len);
+  u->sq_map_.addr = mmap(nullptr, u->sq_map_.len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
                     u->ring_fd_, IORING_OFF_SQ_RING);
-  if (u->sq_map_ == MAP_FAILED) {
-    u->sq_map_ = nullptr;
+  if (u->sq_map_.addr == MAP_FAILED) {
+    u->sq_map_.addr = nullptr;
     *why = std::string("mmap sq ring: ") + strerror(errno);
     return nullptr;
   }
   if (single) {
-    u->cq_map_ = u->sq_map_;
+    u->cq_map_.addr = u->sq_map_.addr;
   } else {
-    u->cq_map_ = mmap(nullptr, u->cq_map_len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+    u->cq_map_.addr = mmap(nullptr, u->cq_map_.len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
                       u->ring_fd_, IORING_OFF_CQ_RING);
-    if (u->cq_map_ == MAP_FAILED) {
-      u->cq_map_ = nullptr;
+    if (u->cq_map_.addr == MAP_FAILED) {
+      u->cq_map_.addr = nullptr;
       *why = std::string("mmap cq ring: ") + strerror(errno);
       return nullptr;
     }
   }
-  u->sqes_len_ = p.sq_entries * sizeof(io_uring_sqe);
-  u->sqes_ = mmap(nullptr, u->sqes_len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+  u->sqes_.len = p.sq_entries * sizeof(io_uring_sqe);
+  u->sqes_.addr = mmap(nullptr, u->sqes_.len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
                   u->ring_fd_, IORING_OFF_SQES);
-  if (u->sqes_ == MAP_FAILED) {
-    u->sqes_ = nullptr;
+  if (u->sqes_.addr == MAP_FAILED) {
+    u->sqes_.addr = nullptr;
     *why = std::string("mmap sqes: ") + strerror(errno);
     return nullptr;
   }
-  auto* sq = static_cast<char*>(u->sq_map_);
-  auto* cq = static_cast<char*>(u->cq_map_);
-  u->sq_head_ = reinterpret_cast<unsigned*>(sq + p.sq_off.head);
-  u->sq_tail_ = reinterpret_cast<unsigned*>(sq + p.sq_off.tail);
-  u->sq_mask_ = reinterpret_cast<unsigned*>(sq + p.sq_off.ring_mask);
-  u->sq_array_ = reinterpret_cast<unsigned*>(sq + p.sq_off.array);
-  u->sq_flags_ = reinterpret_cast<unsigned*>(sq + p.sq_off.flags);
-  u->cq_head_ = reinterpret_cast<unsigned*>(cq + p.cq_off.head);
-  u->cq_tail_ = reinterpret_cast<unsigned*>(cq + p.cq_off.tail);
-  u->cq_mask_ = reinterpret_cast<unsigned*>(cq + p.cq_off.ring_mask);
-  u->cqes_ = cq + p.cq_off.cqes;
+  auto* sq = static_cast<char*>(u->sq_map_.addr);
+  auto* cq = static_cast<char*>(u->cq_map_.addr);
+  u->sq_.head = reinterpret_cast<unsigned*>(sq + p.sq_off.head);
+  u->sq_.tail = reinterpret_cast<unsigned*>(sq + p.sq_off.tail);
+  u->sq_.mask = reinterpret_cast<unsigned*>(sq + p.sq_off.ring_mask);
+  u->sq_.array = reinterpret_cast<unsigned*>(sq + p.sq_off.array);
+  u->sq_.flags = reinterpret_cast<unsigned*>(sq + p.sq_off.flags);
+  u->cq_.head = reinterpret_cast<unsigned*>(cq + p.cq_off.head);
+  u->cq_.tail = reinterpret_cast<unsigned*>(cq + p.cq_off.tail);
+  u->cq_.mask = reinterpret_cast<unsigned*>(cq + p.cq_off.ring_mask);
+  u->cq_.cqes = cq + p.cq_off.cqes;
   u->event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (u->event_fd_ < 0 || sysRegister(u->ring_fd_, IORING_REGISTER_EVENTFD, &u->event_fd_, 1) < 0) {
     *why = std::string("io_uring eventfd: ") + strerror(errno);
@@ -105,18 +105,18 @@ std::unique_ptr<Uring> Uring::create(unsigned entries, std::string* why) {
 }
 
 Uring::~Uring() {
-  if (sqes_ != nullptr) munmap(sqes_, sqes_len_);
-  if (cq_map_ != nullptr && cq_map_ != sq_map_) munmap(cq_map_, cq_map_len_);
-  if (sq_map_ != nullptr) munmap(sq_map_, sq_map_len_);
+  if (sqes_.addr != nullptr) munmap(sqes_.addr, sqes_.len);
+  if (cq_map_.addr != nullptr && cq_map_.addr != sq_map_.addr) munmap(cq_map_.addr, cq_map_.len);
+  if (sq_map_.addr != nullptr) munmap(sq_map_.addr, sq_map_.len);
   if (event_fd_ >= 0) close(event_fd_);
   if (ring_fd_ >= 0) close(ring_fd_);
 }
 
 int Uring::sendZc(int fd, const void* buf, size_t len, uint64_t user_data) {
-  unsigned tail = *sq_tail_;
-  if (tail - loadAcquire(sq_head_) >= sq_entries_) return 0;
-  unsigned idx = tail & *sq_mask_;
-  auto* sqe = static_cast<io_uring_sqe*>(sqes_) + idx;
+  unsigned tail = *sq_.tail;
+  if (tail - loadAcquire(sq_.head) >= sq_.entries) return 0;
+  unsigned idx = tail & *sq_.mask;
+  auto* sqe = static_cast<io_uring_sqe*>(sqes_.addr) + idx;
   memset(sqe, 0, sizeof(*sqe));
   sqe->opcode = IORING_OP_SEND_ZC;
   sqe->fd = fd;
@@ -124,8 +124,8 @@ int Uring::sendZc(int fd, const void* buf, size_t len, uint64_t user_data) {
   sqe->len = static_cast<uint32_t>(len);
   sqe->msg_flags = MSG_NOSIGNAL | MSG_WAITALL;
   sqe->user_data = user_data;
-  sq_array_[idx] = idx;
-  storeRelease(sq_tail_, tail + 1);
+  sq_.array[idx] = idx;
+  storeRelease(sq_.tail, tail + 1);
   int rc;
   do {
     rc = sysEnter(ring_fd_, 1, 0, 0);
@@ -136,18 +136,18 @@ int Uring::sendZc(int fd, const void* buf, size_t len, uint64_t user_data) {
 }
 
 bool Uring::pop(UringCqe* out) {
-  unsigned head = *cq_head_;
-  if (head == loadAcquire(cq_tail_)) {
+  unsigned head = *cq_.head;
+  if (head == loadAcquire(cq_.tail)) {
     // Completions that found the CQ full wait in the kernel's overflow list until we enter.
-    if ((loadAcquire(sq_flags_) & IORING_SQ_CQ_OVERFLOW) == 0) return false;
+    if ((loadAcquire(sq_.flags) & IORING_SQ_CQ_OVERFLOW) == 0) return false;
     sysEnter(ring_fd_, 0, 0, IORING_ENTER_GETEVENTS);
-    if (head == loadAcquire(cq_tail_)) return false;
+    if (head == loadAcquire(cq_.tail)) return false;
   }
-  const auto* cqe = static_cast<const io_uring_cqe*>(cqes_) + (head & *cq_mask_);
+  const auto* cqe = static_cast<const io_uring_cqe*>(cq_.cqes) + (head & *cq_.mask);
   out->user_data = cqe->user_data;
   out->res = cqe->res;
   out->flags = cqe->flags;
-  storeRelease(cq_head_, head + 1);
+  storeRelease(cq_.head, head + 1);
   return true;
 }
 

@@ -40,24 +40,36 @@ class Uring {
 
  private:
   Uring() = default;
+  // One mmap of the ring fd (the SQ ring, the CQ ring — the same one on kernels with
+  // IORING_FEAT_SINGLE_MMAP — or the SQE array).
+  struct Mapping {
+    void* addr = nullptr;
+    size_t len = 0;
+  };
+  // The submission ring's shared words, inside sq_map_.
+  struct SubmissionRing {
+    unsigned* head = nullptr;
+    unsigned* tail = nullptr;
+    unsigned* mask = nullptr;
+    unsigned* array = nullptr;
+    unsigned* flags = nullptr;
+    unsigned entries = 0;
+  };
+  // The completion ring's shared words and entries, inside cq_map_.
+  struct CompletionRing {
+    unsigned* head = nullptr;
+    unsigned* tail = nullptr;
+    unsigned* mask = nullptr;
+    void* cqes = nullptr;
+  };
+
   int ring_fd_ = -1;
   int event_fd_ = -1;
-  void* sq_map_ = nullptr;
-  size_t sq_map_len_ = 0;
-  void* cq_map_ = nullptr;
-  size_t cq_map_len_ = 0;
-  void* sqes_ = nullptr;
-  size_t sqes_len_ = 0;
-  unsigned* sq_head_ = nullptr;
-  unsigned* sq_tail_ = nullptr;
-  unsigned* sq_mask_ = nullptr;
-  unsigned* sq_array_ = nullptr;
-  unsigned* sq_flags_ = nullptr;
-  unsigned* cq_head_ = nullptr;
-  unsigned* cq_tail_ = nullptr;
-  unsigned* cq_mask_ = nullptr;
-  void* cqes_ = nullptr;
-  unsigned sq_entries_ = 0;
+  Mapping sq_map_;
+  Mapping cq_map_;
+  Mapping sqes_;
+  SubmissionRing sq_;
+  CompletionRing cq_;
   unsigned inflight_ = 0;
 };
 

@@ -18,7 +18,6 @@
 namespace harp {
 namespace {
 constexpr int kMaxEvents = 64;
-char g_uring_tag;                     // epoll data.ptr marking the io_uring eventfd
 
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -27,29 +26,15 @@ int64_t nowNs() {
 }  // namespace
 
 Worker::Worker(int index, int core, ZeroCopyMode zc_mode, int busy_poll_us)
-    : index_(index), core_(core), zc_mode_(zc_mode), zc_forced_(zc_mode != ZeroCopyMode::kAuto),
-      busy_poll_us_(busy_poll_us) {
+    : index_(index), core_(core), busy_poll_us_(busy_poll_us) {
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   evfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = nullptr;
   epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
-  if (zc_mode_ == ZeroCopyMode::kAuto || zc_mode_ == ZeroCopyMode::kUring) {
-    std::string why;
-    uring_ = Uring::create(256, &why);
-    if (uring_ == nullptr) {
-      HARP_INFO("instance %d: io_uring SEND_ZC unavailable (%s); using MSG_ZEROCOPY", index_,
-                why.c_str());
-      zc_mode_ = ZeroCopyMode::kMsg;
-    } else {
-      zc_mode_ = ZeroCopyMode::kUring;
-      epoll_event uev{};
-      uev.events = EPOLLIN;
-      uev.data.ptr = &g_uring_tag;
-      epoll_ctl(epfd_, EPOLL_CTL_ADD, uring_->eventFd(), &uev);
-    }
-  }
+  send_ = std::make_unique<SendPath>(index_, epfd_, zc_mode);
+  recv_ = std::make_unique<RecvPath>(epfd_);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -59,13 +44,13 @@ Worker::~Worker() {
   ssize_t rc = write(evfd_, &one, sizeof(one));
   (void)rc;
   thread_.join();
-  uring_.reset();
+  send_.reset();  // its io_uring before the epoll set it joined
   close(evfd_);
   close(epfd_);
 }
 
 const char* Worker::zcName() const {
-  switch (zc_mode_) {
+  switch (send_->zcMode()) {
     case ZeroCopyMode::kUring: return "io_uring SEND_ZC";
     case ZeroCopyMode::kMsg: return "MSG_ZEROCOPY";
     case ZeroCopyMode::kOff: return "off";
@@ -143,18 +128,19 @@ void Worker::addLane(Lane* lane) {
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.ptr = f.get();
     if (epoll_ctl(epfd_, EPOLL_CTL_ADD, f->fd, &ev) != 0) {
-      breakFlow(*f, harp_abi::ncclSystemError, "epoll_ctl(ADD)", errno);
+      breakFlow(*f, epfd_, harp_abi::ncclSystemError, "epoll_ctl(ADD)", errno);
       continue;
     }
     f->in_epoll = true;
-    if (zc_mode_ != ZeroCopyMode::kOff && !zc_forced_ && harpPeerIsLocal(f->fd)) {
+    const ZeroCopyMode zc_mode = send_->zcMode();
+    if (zc_mode != ZeroCopyMode::kOff && !send_->zcForced() && harpPeerIsLocal(f->fd)) {
       // A local peer (another process on this host) gets a kernel copy of every zero-copy send
       // plus the notification work: measured at about a third of the copying path's rate.
       HARP_INFO("instance %d: flow %d to local peer %s: zero-copy off", index_, f->index,
                 lane->comm->peer.c_str());
-    } else if (zc_mode_ == ZeroCopyMode::kUring) {
+    } else if (zc_mode == ZeroCopyMode::kUring) {
       f->zc_capable = true;
-    } else if (zc_mode_ == ZeroCopyMode::kMsg) {
+    } else if (zc_mode == ZeroCopyMode::kMsg) {
       int one = 1;
       f->zc_capable = setsockopt(f->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)) == 0;
     }
@@ -173,18 +159,18 @@ void Worker::dropLane(Lane* lane) {
     if (f->in_epoll) epoll_ctl(epfd_, EPOLL_CTL_DEL, f->fd, nullptr);
     f->in_epoll = false;
     bool owed = false;
-    for (ZcPending& z : f->zc_pending) {
+    for (ZcPending& z : f->send.zc_pending) {
       z.req = nullptr;  // the comm is going away: nobody tests these requests any more
       if (!z.released) owed = true;
     }
-    if (f->state == FlowState::kUringBusy || (owed && zc_mode_ == ZeroCopyMode::kUring)) {
+    if (f->state == FlowState::kUringBusy || (owed && send_->zcMode() == ZeroCopyMode::kUring)) {
       // Abortive close so the kernel drops queued skbs and sends the notifications promptly.
       linger lg{1, 0};
       setsockopt(f->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
       shutdown(f->fd, SHUT_RDWR);
       f->lane = nullptr;
-      f->req = nullptr;
-      graveyard_.push_back(std::move(f));
+      f->send.req = nullptr;
+      send_->bury(std::move(f));
       continue;
     }
     close(f->fd);
@@ -229,9 +215,9 @@ int Worker::handleEvents(int timeout_ms) {
       (void)rc;
       continue;
     }
-    if (tag == &g_uring_tag) {
+    if (tag == send_.get()) {  // the send path's io_uring eventfd
       uint64_t v;
-      ssize_t rc = read(uring_->eventFd(), &v, sizeof(v));
+      ssize_t rc = read(send_->uringEventFd(), &v, sizeof(v));
       (void)rc;
       continue;
     }
@@ -260,17 +246,17 @@ void Worker::run() {
   while (!stop_.load(std::memory_order_relaxed)) {
     bool progressed = applyControl();
     progressed |= drainRings();
-    if (uring_ != nullptr) reapUring();
-    bool zc_owed = uring_ != nullptr && uring_->inflight() > 0;
+    send_->reapCompletions();
+    bool zc_owed = send_->completionsOwed();
     for (Lane* lane : lanes_) {
       bool send = lane->comm->kind == CommKind::kSend;
       bool parked = false;
       for (auto& f : lane->flows) {
-        progressed |= send ? progressSend(*f) : progressRecv(*f);
-        zc_owed |= !f->zc_pending.empty();
+        progressed |= send ? send_->progress(*f) : recv_->progress(*f);
+        zc_owed |= !f->send.zc_pending.empty();
         parked |= f->state == FlowState::kParked;
       }
-      if (send) retireExhausted(*lane);
+      if (send) send_->retireExhausted(*lane);
       if (parked != lane->parked_view) {
         lane->parked_view = parked;
         lane->parked.store(parked, std::memory_order_relaxed);
@@ -305,10 +291,10 @@ void Worker::run() {
       f->fd = -1;
     }
   }
-  for (auto& f : graveyard_) close(f->fd);
+  send_->closeGraveyard();
 }
 
-void Worker::breakFlow(Flow& f, ncclResult_t code, const char* what, int err) {
+void breakFlow(Flow& f, int epfd, ncclResult_t code, const char* what, int err) {
   if (f.state == FlowState::kBroken) return;
   f.state = FlowState::kBroken;
   if (f.lane != nullptr) {
@@ -319,7 +305,7 @@ void Worker::breakFlow(Flow& f, ncclResult_t code, const char* what, int err) {
       c->fail(code, "peer %s, flow %d: %s", c->peer.c_str(), f.index, what);
     }
   }
-  if (f.in_epoll) epoll_ctl(epfd_, EPOLL_CTL_DEL, f.fd, nullptr);
+  if (f.in_epoll) epoll_ctl(epfd, EPOLL_CTL_DEL, f.fd, nullptr);
   f.in_epoll = false;
 }
 

@@ -15,7 +15,8 @@
 //   control path: attach/detach of lanes (connect, accept, close) go through a mutex-protected
 //              op list and the same eventfd; detach waits on a condition variable until the
 //              instance dropped the lane and closed its fds.
-// Zero-copy sends use the instance's own io_uring (SEND_ZC) or MSG_ZEROCOPY on the socket.
+// Each flow moves through the instance's SendPath or RecvPath (flow_paths.h); zero-copy sends use
+// the SendPath's own io_uring (SEND_ZC) or MSG_ZEROCOPY on the socket.
 #pragma once
 
 #include <atomic>
@@ -28,8 +29,8 @@
 
 #include "comm.h"
 #include "flow.h"
+#include "flow_paths.h"
 #include "params.h"
-#include "uring.h"
 
 namespace harp {
 
@@ -65,36 +66,14 @@ class Worker {
   int handleEvents(int timeout_ms);
   bool anyWork() const;
 
-  // send_path.cc
-  bool progressSend(Flow& f);
-  bool claimChunk(Flow& f);
-  void retireExhausted(Lane& lane);
-  bool sendCopy(Flow& f);
-  bool sendZeroCopyMsg(Flow& f);
-  bool sendZeroCopyUring(Flow& f);
-  void reapErrqueue(Flow& f);
-  void reapUring();
-  void releaseZc(Flow& f, uint32_t id);
-  void checkSendPeer(Flow& f);
-  // recv_path.cc
-  bool progressRecv(Flow& f);
-  bool readHeader(Flow& f);
-  bool lookupRecv(Flow& f);
-  bool readPayload(Flow& f);
-  void flowEof(Flow& f);
-
-  void breakFlow(Flow& f, ncclResult_t code, const char* what, int err);
-
   int index_;
   int core_;
-  ZeroCopyMode zc_mode_;
-  bool zc_forced_;  // HARP_ZC=uring|msg: zero-copy even to local peers (tests exercise the paths)
   int busy_poll_us_;
   int epfd_ = -1;
   int evfd_ = -1;
-  std::unique_ptr<Uring> uring_;
+  std::unique_ptr<SendPath> send_;  // made once epfd_ is
+  std::unique_ptr<RecvPath> recv_;
   std::vector<Lane*> lanes_;
-  std::vector<std::unique_ptr<Flow>> graveyard_;  // closed flows still owed io_uring completions
   std::atomic<bool> stop_{false};
   alignas(64) std::atomic<bool> sleeping_{false};
   alignas(64) std::atomic<bool> ctl_pending_{false};

@@ -107,7 +107,7 @@ void testParams() {
   setenv("HARP_NFLOWS", "8", 1);
   setenv("HARP_CHUNK_BYTES", "256K", 1);
   setenv("HARP_CORES", "0,1", 1);
-  EXPECT(harpParseParams(&p).empty() && p.nflows == 8 && p.chunk_bytes == 256 * 1024 && p.cores.size() == 2);
+  EXPECT(harpParseParams(&p).empty() && p.nflows == 8 && p.transfer.chunk_bytes == 256 * 1024 && p.instances.cores.size() == 2);
   setenv("HARP_NFLOWS", "0", 1);
   std::string err = harpParseParams(&p);
   EXPECT(err.find("HARP_NFLOWS") != std::string::npos);
@@ -116,21 +116,21 @@ void testParams() {
   EXPECT(harpParseParams(&p).find("HARP_ZC") != std::string::npos);
   unsetenv("HARP_ZC");
   setenv("HARP_BUSY_POLL_US", "200", 1);
-  EXPECT(harpParseParams(&p).empty() && p.busy_poll_us == 200);
+  EXPECT(harpParseParams(&p).empty() && p.instances.busy_poll_us == 200);
   for (const char* v : {"-1", "fast", "2000000", "10us"}) {
     setenv("HARP_BUSY_POLL_US", v, 1);
     EXPECT(harpParseParams(&p).find("HARP_BUSY_POLL_US") != std::string::npos);
   }
   unsetenv("HARP_BUSY_POLL_US");
   setenv("HARP_CORES", "off", 1);
-  EXPECT(harpParseParams(&p).empty() && !p.pin && p.cores.empty());
+  EXPECT(harpParseParams(&p).empty() && !p.instances.pin && p.instances.cores.empty());
   setenv("HARP_CORES", "0,of", 1);
   EXPECT(harpParseParams(&p).find("HARP_CORES") != std::string::npos);
   unsetenv("HARP_CORES");
   Params q;
   std::string prof = "# profile\nnic eth1 speed_mbps=25000 numa=1 pci=0000:00:05.0\nHARP_IFNAME = eth1\nHARP_NFLOWS = 6\n";
-  EXPECT(harpParseProfile(prof, &q, {}).empty() && q.ifname == "eth1" && q.nflows == 6 &&
-         q.profile_nics.size() == 1 && q.profile_nics[0].speed_mbps == 25000);
+  EXPECT(harpParseProfile(prof, &q, {}).empty() && q.interfaces.ifname == "eth1" && q.nflows == 6 &&
+         q.interfaces.profile_nics.size() == 1 && q.interfaces.profile_nics[0].speed_mbps == 25000);
   Params r;
   EXPECT(harpParseProfile("HARP_NFLOWS = 6\n", &r, {"HARP_NFLOWS"}).empty() && r.nflows == 4);
   EXPECT(!harpParseProfile("HARP_JOB_SECRET = x\n", &r, {}).empty());

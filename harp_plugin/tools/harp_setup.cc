@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--ifname") params.ifname = next();
+    if (a == "--ifname") params.interfaces.ifname = next();
     else if (a == "--output") output = next();
     else if (a == "--nflows") nflows = next();
     else if (a == "--apply-hugepages") apply = true;

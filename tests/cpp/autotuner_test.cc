@@ -42,10 +42,10 @@ int main() {
 
   // A whole search: 2D on doubles the score, everything else is neutral. One step per sample.
   Config config;
-  config.autotune = true;
-  config.autotune_warmup_samples = 1;
-  config.autotune_steps_per_sample = 1;
-  config.autotune_bayes_max_samples = 3;
+  config.autotune.enabled = true;
+  config.autotune.warmup_samples = 1;
+  config.autotune.steps_per_sample = 1;
+  config.autotune.bayes_max_samples = 3;
   TuneSpace space;
   space.two_d = true;
   space.max_streams = 2;

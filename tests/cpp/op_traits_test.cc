@@ -29,12 +29,12 @@ void testRowsAreConsistent() {
     // caller's kernels that produce it.
     check(!t.moves_data || t.caller_stream_event, who + ": a data op needs the caller-stream event");
     check(t.moves_data || !t.caller_stream_event, who + ": a control op has no tensor to order");
-    check(t.moves_data || (!t.can_fuse && t.reduce_ops == kNoReduceOps && t.shapes == ShapeRule::kNone),
+    check(t.moves_data || (!t.can_fuse && t.args.reduce_ops == kNoReduceOps && t.args.shapes == ShapeRule::kNone),
           who + ": control ops neither fuse, reduce nor compare shapes");
-    check(!t.takes_splits || t.shapes == ShapeRule::kTrailing, who + ": splits vary the first dimension");
-    check((t.reduce_ops & ~kEveryReduceOp) == 0, who + ": only known reduce ops");
+    check(!t.args.takes_splits || t.args.shapes == ShapeRule::kTrailing, who + ": splits vary the first dimension");
+    check((t.args.reduce_ops & ~kEveryReduceOp) == 0, who + ": only known reduce ops");
     // A process-set change is a control op whose arguments (the ranks, or the id) must agree.
-    check(!t.changes_sets || (!t.moves_data && t.agrees_aux), who + ": a set change is an agreed control op");
+    check(!t.changes_sets || (!t.moves_data && t.args.agrees_aux), who + ": a set change is an agreed control op");
   }
 }
 
@@ -43,15 +43,15 @@ void testReadyEventFollowsTheTable() {
   for (int code = 0; code < kNumOpTypes; ++code) {
     bindings::TensorArgs t;
     t.op = code;
-    t.device = 0;
+    t.memory.device = 0;
     check(bindings::needsReadyEvent(t) == opTraits(static_cast<OpType>(code)).moves_data,
           nameOf(code) + " on a GPU: caller-stream event iff it moves data");
-    t.device = -1;
+    t.memory.device = -1;
     check(!bindings::needsReadyEvent(t), nameOf(code) + " on the host: no event");
   }
   bindings::TensorArgs bad;
   bad.op = kNumOpTypes;
-  bad.device = 0;
+  bad.memory.device = 0;
   check(!bindings::needsReadyEvent(bad), "an unknown op code is not looked up");
 }
 
@@ -69,7 +69,7 @@ void testKnownRows() {
   check(!movesData(OpType::kBarrier) && !movesData(OpType::kJoin) && !movesData(OpType::kAddProcessSet) &&
             !movesData(OpType::kRemoveProcessSet),
         "barrier, join and process-set changes are control ops");
-  check(opTraits(OpType::kAddProcessSet).agrees_aux, "process-set arguments must agree");
+  check(opTraits(OpType::kAddProcessSet).args.agrees_aux, "process-set arguments must agree");
   check(isOpCode(0) && isOpCode(kNumOpTypes - 1) && !isOpCode(kNumOpTypes) && !isOpCode(-1), "op code range");
 }
 

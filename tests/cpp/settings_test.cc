@@ -17,8 +17,8 @@ namespace {
 
 void testFusionOptionsFor() {
   Config config;
-  config.fusion_first_bucket_bytes = 1 << 20;
-  config.device_inflight = 0;
+  config.fusion.first_bucket_bytes = 1 << 20;
+  config.device.inflight = 0;
   Tuning tuning(config);
   TuneParams p;
   p.strategy = FusionStrategy::kOrder;
@@ -30,19 +30,19 @@ void testFusionOptionsFor() {
   p.fusion_threshold = 256 << 10;
   o = tuning.fusionOptionsFor(p);
   check(o.first_bucket == 256 << 10, "the first bucket is never larger than the others");
-  config.device_inflight = 2;
+  config.device.inflight = 2;
   check(Tuning(config).fusionOptionsFor(p).pace_device, "LIGHT_DEVICE_INFLIGHT > 0 paces GPU batches");
 }
 
 void testGenerations() {
   Config config;
-  config.cycle_time_ms = 0.5;
-  config.topk_threshold_bytes = 1 << 16;
+  config.fusion.cycle_time_ms = 0.5;
+  config.topk.threshold_bytes = 1 << 16;
   Tuning tuning(config);
   check(tuning.start(0, 2).ok(), "start without autotune");
   const SettingsPtr first = tuning.current();
   check(first->generation == 1 && first->params.cycle_time_ms == 0.5 && first->params.streams == 2 &&
-            first->params.topk_threshold == 1 << 16 && first->fusion.threshold == config.fusion_threshold_bytes,
+            first->params.topk_threshold == 1 << 16 && first->fusion.threshold == config.fusion.threshold_bytes,
         "the first settings come from the config");
   uint64_t words[kTuneWords];
   encodeTune(1, first->params, false, words);
@@ -68,9 +68,9 @@ void testGenerations() {
 
 void testTopkStep() {
   Config config;
-  config.topk_density = 0.01;
-  config.topk_warmup_steps = 4;
-  config.topk_warmup_decay = false;
+  config.topk.density = 0.01;
+  config.topk.warmup_steps = 4;
+  config.topk.warmup_decay = false;
   TopkStep s = topkStepFor(config, 0, 0);
   check(s.dense, "warm-up without decay runs dense");
   s = topkStepFor(config, 4, 0);
@@ -78,7 +78,7 @@ void testTopkStep() {
   check(topkStepFor(config, 5, 1).params.seed != topkStepFor(config, 5, 0).params.seed &&
             topkStepFor(config, 6, 0).params.seed != topkStepFor(config, 5, 0).params.seed,
         "seeds differ per rank and step");
-  config.topk_warmup_decay = true;
+  config.topk.warmup_decay = true;
   double last = 1.0;
   bool falling = true;
   for (uint64_t step = 0; step < 4; ++step) {

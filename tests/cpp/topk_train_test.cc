@@ -59,30 +59,30 @@ void testMomentumRule() {
   TopkStep s = topkStepFor(config, 500, 0, sgd);
   check(s.params.momentum == 0.9f && s.params.nesterov, "a declared SGD tensor: its optimizer's momentum");
   TopkTensorOptions adam{true, false, 0.0f, false};
-  config.topk_momentum = 0.8;
-  config.topk_momentum_set = true;
+  config.topk.momentum = 0.8;
+  config.topk.momentum_set = true;
   check(topkStepFor(config, 500, 0, adam).params.momentum == 0.0f,
         "LIGHT_TOPK_MOMENTUM never corrects a non-SGD optimizer's tensor (it keeps its own moments)");
   check(topkStepFor(config, 500, 0, sgd).params.momentum == 0.8f, "the flag replaces a declared factor");
   check(topkStepFor(config, 500, 0, undeclared).params.momentum == 0.8f, "and applies to undeclared tensors");
   TopkTensorOptions plain{true, true, 0.0f, true};
-  config.topk_momentum_set = false;
+  config.topk.momentum_set = false;
   check(!topkStepFor(config, 500, 0, plain).params.nesterov, "no momentum: no Nesterov either");
 }
 
 void testDefaultsAreTheRecipe() {
   Config config;
-  check(config.topk_warmup_decay && config.topk_warmup_steps > 0, "decaying warm-up on by default");
-  check(config.topk_min_dims == 2 && config.topk_clip > 0, "vectors dense and clipping on by default");
+  check(config.topk.warmup_decay && config.topk.warmup_steps > 0, "decaying warm-up on by default");
+  check(config.topk.min_dims == 2 && config.topk.clip > 0, "vectors dense and clipping on by default");
   const TopkStep first = topkStepFor(config, 0, 0);
   check(!first.dense && std::fabs(first.params.density - 0.25) < 1e-12, "the warm-up starts at 25 %");
-  check(topkStepFor(config, static_cast<uint64_t>(config.topk_warmup_steps), 0).params.density == config.topk_density,
+  check(topkStepFor(config, static_cast<uint64_t>(config.topk.warmup_steps), 0).params.density == config.topk.density,
         "and ends at the target");
 }
 
 void testClipping() {
   Config config;
-  config.topk_clip = 2.0;
+  config.topk.clip = 2.0;
   TopkTrainState train;
   std::vector<float> g(4, 1.0f);  // norm 2
   check(topkClipScale(config, train, g.data(), 4, 1.0) == 1.0 && std::fabs(train.norm_mean - 2.0) < 1e-12,
@@ -94,13 +94,13 @@ void testClipping() {
   check(topkClipScale(config, train, g.data(), 4, 0.5) == 1.0, "ordinary steps pass unscaled");
   std::vector<float> bad(4, NAN);
   check(topkClipScale(config, train, bad.data(), 4, 1.0) == 1.0, "a non-finite norm is not hidden");
-  config.topk_clip = 0;
+  config.topk.clip = 0;
   check(topkClipScale(config, train, spike.data(), 4, 1.0) == 1.0, "LIGHT_TOPK_CLIP=0: off");
 }
 
 void testDenseWarmupWithMomentum() {
   Config config;
-  config.topk_warmup_decay = false;
+  config.topk.warmup_decay = false;
   TopkTensorState state;
   state.residual.assign(2, 0.0f);
   state.velocity.assign(2, 0.0f);

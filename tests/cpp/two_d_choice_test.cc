@@ -65,10 +65,10 @@ void testGroupSize() {
   check(twoDGroupSize(on, topo(1, 4)) == 2, "forced, one host with LIGHT_INTRA_SIZE=2 (tests' emulation)");
   check(twoDGroupSize(mode(TwoDMode::kOn), topo(1, 4)) == 0, "forced, one host of 4: one group, none");
   Config off = mode(TwoDMode::kOff);
-  off.autotune = true;
+  off.autotune.enabled = true;
   check(twoDGroupSize(off, topo(2, 2)) == 0, "forced off, even with autotune: none");
   Config tune = automatic;
-  tune.autotune = true;
+  tune.autotune.enabled = true;
   check(twoDGroupSize(tune, topo(2, 2)) == 2, "autotune: groups to switch live");
   check(twoDByRequest(tune) && twoDByRequest(mode(TwoDMode::kOn)) && !twoDByRequest(automatic) &&
             !twoDByRequest(off),
@@ -144,7 +144,7 @@ void testChoice() {
   TwoDChoice f = chooseTwoD(mode(TwoDMode::kAuto), topo(2, 2), 2, fast);
   check(!f.on() && f.group == 2, "auto on a network as fast as shm: groups built, never taken: " + f.reason);
   Config ring_only = mode(TwoDMode::kAuto);
-  ring_only.force_ring = true;
+  ring_only.links.force_ring = true;
   check(chooseTwoD(ring_only, topo(2, 2), 2, gigabit()).from_bytes == 0, "LIGHTCC_FORCE_RING: no doubling piece");
 }
 

@@ -1,9 +1,11 @@
-"""The code stays in small pieces: engine classes, source files and functions within their limits.
+"""The code stays in small pieces: classes, source files and functions within their limits.
 
-- No class in csrc/engine declares more than 25 methods or 15 fields (counted by cpp_shape.py:
-  member functions including constructors, not `= delete`d ones; non-static data members).
-  A record — a struct with no member functions, such as EngineStats' counters — is data, not a
-  class that does something, and is not held to the field limit.
+- No class or struct in csrc or harp_plugin/src declares more than 22 methods or 13 fields
+  (counted by cpp_shape.py: member functions including constructors, not `= delete`d ones;
+  non-static data members; a nested type counts as its own class). Records are held to the
+  field limit too: a struct past it groups its fields into named parts (Config's by concern,
+  EngineStats' by what they count). The limits keep headroom under the 25 methods / 15 fields
+  a class must never reach.
 - No source file in csrc, harp_plugin/src or lightcc is over 600 lines.
 - `lizard -L 80 -C 25 -w csrc harp_plugin/src lightcc` warns of nothing but the flag table
   (csrc/common/config.cc's specs(): one row per flag, long by nature). Skipped without lizard.
@@ -21,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cpp_shape  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-MAX_METHODS, MAX_FIELDS, MAX_LINES = 25, 15, 600
+MAX_METHODS, MAX_FIELDS, MAX_LINES = 22, 13, 600
+CLASS_ROOTS = ("csrc", "harp_plugin/src")
 SOURCE_ROOTS = ("csrc", "harp_plugin/src", "lightcc")
 SOURCE_SUFFIXES = (".h", ".cc", ".cu", ".cuh", ".py")
 LIZARD_EXCEPTED = ("csrc/common/config.cc:", "lightcc::specs has")
@@ -53,12 +56,12 @@ def test_counter_counts_methods_and_fields(tmp_path: Path):
     assert found["Part"].fields == ["x"] and "Comment" not in found
 
 
-def test_engine_classes_are_narrow():
-    classes = cpp_shape.all_classes(ROOT / "csrc" / "engine", ROOT)
-    assert any(c.name == "Driver" for c in classes)
+def test_classes_are_narrow():
+    classes = [c for root in CLASS_ROOTS for c in cpp_shape.all_classes(ROOT / root, ROOT)]
+    names = {c.name for c in classes}
+    assert {"Driver", "Worker", "Config"} <= names  # both trees were read
     wide = [f"{c.name} ({c.path}:{c.line}): {len(c.methods)} methods, {len(c.fields)} fields"
-            for c in classes
-            if len(c.methods) > MAX_METHODS or (c.methods and len(c.fields) > MAX_FIELDS)]
+            for c in classes if len(c.methods) > MAX_METHODS or len(c.fields) > MAX_FIELDS]
     assert not wide, "split these along their jobs:\n" + "\n".join(wide)
 
 

@@ -95,7 +95,7 @@ class Connector {
     if (in.size() >= out.size()) return Status::OK();
     void* recv_comm = nullptr;
     if (int rc = plugin_.accept(listen_comm, &recv_comm); rc != 0) {
-      return NetPlugin::toStatus(rc, "accept on " + plugin_.deviceName());
+      return NetPlugin::toStatus(rc, "accept on " + plugin_.info().device_name);
     }
     if (recv_comm != nullptr) in.push_back({recv_comm});
     return Status::OK();
@@ -165,7 +165,7 @@ Status connectNetLinks(
   Cleanup cleanup{plugin, nullptr, &c.out, &c.in};
   std::string my_handle(NetPlugin::kHandleBytes, '\0');
   if (int rc = plugin.listen(&my_handle[0], &cleanup.listen_comm); rc != 0) {
-    return NetPlugin::toStatus(rc, "listen on " + plugin.deviceName());
+    return NetPlugin::toStatus(rc, "listen on " + plugin.info().device_name);
   }
   std::vector<std::string> handles;
   LIGHTCC_RETURN_IF_ERROR(allgather_handles(my_handle, &handles).withContext("net handle allgather"));
@@ -182,7 +182,7 @@ Status connectNetLinks(
     for (size_t k = 0; k < c.in.size(); ++k) LIGHTCC_RETURN_IF_ERROR(c.identify(k));
     usleep(50);  // setup path: yield the core to the plugin's threads and the peers
     if (interruptRequested()) {
-      return Status::Cancelled("interrupted while connecting net links on " + plugin.deviceName());
+      return Status::Cancelled("interrupted while connecting net links on " + plugin.info().device_name);
     }
     if (nowSeconds() > deadline) {
       return Status::Timeout("net links to ranks [" + c.missing() + "] not up after " + std::to_string(timeout_s) +

@@ -51,8 +51,8 @@ class NetLink : public Link {
   Status irecv(void* data, size_t capacity, LinkRequest** req) override;
   Status test(LinkRequest* req, bool* done, size_t* size) override;
   int peer() const override { return peer_; }
-  std::string kind() const override { return "net:" + plugin_->name(); }
-  bool ringsDoorbell() const override { return plugin_->completionHookInstalled(); }
+  std::string kind() const override { return "net:" + plugin_->info().name; }
+  bool ringsDoorbell() const override { return plugin_->completionHook().installed(); }
   std::string peerAddress() const override { return address_; }
 
   struct Request;  // defined in net_link.cc; handed out as LinkRequest*

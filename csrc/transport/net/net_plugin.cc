@@ -56,11 +56,17 @@ const char* resultName(int r) {
 
 }  // namespace
 
-struct NetPlugin::Table {
+// The whole plugin's calls, made once by load() and the destructor.
+struct PluginCalls {
   std::function<int(ncclDebugLogger_t)> init;
   std::function<int()> finalize = [] { return 0; };
   std::function<int(int*)> devices;
   std::function<int(int, std::string*, size_t*)> props;  // name, maxP2pBytes (0 = unknown)
+};
+
+// The per-version adapters: the whole plugin's calls, then those on comms and requests.
+struct NetPlugin::Table {
+  PluginCalls plugin;
   std::function<int(int, void*, void**)> listen, connect;
   std::function<int(void*, void**)> accept;
   std::function<int(void*, void*, size_t, void**)> regMr;
@@ -79,7 +85,7 @@ size_t maxBytesOf(const ncclNetProperties_v8_t&) { return 0; }
 // Members whose signatures every version shares; P is that version's property struct.
 template <typename P, typename T>
 void bindCommon(const T* n, NetPlugin::Table* t) {
-  t->devices = [n](int* d) { return n->devices(d); };
+  t->plugin.devices = [n](int* d) { return n->devices(d); };
   t->accept = [n](void* l, void** c) {
     ncclNetDeviceHandle_t* dh = nullptr;
     return n->accept(l, c, &dh);
@@ -90,7 +96,7 @@ void bindCommon(const T* n, NetPlugin::Table* t) {
   t->closeSend = [n](void* c) { return n->closeSend(c); };
   t->closeRecv = [n](void* c) { return n->closeRecv(c); };
   t->closeListen = [n](void* c) { return n->closeListen(c); };
-  t->props = [n](int dev, std::string* name, size_t* max_bytes) {
+  t->plugin.props = [n](int dev, std::string* name, size_t* max_bytes) {
     P p{};
     int rc = n->getProperties(dev, &p);
     if (rc == 0) {
@@ -103,7 +109,7 @@ void bindCommon(const T* n, NetPlugin::Table* t) {
 
 void bindV8(const ncclNet_v8_t* n, NetPlugin::Table* t) {
   bindCommon<ncclNetProperties_v8_t>(n, t);
-  t->init = [n](ncclDebugLogger_t l) { return n->init(l); };
+  t->plugin.init = [n](ncclDebugLogger_t l) { return n->init(l); };
   t->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
   t->connect = [n](int d, void* h, void** c) {
     ncclNetDeviceHandle_t* dh = nullptr;
@@ -120,7 +126,7 @@ void bindV8(const ncclNet_v8_t* n, NetPlugin::Table* t) {
 
 void bindV9(const ncclNet_v9_t* n, NetPlugin::Table* t) {
   bindCommon<ncclNetProperties_v9_t>(n, t);
-  t->init = [n](ncclDebugLogger_t l) { return n->init(l); };
+  t->plugin.init = [n](ncclDebugLogger_t l) { return n->init(l); };
   t->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
   t->connect = [n](int d, void* h, void** c) {
     ncclNetDeviceHandle_t* dh = nullptr;
@@ -135,7 +141,7 @@ void bindV9(const ncclNet_v9_t* n, NetPlugin::Table* t) {
 
 void bindV10(const ncclNet_v10_t* n, NetPlugin::Table* t) {
   bindCommon<ncclNetProperties_v10_t>(n, t);
-  t->init = [n](ncclDebugLogger_t l) { return n->init(l, nullptr); };
+  t->plugin.init = [n](ncclDebugLogger_t l) { return n->init(l, nullptr); };
   t->listen = [n](int d, void* h, void** l) { return n->listen(d, h, l); };
   t->connect = [n](int d, void* h, void** c) {
     ncclNetDeviceHandle_t* dh = nullptr;
@@ -157,11 +163,11 @@ template <typename T>
 void bindV11(const T* n, NetPlugin::Table* t) {
   bindCommon<typename T::PropsType>(n, t);
   auto ctx = std::make_shared<void*>(nullptr);
-  t->init = [n, ctx](ncclDebugLogger_t l) {
+  t->plugin.init = [n, ctx](ncclDebugLogger_t l) {
     ncclNetCommConfig_t cfg{-1};
     return n->init(ctx.get(), 0, &cfg, l, nullptr);
   };
-  t->finalize = [n, ctx] { return n->finalize != nullptr ? n->finalize(*ctx) : 0; };
+  t->plugin.finalize = [n, ctx] { return n->finalize != nullptr ? n->finalize(*ctx) : 0; };
   t->listen = [n, ctx](int d, void* h, void** l) { return n->listen(*ctx, d, h, l); };
   t->connect = [n, ctx](int d, void* h, void** c) {
     ncclNetDeviceHandle_t* dh = nullptr;
@@ -200,43 +206,43 @@ Status NetPlugin::load(const NetPluginOptions& options, std::unique_ptr<NetPlugi
     return Status::PreconditionFailed("cannot load net plugin '" + options.path + "': " + dlerror());
   }
   p->table_ = std::make_unique<Table>();
-  for (int v = 12; v >= 8 && p->version_ == 0; --v) {
+  for (int v = 12; v >= 8 && p->info_.version == 0; --v) {
     void* sym = dlsym(p->dl_, ("ncclNetPlugin_v" + std::to_string(v)).c_str());
     if (sym == nullptr) continue;
-    p->version_ = v;
+    p->info_.version = v;
     if (v == 12) bindV11(static_cast<const ncclNet_v12_t*>(sym), p->table_.get());
     if (v == 11) bindV11(static_cast<const ncclNet_v11_t*>(sym), p->table_.get());
     if (v == 10) bindV10(static_cast<const ncclNet_v10_t*>(sym), p->table_.get());
     if (v == 9) bindV9(static_cast<const ncclNet_v9_t*>(sym), p->table_.get());
     if (v == 8) bindV8(static_cast<const ncclNet_v8_t*>(sym), p->table_.get());
-    p->name_ = static_cast<const ncclNet_v8_t*>(sym)->name;  // name is the first member in all
+    p->info_.name = static_cast<const ncclNet_v8_t*>(sym)->name;  // name is the first member in all
   }
-  p->set_hook_ = reinterpret_cast<void (*)(void (*)(void*), void*)>(dlsym(p->dl_, "harpSetCompletionHook"));
-  if (p->version_ == 0) {
+  p->hook_.set_hook_ = reinterpret_cast<void (*)(void (*)(void*), void*)>(dlsym(p->dl_, "harpSetCompletionHook"));
+  if (p->info_.version == 0) {
     return Status::PreconditionFailed("'" + options.path + "' exports no ncclNetPlugin_v8..v12");
   }
-  int rc = p->table_->init(stderrLogger);
-  if (rc != 0) return toStatus(rc, "init of net plugin " + p->name_ + " from " + options.path);
+  int rc = p->table_->plugin.init(stderrLogger);
+  if (rc != 0) return toStatus(rc, "init of net plugin " + p->info_.name + " from " + options.path);
   int ndev = 0;
-  rc = p->table_->devices(&ndev);
-  if (rc != 0) return toStatus(rc, "devices of net plugin " + p->name_);
-  if (ndev < 1) return Status::PreconditionFailed("net plugin " + p->name_ + " found no device");
+  rc = p->table_->plugin.devices(&ndev);
+  if (rc != 0) return toStatus(rc, "devices of net plugin " + p->info_.name);
+  if (ndev < 1) return Status::PreconditionFailed("net plugin " + p->info_.name + " found no device");
   std::string names;
   for (int d = 0; d < ndev; ++d) {
     std::string name;
     size_t max_bytes = 0;
-    rc = p->table_->props(d, &name, &max_bytes);
+    rc = p->table_->plugin.props(d, &name, &max_bytes);
     if (rc != 0) return toStatus(rc, "getProperties(" + std::to_string(d) + ")");
     names += (d ? ", " : "") + name;
     bool pick = options.device_name.empty() ? d == 0 : name == options.device_name;
     if (!pick) continue;
-    p->device_ = d;
-    p->device_name_ = name;
+    p->info_.device = d;
+    p->info_.device_name = name;
     size_t limit = static_cast<size_t>(INT_MAX) & ~static_cast<size_t>(4095);
     p->max_message_bytes_ = max_bytes > 0 ? std::min(max_bytes, limit) : limit;
   }
-  if (p->device_name_.empty()) {
-    return Status::InvalidArgument("net plugin " + p->name_ + " has no device named '" +
+  if (p->info_.device_name.empty()) {
+    return Status::InvalidArgument("net plugin " + p->info_.name + " has no device named '" +
                                    options.device_name + "' (it has: " + names + ")");
   }
   *out = std::move(p);
@@ -244,8 +250,8 @@ Status NetPlugin::load(const NetPluginOptions& options, std::unique_ptr<NetPlugi
 }
 
 NetPlugin::~NetPlugin() {
-  if (completionHookInstalled()) installCompletionHook(nullptr, nullptr);
-  if (table_ != nullptr) table_->finalize();
+  if (hook_.installed()) hook_.install(nullptr, nullptr);
+  if (table_ != nullptr) table_->plugin.finalize();
   // The library stays mapped: plugins may keep threads (HARP links itself -z nodelete anyway).
 }
 
@@ -253,15 +259,15 @@ void NetPlugin::setMaxMessageBytes(size_t n) {
   if (n > 0 && n < max_message_bytes_) max_message_bytes_ = n;
 }
 
-bool NetPlugin::installCompletionHook(void (*fn)(void*), void* arg) {
+bool CompletionHook::install(void (*fn)(void*), void* arg) {
   if (set_hook_ == nullptr) return false;
   set_hook_(fn, arg);
-  hook_installed_.store(fn != nullptr, std::memory_order_release);
+  installed_.store(fn != nullptr, std::memory_order_release);
   return true;
 }
 
-int NetPlugin::listen(void* handle, void** lc) { return table_->listen(device_, handle, lc); }
-int NetPlugin::connect(void* handle, void** sc) { return table_->connect(device_, handle, sc); }
+int NetPlugin::listen(void* handle, void** lc) { return table_->listen(info_.device, handle, lc); }
+int NetPlugin::connect(void* handle, void** sc) { return table_->connect(info_.device, handle, sc); }
 int NetPlugin::accept(void* lc, void** rc) { return table_->accept(lc, rc); }
 int NetPlugin::regMr(void* c, void* d, size_t s, void** m) { return table_->regMr(c, d, s, m); }
 int NetPlugin::deregMr(void* c, void* m) { return table_->deregMr(c, m); }

@@ -27,6 +27,30 @@ struct NetPluginOptions {
   int log_level = 2;        // NCCL levels: 0 none, 2 warn, 3 info, 5 trace; printed to stderr
 };
 
+// Which plugin and device a NetPlugin drives, for messages and logs.
+struct NetPluginInfo {
+  std::string name;         // the plugin's own name ("HARP")
+  int version = 0;          // the ncclNetPlugin_vN it was driven through
+  int device = 0;           // the device index picked
+  std::string device_name;  // and its name
+};
+
+// lightcc's optional extension (harp_plugin/src/completion_hook.h): the plugin calls fn(arg)
+// from its threads whenever a chunk of a request completes or a connection fails. NCCL's own
+// plugins have none. Found by load(); used from the engine's background thread.
+class CompletionHook {
+ public:
+  bool supported() const { return set_hook_ != nullptr; }
+  bool installed() const { return installed_.load(std::memory_order_acquire); }
+  // False when unsupported. `arg` must outlive the process's use of the plugin.
+  bool install(void (*fn)(void*), void* arg);
+
+ private:
+  friend class NetPlugin;  // load() finds harpSetCompletionHook
+  void (*set_hook_)(void (*)(void*), void*) = nullptr;
+  std::atomic<bool> installed_{false};
+};
+
 class NetPlugin {
  public:
   static constexpr size_t kHandleBytes = 128;
@@ -36,10 +60,7 @@ class NetPlugin {
   NetPlugin(const NetPlugin&) = delete;
   NetPlugin& operator=(const NetPlugin&) = delete;
 
-  const std::string& name() const { return name_; }
-  int version() const { return version_; }
-  int device() const { return device_; }
-  const std::string& deviceName() const { return device_name_; }
+  const NetPluginInfo& info() const { return info_; }
   // Largest single plugin message: test() reports int sizes, and v8 isend takes int.
   size_t maxMessageBytes() const { return max_message_bytes_; }
   // Lowers the part size NetLink splits at (tests use it to exercise splitting cheaply).
@@ -58,12 +79,7 @@ class NetPlugin {
   int closeRecv(void* comm);
   int closeListen(void* comm);
 
-  // lightcc's optional extension (harp_plugin/src/completion_hook.h): the plugin calls fn(arg)
-  // from its threads whenever a chunk of a request completes or a connection fails. False when
-  // the plugin has none (NCCL's own plugins). `arg` must outlive the process's use of the plugin.
-  bool installCompletionHook(void (*fn)(void*), void* arg);
-  bool supportsCompletionHook() const { return set_hook_ != nullptr; }
-  bool completionHookInstalled() const { return hook_installed_.load(std::memory_order_acquire); }
+  CompletionHook& completionHook() { return hook_; }
 
   struct Table;  // the per-version adapters, defined in net_plugin.cc
 
@@ -74,13 +90,9 @@ class NetPlugin {
   NetPlugin() = default;
   void* dl_ = nullptr;
   std::unique_ptr<Table> table_;
-  std::string name_;
-  std::string device_name_;
-  int version_ = 0;
-  int device_ = 0;
+  NetPluginInfo info_;
   size_t max_message_bytes_ = 0;
-  void (*set_hook_)(void (*)(void*), void*) = nullptr;  // harpSetCompletionHook, if exported
-  std::atomic<bool> hook_installed_{false};
+  CompletionHook hook_;
 };
 
 }  // namespace net

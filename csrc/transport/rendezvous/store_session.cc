@@ -30,24 +30,47 @@ std::string frameTimedOut(uint32_t missing_index) {
 
 StoreSession::StoreSession(uint64_t id, UniqueFd fd, std::string peer,
                            Clock::time_point handshake_deadline)
-    : id_(id), fd_(std::move(fd)), peer_(std::move(peer)), deadline_(handshake_deadline) {}
+    : id_(id), fd_(std::move(fd)), handshake_(std::move(peer)), deadline_(handshake_deadline) {}
 
 StoreSession::~StoreSession() = default;
 
 void StoreSession::moveTo(Stage next) { stage_ = next; }
 
-std::string StoreSession::who() const {
-  if (!rank_known_) return peer_;
-  return peer_ + " (rank " + std::to_string(transcript_.rank) + ")";
+void Outbox::append(std::string frame) {
+  if (out_.empty()) {
+    out_ = std::move(frame);
+  } else {
+    out_ += frame;
+  }
 }
 
-bool StoreSession::backpressured() const { return output_.size() > kOutputHighWaterBytes; }
+bool Outbox::backpressured() const { return out_.size() > kOutputHighWaterBytes; }
+
+int Outbox::sendTo(int fd) {
+  while (!out_.empty()) {
+    ssize_t n = ::send(fd, out_.data(), out_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      out_.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return errno != 0 ? errno : EIO;  // (send returning 0 for a non-empty buffer: never seen)
+  }
+  return 0;
+}
+
+void Outbox::shutWhenEmpty(int fd) {
+  if (!out_.empty() || write_shut_) return;
+  ::shutdown(fd, SHUT_WR);
+  write_shut_ = true;
+}
 
 short StoreSession::pollEvents() const {
   if (closed()) return 0;
   short events = 0;
   if (!output_.empty()) events |= POLLOUT;
-  if (!backpressured()) events |= POLLIN;
+  if (!output_.backpressured()) events |= POLLIN;
   return events;
 }
 
@@ -67,7 +90,7 @@ Clock::time_point StoreSession::nextDeadline() const {
 
 void StoreSession::onReadable(SessionContext& ctx) {
   char chunk[kReadChunkBytes];
-  for (int round = 0; round < kMaxReadsPerEvent && !closed() && !backpressured(); ++round) {
+  for (int round = 0; round < kMaxReadsPerEvent && !closed() && !output_.backpressured(); ++round) {
     ssize_t n = ::recv(fd_.get(), chunk, sizeof(chunk), MSG_DONTWAIT);
     if (n > 0) {
       if (stage_ == Stage::kClosing) continue;  // draining a refused peer
@@ -92,12 +115,12 @@ void StoreSession::onReadable(SessionContext& ctx) {
 
 void StoreSession::onWritable(SessionContext& ctx) {
   flush(ctx);
-  if (stage_ == Stage::kReady && !backpressured()) processInput(ctx);
+  if (stage_ == Stage::kReady && !output_.backpressured()) processInput(ctx);
 }
 
 void StoreSession::processInput(SessionContext& ctx) {
   size_t consumed = 0;
-  while (!closed() && stage_ != Stage::kClosing && !backpressured()) {
+  while (!closed() && stage_ != Stage::kClosing && !output_.backpressured()) {
     const size_t available = input_.size() - consumed;
     if (available == 0) break;
     if (stage_ == Stage::kParked) {
@@ -143,73 +166,29 @@ void StoreSession::handleFrame(SessionContext& ctx, const uint8_t* body, size_t 
     return;
   }
   if (opcode == Opcode::kHello) {
-    handleHello(ctx, reader);
+    advanceHandshake(ctx, handshake_.hello(reader), Stage::kAwaitAuth);
   } else if (opcode == Opcode::kAuth) {
-    handleAuth(ctx, reader);
+    advanceHandshake(ctx, handshake_.auth(ctx.secret, ctx.generation, reader), Stage::kReady);
   } else {
     handleRequest(ctx, reader);
   }
 }
 
-void StoreSession::handleHello(SessionContext& ctx, FrameReader& reader) {
-  char magic[sizeof(kProtocolMagic)];
-  if (reader.raw("magic", magic, sizeof(magic)) &&
-      std::memcmp(magic, kProtocolMagic, sizeof(magic)) != 0) {
-    drop(ctx, "HELLO without the lightcc store magic (not a lightcc store client)");
-    return;
+void StoreSession::advanceHandshake(SessionContext& ctx, const HandshakeStep& step, Stage next) {
+  switch (step.kind) {
+    case HandshakeStep::Kind::kReply:
+      moveTo(next);
+      queue(ctx, step.frame);
+      return;
+    case HandshakeStep::Kind::kRefuse:
+      moveTo(Stage::kClosing);
+      deadline_ = Clock::now() + kClosingLinger;
+      queue(ctx, FrameWriter(Opcode::kRefuse).u8(static_cast<uint8_t>(step.reason)).str(step.text).finish());
+      return;
+    case HandshakeStep::Kind::kDrop:
+      drop(ctx, step.text);
+      return;
   }
-  reader.u16("version", &transcript_.version);
-  reader.u64("generation", &transcript_.generation);
-  reader.i32("rank", &transcript_.rank);
-  reader.raw("nonce", transcript_.client_nonce.data(), transcript_.client_nonce.size());
-  if (!reader.finish()) {
-    drop(ctx, "malformed HELLO: " + reader.error());
-    return;
-  }
-  rank_known_ = true;
-  if (transcript_.version != kProtocolVersion) {
-    const std::string detail = "the client speaks store protocol version " +
-                               std::to_string(transcript_.version) + ", this server " +
-                               std::to_string(kProtocolVersion);
-    storeLog("refused " + who() + ": " + detail);
-    refuse(ctx, RefuseReason::kBadVersion, detail);
-    return;
-  }
-  Status nonce_ok = generateNonce(transcript_.server_nonce.data(), transcript_.server_nonce.size());
-  if (!nonce_ok.ok()) {
-    drop(ctx, nonce_ok.message());
-    return;
-  }
-  moveTo(Stage::kAwaitAuth);
-  queue(ctx, FrameWriter(Opcode::kChallenge)
-                 .raw(transcript_.server_nonce.data(), transcript_.server_nonce.size())
-                 .finish());
-}
-
-void StoreSession::handleAuth(SessionContext& ctx, FrameReader& reader) {
-  Proof received;
-  reader.raw("proof", received.data(), received.size());
-  if (!reader.finish()) {
-    drop(ctx, "malformed AUTH: " + reader.error());
-    return;
-  }
-  if (!proofMatches(clientProof(ctx.secret, transcript_), received)) {
-    storeLog("refused " + peer_ + ": bad job secret (peer claims rank " +
-             std::to_string(transcript_.rank) + ")");
-    refuse(ctx, RefuseReason::kBadSecret, "the client's proof of the job secret does not verify");
-    return;
-  }
-  if (transcript_.generation != ctx.generation) {
-    const std::string detail = "stale generation: the client is at init generation " +
-                               std::to_string(transcript_.generation) + ", this store serves " +
-                               std::to_string(ctx.generation);
-    storeLog("refused " + who() + ": " + detail);
-    refuse(ctx, RefuseReason::kStaleGeneration, detail);
-    return;
-  }
-  const Proof proof = serverProof(ctx.secret, transcript_);
-  moveTo(Stage::kReady);
-  queue(ctx, FrameWriter(Opcode::kWelcome).raw(proof.data(), proof.size()).finish());
 }
 
 void StoreSession::handleRequest(SessionContext& ctx, FrameReader& reader) {
@@ -283,10 +262,6 @@ void StoreSession::onKeysChanged(SessionContext& ctx) {
     ctx.table.watch(parked_keys_[next], id_);
     return;
   }
-  finishParked(ctx);
-}
-
-void StoreSession::finishParked(SessionContext& ctx) {
   std::string reply = parked_wants_value_
                           ? FrameWriter(Opcode::kValue).str(*ctx.table.find(parked_keys_[0])).finish()
                           : FrameWriter(Opcode::kOk).finish();
@@ -301,7 +276,7 @@ void StoreSession::onTimer(SessionContext& ctx, Clock::time_point now) {
   switch (stage_) {
     case Stage::kAwaitHello:
     case Stage::kAwaitAuth:
-      storeLog("refused " + who() + ": no complete handshake before the deadline");
+      storeLog("refused " + handshake_.who() + ": no complete handshake before the deadline");
       close(ctx);
       break;
     case Stage::kParked: {
@@ -323,23 +298,15 @@ void StoreSession::onTimer(SessionContext& ctx, Clock::time_point now) {
 }
 
 void StoreSession::queue(SessionContext& ctx, std::string frame) {
-  if (output_.empty()) {
-    output_ = std::move(frame);
-  } else {
-    output_ += frame;
-  }
+  output_.append(std::move(frame));
   flush(ctx);
 }
 
 void StoreSession::flush(SessionContext& ctx) {
-  while (!output_.empty() && !closed()) {
-    ssize_t n = ::send(fd_.get(), output_.data(), output_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      output_.erase(0, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  if (closed()) return;
+  const int err = output_.sendTo(fd_.get());
+  if (err != 0) {
+    errno = err;
     if (stage_ == Stage::kClosing || errno == EPIPE || errno == ECONNRESET) {
       close(ctx);  // the peer went away; nothing to report
     } else {
@@ -347,20 +314,11 @@ void StoreSession::flush(SessionContext& ctx) {
     }
     return;
   }
-  if (stage_ == Stage::kClosing && output_.empty() && !write_shut_ && !closed()) {
-    ::shutdown(fd_.get(), SHUT_WR);
-    write_shut_ = true;
-  }
-}
-
-void StoreSession::refuse(SessionContext& ctx, RefuseReason reason, const std::string& detail) {
-  moveTo(Stage::kClosing);
-  deadline_ = Clock::now() + kClosingLinger;
-  queue(ctx, FrameWriter(Opcode::kRefuse).u8(static_cast<uint8_t>(reason)).str(detail).finish());
+  if (stage_ == Stage::kClosing) output_.shutWhenEmpty(fd_.get());
 }
 
 void StoreSession::drop(SessionContext& ctx, const std::string& why) {
-  storeLog("dropped " + who() + ": " + why);
+  storeLog("dropped " + handshake_.who() + ": " + why);
   close(ctx);
 }
 

@@ -20,6 +20,7 @@
 
 #include "transport/rendezvous/socket_util.h"
 #include "transport/rendezvous/store_auth.h"
+#include "transport/rendezvous/store_handshake.h"
 #include "transport/rendezvous/store_table.h"
 #include "transport/rendezvous/store_wire.h"
 
@@ -33,6 +34,26 @@ struct SessionContext {
   StoreTable table;
   // Filled by table mutations; the server resumes these sessions after each event.
   std::vector<uint64_t> woken;
+};
+
+// Frames waiting for the socket to take them, in order; the session polls for POLLOUT meanwhile.
+class Outbox {
+ public:
+  void append(std::string frame);
+  bool empty() const { return out_.empty(); }
+  size_t size() const { return out_.size(); }
+  // So much waits for a slow reader that the session stops taking requests.
+  bool backpressured() const;
+  // Sends what the socket takes now. 0: all sent, or the socket is full (EAGAIN); else the errno
+  // that stopped it, the unsent bytes kept.
+  int sendTo(int fd);
+  // Shuts the socket's write side once everything is sent (a refused peer); once only.
+  void shutWhenEmpty(int fd);
+  void clear() { out_.clear(); }
+
+ private:
+  std::string out_;
+  bool write_shut_ = false;
 };
 
 class StoreSession {
@@ -62,32 +83,25 @@ class StoreSession {
   void moveTo(Stage next);
   void processInput(SessionContext& ctx);
   void handleFrame(SessionContext& ctx, const uint8_t* body, size_t size);
-  void handleHello(SessionContext& ctx, FrameReader& reader);
-  void handleAuth(SessionContext& ctx, FrameReader& reader);
+  // Acts on the handshake's verdict on a HELLO or AUTH; `next` is the stage a reply moves to.
+  void advanceHandshake(SessionContext& ctx, const HandshakeStep& step, Stage next);
   void handleRequest(SessionContext& ctx, FrameReader& reader);
   void park(SessionContext& ctx, std::vector<std::string> keys, size_t missing, bool want_value,
             uint32_t timeout_ms);
-  void finishParked(SessionContext& ctx);
   void queue(SessionContext& ctx, std::string frame);
   void flush(SessionContext& ctx);
-  bool backpressured() const;
-  void refuse(SessionContext& ctx, RefuseReason reason, const std::string& detail);
   // Logs "dropped <peer> (rank r): <why>" and closes.
   void drop(SessionContext& ctx, const std::string& why);
   void close(SessionContext& ctx);
-  std::string who() const;
 
   const uint64_t id_;
   UniqueFd fd_;
-  const std::string peer_;
+  ServerHandshake handshake_;  // the peer's name, and what its HELLO said
   Stage stage_ = Stage::kAwaitHello;
   Clock::time_point deadline_;  // handshake, parked request or closing linger
-  HandshakeTranscript transcript_;
-  bool rank_known_ = false;
 
   std::string input_;
-  std::string output_;
-  bool write_shut_ = false;
+  Outbox output_;
 
   // The parked GET/WAIT: its keys, the index of the first missing one (watched in the table).
   std::vector<std::string> parked_keys_;

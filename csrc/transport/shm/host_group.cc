@@ -1,4 +1,4 @@
-// HostGroup: address arithmetic over the mapped areas, futex wakeups, and the waiting policy.
+// HostAreas and HostGroup: address arithmetic over the mapped areas, futex wakeups, and the waiting policy.
 #include "transport/shm/host_group.h"
 
 #include <linux/futex.h>
@@ -68,83 +68,90 @@ bool processAlive(int pid) {
 
 }  // namespace
 
-HostGroup::HostGroup(int local_rank, std::vector<int> global_ranks,
-                     std::vector<std::unique_ptr<ShmSegment>> segments, RankAreaLayout layout,
-                     WaitOptions options)
-    : local_rank_(local_rank), global_ranks_(std::move(global_ranks)), layout_(layout), options_(options) {
+HostAreas::HostAreas(int local_rank, std::vector<int> global_ranks, std::vector<std::unique_ptr<ShmSegment>> segments,
+                     RankAreaLayout layout)
+    : local_rank_(local_rank), global_ranks_(std::move(global_ranks)), layout_(layout) {
   auto map = std::make_shared<Mapping>();
   map->segments = std::move(segments);
   for (auto& s : map->segments) map->bases.push_back(static_cast<char*>(s->base()));
   map_ = map;
   bases_ = &map_->bases;
-  reads_owed_.assign(global_ranks_.size(), 0);
-  reads_done_.assign(global_ranks_.size(), 0);
 }
 
-HostGroup::HostGroup(const HostGroup& base, int channel)
+HostAreas::HostAreas(const HostAreas& base, int channel)
     : local_rank_(base.local_rank_),
       global_ranks_(base.global_ranks_),
       map_(base.map_),
       bases_(&map_->bases),
       layout_(base.layout_),
-      options_(base.options_),
-      channel_(channel),
-      reads_owed_(base.global_ranks_.size(), 0),
-      reads_done_(base.global_ranks_.size(), 0) {}
+      channel_(channel) {}
+
+HostGroup::HostGroup(int local_rank, std::vector<int> global_ranks,
+                     std::vector<std::unique_ptr<ShmSegment>> segments, RankAreaLayout layout,
+                     WaitOptions options)
+    : HostAreas(local_rank, std::move(global_ranks), std::move(segments), layout), options_(options) {
+  reads_owed_.assign(localSize(), 0);
+  reads_done_.assign(localSize(), 0);
+}
+
+HostGroup::HostGroup(const HostGroup& base, int channel)
+    : HostAreas(base, channel), options_(base.options_), reads_owed_(base.localSize(), 0),
+      reads_done_(base.localSize(), 0) {}
 
 std::unique_ptr<HostGroup> HostGroup::channel(int c) const {
   return std::unique_ptr<HostGroup>(new HostGroup(*this, c));  // private constructor
 }
 
-int HostGroup::localIndexOf(int global_rank) const {
+int HostAreas::localIndexOf(int global_rank) const {
   for (size_t i = 0; i < global_ranks_.size(); ++i) {
     if (global_ranks_[i] == global_rank) return static_cast<int>(i);
   }
   return -1;
 }
 
-RankHeader* HostGroup::header(int li) const { return reinterpret_cast<RankHeader*>((*bases_)[li]); }
+RankHeader* HostAreas::header(int li) const { return reinterpret_cast<RankHeader*>((*bases_)[li]); }
 
-std::atomic<uint64_t>& HostGroup::counter(int li, int slot) const {
+std::atomic<uint64_t>& HostAreas::counter(int li, int slot) const {
   auto* c = reinterpret_cast<PaddedCounter*>((*bases_)[li] + layout_.counters_off +
                                              layout_.counters_stride * static_cast<size_t>(channel_));
   return c[slot].value;
 }
 
-char* HostGroup::meta(int li) const { return (*bases_)[li] + layout_.meta_off + kMetaBytes * static_cast<size_t>(channel_); }
+char* HostAreas::meta(int li) const { return (*bases_)[li] + layout_.meta_off + kMetaBytes * static_cast<size_t>(channel_); }
 
-char* HostGroup::staging(int li) const {
+char* HostAreas::staging(int li) const {
   const int area = channel_ - (layout_.channels - layout_.staging_areas);
   if (area < 0) return nullptr;
   return (*bases_)[li] + layout_.staging_off + layout_.staging_bytes * static_cast<size_t>(area);
 }
 
-RingHeader* HostGroup::ring(int owner_li, int from_li) const {
-  return reinterpret_cast<RingHeader*>((*bases_)[owner_li] + layout_.rings_off +
-                                       layout_.rings_channel_stride * static_cast<size_t>(channel_) +
-                                       layout_.ring_stride * static_cast<size_t>(from_li));
+RingHeader* HostAreas::ring(int owner_li, int from_li) const {
+  return reinterpret_cast<RingHeader*>((*bases_)[owner_li] + layout_.rings.off +
+                                       layout_.rings.channel_stride * static_cast<size_t>(channel_) +
+                                       layout_.rings.stride * static_cast<size_t>(from_li));
 }
 
-char* HostGroup::ringData(int owner_li, int from_li) const {
-  return reinterpret_cast<char*>(ring(owner_li, from_li)) + (layout_.ring_stride - ((layout_.ring_bytes + 4095) / 4096 * 4096));
+char* HostAreas::ringData(int owner_li, int from_li) const {
+  const RingsLayout& r = layout_.rings;
+  return reinterpret_cast<char*>(ring(owner_li, from_li)) + (r.stride - ((r.bytes + 4095) / 4096 * 4096));
 }
 
-DirectArea* HostGroup::direct(int li) const {
+DirectArea* HostAreas::direct(int li) const {
   if (layout_.direct_off == 0) return nullptr;
   return reinterpret_cast<DirectArea*>((*bases_)[li] + layout_.direct_off);
 }
 
-char* HostGroup::directPayload(int li, int parity) const {
+char* HostAreas::directPayload(int li, int parity) const {
   return reinterpret_cast<char*>(direct(li)) + sizeof(DirectArea) + layout_.direct_bytes * static_cast<size_t>(parity);
 }
 
 void HostGroup::wake(int li) const { ring(bell(li)); }
 
 void HostGroup::setDirectAway(bool away) const {
-  if (direct(local_rank_) == nullptr) return;
-  direct(local_rank_)->away.value.store(away ? 1 : 0, std::memory_order_seq_cst);
+  if (direct(localRank()) == nullptr) return;
+  direct(localRank())->away.value.store(away ? 1 : 0, std::memory_order_seq_cst);
   for (int li = 0; li < localSize(); ++li) {
-    if (li != local_rank_) wakeDirect(li);
+    if (li != localRank()) wakeDirect(li);
   }
 }
 
@@ -158,15 +165,15 @@ void HostGroup::ring(Bell* h) {
 }
 
 void HostGroup::readDone(int owner_li) const {
-  counter(local_rank_, kReadDoneSlotBase + owner_li).store(++reads_done_[owner_li], std::memory_order_release);
+  counter(localRank(), kReadDoneSlotBase + owner_li).store(++reads_done_[owner_li], std::memory_order_release);
   // The owner sleeps on this only when it wants its staging back before we were done.
   wake(owner_li);
 }
 
 Status HostGroup::waitStagingFree() const {
   auto owes = [&](int li) {
-    return li != local_rank_ &&
-           counter(li, kReadDoneSlotBase + local_rank_).load(std::memory_order_acquire) < reads_owed_[li];
+    return li != localRank() &&
+           counter(li, kReadDoneSlotBase + localRank()).load(std::memory_order_acquire) < reads_owed_[li];
   };
   auto ready = [&] {
     for (int li = 0; li < localSize(); ++li) {
@@ -186,13 +193,13 @@ Status HostGroup::waitStagingFree() const {
 }
 
 std::string HostGroup::describeLocal(int li) const {
-  return "rank " + std::to_string(global_ranks_[li]) + " (host " +
+  return "rank " + std::to_string(globalRank(li)) + " (host " +
          (options_.host_id.empty() ? "?" : options_.host_id) + ", pid " + std::to_string(header(li)->pid) + ")";
 }
 
 Status HostGroup::checkPeersAlive() const {
   for (int li = 0; li < localSize(); ++li) {
-    if (li == local_rank_) continue;
+    if (li == localRank()) continue;
     const RankHeader* h = header(li);
     const std::string who = describeLocal(li);
     if (h->failed.load(std::memory_order_acquire) != 0) {
@@ -205,16 +212,16 @@ Status HostGroup::checkPeersAlive() const {
 }
 
 void HostGroup::markFailed(const std::string& why) const {
-  RankHeader* h = header(local_rank_);
+  RankHeader* h = header(localRank());
   if (h->failed.load(std::memory_order_acquire) != 0) return;
   const size_t n = std::min(why.size(), kFailureTextBytes - 1);
   std::memcpy(h->failure, why.data(), n);
   h->failure[n] = '\0';
   h->failed.store(1, std::memory_order_release);
   for (int li = 0; li < localSize(); ++li) {
-    if (li == local_rank_) continue;
+    if (li == localRank()) continue;
     std::vector<Bell*> bells;
-    for (int c = 0; c < layout_.channels; ++c) bells.push_back(&header(li)->bells[c]);
+    for (int c = 0; c < layout().channels; ++c) bells.push_back(&header(li)->bells[c]);
     if (direct(li) != nullptr) bells.push_back(&direct(li)->bell);
     for (Bell* b : bells) {
       b->doorbell.fetch_add(1, std::memory_order_seq_cst);
@@ -249,11 +256,11 @@ bool HostGroup::spinUntil(const std::function<bool()>& ready, std::chrono::stead
 
 Status HostGroup::waitUntil(const std::function<bool()>& ready, const std::string& what,
                             bool check_peers, double max_wait_us, bool spin, bool doorbell_only) const {
-  return waitOn(bell(local_rank_), ready, what, check_peers, max_wait_us, spin, doorbell_only, kPausesPerPoll);
+  return waitOn(bell(localRank()), ready, what, check_peers, max_wait_us, spin, doorbell_only, kPausesPerPoll);
 }
 
 Status HostGroup::waitDirect(const std::function<bool()>& ready, const std::string& what, double max_wait_us) const {
-  return waitOn(&direct(local_rank_)->bell, ready, what, /*check_peers=*/true, max_wait_us, /*spin=*/true,
+  return waitOn(&direct(localRank())->bell, ready, what, /*check_peers=*/true, max_wait_us, /*spin=*/true,
                 /*doorbell_only=*/true, kDirectPausesPerPoll);
 }
 

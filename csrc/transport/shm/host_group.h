@@ -1,4 +1,4 @@
-// HostGroup: this rank's view of every rank on its host: mapped areas, wakeups, and waiting.
+// HostGroup: this rank's view of every rank on its host: mapped areas (HostAreas), wakeups, and waiting.
 //
 // DESIGN. A HostGroup is one *channel's* view of the mapped areas (see rank_area.h): channel 0
 // belongs to the engine's background thread, channel c >= 1 to stream worker c (made with
@@ -35,15 +35,11 @@ struct WaitOptions {
   std::string host_id;  // this host's id (LIGHTCC_HOSTNAME), for naming peers in errors
 };
 
-class HostGroup {
+// HostAreas: where everything of one channel lives in the host's mapped rank areas (rank_area.h):
+// address arithmetic only, no waiting. Shares the mapping with its other channels' views.
+class HostAreas {
  public:
-  HostGroup(int local_rank, std::vector<int> global_ranks,
-            std::vector<std::unique_ptr<ShmSegment>> segments, RankAreaLayout layout,
-            WaitOptions options);
-  // Another channel's view of the same mapping (which it keeps alive); c < layout().channels.
-  std::unique_ptr<HostGroup> channel(int c) const;
   int channelIndex() const { return channel_; }
-
   int localRank() const { return local_rank_; }
   int localSize() const { return static_cast<int>(global_ranks_.size()); }
   int globalRank(int li) const { return global_ranks_[li]; }
@@ -62,6 +58,35 @@ class HostGroup {
   // The direct exchange's area and payload slots (null without one: a job over several hosts).
   DirectArea* direct(int li) const;
   char* directPayload(int li, int parity) const;
+
+ protected:
+  HostAreas(int local_rank, std::vector<int> global_ranks, std::vector<std::unique_ptr<ShmSegment>> segments,
+            RankAreaLayout layout);
+  HostAreas(const HostAreas& base, int channel);  // channel c's view of base's mapping
+
+ private:
+  struct Mapping {
+    std::vector<std::unique_ptr<ShmSegment>> segments;
+    std::vector<char*> bases;
+  };
+  int local_rank_;
+  std::vector<int> global_ranks_;
+  std::shared_ptr<const Mapping> map_;
+  const std::vector<char*>* bases_;
+  RankAreaLayout layout_;
+  int channel_ = 0;
+};
+
+// HostGroup: waiting and waking on those areas, peers' liveness, and the staging ledger.
+class HostGroup : public HostAreas {
+ public:
+  HostGroup(int local_rank, std::vector<int> global_ranks,
+            std::vector<std::unique_ptr<ShmSegment>> segments, RankAreaLayout layout,
+            WaitOptions options);
+  // Another channel's view of the same mapping (which it keeps alive); c < layout().channels.
+  std::unique_ptr<HostGroup> channel(int c) const;
+  using HostAreas::ring;
+
   // Makes rank li's engine look again if it sleeps. Cheap when it does not.
   void wake(int li) const;
   // Makes rank li's callers waiting in the direct exchange look again.
@@ -70,7 +95,7 @@ class HostGroup {
   // in one decline it at once instead of waiting out their window. No-op without a direct area.
   void setDirectAway(bool away) const;
   // Thread-safe: wakes this rank's own engine (after a local enqueue).
-  void wakeSelf() const { wake(local_rank_); }
+  void wakeSelf() const { wake(localRank()); }
 
   // Blocks until ready() is true. `what` names the wait in errors. With check_peers, peer death
   // and LIGHTCC_TIMEOUT fail the wait; without, it waits as long as it takes (idle engine) but
@@ -111,22 +136,12 @@ class HostGroup {
   void setAbortFlag(const std::atomic<bool>* flag) { abort_ = flag; }
 
  private:
-  struct Mapping {
-    std::vector<std::unique_ptr<ShmSegment>> segments;
-    std::vector<char*> bases;
-  };
   HostGroup(const HostGroup& base, int channel);
   static void ring(Bell* b);
   Status waitOn(Bell* me, const std::function<bool()>& ready, const std::string& what, bool check_peers,
                 double max_wait_us, bool spin, bool doorbell_only, int pauses) const;
 
-  int local_rank_;
-  std::vector<int> global_ranks_;
-  std::shared_ptr<const Mapping> map_;
-  const std::vector<char*>* bases_;
-  RankAreaLayout layout_;
   WaitOptions options_;
-  int channel_ = 0;
   const std::atomic<bool>* abort_ = nullptr;
   // The ledger is this view's own (one thread uses a channel), hence mutable on a const view.
   mutable std::vector<uint64_t> reads_owed_;  // per local reader: reads of my staging owed me

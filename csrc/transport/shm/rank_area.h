@@ -89,6 +89,15 @@ struct RingHeader {
   alignas(kCacheLine) std::atomic<uint32_t> producer_sleeping;  // producer waits for space
 };
 
+// The point-to-point rings of a rank's area: ring (channel c, from local rank j) at
+// off + c * channel_stride + j * stride, its data in the last bytes (rounded up) of that stride.
+struct RingsLayout {
+  size_t off;
+  size_t stride;  // RingHeader rounded up + ring capacity
+  size_t bytes;   // capacity
+  size_t channel_stride;
+};
+
 // Channel c's fields sit at base + X_off + c * X_channel_stride. Staging areas belong to the
 // last `staging_areas` channels (with one channel, to channel 0; with streams, channels 1..k).
 struct RankAreaLayout {
@@ -96,10 +105,7 @@ struct RankAreaLayout {
   int staging_areas;
   size_t counters_off;
   size_t counters_stride;
-  size_t rings_off;
-  size_t ring_stride;  // RingHeader rounded up + ring capacity
-  size_t ring_bytes;
-  size_t rings_channel_stride;
+  RingsLayout rings;
   size_t meta_off;
   size_t staging_off;
   size_t staging_bytes;  // two chunks per staging area
@@ -115,11 +121,11 @@ struct RankAreaLayout {
     l.staging_areas = staging_areas;
     l.counters_off = roundUp(sizeof(RankHeader), 4096);
     l.counters_stride = roundUp(sizeof(PaddedCounter) * kMaxSetSlots, 4096);
-    l.rings_off = l.counters_off + l.counters_stride * static_cast<size_t>(channels);
-    l.ring_bytes = ring_bytes;
-    l.ring_stride = roundUp(sizeof(RingHeader), 4096) + roundUp(ring_bytes, 4096);
-    l.rings_channel_stride = l.ring_stride * static_cast<size_t>(local_size);
-    l.meta_off = l.rings_off + l.rings_channel_stride * static_cast<size_t>(channels);
+    l.rings.off = l.counters_off + l.counters_stride * static_cast<size_t>(channels);
+    l.rings.bytes = ring_bytes;
+    l.rings.stride = roundUp(sizeof(RingHeader), 4096) + roundUp(ring_bytes, 4096);
+    l.rings.channel_stride = l.rings.stride * static_cast<size_t>(local_size);
+    l.meta_off = l.rings.off + l.rings.channel_stride * static_cast<size_t>(channels);
     l.staging_off = roundUp(l.meta_off + kMetaBytes * static_cast<size_t>(channels), 4096);
     l.staging_bytes = 2 * chunk_bytes;
     const size_t after_staging = roundUp(l.staging_off + l.staging_bytes * static_cast<size_t>(staging_areas), 4096);

@@ -27,7 +27,7 @@ ShmLink::ShmLink(const HostGroup* group, int peer_li)
       out_data_(group->ringData(peer_li, group->localRank())),
       in_(group->ring(group->localRank(), peer_li)),
       in_data_(group->ringData(group->localRank(), peer_li)),
-      cap_(group->layout().ring_bytes) {}
+      cap_(group->layout().rings.bytes) {}
 
 ShmLink::~ShmLink() = default;
 
