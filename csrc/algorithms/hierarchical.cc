@@ -58,7 +58,7 @@ Status leaderAllreduce(SetComm& intra, SetComm& leaders, const IoVec& io, const 
   // shared-memory wait times out naming only the (live) leader, so they run the peer check too.
   const Status st = leaderSteps(intra, leaders, io, spec, scratch);
   return net::withPeerCheck(st, intra.dialer != nullptr ? intra.dialer->peerTargets() : net::linkTargets(intra.links),
-                            intra.host->timeoutSeconds());
+                            intra.host->peerCheckSeconds());
 }
 
 }  // namespace lightcc

@@ -103,7 +103,7 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
   }
   if (waited.ok()) waited = error;
   return net::withPeerCheck(waited, comm.dialer != nullptr ? comm.dialer->peerTargets() : net::linkTargets(comm.links),
-                            comm.host->timeoutSeconds());
+                            comm.host->peerCheckSeconds());
 }
 
 }  // namespace lightcc

@@ -155,6 +155,18 @@ const std::vector<FlagSpec>& specs() {
        [](auto& n, auto& v, Config* c) {
          return parseDouble(n, v, 0.001, 1e7, &c->diagnostics.stall_check_seconds);
        }},
+      {{"LIGHTCC_PEER_CHECK_S", "s", "auto",
+        "How long the peer check of a failed operation's error may probe the other ranks (a TCP connect "
+        "each), to name a host that is cut off or down; auto: a tenth of LIGHTCC_TIMEOUT within 0.2 to 2 s; "
+        "0: no check. lightccrun's elastic workers default to 0: the driver names a lost rank and host "
+        "itself, and the probe of a dead host would hold up the recovery for its whole budget."},
+       [](auto& n, auto& v, Config* c) {
+         if (v == "auto") {
+           c->diagnostics.peer_check_seconds = -1.0;
+           return Status::OK();
+         }
+         return parseDouble(n, v, 0.0, 60.0, &c->diagnostics.peer_check_seconds);
+       }},
       {{"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "s", "0",
         "Fail stalled tensors with an error after this long; 0 = only warn."},
        [](auto& n, auto& v, Config* c) {

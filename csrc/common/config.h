@@ -48,6 +48,7 @@ struct DiagnosticsConfig {
   bool stall_check_enabled = true;          // !HOROVOD_STALL_CHECK_DISABLE
   double stall_check_seconds = 60.0;        // HOROVOD_STALL_CHECK_TIME_SECONDS
   double stall_shutdown_seconds = 0.0;      // HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
+  double peer_check_seconds = -1.0;         // LIGHTCC_PEER_CHECK_S (-1: auto; 0: off)
 };
 
 // Ranks of one host: the shared-memory collectives and the direct step.
@@ -116,6 +117,14 @@ struct Config {
   TwoDMode two_d = TwoDMode::kAuto;  // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL/TORUS_ALLREDUCE)
   int64_t intra_size = 0;            // LIGHT_INTRA_SIZE (0 = ranks per host)
 };
+
+// How long an error's peer check may probe (net/peer_probe.h): LIGHTCC_PEER_CHECK_S, or by default
+// a tenth of LIGHTCC_TIMEOUT within 0.2 to 2 s; 0 turns the check off.
+inline double peerCheckSeconds(const Config& c) {
+  if (c.diagnostics.peer_check_seconds >= 0) return c.diagnostics.peer_check_seconds;
+  const double tenth = c.timeout_seconds / 10;
+  return tenth < 0.2 ? 0.2 : tenth > 2.0 ? 2.0 : tenth;
+}
 
 // One row of the flag table, for documentation (`lightcc._core.flags()`, docs/flags.md).
 struct FlagInfo {

@@ -183,7 +183,7 @@ void Driver::end(const Status& why) {
     if (mesh_ != nullptr && !s_.life.aborting()) {
       const Channel& main = mesh_->channel(0);
       const auto targets = main.dialer ? main.dialer->peerTargets() : net::linkTargets(main.world_links);
-      st = net::withPeerCheck(st, targets, s_.config.timeout_seconds);
+      st = net::withPeerCheck(st, targets, peerCheckSeconds(s_.config));
     }
     LIGHTCC_LOG(kError) << st.message();
     s_.life.ended(st);

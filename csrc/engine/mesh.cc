@@ -211,6 +211,7 @@ Status Mesh::connect(const std::atomic<bool>* abort) {
   // wake-up, on a busy core, costs far more) without taking time from the ranks it waits for.
   wait.spin_us = config_.shm.spin_us * (wait.oversubscribed ? (topo_.local_size + cores - 1) / cores : 1);
   wait.timeout_s = timeout;
+  wait.peer_check_s = peerCheckSeconds(config_);
   wait.host_id = options_.hostname;
   auto main = std::make_unique<Channel>();
   main->host = std::make_unique<shm::HostGroup>(topo_.local_rank, local, std::move(segments), layout, wait);

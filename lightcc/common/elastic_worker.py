@@ -90,7 +90,9 @@ class WorkerSession:
 
     def init_options(self) -> dict:
         """Extra options of the native init() for the generation launch_info() joined."""
-        return {"generation": self.assignment.init_generation}
+        # No peer check in an error by default: the driver names the lost rank and host itself, and
+        # probing a dead host would hold this rank's recovery up for the probe's whole budget.
+        return {"generation": self.assignment.init_generation, "flag_defaults": {"LIGHTCC_PEER_CHECK_S": "0"}}
 
     def _watch(self) -> None:
         from lightcc.common.native import core

@@ -189,11 +189,12 @@ std::string diagnosePeers(const std::vector<PeerTarget>& targets, double budget_
   return "peer check (TCP connect to each remote rank, " + budget + "): " + text;
 }
 
-Status withPeerCheck(const Status& st, const std::vector<PeerTarget>& targets, double timeout_s) {
+Status withPeerCheck(const Status& st, const std::vector<PeerTarget>& targets, double budget_s) {
+  if (budget_s <= 0) return st;
   const StatusCode code = st.code();
   if (code != StatusCode::kPeerFailure && code != StatusCode::kTimeout && code != StatusCode::kSystemError) return st;
   if (st.message().find("peer check") != std::string::npos) return st;
-  const std::string seen = diagnosePeers(targets, std::clamp(timeout_s / 10, 0.2, 2.0));
+  const std::string seen = diagnosePeers(targets, budget_s);
   return seen.empty() ? st : Status(st.code(), st.message() + "; " + seen);
 }
 

@@ -51,8 +51,8 @@ std::vector<PeerTarget> linkTargets(const std::vector<Link*>& links);
 std::string diagnosePeers(const std::vector<PeerTarget>& targets, double budget_s);
 
 // `st` with diagnosePeers() appended when a peer caused it (PeerFailure, Timeout) and no peer
-// check is in it yet; the probe gets a tenth of LIGHTCC_TIMEOUT (0.2 to 2 s).
-Status withPeerCheck(const Status& st, const std::vector<PeerTarget>& targets, double timeout_s);
+// check is in it yet; the probe gets `budget_s` (peerCheckSeconds(): LIGHTCC_PEER_CHECK_S), none at 0.
+Status withPeerCheck(const Status& st, const std::vector<PeerTarget>& targets, double budget_s);
 
 }  // namespace net
 }  // namespace lightcc

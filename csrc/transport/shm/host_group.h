@@ -30,6 +30,7 @@ struct WaitOptions {
   // peer it waits for may be queued behind it (otherwise after a few microseconds of pure spin).
   bool oversubscribed = false;
   double timeout_s = 60.0;
+  double peer_check_s = 1.0;  // the budget of an error's peer check (common/config.h peerCheckSeconds)
   // With links that cannot ring our doorbell (network), sleeps are capped so polls continue.
   double max_sleep_us = 1e6;
   std::string host_id;  // this host's id (LIGHTCC_HOSTNAME), for naming peers in errors
@@ -131,7 +132,7 @@ class HostGroup : public HostAreas {
   // This rank's engine stopped on an error: tell host peers (their waits fail with `why`).
   void markFailed(const std::string& why) const;
   void setMaxSleepUs(double us) { options_.max_sleep_us = us; }
-  double timeoutSeconds() const { return options_.timeout_s; }
+  double peerCheckSeconds() const { return options_.peer_check_s; }
   // Waits with check_peers fail with Aborted once *flag is true; the flag must outlive the view.
   void setAbortFlag(const std::atomic<bool>* flag) { abort_ = flag; }
 
