@@ -1,0 +1,34 @@
+"""The ETTR race (benchmarks/elastic/ettr.py) end to end on emulated hosts, short: every system it races
+finishes its steps with identical weights on every rank after two hosts are lost. `-m long` (about
+5 minutes; torchft's row needs `pip install torchft==0.2.0`); the figures come from the full run
+in docs/elastic.md, never from this test."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from testbed import netns
+from testbed.elastic_job import ROOT
+
+pytestmark = pytest.mark.long
+
+
+def test_every_system_survives_two_lost_hosts_with_identical_weights(tmp_path):
+    if netns.unavailable() is not None:
+        pytest.skip(str(netns.unavailable()))
+    systems = "lightcc,torchrun" + (",torchft" if importlib.util.find_spec("torchft") else "")
+    out = tmp_path / "ettr"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.elastic.ettr", "--systems", systems, "--steps", "90",
+                           "--kill-every", "40", "--step-time", "0.1", "--repair-after", "10", "--timeout", "240",
+                           "--no-clean", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((out / "ettr.json").read_text())["results"]
+    assert [r["system"] for r in results] == systems.split(","), proc.stdout[-2000:]
+    for r in results:
+        kills = [e for e in r["events"] if e["what"] == "kill"]
+        assert r["finished"] and r["reached"] == 90 and r["identical"], (r["system"], proc.stdout[-3000:])
+        assert len(kills) == 2 and all(k["stall_s"] is not None for k in r["kills"]), r
