@@ -18,6 +18,7 @@ lightcc-results/elastic/ettr/), with the CPU model and load beside the table.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import random
@@ -104,11 +105,14 @@ def summarise(lines: List[Line], events: List[Dict[str, Any]], steps: int, activ
     last_n = max(n for n, _, _, _ in seen)
     end = max(t for n, t, _, _ in seen if n == last_n)
     per_kill = []
+    kill_times = sorted(e["t"] for e in events if e["what"] == "kill")
     for e in events:
         if e["what"] != "kill":
             continue
+        # up to 60 s after the loss, and not into the next loss's recovery
+        until = min([e["t"] + 60] + [t for t in kill_times if t > e["t"]])
         before = [s for s in seen if s[1] <= e["t"]]
-        after = [s for s in seen if e["t"] < s[1] <= e["t"] + 60]
+        after = [s for s in seen if e["t"] < s[1] <= until]
         window = sorted(([before[-1]] if before else []) + after, key=lambda s: s[1])
         gaps = [(b[1] - a[1], i + 1) for i, (a, b) in enumerate(zip(window, window[1:]))]
         stall, resumed = max(gaps) if gaps else (None, len(window))
@@ -117,6 +121,7 @@ def summarise(lines: List[Line], events: List[Dict[str, Any]], steps: int, activ
         per_kill.append({
             "host": e["host"], "at_step": e["at_step"],
             # the longest pause between step lines from the last step before the loss to 60 s after it
+            # (or to the next loss)
             "stall_s": stall,
             "kill_to_whole_world_s": (whole[0][1] - e["t"]) if whole else None,
             # steps done again: torchrun resumes from its checkpoint, the others from the last commit
@@ -162,9 +167,11 @@ def table(results: List[Dict[str, Any]], cpu: str, args: argparse.Namespace) -> 
 
 
 def read_log(path: Path) -> List[Line]:
-    """A run's raw lines as run_once wrote them: ``<unix time> h<host> <text>``."""
+    """A run's raw lines as run_once wrote them: ``<unix time> h<host> <text>`` (or gzipped, as archived)."""
     lines: List[Line] = []
-    for row in path.read_text().splitlines():
+    gz = path.with_name(path.name + ".gz")
+    text = path.read_text() if path.exists() or not gz.exists() else gzip.decompress(gz.read_bytes()).decode()
+    for row in text.splitlines():
         t, host, text = (row.split(" ", 2) + ["", ""])[:3]
         lines.append((float(t), int(host[1:]), text))
     return lines
