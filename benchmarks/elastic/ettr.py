@@ -147,7 +147,7 @@ def table(results: List[Dict[str, Any]], cpu: str, args: argparse.Namespace) -> 
     rows = [f"CPU: {cpu}; {args.active} training hosts + {args.spares} spare, 1 rank each; {args.steps} steps, "
             f"a host lost every {args.kill_every} steps, back after {args.repair_after} s; step time "
             f"+{args.step_time} s (model {args.model})", "",
-            "| system | run | steps | wall s | step median s | ETTR | stalls s (per loss) | kill -> whole world s | "
+            "| system | run | steps | wall s | step median s | ETTR (failure-free median / own) | stalls s (per loss) | kill -> whole world s | "
             "steps lost | identical | final loss (failure-free) | load |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     clean = {r["system"]: r for r in results if r["run"] == "failure-free"}
@@ -155,7 +155,10 @@ def table(results: List[Dict[str, Any]], cpu: str, args: argparse.Namespace) -> 
         ff = clean.get(r["system"], {})
         ettr = ""
         if r.get("wall_s") and ff.get("step_median_s") and r["reached"] == args.steps:
-            ettr = f"{ff['step_median_s'] * (args.steps - 1) / r['wall_s'] * 100:.1f} %"
+            # against the failure-free run's median step, and (after "/") the run's own median step,
+            # which a change of load between the two runs does not move
+            ettr = (f"{ff['step_median_s'] * (args.steps - 1) / r['wall_s'] * 100:.1f} % / "
+                    f"{r['step_median_s'] * (args.steps - 1) / r['wall_s'] * 100:.1f} %")
         ks = r.get("kills", [])
         fmt = lambda key: ", ".join("—" if k[key] is None else (f"{k[key]:.2f}" if isinstance(k[key], float)
                                                                  else str(k[key])) for k in ks) or "—"
