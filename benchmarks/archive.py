@@ -32,6 +32,8 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/compat/results/torch-suite-s19/)",
     "07335ca": "session 19: the no-op collective added by docs/design.md's checklist, as a patch with its "
                "file count (benchmarks/anatomy/results/noop-collective/)",
+    "c9895c7": "session 22: the ETTR race of lightcc elastic DDP, torchrun restarts and torchft 0.2.0 on emulated "
+               "hosts (benchmarks/elastic/results/ettr-s22/)",
 }
 
 
