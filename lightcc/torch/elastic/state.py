@@ -70,7 +70,7 @@ def snapshot(previous: Any, current: Any, deferred: Optional[List[Tuple[torch.Te
 
 
 class _Copy:
-    """One handler's deferred copies, made on the commit thread; `wait` returns when they are done."""
+    """One handler's deferred copies, made on the commit thread; `finish` waits for them, `check` also vets them."""
 
     def __init__(self, pairs: List[Tuple[torch.Tensor, torch.Tensor]], what: str) -> None:
         self.pairs = pairs
@@ -91,13 +91,18 @@ class _Copy:
         finally:
             self.done.set()
 
-    def wait(self) -> None:
-        if self.checked:  # done and whole; later writes are the optimizer's own
-            return
+    def finish(self) -> None:
+        """Wait until the copy is done (whole or not)."""
         if self.pid != os.getpid() and not self.done.is_set():
             raise RuntimeError(f"lightcc elastic: the process forked while the commit of the {self.what} was being "
                                "copied; that commit is incomplete in the child")
         self.done.wait()
+
+    def check(self) -> None:
+        """Wait until the copy is done and raise if it failed or may be torn (every time: a torn commit stays torn)."""
+        if self.checked:  # done and whole; later writes are the optimizer's own
+            return
+        self.finish()
         if self.error is not None:
             raise RuntimeError(f"lightcc elastic: copying the commit of the {self.what} failed") from self.error
         for (_, src), version in zip(self.pairs, self.versions):
@@ -143,19 +148,27 @@ class _Copier:
             jobs.get().run()
 
     def wait_all(self) -> None:
+        """Wait for every copy in flight, then raise the first failure (once; the handler keeps its torn copy)."""
         if not self._pending or self._pid != os.getpid():
             return
         pending, self._pending = self._pending, []
         for job in pending:
-            job.wait()
+            job.finish()
+        for job in pending:
+            job.check()
 
 
 _copier = _Copier()
 
 
-def _wait(job: Optional[_Copy]) -> None:
+def _finish(job: Optional[_Copy]) -> None:
     if job is not None:
-        job.wait()
+        job.finish()
+
+
+def _check(job: Optional[_Copy]) -> None:
+    if job is not None:
+        job.check()
 
 
 def wait_for_commit() -> None:
@@ -197,7 +210,7 @@ class ModelStateHandler(StateHandler):
     def save(self, background: bool = False) -> None:
         """Copy the state_dict; with `background`, the parameters (written only by an optimizer's step)
         on the commit thread. Buffers (BatchNorm's running statistics change in forward) at once."""
-        _wait(getattr(self, "_copy", None))  # the last commit's copy into the same tensors
+        _finish(getattr(self, "_copy", None))  # the last commit's copy into the same tensors (replaced now)
         old = getattr(self, "_saved_model_state", None)
         old = old if isinstance(old, dict) else {}
         current = self.value.state_dict(keep_vars=True)
@@ -212,6 +225,7 @@ class ModelStateHandler(StateHandler):
 
     def restore(self) -> None:
         wait_for_commit()
+        _check(getattr(self, "_copy", None))
         self.value.load_state_dict(self._saved_model_state)
 
     def sync(self) -> None:
@@ -235,7 +249,7 @@ class OptimizerStateHandler(StateHandler):
     def save(self, background: bool = False) -> None:
         """Copy the state_dict; with `background`, the tensors of its per-parameter state (written only
         by `step`) on the commit thread; param_groups (a scheduler may change them) at once."""
-        _wait(getattr(self, "_copy", None))
+        _finish(getattr(self, "_copy", None))
         old = getattr(self, "_saved_optimizer_state", None)
         old = old if isinstance(old, dict) else {}
         current = self.value.state_dict()
@@ -247,6 +261,7 @@ class OptimizerStateHandler(StateHandler):
 
     def restore(self) -> None:
         wait_for_commit()
+        _check(getattr(self, "_copy", None))
         self._drop_pending()
         # A copy: torch's load_state_dict keeps the very tensors it is given as the optimizer's state,
         # and the next commit copies into the saved ones.
