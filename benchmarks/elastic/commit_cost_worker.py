@@ -7,7 +7,10 @@ Run under lightccrun's elastic driver (any number of ranks). The six modes take 
 of `--sparse-every` steps (so each block of the sparse mode holds one commit), `--rounds` times,
 after `--warmup` steps; rank 0 prints one line, ``commitcost <json>``, with every step's seconds
 (a step: zero_grad, forward, backward, the wait for a commit copy still in flight, optimizer step,
-and the commit if it is due), the seconds inside `commit()` and the seconds waited before each step.
+and the commit if it is due), the seconds inside `commit()`, the seconds waited before each step,
+and each step's CPU seconds (the process's, the commit thread's included, and the main thread's):
+on a machine shared with other jobs the CPU time shows the work a commit adds where wall time is
+mostly the neighbours' noise.
 """
 from __future__ import annotations
 
@@ -45,6 +48,7 @@ def main() -> int:
     modes = [(name, background) for name in every for background in (True, False)]
 
     def one_step(commit: bool, out: dict) -> None:
+        c0, m0 = time.process_time(), time.thread_time()
         t0 = time.perf_counter()
         optimizer.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
@@ -58,12 +62,14 @@ def main() -> int:
             state.commit()
             out["commit"].append(time.perf_counter() - t2)
         out["step"].append(time.perf_counter() - t0)
+        out["cpu"].append(time.process_time() - c0)  # every thread of the process: the copy's work too
+        out["main_cpu"].append(time.thread_time() - m0)  # this thread's only
 
     @elastic.run
     def train(state: elastic.TorchState) -> dict:
-        results = {f"{name}, {'background' if bg else 'in commit()'}": {"step": [], "commit": [], "wait": []}
+        results = {f"{name}, {'background' if bg else 'in commit()'}": {"step": [], "commit": [], "wait": [], "cpu": [], "main_cpu": []}
                    for name, bg in modes}
-        scratch = {"step": [], "commit": [], "wait": []}
+        scratch = {"step": [], "commit": [], "wait": [], "cpu": [], "main_cpu": []}
         for i in range(args.warmup):
             state.async_commit = i % 2 == 0
             one_step(True, scratch)

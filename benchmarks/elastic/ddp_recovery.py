@@ -84,6 +84,11 @@ def _cost_table(modes: Dict[str, Dict[str, List[float]]], sparse_every: int) -> 
         row = {"step_s": _summary(steps), "block_mean_s": _summary(blocks),
                "overhead_median_pct": _percent(statistics.median(steps) - base_median, base_median),
                "overhead_mean_pct": _percent(statistics.mean(steps) - base_mean, base_mean)}
+        for cpu in ("cpu", "main_cpu"):
+            if v.get(cpu):
+                base = statistics.mean([t for k, w in modes.items() if k.startswith("none") for t in w[cpu]])
+                row[f"{cpu}_s"] = _summary(v[cpu])
+                row[f"{cpu}_overhead_mean_pct"] = _percent(statistics.mean(v[cpu]) - base, base)
         if v["commit"]:
             row["in_commit_s"] = _summary(v["commit"])
         if any(v["wait"]):
@@ -184,6 +189,10 @@ def main(argv: Sequence[str] = ()) -> int:
                         extra += f"  in commit() {m['in_commit_s']['median']:.4f}"
                     if "wait_before_step_s" in m:
                         extra += f"  wait before step {m['wait_before_step_s']['median']:.4f}"
+                    if "cpu_s" in m:
+                        extra += (f"  CPU/step: process {m['cpu_s']['median']:.4f} ({m['cpu_overhead_mean_pct']:+.1f}%)"
+                                  f" main thread {m['main_cpu_s']['median']:.4f} "
+                                  f"({m['main_cpu_overhead_mean_pct']:+.1f}%)")
                     print(f"    {label:26s} step median {s['median']:.4f} [{s['min']:.4f}-{s['max']:.4f}] "
                           f"(n={s['n']})  block mean {b['median']:.4f}  overhead median "
                           f"{m['overhead_median_pct']:+.1f}% mean {m['overhead_mean_pct']:+.1f}%{extra}")
