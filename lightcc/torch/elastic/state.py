@@ -19,6 +19,7 @@ write at the next wait, which then raises rather than keep a torn commit.
 """
 from __future__ import annotations
 
+import atexit
 import collections
 import copy
 import os
@@ -135,6 +136,8 @@ class _Copier:
         if self._pid != os.getpid():
             self._pid, self._queue, self._pending = os.getpid(), queue.SimpleQueue(), []
             threading.Thread(target=self._serve, args=(self._queue,), name="lightcc-commit", daemon=True).start()
+            # A daemon thread still inside a copy while the interpreter tears down can abort the process.
+            atexit.register(self.drain)
         if self._hook is None:
             self._hook = register_optimizer_step_pre_hook(lambda *_: self.wait_all())
         job = _Copy(pairs, what)
@@ -146,6 +149,12 @@ class _Copier:
     def _serve(jobs: "queue.SimpleQueue[_Copy]") -> None:
         while True:
             jobs.get().run()
+
+    def drain(self) -> None:
+        """Wait for the copies in flight without judging them (at exit)."""
+        if self._pid == os.getpid():
+            for job in self._pending:
+                job.done.wait()
 
     def wait_all(self) -> None:
         """Wait for every copy in flight, then raise the first failure (once; the handler keeps its torn copy)."""
