@@ -31,9 +31,10 @@ from lightcc.torch.elastic.state import wait_for_commit
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--batch", type=int, default=32, help="samples per rank and step")
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--warmup", type=int, default=6)
     p.add_argument("--sparse-every", type=int, default=10)
+    p.add_argument("--pairs", type=int, default=30, help="rounds of the paired measurement (below)")
     args = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -85,6 +86,20 @@ def main() -> int:
                 for i in range(1, n + 1):
                     one_step(every[name] == 1 or (every[name] == n and i == n // 2), out)
                 wait_for_commit()
+        # Paired: two steps, the first committing (background / in commit()) or not, the three
+        # patterns side by side in each round (in turn first): on a machine shared with other jobs
+        # the difference between neighbours is the commit's cost where block medians drift.
+        patterns = ["none", "background", "in commit()"]
+        paired = {name: {"step": [], "commit": [], "wait": [], "cpu": [], "main_cpu": []} for name in patterns}
+        for r in range(args.pairs):
+            for name in patterns[r % 3:] + patterns[:r % 3]:
+                state.async_commit = name == "background"
+                out = {"step": [], "commit": [], "wait": [], "cpu": [], "main_cpu": []}
+                one_step(name != "none", out)
+                one_step(False, out)
+                for key, values in out.items():
+                    paired[name][key].append(sum(values))
+        results["paired"] = paired
         return results
 
     results = train(state)

@@ -1,6 +1,6 @@
 """Elastic DDP over lightcc, measured: commit cost, and how long a lost rank stalls training (one host).
 
-    python -m benchmarks.elastic.ddp_recovery commit-cost [--rounds 3] [--sparse-every 10] [--ranks 2]
+    python -m benchmarks.elastic.ddp_recovery commit-cost [--rounds 6] [--pairs 30] [--sparse-every 10] [--ranks 2]
     python -m benchmarks.elastic.ddp_recovery heal [--trials 5] [--standby]
 
 Both run under lightccrun's elastic driver, as a user would:
@@ -9,7 +9,10 @@ Both run under lightccrun's elastic driver, as a user would:
   momentum, in one process and with `--ranks`: every step timed with no commit, a commit every
   `--sparse-every` steps and every step, the commit's copy in the background
   (`TorchState.async_commit`, the default) and in `commit()`, the six taking turns in blocks;
-  medians, spreads and the overhead as a percentage of the step without commits.
+  medians, spreads and the overhead as a percentage of the step without commits; then pairs of
+  steps (a commit then a plain step, against two plain steps) side by side, whose differences
+  hold up on a machine shared with other jobs; wall and CPU seconds (the process's, and the main
+  thread's alone).
 * heal: examples/pytorch/elastic_ddp.py, reading its per-commit lines (`step <n> <unix time>
   <world size> <digest>`): 3 ranks (and with `--standby` a warm standby on a 4th slot); rank 1 is killed with SIGKILL
   mid-run; kill -> the driver's FAULT line, and kill -> the first step committed by the re-formed
@@ -97,6 +100,23 @@ def _cost_table(modes: Dict[str, Dict[str, List[float]]], sparse_every: int) -> 
     return out
 
 
+def _paired_table(paired: Dict[str, Dict[str, List[float]]]) -> Dict:
+    """A commit's cost from neighbouring pairs of steps (a commit then a plain step, against two plain
+    steps): per round the difference, in wall and CPU seconds, and as a percentage of one plain step."""
+    none = paired["none"]
+    out: Dict[str, Dict] = {}
+    for label in ("background", "in commit()"):
+        row: Dict[str, Dict] = {}
+        for key in ("step", "cpu", "main_cpu"):
+            diffs = [a - b for a, b in zip(paired[label][key], none[key])]
+            step = statistics.median(none[key]) / 2
+            row[key] = {**_summary(diffs), "q1": statistics.quantiles(diffs, n=4)[0],
+                        "q3": statistics.quantiles(diffs, n=4)[2], "plain_step": step,
+                        "pct_of_step": _percent(statistics.median(diffs), step)}
+        out[label] = row
+    return out
+
+
 def commit_cost(args: argparse.Namespace, tmp: Path) -> Dict:
     """Step times of mlp25m + SGD momentum with no commit, a commit every --sparse-every steps and
     every step, the copy in the background and in commit(); one process and --ranks under lightccrun."""
@@ -104,7 +124,7 @@ def commit_cost(args: argparse.Namespace, tmp: Path) -> Dict:
     runs: Dict[str, Dict] = {}
     for np_ in (1, args.ranks):
         flags = ["-np", str(np_), "--min-np", str(np_), "--max-np", str(np_), *_discovery(tmp, np_)]
-        with ElasticJob(flags, worker, ["--rounds", str(args.rounds), "--sparse-every", str(args.sparse_every),
+        with ElasticJob(flags, worker, ["--rounds", str(args.rounds), "--sparse-every", str(args.sparse_every), "--pairs", str(args.pairs),
                                         "--batch", str(args.batch), "--warmup", str(args.warmup)]) as job:
             code = job.finish(1800)
             if code != 0:
@@ -113,9 +133,11 @@ def commit_cost(args: argparse.Namespace, tmp: Path) -> Dict:
         if not found:
             raise RuntimeError(f"no commitcost line:\n{job.text()[-3000:]}")
         raw = json.loads(found[-1].group(1))
+        paired = raw["modes"].pop("paired")
         runs[f"{np_} rank{'s' if np_ > 1 else ''}"] = {
             "threads_per_rank": raw["threads"], "batch_per_rank": raw["batch"], "load_average": os.getloadavg(),
-            "modes": _cost_table(raw["modes"], args.sparse_every), "raw": raw["modes"]}
+            "modes": _cost_table(raw["modes"], args.sparse_every), "paired": _paired_table(paired),
+            "raw": raw["modes"], "raw_paired": paired}
     return {"runs": runs}
 
 
@@ -156,11 +178,12 @@ def main(argv: Sequence[str] = ()) -> int:
     sub = p.add_subparsers(dest="what", required=True)
     c = sub.add_parser("commit-cost", help="step time with no commit, a commit every 10 steps and every step "
                                            "(mlp25m, SGD momentum; 1 process and --ranks)")
-    c.add_argument("--rounds", type=int, default=3, help="blocks of --sparse-every timed steps per mode")
+    c.add_argument("--rounds", type=int, default=6, help="blocks of --sparse-every timed steps per mode")
     c.add_argument("--warmup", type=int, default=6, help="steps left out of the timing")
     c.add_argument("--sparse-every", type=int, default=10)
     c.add_argument("--batch", type=int, default=32, help="samples per rank and step")
     c.add_argument("--ranks", type=int, default=2)
+    c.add_argument("--pairs", type=int, default=30, help="rounds of the paired measurement")
     h = sub.add_parser("heal", help="kill -9 of one of 3 ranks: detection, heal, longest gap")
     h.add_argument("--trials", type=int, default=5)
     h.add_argument("--standby", action="store_true", help="a warm standby on a 4th slot takes the lost rank's place")
@@ -196,6 +219,13 @@ def main(argv: Sequence[str] = ()) -> int:
                     print(f"    {label:26s} step median {s['median']:.4f} [{s['min']:.4f}-{s['max']:.4f}] "
                           f"(n={s['n']})  block mean {b['median']:.4f}  overhead median "
                           f"{m['overhead_median_pct']:+.1f}% mean {m['overhead_mean_pct']:+.1f}%{extra}")
+                print("    paired (a commit then a plain step, minus two plain steps, neighbours; median [q1, q3]):")
+                for label, row in r["paired"].items():
+                    print(f"      {label:12s}" + "  ".join(
+                        f"{what} {row[key]['median'] * 1000:+.1f} ms [{row[key]['q1'] * 1000:+.1f}, "
+                        f"{row[key]['q3'] * 1000:+.1f}] = {row[key]['pct_of_step']:+.1f}% of {row[key]['plain_step']:.3f}"
+                        for key, what in (("step", "wall"), ("cpu", "process CPU"), ("main_cpu", "main CPU"))) +
+                          f"  (n={row['step']['n']})")
     print(f"  written to {out}")
     return 0
 
