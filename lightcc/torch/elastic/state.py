@@ -62,7 +62,7 @@ def snapshot(previous: Any, current: Any, deferred: Optional[List[Tuple[torch.Te
             if not isinstance(current, collections.OrderedDict) else \
             collections.OrderedDict((k, snapshot(old.get(k), v, deferred)) for k, v in current.items())
         if hasattr(current, "_metadata"):  # a module's state_dict: its modules' versions, for load_state_dict
-            out._metadata = copy.deepcopy(current._metadata)  # type: ignore[attr-defined]
+            out._metadata = current._metadata  # type: ignore[attr-defined]  (state_dict() makes it anew each call)
         return out
     if isinstance(current, list):
         old = previous if isinstance(previous, list) and len(previous) == len(current) else [None] * len(current)
@@ -227,8 +227,8 @@ class ModelStateHandler(StateHandler):
         saved = collections.OrderedDict(
             (k, snapshot(old.get(k), v, deferred if background and isinstance(v, torch.nn.Parameter) else None))
             for k, v in current.items())
-        if hasattr(current, "_metadata"):
-            saved._metadata = copy.deepcopy(current._metadata)  # type: ignore[attr-defined]
+        if hasattr(current, "_metadata"):  # the modules' versions, for load_state_dict; made anew by each state_dict()
+            saved._metadata = current._metadata  # type: ignore[attr-defined]
         self._saved_model_state = saved
         self._copy = _copier.submit(deferred, "model")
 
