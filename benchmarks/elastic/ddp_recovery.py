@@ -1,15 +1,20 @@
 """Elastic DDP over lightcc, measured: commit cost, and how long a lost rank stalls training (one host).
 
-    python -m benchmarks.elastic.ddp_recovery commit-cost [--repeats 3] [--steps 60]
+    python -m benchmarks.elastic.ddp_recovery commit-cost [--rounds 6] [--pairs 30] [--sparse-every 10] [--ranks 2]
     python -m benchmarks.elastic.ddp_recovery heal [--trials 5] [--standby]
 
-Both run examples/pytorch/elastic_ddp.py under lightccrun's elastic driver, as a user would, and
-read its per-commit lines (`step <n> <unix time> <world size> <digest>`):
+Both run under lightccrun's elastic driver, as a user would:
 
-* commit-cost: the 25 M-parameter MLP (`--model mlp25m`), 2 ranks, committing every step against
-  committing every `--sparse-every` steps, alternated in one invocation; the time per step of
-  each and their ratio.
-* heal: 3 ranks (and with `--standby` a warm standby on a 4th slot); rank 1 is killed with SIGKILL
+* commit-cost: benchmarks/elastic/commit_cost_worker.py, the 25 M-parameter MLP under DDP with SGD
+  momentum, in one process and with `--ranks`: every step timed with no commit, a commit every
+  `--sparse-every` steps and every step, the commit's copy in the background
+  (`TorchState.async_commit`, the default) and in `commit()`, the six taking turns in blocks;
+  medians, spreads and the overhead as a percentage of the step without commits; then pairs of
+  steps (a commit then a plain step, against two plain steps) side by side, whose differences
+  hold up on a machine shared with other jobs; wall and CPU seconds (the process's, and the main
+  thread's alone).
+* heal: examples/pytorch/elastic_ddp.py, reading its per-commit lines (`step <n> <unix time>
+  <world size> <digest>`): 3 ranks (and with `--standby` a warm standby on a 4th slot); rank 1 is killed with SIGKILL
   mid-run; kill -> the driver's FAULT line, and kill -> the first step committed by the re-formed
   world (with `--standby`, the first step the standby takes part in), and the longest gap between
   committed steps around the kill.
@@ -65,24 +70,75 @@ def _summary(values: Sequence[float]) -> Dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
+def _percent(part: float, whole: float) -> float:
+    return 100.0 * part / whole
+
+
+def _cost_table(modes: Dict[str, Dict[str, List[float]]], sparse_every: int) -> Dict:
+    """Per mode: the median step and its spread, the mean step over each block, and the overhead
+    against no commit (the same copy mode's blocks; no commit is the same in both)."""
+    out: Dict[str, Dict] = {}
+    base_steps = [t for k, v in modes.items() if k.startswith("none") for t in v["step"]]
+    base_median = statistics.median(base_steps)
+    base_mean = statistics.mean(base_steps)
+    for label, v in modes.items():
+        steps = v["step"]
+        blocks = [statistics.mean(steps[i:i + sparse_every]) for i in range(0, len(steps), sparse_every)]
+        row = {"step_s": _summary(steps), "block_mean_s": _summary(blocks),
+               "overhead_median_pct": _percent(statistics.median(steps) - base_median, base_median),
+               "overhead_mean_pct": _percent(statistics.mean(steps) - base_mean, base_mean)}
+        for cpu in ("cpu", "main_cpu"):
+            if v.get(cpu):
+                base = statistics.mean([t for k, w in modes.items() if k.startswith("none") for t in w[cpu]])
+                row[f"{cpu}_s"] = _summary(v[cpu])
+                row[f"{cpu}_overhead_mean_pct"] = _percent(statistics.mean(v[cpu]) - base, base)
+        if v["commit"]:
+            row["in_commit_s"] = _summary(v["commit"])
+        if any(v["wait"]):
+            row["wait_before_step_s"] = _summary(v["wait"])
+        out[label] = row
+    return out
+
+
+def _paired_table(paired: Dict[str, Dict[str, List[float]]]) -> Dict:
+    """A commit's cost from neighbouring pairs of steps (a commit then a plain step, against two plain
+    steps): per round the difference, in wall and CPU seconds, and as a percentage of one plain step."""
+    none = paired["none"]
+    out: Dict[str, Dict] = {}
+    for label in ("background", "in commit()"):
+        row: Dict[str, Dict] = {}
+        for key in ("step", "cpu", "main_cpu"):
+            diffs = [a - b for a, b in zip(paired[label][key], none[key])]
+            step = statistics.median(none[key]) / 2
+            row[key] = {**_summary(diffs), "q1": statistics.quantiles(diffs, n=4)[0],
+                        "q3": statistics.quantiles(diffs, n=4)[2], "plain_step": step,
+                        "pct_of_step": _percent(statistics.median(diffs), step)}
+        out[label] = row
+    return out
+
+
 def commit_cost(args: argparse.Namespace, tmp: Path) -> Dict:
-    """Seconds per step committing every step vs every --sparse-every steps (alternated)."""
-    per_step: Dict[str, List[float]] = {"every step": [], f"every {args.sparse_every}": []}
-    for _ in range(args.repeats):
-        for label, every in (("every step", 1), (f"every {args.sparse_every}", args.sparse_every)):
-            flags = ["-np", "2", "--min-np", "2", "--max-np", "2", *_discovery(tmp, 2)]
-            with ElasticJob(flags, EXAMPLE, ["--model", "mlp25m", "--global-batch", "64", "--steps", str(args.steps),
-                                             "--commit-every", str(every)]) as job:
-                code = job.finish(1800)
-                if code != 0:
-                    raise RuntimeError(f"the run failed ({code}):\n{job.text()[-3000:]}")
-            seen = [s for s in _steps(job) if s[0] >= args.warmup]
-            (first, t_first, _), (last, t_last, _) = seen[0], seen[-1]
-            per_step[label].append((t_last - t_first) / (last - first))
-    dense, sparse = per_step["every step"], per_step[f"every {args.sparse_every}"]
-    ratios = [d / s for d, s in zip(dense, sparse)]
-    return {"seconds_per_step": {k: _summary(v) for k, v in per_step.items()}, "raw": per_step,
-            "cost_ratio": _summary(ratios)}
+    """Step times of mlp25m + SGD momentum with no commit, a commit every --sparse-every steps and
+    every step, the copy in the background and in commit(); one process and --ranks under lightccrun."""
+    worker = str(Path(__file__).resolve().parent / "commit_cost_worker.py")
+    runs: Dict[str, Dict] = {}
+    for np_ in (1, args.ranks):
+        flags = ["-np", str(np_), "--min-np", str(np_), "--max-np", str(np_), *_discovery(tmp, np_)]
+        with ElasticJob(flags, worker, ["--rounds", str(args.rounds), "--sparse-every", str(args.sparse_every), "--pairs", str(args.pairs),
+                                        "--batch", str(args.batch), "--warmup", str(args.warmup)]) as job:
+            code = job.finish(1800)
+            if code != 0:
+                raise RuntimeError(f"the run failed ({code}):\n{job.text()[-3000:]}")
+        found = job.matches(r"<stdout>:commitcost (\{.*\})$")
+        if not found:
+            raise RuntimeError(f"no commitcost line:\n{job.text()[-3000:]}")
+        raw = json.loads(found[-1].group(1))
+        paired = raw["modes"].pop("paired")
+        runs[f"{np_} rank{'s' if np_ > 1 else ''}"] = {
+            "threads_per_rank": raw["threads"], "batch_per_rank": raw["batch"], "load_average": os.getloadavg(),
+            "modes": _cost_table(raw["modes"], args.sparse_every), "paired": _paired_table(paired),
+            "raw": raw["modes"], "raw_paired": paired}
+    return {"runs": runs}
 
 
 def heal(args: argparse.Namespace, tmp: Path) -> Dict:
@@ -120,11 +176,14 @@ def heal(args: argparse.Namespace, tmp: Path) -> Dict:
 def main(argv: Sequence[str] = ()) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
-    c = sub.add_parser("commit-cost", help="time per step committing every step vs rarely (mlp25m, 2 ranks)")
-    c.add_argument("--repeats", type=int, default=3)
-    c.add_argument("--steps", type=int, default=60)
-    c.add_argument("--warmup", type=int, default=10, help="steps left out of the timing")
-    c.add_argument("--sparse-every", type=int, default=25)
+    c = sub.add_parser("commit-cost", help="step time with no commit, a commit every 10 steps and every step "
+                                           "(mlp25m, SGD momentum; 1 process and --ranks)")
+    c.add_argument("--rounds", type=int, default=6, help="blocks of --sparse-every timed steps per mode")
+    c.add_argument("--warmup", type=int, default=6, help="steps left out of the timing")
+    c.add_argument("--sparse-every", type=int, default=10)
+    c.add_argument("--batch", type=int, default=32, help="samples per rank and step")
+    c.add_argument("--ranks", type=int, default=2)
+    c.add_argument("--pairs", type=int, default=30, help="rounds of the paired measurement")
     h = sub.add_parser("heal", help="kill -9 of one of 3 ranks: detection, heal, longest gap")
     h.add_argument("--trials", type=int, default=5)
     h.add_argument("--standby", action="store_true", help="a warm standby on a 4th slot takes the lost rank's place")
@@ -142,10 +201,31 @@ def main(argv: Sequence[str] = ()) -> int:
         if isinstance(value, dict) and "median" in value:
             print(f"  {key:24s} median {value['median']:.4f}  min {value['min']:.4f}  max {value['max']:.4f}  "
                   f"(n={value['n']})")
-        elif key == "seconds_per_step":
-            for label, s in value.items():
-                print(f"  s/step, commit {label:10s} median {s['median']:.4f}  min {s['min']:.4f}  "
-                      f"max {s['max']:.4f}  (n={s['n']})")
+        elif key == "runs":
+            for run, r in value.items():
+                print(f"  {run} (torch threads {r['threads_per_rank']}, batch {r['batch_per_rank']} per rank, "
+                      f"load {r['load_average'][0]:.1f} at its end); seconds:")
+                for label, m in r["modes"].items():
+                    s, b = m["step_s"], m["block_mean_s"]
+                    extra = ""
+                    if "in_commit_s" in m:
+                        extra += f"  in commit() {m['in_commit_s']['median']:.4f}"
+                    if "wait_before_step_s" in m:
+                        extra += f"  wait before step {m['wait_before_step_s']['median']:.4f}"
+                    if "cpu_s" in m:
+                        extra += (f"  CPU/step: process {m['cpu_s']['median']:.4f} ({m['cpu_overhead_mean_pct']:+.1f}%)"
+                                  f" main thread {m['main_cpu_s']['median']:.4f} "
+                                  f"({m['main_cpu_overhead_mean_pct']:+.1f}%)")
+                    print(f"    {label:26s} step median {s['median']:.4f} [{s['min']:.4f}-{s['max']:.4f}] "
+                          f"(n={s['n']})  block mean {b['median']:.4f}  overhead median "
+                          f"{m['overhead_median_pct']:+.1f}% mean {m['overhead_mean_pct']:+.1f}%{extra}")
+                print("    paired (a commit then a plain step, minus two plain steps, neighbours; median [q1, q3]):")
+                for label, row in r["paired"].items():
+                    print(f"      {label:12s}" + "  ".join(
+                        f"{what} {row[key]['median'] * 1000:+.1f} ms [{row[key]['q1'] * 1000:+.1f}, "
+                        f"{row[key]['q3'] * 1000:+.1f}] = {row[key]['pct_of_step']:+.1f}% of {row[key]['plain_step']:.3f}"
+                        for key, what in (("step", "wall"), ("cpu", "process CPU"), ("main_cpu", "main CPU"))) +
+                          f"  (n={row['step']['n']})")
     print(f"  written to {out}")
     return 0
 

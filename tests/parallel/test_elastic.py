@@ -188,7 +188,9 @@ def test_member_dying_while_the_generation_forms_costs_no_timeout(tmp_path):
     """w3 joins generation 3 and dies before its engine meets the others: the survivors' init gives up as
     soon as the driver says the generation failed (not after LIGHTCC_TIMEOUT=60) and they train on."""
     flags = ["-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "1", "2"]
-    with ElasticJob(flags, WORKER, ["3", "600", "10", "0.05", "4"],
+    # 8 epochs: commits cost ~1 ms now, and the job must still be training when the newcomer w3,
+    # started after the kill and a cooldown, has imported torch on a loaded machine.
+    with ElasticJob(flags, WORKER, ["8", "600", "10", "0.05", "4"],
                     env={"ELASTIC_TEST_DIE_IN_INIT": "w3", "LIGHTCC_TIMEOUT": "60"}) as job:
         t0, victim = _kill_mid_epoch(job, rank=1, size=3, batch=4)
         job.wait_for(r"generation 3: 3 worker\(s\) \[.*w3@", 60, after=t0)

@@ -5,14 +5,30 @@ type the handler registry names (a module, an optimizer, an ElasticSampler by de
 very objects the script holds, saved by value at commit and restored in place; other keywords are
 plain picklable attributes. As in Horovod, `set_handler_registry` lets a script add handlers for
 its own types, and assigning `state.model = other` hands the new object to its handler.
+
+A commit's copy overlaps the next step (`TorchState.async_commit`, on by default): `save` copies
+the model's buffers and the optimizer's plain values at once, and hands the big in-memory copies
+(the model's parameters and the optimizer's state tensors, on the CPU) to one background thread
+(`_Copier`; torch's copy releases the GIL), so they run while the next forward and backward
+read those tensors. Whatever writes them waits for the copy first: every optimizer's `step` (a
+global step pre-hook), and restore, sync, reset and the next commit. The copy reads local memory
+only, so it always finishes; a rollback right after `commit()` waits for it and gets exactly the
+committed values. Something else writing a parameter in place before the optimizer steps (not
+through `optimizer.step`) would race with the copy: the tensors' version counters catch such a
+write at the next wait, which then raises rather than keep a torn commit.
 """
 from __future__ import annotations
 
+import atexit
 import collections
 import copy
+import os
+import queue
+import threading
 from typing import Any, Dict, List, Optional, Set, Tuple, Type
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from lightcc.common.basics import rank
 from lightcc.common.elastic import ObjectState
@@ -21,28 +37,152 @@ from lightcc.torch.elastic.sampler import ElasticSampler
 from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 
 
-def snapshot(previous: Any, current: Any) -> Any:
+def snapshot(previous: Any, current: Any, deferred: Optional[List[Tuple[torch.Tensor, torch.Tensor]]] = None) -> Any:
     """A copy of `current` (a state_dict: nested dicts and lists of tensors and plain values) that
     reuses `previous`'s tensors where shape, dtype and device still match.
 
     A commit every step would otherwise allocate the whole model and optimizer state anew each
     time (fresh pages the kernel must fault in and zero); copying into the last commit's tensors
-    is one memory copy.
+    is one memory copy. With `deferred` (a list), the copies of CPU tensors are not made but
+    appended to it as (target, source) pairs for the caller to make (on the commit thread); the
+    returned structure already holds the targets.
     """
     if torch.is_tensor(current):
-        if torch.is_tensor(previous) and previous.shape == current.shape and previous.dtype == current.dtype \
-                and previous.device == current.device and previous.layout == current.layout == torch.strided:
-            return previous.copy_(current.detach())
-        return current.detach().clone()
+        source = current.detach()
+        reuse = torch.is_tensor(previous) and previous.shape == current.shape and previous.dtype == current.dtype \
+            and previous.device == current.device and previous.layout == current.layout == torch.strided
+        if deferred is not None and source.device.type == "cpu" and source.layout == torch.strided:
+            target = previous if reuse else torch.empty_like(source)
+            deferred.append((target, source))
+            return target
+        return previous.copy_(source) if reuse else source.clone()
     if isinstance(current, dict):
         old = previous if isinstance(previous, dict) else {}
-        return type(current)((k, snapshot(old.get(k), v)) for k, v in current.items()) \
+        out = type(current)((k, snapshot(old.get(k), v, deferred)) for k, v in current.items()) \
             if not isinstance(current, collections.OrderedDict) else \
-            collections.OrderedDict((k, snapshot(old.get(k), v)) for k, v in current.items())
+            collections.OrderedDict((k, snapshot(old.get(k), v, deferred)) for k, v in current.items())
+        if hasattr(current, "_metadata"):  # a module's state_dict: its modules' versions, for load_state_dict
+            out._metadata = current._metadata  # type: ignore[attr-defined]  (state_dict() makes it anew each call)
+        return out
     if isinstance(current, list):
         old = previous if isinstance(previous, list) and len(previous) == len(current) else [None] * len(current)
-        return [snapshot(o, v) for o, v in zip(old, current)]
+        return [snapshot(o, v, deferred) for o, v in zip(old, current)]
     return copy.deepcopy(current)
+
+
+class _Copy:
+    """One handler's deferred copies, made on the commit thread; `finish` waits for them, `check` also vets them."""
+
+    def __init__(self, pairs: List[Tuple[torch.Tensor, torch.Tensor]], what: str) -> None:
+        self.pairs = pairs
+        self.what = what
+        # In-place writes bump a tensor's version counter (shared by its detached views): a source
+        # written before the copy was known done may have been copied half old, half new.
+        self.versions = [src._version for _, src in pairs]
+        self.done = threading.Event()
+        self.error: Optional[BaseException] = None
+        self.checked = False
+        self.pid = os.getpid()
+
+    def run(self) -> None:
+        try:
+            torch._foreach_copy_([dst for dst, _ in self.pairs], [src for _, src in self.pairs])
+        except BaseException as err:  # noqa: BLE001  (handed to whoever waits)
+            self.error = err
+        finally:
+            self.done.set()
+
+    def finish(self) -> None:
+        """Wait until the copy is done (whole or not)."""
+        if self.pid != os.getpid() and not self.done.is_set():
+            raise RuntimeError(f"lightcc elastic: the process forked while the commit of the {self.what} was being "
+                               "copied; that commit is incomplete in the child")
+        self.done.wait()
+
+    def check(self) -> None:
+        """Wait until the copy is done and raise if it failed or may be torn (every time: a torn commit stays torn)."""
+        if self.checked:  # done and whole; later writes are the optimizer's own
+            return
+        self.finish()
+        if self.error is not None:
+            raise RuntimeError(f"lightcc elastic: copying the commit of the {self.what} failed") from self.error
+        for (_, src), version in zip(self.pairs, self.versions):
+            if src._version != version:
+                raise RuntimeError(
+                    f"lightcc elastic: a tensor of the {self.what} was written in place while commit() was still "
+                    "copying it (only optimizer.step() waits for the copy), so the commit may hold a mix of old "
+                    "and new values. Write parameters and optimizer state only in optimizer.step() between "
+                    "commit() and the next step, or set TorchState.async_commit = False (see docs/elastic.md, "
+                    "'What a commit costs').")
+        self.checked = True
+
+
+class _Copier:
+    """The commit thread: makes the deferred copies in order; `wait_all` waits for every one in flight.
+
+    One per process (made again in a forked child, which does not inherit the thread). A global
+    optimizer step pre-hook waits before any optimizer writes parameters or its state.
+    """
+
+    def __init__(self) -> None:
+        self._pid = -1
+        self._queue: "queue.SimpleQueue[_Copy]" = queue.SimpleQueue()
+        self._pending: List[_Copy] = []
+        self._hook: Any = None
+
+    def submit(self, pairs: List[Tuple[torch.Tensor, torch.Tensor]], what: str) -> Optional[_Copy]:
+        if not pairs:
+            return None
+        if self._pid != os.getpid():
+            self._pid, self._queue, self._pending = os.getpid(), queue.SimpleQueue(), []
+            threading.Thread(target=self._serve, args=(self._queue,), name="lightcc-commit", daemon=True).start()
+            # A daemon thread still inside a copy while the interpreter tears down can abort the process.
+            atexit.register(self.drain)
+        if self._hook is None:
+            self._hook = register_optimizer_step_pre_hook(lambda *_: self.wait_all())
+        job = _Copy(pairs, what)
+        self._pending.append(job)
+        self._queue.put(job)
+        return job
+
+    @staticmethod
+    def _serve(jobs: "queue.SimpleQueue[_Copy]") -> None:
+        while True:
+            jobs.get().run()
+
+    def drain(self) -> None:
+        """Wait for the copies in flight without judging them (at exit)."""
+        if self._pid == os.getpid():
+            for job in self._pending:
+                job.done.wait()
+
+    def wait_all(self) -> None:
+        """Wait for every copy in flight, then raise the first failure (once; the handler keeps its torn copy)."""
+        if not self._pending or self._pid != os.getpid():
+            return
+        pending, self._pending = self._pending, []
+        for job in pending:
+            job.finish()
+        for job in pending:
+            job.check()
+
+
+_copier = _Copier()
+
+
+def _finish(job: Optional[_Copy]) -> None:
+    if job is not None:
+        job.finish()
+
+
+def _check(job: Optional[_Copy]) -> None:
+    if job is not None:
+        job.check()
+
+
+def wait_for_commit() -> None:
+    """Wait until every commit copy in flight (`TorchState.async_commit`) is done; raise if one is torn."""
+    _copier.wait_all()
 
 
 class StateHandler:
@@ -76,17 +216,34 @@ class ModelStateHandler(StateHandler):
         super().__init__(model)
         self.save()
 
-    def save(self) -> None:
-        self._saved_model_state = snapshot(getattr(self, "_saved_model_state", None), self.value.state_dict())
+    def save(self, background: bool = False) -> None:
+        """Copy the state_dict; with `background`, the parameters (written only by an optimizer's step)
+        on the commit thread. Buffers (BatchNorm's running statistics change in forward) at once."""
+        _finish(getattr(self, "_copy", None))  # the last commit's copy into the same tensors (replaced now)
+        old = getattr(self, "_saved_model_state", None)
+        old = old if isinstance(old, dict) else {}
+        current = self.value.state_dict(keep_vars=True)
+        deferred: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        saved = collections.OrderedDict(
+            (k, snapshot(old.get(k), v, deferred if background and isinstance(v, torch.nn.Parameter) else None))
+            for k, v in current.items())
+        if hasattr(current, "_metadata"):  # the modules' versions, for load_state_dict; made anew by each state_dict()
+            saved._metadata = current._metadata  # type: ignore[attr-defined]
+        self._saved_model_state = saved
+        self._copy = _copier.submit(deferred, "model")
 
     def restore(self) -> None:
+        wait_for_commit()
+        _check(getattr(self, "_copy", None))
         self.value.load_state_dict(self._saved_model_state)
 
     def sync(self) -> None:
+        wait_for_commit()
         broadcast_parameters(self.value.state_dict(), root_rank=0)
 
     def reset(self) -> None:
         """A DistributedDataParallel model moves to torch's new default group."""
+        wait_for_commit()
         move_ddp(self.value)
 
 
@@ -98,17 +255,29 @@ class OptimizerStateHandler(StateHandler):
         self.model = model
         self.save()
 
-    def save(self) -> None:
-        self._saved_optimizer_state = snapshot(getattr(self, "_saved_optimizer_state", None),
-                                               self.value.state_dict())
+    def save(self, background: bool = False) -> None:
+        """Copy the state_dict; with `background`, the tensors of its per-parameter state (written only
+        by `step`) on the commit thread; param_groups (a scheduler may change them) at once."""
+        _finish(getattr(self, "_copy", None))
+        old = getattr(self, "_saved_optimizer_state", None)
+        old = old if isinstance(old, dict) else {}
+        current = self.value.state_dict()
+        deferred: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        self._saved_optimizer_state = type(current)(
+            (k, snapshot(old.get(k), v, deferred if background and k == "state" else None))
+            for k, v in current.items())
+        self._copy = _copier.submit(deferred, "optimizer")
 
     def restore(self) -> None:
+        wait_for_commit()
+        _check(getattr(self, "_copy", None))
         self._drop_pending()
         # A copy: torch's load_state_dict keeps the very tensors it is given as the optimizer's state,
         # and the next commit copies into the saved ones.
         self.value.load_state_dict(copy.deepcopy(self._saved_optimizer_state))
 
     def sync(self) -> None:
+        wait_for_commit()
         broadcast_optimizer_state(self.value, root_rank=0, model=self.model)
 
     def _drop_pending(self) -> None:
@@ -181,7 +350,14 @@ def _get_handler(value: Any) -> Optional[StateHandler]:
 
 
 class TorchState(ObjectState):
-    """A model's and an optimizer's state plus any picklable attributes, committed and restored together."""
+    """A model's and an optimizer's state plus any picklable attributes, committed and restored together.
+
+    `async_commit` (True by default; set it on the class or on one state): `commit()` leaves the copy
+    of the parameters and the optimizer's state tensors to a background thread that overlaps the
+    next forward and backward; the next optimizer step, restore, sync and commit wait for it.
+    """
+
+    async_commit: bool = True
 
     def __init__(self, model: Optional[torch.nn.Module] = None, optimizer: Optional[torch.optim.Optimizer] = None,
                  **kwargs: Any) -> None:
@@ -203,16 +379,23 @@ class TorchState(ObjectState):
         super().__init__(bcast_object=broadcast_object, get_rank=rank, **plain)
 
     def save(self) -> None:
+        wait_for_commit()
         for h in self._handlers.values():
-            h.save()
+            # A subclass that overrides save() (without `background`) saves as it always did.
+            if self.async_commit and type(h).save in (ModelStateHandler.save, OptimizerStateHandler.save):
+                h.save(background=True)
+            else:
+                h.save()
         super().save()
 
     def restore(self) -> None:
+        wait_for_commit()
         for h in self._handlers.values():
             h.restore()
         super().restore()
 
     def sync(self) -> None:
+        wait_for_commit()
         for h in self._handlers.values():
             h.sync()
         super().sync()
@@ -220,6 +403,7 @@ class TorchState(ObjectState):
             h.save()
 
     def reset(self) -> None:
+        wait_for_commit()
         for h in self._handlers.values():
             h.reset()
 
@@ -230,4 +414,4 @@ class TorchState(ObjectState):
 
 
 __all__ = ["ModelStateHandler", "OptimizerStateHandler", "SamplerStateHandler", "StateHandler", "TorchState",
-           "get_handler_registry", "set_handler_registry"]
+           "get_handler_registry", "set_handler_registry", "wait_for_commit"]
