@@ -34,6 +34,8 @@ ARCHIVES: Dict[str, str] = {
                "file count (benchmarks/anatomy/results/noop-collective/)",
     "c9895c7": "session 22: the ETTR race of lightcc elastic DDP, torchrun restarts and torchft 0.2.0 on emulated "
                "hosts (benchmarks/elastic/results/ettr-s22/)",
+    "152e07f": "session 22: the ETTR race again after the background commit copy and TCP_NODELAY, on a quiet "
+               "machine (benchmarks/elastic/results/ettr-s22b/)",
 }
 
 
