@@ -8,6 +8,7 @@ bringing the link back and making it available again the way each system takes a
 """
 from __future__ import annotations
 
+import abc
 import os
 import re
 import signal
@@ -90,7 +91,7 @@ def link_up(h: netns.Hosts, host: int) -> None:
 
 
 @dataclass
-class System:
+class System(abc.ABC):
     """One system in one run: started on hosts 1..n with `spares` of them waiting, then told of kills."""
 
     name: str
@@ -102,8 +103,9 @@ class System:
     out: Output = field(default_factory=Output)
     procs: List[Proc] = field(default_factory=list)
 
+    @abc.abstractmethod
     def start(self) -> None:
-        raise NotImplementedError
+        """Starts the control plane on host 0 and the training processes."""
 
     def lines(self) -> List[Line]:
         return self.out.snapshot()
@@ -115,33 +117,21 @@ class System:
                 return host
         return None
 
+    @abc.abstractmethod
     def training_hosts(self) -> List[int]:
-        raise NotImplementedError
+        """The hosts whose processes train now (not spares, not lost)."""
 
-    def launch(self, host: int) -> None:
-        """Starts this system's process for one training host on HOST."""
-        raise NotImplementedError
-
-    def start_hosts(self) -> None:
-        """Hosts 1..active get a process each; the rest are spares."""
-        self.spares = list(range(self.active + 1, len(self.h.addrs)))
-        self.live = set()
-        for host in range(1, self.active + 1):
-            self.launch(host)
-
+    @abc.abstractmethod
     def lost(self, host: int) -> None:
-        """HOST was just killed: as an orchestrator would (Kubernetes, torchx), start its replacement
-        at once on a spare host (systems without warm standbys)."""
-        self.live.discard(host)
-        if self.spares:
-            self.launch(self.spares.pop(0))
+        """HOST was just killed."""
 
+    @abc.abstractmethod
     def repaired(self, host: int) -> None:
-        """HOST is back: it serves as a spare."""
-        self.spares.append(host)
+        """HOST is back and may serve as a spare."""
 
+    @abc.abstractmethod
     def done(self) -> bool:
-        raise NotImplementedError
+        """Whether the run has finished (its final lines printed)."""
 
     def stop(self) -> None:
         for p in self.procs:
@@ -206,7 +196,31 @@ class Lightcc(System):
         self.job.kill() if self.job.proc.poll() is None else None
 
 
-class Torchrun(System):
+class ReplacedOnSpare(System):
+    """A system without warm standbys: as an orchestrator would (Kubernetes, torchx), a lost host's
+    replacement starts at once on a spare host, and a repaired host becomes a spare."""
+
+    @abc.abstractmethod
+    def launch(self, host: int) -> None:
+        """Starts this system's process for one training host on HOST."""
+
+    def start_hosts(self) -> None:
+        """Hosts 1..active get a process each; the rest are spares."""
+        self.spares = list(range(self.active + 1, len(self.h.addrs)))
+        self.live: set = set()
+        for host in range(1, self.active + 1):
+            self.launch(host)
+
+    def lost(self, host: int) -> None:
+        self.live.discard(host)
+        if self.spares:
+            self.launch(self.spares.pop(0))
+
+    def repaired(self, host: int) -> None:
+        self.spares.append(host)
+
+
+class Torchrun(ReplacedOnSpare):
     """torchrun `--nnodes A-1:A --max-restarts` with the c10d rendezvous on host 0's TCPStore (last
     call 2 s, tuned from 30 s), an agent on each of hosts 1..A; a lost host's replacement agent
     starts at once on a spare. Workers: ettr_torchrun_worker (gloo, a disk checkpoint every
@@ -259,7 +273,7 @@ class Torchrun(System):
         return any(t.startswith("final ") for _, _, t in self.out.snapshot())
 
 
-class Torchft(System):
+class Torchft(ReplacedOnSpare):
     """torchft 0.2.0: its lighthouse on host 0 (heartbeat and join timeouts 1 s, tuned from 5 s and
     60 s), one replica per active host; a lost replica's replacement starts at once on a spare host
     (torchft has no standby: a started replica joins the quorum)."""
