@@ -6,6 +6,11 @@ keyed by ``LIGHTCC_JOB_SECRET``, in both directions), sends one JSON object and 
 object back. Requests are short and never block in the driver: a worker waiting for the next
 generation asks again (``join``) every ``POLL_S`` seconds. No pickle crosses the wire.
 
+With standby drivers (``lightccrun --drivers``) the variable lists every driver, comma-separated.
+A request goes to the driver that answered last; a refused or silent connection, or a standby's
+``{status: "standby"}``, moves it on to the next one. Then every read has a deadline
+(``SO_RCVTIMEO``): a driver whose host vanished sends no FIN, and a blocked read would never end.
+
 Requests (``op`` field) and replies:
   ``join``   {worker, after, inits} -> {status: "wait"} | {status: "exit", code} |
              {status: "ready", generation, rank, size, hostname, rendezvous, init_generation}
@@ -20,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import struct
 import time
 from dataclasses import dataclass
 from multiprocessing import AuthenticationError
@@ -31,6 +37,9 @@ WORKER_VAR = "LIGHTCC_ELASTIC_WORKER"
 SECRET_VAR = "LIGHTCC_JOB_SECRET"
 POLL_S = 0.05
 REQUEST_TIMEOUT_S = 30.0
+CONNECT_S = 0.5  # with standby drivers: how long a connection to one driver may take (a cut host never answers)
+REPLY_S = 5.0  # with standby drivers: how long a short request's answer may take
+WATCH_MARGIN_S = 2.0  # with standby drivers: how late past its wait a watch may be answered
 
 
 @dataclass(frozen=True)
@@ -57,17 +66,29 @@ def parse_addr(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _client(address: tuple[str, int], key: bytes) -> Connection:
-    """multiprocessing.connection.Client's connection and handshake, over a socket with TCP_NODELAY.
+def parse_addrs(text: str) -> list[tuple[str, int]]:
+    """Every driver's address from ``LIGHTCC_ELASTIC_ADDR`` (``host:port[,host:port...]``)."""
+    return [parse_addr(part.strip()) for part in text.split(",") if part.strip()]
+
+
+def connect(address: tuple[str, int], key: bytes, read_s: Optional[float] = None) -> Connection:
+    """multiprocessing.connection.Client's connection and handshake, over a socket with TCP_NODELAY; with
+    `read_s`, every read on it fails after that many seconds without data (SO_RCVTIMEO).
 
     The handshake ends with the worker's WELCOME, and the request follows at once: two writes in a
     row, so without TCP_NODELAY Nagle holds the request until the driver acknowledges WELCOME, which
     its delayed ACK puts off by some 40 ms (every request, so every commit's poll, took 45 ms).
     """
-    sock = socket.create_connection(address)
+    sock = socket.create_connection(address, timeout=None if read_s is None else CONNECT_S)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setblocking(True)
+        if read_s is not None:
+            # Connection reads the descriptor with os.read, which a socket timeout would make fail at
+            # once (non-blocking); the kernel's receive timeout bounds each blocking read instead.
+            sec = int(read_s)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                            struct.pack("ll", sec, int((read_s - sec) * 1e6)))
         conn = Connection(sock.detach())
     finally:
         sock.close()
@@ -85,31 +106,52 @@ class WorkerChannel:
 
     def __init__(self, environ: Optional[Mapping[str, str]] = None) -> None:
         env = os.environ if environ is None else environ
-        self.address = parse_addr(env[ADDR_VAR])
+        self.addresses = parse_addrs(env[ADDR_VAR])
+        self._current = 0  # the driver that answered last
         self.worker = env[WORKER_VAR]
         self._key = env.get(SECRET_VAR, "").encode()
         if not self._key:
             raise ValueError(f"{ADDR_VAR} is set but {SECRET_VAR} is empty; the elastic driver sets both")
 
-    def request(self, message: Dict[str, Any]) -> Dict[str, Any]:
-        """Send one request and return the reply; connection errors are retried for a while."""
+    @property
+    def address(self) -> tuple[str, int]:
+        """The driver this worker talks to now."""
+        return self.addresses[self._current]
+
+    @property
+    def standbys(self) -> bool:
+        """Whether the job has standby drivers (then every read has a deadline)."""
+        return len(self.addresses) > 1
+
+    def request(self, message: Dict[str, Any], reply_s: float = REPLY_S) -> Dict[str, Any]:
+        """Send one request and return the reply; connection errors are retried for a while, moving on
+        to the next driver when there are several. `reply_s` bounds the wait for the answer then."""
         deadline = time.monotonic() + REQUEST_TIMEOUT_S
         payload = json.dumps({**message, "worker": self.worker}).encode()
+        read_s = reply_s if self.standbys else None
         while True:
+            address = self.address
             try:
-                conn = _client(self.address, self._key)
+                conn = connect(address, self._key, read_s)
                 try:
                     conn.send_bytes(payload)
-                    return json.loads(conn.recv_bytes().decode())
+                    reply = json.loads(conn.recv_bytes().decode())
                 finally:
                     conn.close()
-            except AuthenticationError as err:
-                raise RuntimeError(f"the elastic driver at {self.address[0]}:{self.address[1]} and this worker "
-                                   f"do not share the job secret ({SECRET_VAR})") from err
-            except (OSError, EOFError) as err:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"elastic driver at {self.address[0]}:{self.address[1]} is unreachable: "
-                                       f"{err}") from err
+                if reply.get("status") != "standby":
+                    return reply
+                err: Exception = OSError("a standby driver that has not taken over")
+            except AuthenticationError as failure:
+                raise RuntimeError(f"the elastic driver at {address[0]}:{address[1]} and this worker "
+                                   f"do not share the job secret ({SECRET_VAR})") from failure
+            except (OSError, EOFError) as failure:
+                err = failure
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no elastic driver answers (last tried {address[0]}:{address[1]}: {err})") from err
+            if self.standbys:
+                self._current = (self._current + 1) % len(self.addresses)
+                time.sleep(POLL_S)
+            else:
                 time.sleep(0.2)
 
     def join(self, after: int, inits: int) -> Assignment:
@@ -144,7 +186,7 @@ class WorkerChannel:
         """Whether generation `generation` failed, answered as soon as the driver sees it or after
         `wait_s` seconds (the driver's WATCH_MAX_S at most) that it has not; None when the driver
         answered without watching (this worker is being stopped, or the job is ending)."""
-        reply = self.request({"op": "watch", "generation": generation, "wait": wait_s})
+        reply = self.request({"op": "watch", "generation": generation, "wait": wait_s}, reply_s=wait_s + WATCH_MARGIN_S)
         return None if "failed" not in reply or reply.get("status") == "exit" else bool(reply["failed"])
 
     def failed(self, generation: int, rank: int, message: str) -> None:

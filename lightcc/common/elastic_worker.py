@@ -37,6 +37,9 @@ class WorkerSession:
 
     WATCH_S = 0.5  # pause after a watch request failed (the driver busy or restarting)
     WATCH_WAIT_S = 15.0  # how long one watch request may be held at the driver
+    # With standby drivers a watch held by a driver whose host vanished ends only at its read deadline
+    # (the wait plus a margin): keep it short, so the failure reaches us soon from the driver taking over.
+    STANDBY_WATCH_WAIT_S = 1.0
     # The engine notices a killed peer itself within ~0.1 s (its error names the peer); a cut link it
     # cannot, and every second waited here is a second of the recovery (a whole host lost).
     ABORT_AFTER_S = 0.3
@@ -104,7 +107,8 @@ class WorkerSession:
             generation = a.generation if a is not None else 0
             try:
                 if broken_since is None or generation != watched:
-                    broken = self.channel.watch(generation, self.WATCH_WAIT_S)
+                    wait = self.STANDBY_WATCH_WAIT_S if self.channel.standbys else self.WATCH_WAIT_S
+                    broken = self.channel.watch(generation, wait)
                 else:
                     time.sleep(self.BROKEN_WATCH_S)
                     broken = self.channel.generation_failed(generation)

@@ -14,7 +14,7 @@ from lightcc.runner import env_flags, plan
 from lightcc.runner.discovery import HostDiscovery
 from lightcc.runner.elastic_driver import ElasticDriver, ElasticSettings
 from lightcc.runner.hosts import HostSlots, local_names
-from lightcc.runner.remote import DEFAULT_TEMPLATE
+from lightcc.runner.remote import DEFAULT_TEMPLATE, SECRET_VAR
 
 DEFAULT_ELASTIC_TIMEOUT_S = 600.0
 DEFAULT_COOLDOWN_S = (10.0, 300.0)
@@ -40,6 +40,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                        metavar=("LOW", "HIGH"), default=list(DEFAULT_COOLDOWN_S),
                        help="a failed slot stays out LOW*2^(n-1) seconds after its n-th failure, at most HIGH "
                             "(default 10 300)")
+    group.add_argument("--drivers", dest="drivers", metavar="HOST:PORT,HOST:PORT",
+                       help="every driver of the job, so that it survives the loss of the host running lightccrun: "
+                            "run the same command line on each of those hosts with its --driver-index; the first "
+                            "leads, the others stand by and take over (needs LIGHTCC_JOB_SECRET set alike)")
+    group.add_argument("--driver-index", dest="driver_index", type=int, default=0,
+                       help="with --drivers: this driver's place in the list (0 leads; default 0)")
     group.add_argument("--fault-report", dest="fault_report", metavar="PATH",
                        help="write every failure as JSON to PATH ({'reports': [...]}, replaced atomically)")
     group.add_argument("--health-check", dest="health_check", action="store_true",
@@ -89,9 +95,31 @@ def settings(args: argparse.Namespace, hosts: Optional[List[HostSlots]]) -> Elas
         raise ValueError(f"--standbys {args.standbys} must be >= 0 (or -1: every slot beyond --max-np)")
     if args.reset_limit is not None and args.reset_limit < 0:
         raise ValueError(f"--reset-limit {args.reset_limit} must be >= 0")
+    drivers = driver_list(args.drivers, args.driver_index)
     return ElasticSettings(np=np, min_np=min_np, max_np=max_np, elastic_timeout=args.elastic_timeout,
                            reset_limit=args.reset_limit, cooldown=(low, high), fault_report=args.fault_report,
-                           verbose=args.verbose, output_dir=args.output_filename, standbys=args.standbys)
+                           verbose=args.verbose, output_dir=args.output_filename, standbys=args.standbys,
+                           drivers=drivers, driver_index=args.driver_index)
+
+
+def driver_list(text: Optional[str], index: int) -> tuple:
+    """--drivers as a tuple of host:port (empty without it), checked with --driver-index."""
+    if not text:
+        if index != 0:
+            raise ValueError(f"--driver-index {index} needs --drivers")
+        return ()
+    drivers = tuple(part.strip() for part in text.split(",") if part.strip())
+    for d in drivers:
+        host, _, port = d.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"--drivers {text!r}: {d!r} is not host:port")
+    if len(drivers) < 2:
+        raise ValueError(f"--drivers {text!r}: name at least two drivers (the leader and a standby)")
+    if not 0 <= index < len(drivers):
+        raise ValueError(f"--driver-index {index} is not a place in --drivers (0..{len(drivers) - 1})")
+    if not os.environ.get(SECRET_VAR):
+        raise ValueError(f"--drivers needs {SECRET_VAR} set, the same on every driver (each would pick its own)")
+    return drivers
 
 
 def launch(args: argparse.Namespace, command: List[str], hosts: Optional[List[HostSlots]]) -> int:

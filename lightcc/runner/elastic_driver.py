@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Listener
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -38,9 +38,13 @@ from lightcc.runner import remote
 from lightcc.runner.discovery import HostDiscovery, Slot, SlotCooldown
 from lightcc.runner.fault_report import FaultLog, FaultReport, classify, peer_in, signal_name
 from lightcc.runner.hosts import HostSlots
+from lightcc.runner.elastic_record import Generation, Worker
+from lightcc.runner.elastic_relays import STARTUP_LINK_S, RelayLinks
 from lightcc.runner.elastic_requests import WorkerRequests
+from lightcc.runner.elastic_standby import StandbyDriver
 from lightcc.runner.plan import REMOTE_PORT_RANGE, format_addr, threads_per_rank
 from lightcc.runner.spawn import _die_with_launcher, _pump, _Sink, describe_exit, exit_code
+from lightcc.runner.worker_relay import SLOT_VAR, relay_command
 
 POLL_DISCOVERY_S = 1.0
 LOOP_S = 0.05
@@ -64,44 +68,11 @@ class ElasticSettings:
     verbose: bool = False
     output_dir: Optional[str] = None
     standbys: int = -1  # warm workers beyond max_np; -1: one on every free listed slot
+    drivers: Tuple[str, ...] = ()  # every driver's host:port (--drivers); empty: this one alone
+    driver_index: int = 0  # this driver's place in `drivers`: 0 leads, the others stand by
 
 
-@dataclass
-class Worker:
-    """One worker process and what the driver knows of it."""
-
-    wid: str
-    slot: Slot
-    process: subprocess.Popen
-    is_local: bool
-    pending_after: Optional[int] = None  # waiting to join a generation after this one
-    inits: int = 0
-    done: bool = False
-    removed: bool = False  # stopped by the driver (host gone, job over): not a failure
-    reported: bool = False  # its failure already has a fault report (the driver killed it)
-    returncode: Optional[int] = None
-    threads: List[threading.Thread] = field(default_factory=list)
-
-    @property
-    def alive(self) -> bool:
-        return self.returncode is None
-
-    @property
-    def host(self) -> str:
-        return self.slot[0]
-
-
-@dataclass
-class Generation:
-    number: int
-    members: List[str]  # worker ids by rank
-    rendezvous: str
-    init_generation: int
-    formed_at: float
-    done: set = field(default_factory=set)
-
-
-class ElasticDriver(WorkerRequests):
+class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
     """Runs one elastic job; see the module docstring."""
 
     def __init__(self, settings: ElasticSettings, discovery: HostDiscovery, command: Sequence[str],
@@ -137,20 +108,30 @@ class ElasticDriver(WorkerRequests):
         self._short_since: Optional[float] = None
         self._signal: Optional[int] = None
         self._failure: Optional[int] = None
-        bind = "127.0.0.1" if advertise_host is None else "0.0.0.0"
+        bind = "127.0.0.1" if advertise_host is None and not settings.drivers else "0.0.0.0"
         self._key = secret.encode()
         self._closing = False
-        self._listener = Listener((bind, 0), backlog=128)  # every worker polls; the secret: _answer
+        # Standby drivers (elastic_standby): only the leader forms generations and starts workers.
+        self._leading = settings.driver_index == 0
+        self._final_code: Optional[int] = None
+        self._last_record: Optional[Dict[str, Any]] = None
+        self._mirrored = threading.Event()
+        self._started = time.monotonic()
+        port = ch.parse_addrs(settings.drivers[settings.driver_index])[0][1] if settings.drivers else 0
+        self._listener = Listener((bind, port), backlog=128)  # every worker polls; the secret: _answer
         port = self._listener.address[1]
         self._addr_local = format_addr("127.0.0.1", port)
         self._advertise = advertise_host or socket.gethostname()
         self._addr_remote = format_addr(self._advertise, port)
+        if settings.drivers:  # every worker knows every driver, wherever it runs
+            self._addr_local = self._addr_remote = ",".join(settings.drivers)
 
     # ----------------------------------------------------------------- main loop
     def run(self) -> int:
         """Runs the job to its end; returns lightccrun's exit code."""
         previous = self._install_signals()
         threading.Thread(target=self._serve, daemon=True).start()
+        self._start_standby()
         next_discovery = 0.0
         try:
             while True:
@@ -162,6 +143,8 @@ class ElasticDriver(WorkerRequests):
                 with self._lock:
                     code = self._step(now)
                 if code is not None:
+                    self._final_code = code
+                    self._hand_over_end()
                     return self._finish(code)
                 time.sleep(LOOP_S)
         finally:
@@ -179,6 +162,9 @@ class ElasticDriver(WorkerRequests):
             return 128 + self._signal
         if self._failure is not None:
             return self._failure
+        if self._standby_waits(now):
+            return None
+        self._check_links(now)
         finished = self._finished_code()
         if finished is not None:
             return finished
@@ -274,9 +260,9 @@ class ElasticDriver(WorkerRequests):
             why = f"did not rejoin within --elastic-timeout {self.s.elastic_timeout:g} s"
             known = self._gen_reports.get(gen)
             if known is not None and known.worker == w.wid:
-                self._log(f"killing worker {w.wid} (rank {known.rank}, pid {w.process.pid}): {why}")
+                self._log(f"killing worker {w.wid} (rank {known.rank}, pid {w.os_pid}): {why}")
             else:
-                report = FaultReport("timeout", gen, self._rank_of(w.wid), w.host, w.process.pid, w.wid,
+                report = FaultReport("timeout", gen, self._rank_of(w.wid), w.host, w.os_pid, w.wid,
                                      time.time(), message=why)
                 self.faults.add(report)
                 self._gen_reports.setdefault(gen, report)
@@ -363,14 +349,16 @@ class ElasticDriver(WorkerRequests):
         is_local = host in self._local_names
         env = dict(self._env)
         env.update({ch.ADDR_VAR: self._addr_local if is_local else self._addr_remote, ch.WORKER_VAR: wid,
-                    "LIGHTCC_HOSTNAME": host, "HOROVOD_HOSTNAME": host, "HOROVOD_ELASTIC": "1"})
+                    "LIGHTCC_HOSTNAME": host, "HOROVOD_HOSTNAME": host, "HOROVOD_ELASTIC": "1",
+                    SLOT_VAR: f"{host}:{slot[1]}"})
+        command = relay_command(self._command) if self.s.drivers else self._command
         stdin = None
         if is_local:
             env[remote.SECRET_VAR] = self._secret
             env.setdefault("OMP_NUM_THREADS", str(threads_per_rank(max(1, self.s.max_np))))
-            argv = self._command
+            argv = command
         else:
-            cmd = remote.remote_command(self._template, host, self._ssh_port, env, self._secret, self._command,
+            cmd = remote.remote_command(self._template, host, self._ssh_port, env, self._secret, command,
                                         os.getcwd())
             argv, stdin, env = cmd.argv, cmd.stdin, dict(os.environ)
         if self.s.verbose:
@@ -389,7 +377,8 @@ class ElasticDriver(WorkerRequests):
                 process.stdin.close()
             except OSError:
                 pass
-        w = Worker(wid, slot, process, is_local)
+        w = Worker(wid, slot, process, is_local, relayed=bool(self.s.drivers))
+        w.unlinked_since, w.link_grace = time.monotonic(), STARTUP_LINK_S
         self._workers[wid] = w
         self._start_threads(w)
 
@@ -400,7 +389,7 @@ class ElasticDriver(WorkerRequests):
                              args=(w.process.stdout, f"[{w.wid}]<stdout>:".encode(), self._stdout, copies[0])),
             threading.Thread(target=_pump, daemon=True,
                              args=(w.process.stderr, f"[{w.wid}]<stderr>:".encode(), self._stderr, copies[1])),
-            threading.Thread(target=lambda: self._exits.put((w.wid, w.process.wait())), daemon=True),
+            threading.Thread(target=lambda: self._exits.put((w.wid, w.process.wait(), "launch")), daemon=True),
         ]
         for t in w.threads:
             t.start()
@@ -416,11 +405,13 @@ class ElasticDriver(WorkerRequests):
     def _drain_exits(self) -> None:
         while True:
             try:
-                wid, returncode = self._exits.get_nowait()
+                wid, returncode, source = self._exits.get_nowait()
             except queue.Empty:
                 return
             with self._lock:
-                self._on_exit(self._workers[wid], returncode)
+                w = self._workers.get(wid)
+                if w is not None and w.alive and (source != "launch" or not w.relayed or self._launch_exit_counts(w)):
+                    self._on_exit(w, returncode)
 
     def _on_exit(self, w: Worker, returncode: int) -> None:
         w.returncode = returncode
@@ -442,7 +433,7 @@ class ElasticDriver(WorkerRequests):
         gen = g.number if g is not None else 0
         self._first_exit = self._first_exit or exit_code(returncode)
         if not w.reported:
-            report = FaultReport("process_exit", gen, self._rank_of(w.wid), w.host, w.process.pid, w.wid,
+            report = FaultReport("process_exit", gen, self._rank_of(w.wid), w.host, w.os_pid, w.wid,
                                  time.time(), exit_code=returncode if returncode >= 0 else None,
                                  signal=signal_name(returncode), message=f"worker {w.wid} {describe_exit(returncode)}")
             self.faults.add(report)
@@ -470,7 +461,7 @@ class ElasticDriver(WorkerRequests):
                     g.members) else None
                 peer_w = self._workers.get(peer_wid) if peer_wid else None
                 report = FaultReport(classify(message), gen, peer, peer_w.host if peer_w else None,
-                                     peer_w.process.pid if peer_w else None, peer_wid, time.time(), message=message)
+                                     peer_w.os_pid if peer_w else None, peer_wid, time.time(), message=message)
                 self._gen_reports[gen] = report
                 self.faults.add(report)
                 self.faults.observe(report, rank, host, message)
@@ -497,6 +488,11 @@ class ElasticDriver(WorkerRequests):
             self._changed.notify_all()
         deadline = time.monotonic() + GRACE_S
         for w in live:
+            if w.process is None:  # adopted: its relay reports the exit
+                while w.alive and w.link is not None and time.monotonic() < deadline:
+                    time.sleep(LOOP_S)
+                    self._drain_exits()
+                continue
             try:
                 w.process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -508,6 +504,9 @@ class ElasticDriver(WorkerRequests):
         return code
 
     def _kill(self, w: Worker, signum: int) -> None:
+        """Signals a worker: through its relay when it has one, else the process group we started."""
+        if self._relay_signal(w, signum) or w.process is None:
+            return
         try:
             os.killpg(w.process.pid, signum)
         except (ProcessLookupError, PermissionError):

@@ -3,7 +3,9 @@
 A mixin of ElasticDriver (elastic_driver.py), which owns every field used here; this module holds
 what the workers ask over the HMAC-authenticated JSON channel (lightcc/common/elastic_channel.py):
 join, late, poll, status, watch, failed and done. Each connection is answered in its own thread;
-all but `watch` under the driver's lock, `watch` waiting on the driver's condition.
+all but `watch` under the driver's lock, `watch` waiting on the driver's condition. Two more kinds
+of connection arrive with standby drivers: a worker relay's (`relay`, held open: elastic_relays)
+and a standby's (`record`: elastic_standby); a standby answers every worker "standby".
 """
 from __future__ import annotations
 
@@ -37,7 +39,15 @@ class WorkerRequests:
             deliver_challenge(conn, self._key)
             answer_challenge(conn, self._key)
             request = json.loads(conn.recv_bytes(1 << 20).decode())
-            if request.get("op") == "watch":
+            op = request.get("op")
+            if op == "relay":
+                self._serve_relay(conn, request)  # holds the connection until the relay leaves
+                return
+            if op == "record":
+                reply = self._serve_record(request)
+            elif not self._leading:
+                reply = {"status": "standby"}  # a worker that asked us first moves on to the leader
+            elif op == "watch":
                 reply = self._watch(request)
             else:
                 with self._lock:

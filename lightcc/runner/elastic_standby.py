@@ -1,0 +1,115 @@
+"""lightccrun's elastic driver as a standby: mirroring the leading driver and taking over when it is lost.
+
+A mixin of ElasticDriver (elastic_driver.py), which owns every field used here. With
+``--drivers A:P,B:Q`` every driver of the job runs the same command line; ``--driver-index 0``
+leads, the others stand by. A standby asks the leader for its record (`record`, a long poll
+answered when the leader's state changes or after RECORD_WAIT_S), and answers workers and relays
+"standby", which sends them on to the next address. When the leader has not answered for
+TAKEOVER_S (its process died: the connection is refused; its host vanished: the read times out),
+the standby leads: it rebuilds workers and generation from the last record, each worker waiting
+for its relay to connect (ADOPT_GRACE_S: a relay needs SILENT_S to give up on the old leader),
+and goes on as the driver: forms generations, starts workers on free slots, ends the job. A
+record that says the job ended makes the standby exit with the job's code.
+
+Split brain: a leader that is only cut off keeps its own side. With --min-np above half of
+--max-np at most one side can form a generation; docs/elastic.md says so.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Dict, Optional
+
+from lightcc.common import elastic_channel as ch
+from lightcc.runner.elastic_record import adopt, record
+from lightcc.runner.worker_relay import SILENT_S
+
+RECORD_WAIT_S = 0.25  # the longest the leader holds a record request without news
+TAKEOVER_S = 1.5  # the leader silent this long is lost
+# How long an adopted worker's relay has to connect to us: it gave up on the old leader about when we
+# did (both after SILENT_S or TAKEOVER_S without a word from it) and tries us next.
+ADOPT_GRACE_S = SILENT_S
+
+
+class StandbyDriver:
+    """ElasticDriver's mirroring and takeover (see the module docstring)."""
+
+    def _record(self) -> Dict[str, Any]:
+        rec = record(self._workers, self._gen, self._next_wid, self._resets, self._first_exit)
+        rec["final"] = self._final_code
+        return rec
+
+    def _serve_record(self, r: Dict[str, Any]) -> Dict[str, Any]:
+        """The leader's answer to a standby: its record once it changes (or after RECORD_WAIT_S)."""
+        if not self._leading:
+            return {"status": "standby"}
+        with self._changed:
+            if self._final_code is None and not self._closing:
+                self._changed.wait(min(float(r.get("wait", RECORD_WAIT_S)), RECORD_WAIT_S))
+            self._mirrored.set()
+            return {"record": self._record()}
+
+    def _mirror(self) -> None:
+        """A standby's thread: keeps the leader's last record until it leads itself (runs until then)."""
+        leader = ch.parse_addrs(",".join(self.s.drivers))[0]
+        heard: Optional[float] = None
+        while not self._closing:
+            try:
+                conn = ch.connect(leader, self._key, RECORD_WAIT_S + TAKEOVER_S)
+                try:
+                    conn.send_bytes(json.dumps({"op": "record", "wait": RECORD_WAIT_S}).encode())
+                    reply = json.loads(conn.recv_bytes().decode())
+                finally:
+                    conn.close()
+            except (OSError, EOFError, ValueError):
+                reply = {}
+            now = time.monotonic()
+            if "record" in reply:
+                with self._lock:
+                    self._last_record, heard = reply["record"], now
+                    if reply["record"].get("final") is not None:
+                        self._failure = int(reply["record"]["final"])  # the job ended there: end here too
+                        return
+                continue
+            if heard is not None and now - heard > TAKEOVER_S:
+                with self._lock:
+                    self._take_over(now)
+                return
+            time.sleep(0.05)
+
+    def _take_over(self, now: float) -> None:
+        rec = self._last_record
+        self._workers, self._gen = adopt(rec, now, ADOPT_GRACE_S, self._local_names)
+        # Wids the old leader handed out after its last record must not be handed out again.
+        self._next_wid = int(rec["next_wid"]) + 1000
+        self._resets, self._first_exit = int(rec["resets"]), rec.get("first_exit")
+        self._leading = True
+        live = [w for w in self._workers.values() if w.alive and not w.removed]
+        gen = self._gen.number if self._gen is not None else 0
+        self._log(f"the leading driver {self.s.drivers[0]} is lost (no answer for {TAKEOVER_S:g} s); this driver "
+                  f"leads from generation {gen}, adopting {len(live)} live worker(s)")
+        self._changed.notify_all()
+
+    def _start_standby(self) -> None:
+        if not self._leading:
+            threading.Thread(target=self._mirror, name="lightccrun-mirror", daemon=True).start()
+
+    def _standby_waits(self, now: float) -> bool:
+        """Whether this driver only stands by (nothing to form or spawn); fails the job when the leader
+        never showed up within --elastic-timeout."""
+        if self._leading:
+            return False
+        if self._last_record is None and now - self._started > self.s.elastic_timeout:
+            self._log(f"the leading driver {self.s.drivers[0]} did not answer within --elastic-timeout "
+                      f"{self.s.elastic_timeout:g} s; this standby gives up")
+            self._failure = 1
+        return True
+
+    def _hand_over_end(self) -> None:
+        """The leader, ending: wait (briefly) until a standby has seen the final record."""
+        if self._leading and len(self.s.drivers) > 1:
+            self._mirrored.clear()
+            with self._changed:
+                self._changed.notify_all()
+            self._mirrored.wait(TAKEOVER_S)
