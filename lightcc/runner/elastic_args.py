@@ -69,8 +69,11 @@ def restarts_requested(args: argparse.Namespace) -> bool:
 
 
 def requested(args: argparse.Namespace) -> bool:
-    """Whether the flags ask for an elastic job."""
-    return args.min_np is not None or args.max_np is not None or bool(args.host_discovery_script)
+    """Whether the flags ask for an elastic job (--drivers only makes sense in one)."""
+    elastic = args.min_np is not None or args.max_np is not None or bool(args.host_discovery_script)
+    if args.drivers and not elastic:
+        raise ValueError("--drivers is for elastic jobs: give --min-np, --max-np or --host-discovery-script too")
+    return elastic
 
 
 def settings(args: argparse.Namespace, hosts: Optional[List[HostSlots]]) -> ElasticSettings:

@@ -1,15 +1,15 @@
 """lightccrun's elastic driver as a standby: mirroring the leading driver and taking over when it is lost.
 
 A mixin of ElasticDriver (elastic_driver.py), which owns every field used here. With
-``--drivers A:P,B:Q`` every driver of the job runs the same command line; ``--driver-index 0``
-leads, the others stand by. A standby asks the leader for its record (`record`, a long poll
+``--drivers A:P,B:Q[,...]`` every driver of the job runs the same command line; ``--driver-index
+0`` leads, the others stand by. A standby asks the leader for its record (`record`, a long poll
 answered when the leader's state changes or after RECORD_WAIT_S), and answers workers and relays
-"standby", which sends them on to the next address. When the leader has not answered for
-TAKEOVER_S (its process died: the connection is refused; its host vanished: the read times out),
-the standby leads: it rebuilds workers and generation from the last record, each worker waiting
-for its relay to connect (ADOPT_GRACE_S: a relay needs SILENT_S to give up on the old leader),
-and goes on as the driver: forms generations, starts workers on free slots, ends the job. A
-record that says the job ended makes the standby exit with the job's code.
+"standby", which sends them on to the next address. When no driver before it in the list has
+answered for TAKEOVER_S (a process that died refuses the connection; a host that vanished lets
+the read time out), the standby leads, and the standbys after it mirror it instead. It rebuilds
+workers and generation from the last record, each worker waiting for its relay to connect
+(ADOPT_GRACE_S), and goes on as the driver: forms generations, starts workers on free slots, ends
+the job. A record that says the job ended makes every standby exit with the job's code.
 
 Split brain: a leader that is only cut off keeps its own side. With --min-np above half of
 --max-np at most one side can form a generation; docs/elastic.md says so.
@@ -50,26 +50,41 @@ class StandbyDriver:
             self._mirrored.set()
             return {"record": self._record()}
 
+    def _ask_record(self, address: tuple) -> Dict[str, Any]:
+        """One record request to the driver at `address`: its reply, or {} when it did not answer."""
+        try:
+            conn = ch.connect(address, self._key, RECORD_WAIT_S + TAKEOVER_S)
+            try:
+                conn.send_bytes(json.dumps({"op": "record", "wait": RECORD_WAIT_S}).encode())
+                return json.loads(conn.recv_bytes().decode())
+            finally:
+                conn.close()
+        except (OSError, EOFError, ValueError):
+            return {}
+
     def _mirror(self) -> None:
-        """A standby's thread: keeps the leader's last record until it leads itself (runs until then)."""
-        leader = ch.parse_addrs(",".join(self.s.drivers))[0]
+        """A standby's thread: keeps the leader's last record until this driver leads (runs until then).
+
+        The drivers before this one in --drivers are asked in order: the first that answers with a
+        record leads; one that answers "standby" is alive and would take over before us. Only when
+        none of them has answered for TAKEOVER_S does this one take over."""
+        earlier = ch.parse_addrs(",".join(self.s.drivers[: self.s.driver_index]))
         heard: Optional[float] = None
         while not self._closing:
-            try:
-                conn = ch.connect(leader, self._key, RECORD_WAIT_S + TAKEOVER_S)
-                try:
-                    conn.send_bytes(json.dumps({"op": "record", "wait": RECORD_WAIT_S}).encode())
-                    reply = json.loads(conn.recv_bytes().decode())
-                finally:
-                    conn.close()
-            except (OSError, EOFError, ValueError):
-                reply = {}
+            replies = []
+            for address in earlier:
+                replies.append(self._ask_record(address))
+                if "record" in replies[-1]:
+                    break
             now = time.monotonic()
-            if "record" in reply:
+            record = next((r["record"] for r in replies if "record" in r), None)
+            if record is not None or any(r.get("status") == "standby" for r in replies):
+                heard = now if self._last_record is not None or record is not None else heard
+            if record is not None:
                 with self._lock:
-                    self._last_record, heard = reply["record"], now
-                    if reply["record"].get("final") is not None:
-                        self._failure = int(reply["record"]["final"])  # the job ended there: end here too
+                    self._last_record = record
+                    if record.get("final") is not None:
+                        self._failure = int(record["final"])  # the job ended there: end here too
                         return
                 continue
             if heard is not None and now - heard > TAKEOVER_S:
@@ -87,7 +102,8 @@ class StandbyDriver:
         self._leading = True
         live = [w for w in self._workers.values() if w.alive and not w.removed]
         gen = self._gen.number if self._gen is not None else 0
-        self._log(f"the leading driver {self.s.drivers[0]} is lost (no answer for {TAKEOVER_S:g} s); this driver "
+        lost = ", ".join(self.s.drivers[: self.s.driver_index])
+        self._log(f"the driver(s) before this one ({lost}) are lost (no answer for {TAKEOVER_S:g} s); this driver "
                   f"leads from generation {gen}, adopting {len(live)} live worker(s)")
         self._changed.notify_all()
 

@@ -40,13 +40,15 @@ def _kill_rank(job: ElasticJob, rank: int, after_step: int, signum: int = signal
     return t0, t_unix, wid
 
 
-def _check_run(job: ElasticJob, steps: int) -> List[Tuple[int, float, int, str]]:
+def _check_run(job: ElasticJob, steps: int, rank0_killed: bool = False) -> List[Tuple[int, float, int, str]]:
     code = job.finish(240)
     assert code == 0, job.text()[-5000:]
     job.wait_for(rf"<stdout>:final {steps} identical=True", 1)
     seen = _steps(job)
     # Every step committed once in order after the re-formation (a rolled-back step is printed again).
-    assert [s[0] for s in seen][-1] == steps and sorted({s[0] for s in seen}) == list(range(1, steps + 1))
+    # Rank 0 prints after its commit: killed between the two, its line of a step the survivors hold is lost.
+    missing = set(range(1, steps + 1)) - {s[0] for s in seen}
+    assert [s[0] for s in seen][-1] == steps and len(missing) <= int(rank0_killed), sorted(missing)
     return seen
 
 
@@ -87,7 +89,7 @@ def test_rank0_lost_and_warm_standby_takes_its_place(tmp_path):
         step = max(int(m.group(1)) for m in job.matches(STEP))
         t0, t_kill, victim = _kill_rank(job, rank=0, after_step=step + 2)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 3 ", 30, after=t0)
-        seen = _check_run(job, 300)
+        seen = _check_run(job, 300, rank0_killed=True)
     g1, g2 = job.members(1), job.members(2)
     assert victim == g1[0] and g2[:2] == g1[1:] and g2[2] not in g1, (g1, g2)
     first = min(t for _, t, size, _ in seen if t > t_kill and size == 3)
@@ -139,7 +141,10 @@ def test_whole_host_lost_across_hosts_the_standby_host_takes_part(tmp_path):
             h.cut(1)
             job.wait_for(r"<stdout>:step \d+ [\d.]+ 4 ", 60, after=t0 + 0.001)
             seen = _check_run(job, 300)
-    g2 = job.members(2)
+    # Under load the driver may form a generation before the second standby asked to join; the next
+    # one takes it. The last generation is what the standby host's ranks took part in.
+    last = max(int(m.group(1)) for m in job.matches(r"generation (\d+): \d+ worker"))
+    g2 = job.members(last)
     assert len(victims) == 2 and not set(victims) & set(g2) and len(g2) == 4, (g1, g2)
     first = min(t for _, t, size, _ in seen if t > t_kill and size == 4)
     print(f"\nwhole host lost: the standby host's ranks took part {first - t_kill:.3f} s after the kill")

@@ -187,3 +187,71 @@ def test_env_rendezvous_joins_the_elastic_driver_only_in_its_workers():
         out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
                              timeout=120, cwd="/")
         assert out.stdout.strip() == expected, out.stderr[-2000:]
+
+
+def test_driver_flags_and_checks(monkeypatch):
+    monkeypatch.setenv(ch.SECRET_VAR, "s3cret")
+    s = elastic_args.settings(_args("-np", "2", "--min-np", "2", "--drivers", "a:1,b:2", "--driver-index", "1"), None)
+    assert (s.drivers, s.driver_index) == (("a:1", "b:2"), 1)
+    assert elastic_args.settings(_args("-np", "2", "--min-np", "2"), None).drivers == ()
+    for bad, message in ((("--drivers", "a:1"), "at least two"),
+                         (("--drivers", "a:1,b"), "not host:port"),
+                         (("--drivers", "a:1,b:70000"), "not host:port"),
+                         (("--drivers", "a:1,b:2", "--driver-index", "2"), "not a place"),
+                         (("--driver-index", "1"), "needs --drivers")):
+        with pytest.raises(ValueError, match=message):
+            elastic_args.settings(_args("-np", "2", "--min-np", "2", *bad), None)
+    with pytest.raises(ValueError, match="elastic jobs"):
+        elastic_args.requested(_args("-np", "2", "--drivers", "a:1,b:2"))
+    monkeypatch.delenv(ch.SECRET_VAR)
+    with pytest.raises(ValueError, match="LIGHTCC_JOB_SECRET"):
+        elastic_args.settings(_args("-np", "2", "--min-np", "2", "--drivers", "a:1,b:2"), None)
+
+
+def _serve(listener, replies):
+    """Answers one request per reply on `listener` (the channel's handshake included)."""
+    def run():
+        for reply in replies:
+            conn = listener.accept()
+            conn.recv_bytes()
+            conn.send_bytes(json.dumps(reply).encode())
+            conn.close()
+    threading.Thread(target=run, daemon=True).start()
+
+
+def test_channel_moves_past_a_dead_driver_and_a_standby_to_the_leader():
+    dead = Listener(("127.0.0.1", 0))
+    dead_port = dead.address[1]
+    dead.close()  # refuses connections, as a driver whose process died
+    standby = Listener(("127.0.0.1", 0), authkey=b"s3cret")
+    leader = Listener(("127.0.0.1", 0), authkey=b"s3cret")
+    _serve(standby, [{"status": "standby"}])
+    _serve(leader, [{"updated": True}, {"updated": False}])
+    addrs = f"127.0.0.1:{dead_port},127.0.0.1:{standby.address[1]},127.0.0.1:{leader.address[1]}"
+    c = ch.WorkerChannel({ch.ADDR_VAR: addrs, ch.WORKER_VAR: "w1", ch.SECRET_VAR: "s3cret"})
+    assert c.standbys and c.poll(1) is True
+    assert c.address == ("127.0.0.1", leader.address[1])
+    assert c.poll(1) is False  # the next request goes straight to the driver that answered
+    standby.close()
+    leader.close()
+
+
+def test_a_silent_driver_fails_the_read_instead_of_blocking_it():
+    silent = Listener(("127.0.0.1", 0), authkey=b"s3cret")  # accepts in the kernel, never answers
+    with pytest.raises(OSError):
+        ch.connect(silent.address, b"s3cret", read_s=0.3)
+    silent.close()
+
+
+def test_driver_record_round_trip():
+    from lightcc.runner.elastic_record import Generation, Worker, adopt, record
+
+    workers = {"w0": Worker("w0", ("a", 0), None, False, inits=2, pid=11),
+               "w1": Worker("w1", ("b", 0), None, False, pending_after=3, returncode=-9, reported=True)}
+    gen = Generation(4, ["w0"], "a:5000", 7, 0.0, {"w0"})
+    rec = json.loads(json.dumps(record(workers, gen, 2, 3, 137)))
+    got, g = adopt(rec, 100.0, 1.5, {"b"})
+    assert (g.number, g.members, g.rendezvous, g.init_generation, g.done) == (4, ["w0"], "a:5000", 7, {"w0"})
+    assert (got["w0"].inits, got["w0"].pid, got["w0"].alive, got["w0"].relayed) == (2, 11, True, True)
+    assert (got["w1"].pending_after, got["w1"].alive, got["w1"].reported, got["w1"].is_local) == (3, False, True, True)
+    assert (got["w0"].unlinked_since, got["w0"].link_grace, got["w0"].process) == (100.0, 1.5, None)
