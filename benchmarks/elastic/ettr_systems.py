@@ -157,9 +157,7 @@ class Lightcc(System):
         by_addr = {a: i for i, a in enumerate(self.h.addrs)}
         where: Dict[str, int] = {}
         result: List[Line] = []
-        with self.job._cv:
-            raw = list(self.job.lines)
-        for t, text in raw:
+        for t, text in self._raw():
             m = re.search(r"generation \d+: \d+ worker\(s\) \[([^\]]*)\]", text)
             if m:
                 for part in m.group(1).split(", "):
@@ -171,9 +169,15 @@ class Lightcc(System):
                            w.group(2) if w else text))
         return result
 
+    def _raw(self) -> List[Tuple[float, str]]:
+        """(monotonic arrival time, text) of every line the driver printed."""
+        with self.job._cv:
+            return list(self.job.lines)
+
     def training_hosts(self) -> List[int]:
         by_addr = {a: i for i, a in enumerate(self.h.addrs)}
-        m = self.job.matches(r"generation \d+: \d+ worker\(s\) \[([^\]]*)\]")
+        rx = re.compile(r"generation \d+: \d+ worker\(s\) \[([^\]]*)\]")
+        m = [found for _, text in self._raw() if (found := rx.search(text))]
         if not m:
             return []
         return [by_addr[p.split("@", 1)[1]] for p in m[-1].group(1).split(", ")]
@@ -194,6 +198,41 @@ class Lightcc(System):
 
     def stop(self) -> None:
         self.job.kill() if self.job.proc.poll() is None else None
+
+
+class LightccNoMaster(Lightcc):
+    """lightcc with no host of its own: a driver (`--drivers`) on every host but host 0, the leader on
+    host 1. A lost host takes its driver along; the next driver in the list that is alive leads.
+    Each driver's output is its own job's; the run's lines are all of them in arrival order."""
+
+    def start(self) -> None:
+        hosts = list(range(1, len(self.h.addrs)))
+        common = ["-np", str(self.active), "--min-np", str(self.active - 1), "--max-np", str(self.active),
+                  "--blacklist-cooldown-range", "1", "1", *netns_flags(self.h, self.tmp, 1)[:-2],
+                  "--drivers", ",".join(f"{self.h.addrs[i]}:{self.port}" for i in hosts)]
+        self.hosts_file = self.tmp / "hosts.txt"
+        self.listed = list(hosts)
+        env = {"HARP_IFNAME": "eth0", "HARP_NFLOWS": "1", "HARP_NINSTANCES": "1",
+               "LIGHTCC_JOB_SECRET": os.urandom(16).hex()}
+        self.jobs = {}
+        for index, host in reversed(list(enumerate(hosts))):  # the standbys first, the leader last
+            flags = [*common, "--rendezvous-addr", self.h.addrs[host], "--driver-index", str(index)]
+            self.jobs[host] = ElasticJob(flags, EXAMPLE, self.task, env=env, prefix=self.h.prefix(host))
+        self.job = self.jobs[hosts[0]]
+
+    def _raw(self) -> List[Tuple[float, str]]:
+        raw: List[Tuple[float, str]] = []
+        for job in self.jobs.values():
+            with job._cv:
+                raw.extend(job.lines)
+        return sorted(raw, key=lambda line: line[0])
+
+    def done(self) -> bool:
+        return all(job.proc.poll() is not None for job in self.jobs.values())
+
+    def stop(self) -> None:
+        for job in self.jobs.values():
+            job.kill() if job.proc.poll() is None else None
 
 
 class ReplacedOnSpare(System):
@@ -309,4 +348,4 @@ class Torchft(ReplacedOnSpare):
         return len(finals) >= len(self.live) and bool(finals)
 
 
-SYSTEMS = {"lightcc": Lightcc, "torchrun": Torchrun, "torchft": Torchft}
+SYSTEMS = {"lightcc": Lightcc, "lightcc-nomaster": LightccNoMaster, "torchrun": Torchrun, "torchft": Torchft}

@@ -504,8 +504,10 @@ class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
         return code
 
     def _kill(self, w: Worker, signum: int) -> None:
-        """Signals a worker: through its relay when it has one, else the process group we started."""
-        if self._relay_signal(w, signum) or w.process is None:
+        """Signals a worker through its relay when it has one, and the process group we started (the relay
+        itself when it runs on this machine: it forwards a SIGTERM and dies of a SIGKILL with the worker)."""
+        self._relay_signal(w, signum)
+        if w.process is None:
             return
         try:
             os.killpg(w.process.pid, signum)

@@ -37,7 +37,7 @@ from lightcc.common import elastic_channel as ch
 BEAT_S = 0.25  # heartbeat period, both ways
 SILENT_S = 1.5  # a connection this long without a message from the other end is dead
 BUFFER_LINES = 10000  # output kept while no driver is reachable (the oldest dropped first)
-EXIT_REPORT_S = 60.0  # how long the relay tries to hand the worker's exit to a driver
+EXIT_REPORT_S = 10.0  # how long the relay tries to hand the worker's exit to a driver (a takeover takes ~3 s)
 SLOT_VAR = "LIGHTCC_ELASTIC_SLOT"  # host:index of the slot the driver started this worker on
 _PR_SET_PDEATHSIG = 1
 
