@@ -255,3 +255,23 @@ def test_driver_record_round_trip():
     assert (got["w0"].inits, got["w0"].pid, got["w0"].alive, got["w0"].relayed) == (2, 11, True, True)
     assert (got["w1"].pending_after, got["w1"].alive, got["w1"].reported, got["w1"].is_local) == (3, False, True, True)
     assert (got["w0"].unlinked_since, got["w0"].link_grace, got["w0"].process) == (100.0, 1.5, None)
+
+
+def test_relay_keeps_its_worker_running_when_no_driver_answers(tmp_path):
+    """A worker whose relay reaches no driver is neither blocked on its output nor stopped: it runs to its
+    end (20 MB of output, most of it dropped), and the relay exits with its code once it gave up reporting."""
+    dead = Listener(("127.0.0.1", 0))
+    port = dead.address[1]
+    dead.close()
+    done = tmp_path / "done"
+    code = f"import sys\nfor i in range(200000): print('x' * 100)\nopen({str(done)!r}, 'w').close()\nsys.exit(3)"
+    env = {**os.environ, ch.ADDR_VAR: f"127.0.0.1:{port},127.0.0.1:{port}", ch.WORKER_VAR: "w0",
+           ch.SECRET_VAR: "s3cret"}
+    relay = subprocess.Popen([sys.executable, "-m", "lightcc.runner.worker_relay", "--", sys.executable, "-c", code],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert relay.wait(timeout=120) == 3
+        assert done.exists()
+        assert relay.stdout.read() == b"" and relay.stderr.read() == b""  # it left the launch connection
+    finally:
+        relay.kill()
