@@ -39,7 +39,7 @@ POLL_S = 0.05
 REQUEST_TIMEOUT_S = 30.0
 CONNECT_S = 0.5  # with standby drivers: how long a connection to one driver may take (a cut host never answers)
 REPLY_S = 5.0  # with standby drivers: how long a short request's answer may take
-WATCH_MARGIN_S = 2.0  # with standby drivers: how late past its wait a watch may be answered
+WATCH_MARGIN_S = 1.0  # with standby drivers: how late past its wait a watch may be answered
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,12 @@ from lightcc.runner.elastic_record import Worker
 from lightcc.runner.fault_report import FaultReport
 from lightcc.runner.worker_relay import BEAT_S, SILENT_S, boot_id
 
-LINK_GRACE_S = 1.5  # a relay that lost its connection this long is gone with its host
+# How long a relay may be without a connection before its worker counts as lost. A connection that
+# went silent (SILENT_S already passed: the host vanished or is cut off) or one the relay closed
+# (EOF: a live relay closes only after SILENT_S without our beats, and we were beating, so it died,
+# and its worker with it) needs little more; the grace covers a relay that moved to another driver
+# on a hiccup and comes straight back.
+LINK_GRACE_S = 0.5
 STARTUP_LINK_S = 60.0  # a relay's first hello may take this long (ssh, interpreter start)
 
 

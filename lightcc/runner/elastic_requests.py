@@ -40,6 +40,10 @@ class WorkerRequests:
             answer_challenge(conn, self._key)
             request = json.loads(conn.recv_bytes(1 << 20).decode())
             op = request.get("op")
+            if op != "record" and not self._leading:
+                held = time.monotonic()
+                self._hold_until_leading()  # a watch's wait counts from the request, not from now
+                request["wait"] = max(0.0, float(request.get("wait", 0.0)) - (time.monotonic() - held))
             if op == "relay":
                 self._serve_relay(conn, request)  # holds the connection until the relay leaves
                 return

@@ -23,13 +23,14 @@ from typing import Any, Dict, Optional
 
 from lightcc.common import elastic_channel as ch
 from lightcc.runner.elastic_record import adopt, record
-from lightcc.runner.worker_relay import SILENT_S
 
 RECORD_WAIT_S = 0.25  # the longest the leader holds a record request without news
 TAKEOVER_S = 1.5  # the leader silent this long is lost
 # How long an adopted worker's relay has to connect to us: it gave up on the old leader about when we
-# did (both after SILENT_S or TAKEOVER_S without a word from it) and tries us next.
-ADOPT_GRACE_S = SILENT_S
+# did (both after SILENT_S or TAKEOVER_S without a word from it) and tries us next; a relay or worker
+# that asks us before we lead is held until we do (HOLD_S), not sent back to the lost leader.
+ADOPT_GRACE_S = 1.0
+HOLD_S = TAKEOVER_S + RECORD_WAIT_S
 
 
 class StandbyDriver:
@@ -106,6 +107,15 @@ class StandbyDriver:
         self._log(f"the driver(s) before this one ({lost}) are lost (no answer for {TAKEOVER_S:g} s); this driver "
                   f"leads from generation {gen}, adopting {len(live)} live worker(s)")
         self._changed.notify_all()
+
+    def _hold_until_leading(self) -> bool:
+        """A standby holds a worker's or relay's request a while (the leader may be lost and this driver
+        about to lead, and the other address is the lost one); whether it leads now."""
+        with self._changed:
+            deadline = time.monotonic() + HOLD_S
+            while not self._leading and not self._closing and time.monotonic() < deadline:
+                self._changed.wait(max(0.0, deadline - time.monotonic()))
+            return self._leading
 
     def _start_standby(self) -> None:
         if not self._leading:

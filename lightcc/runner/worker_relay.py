@@ -36,6 +36,7 @@ from lightcc.common import elastic_channel as ch
 
 BEAT_S = 0.25  # heartbeat period, both ways
 SILENT_S = 1.5  # a connection this long without a message from the other end is dead
+HELLO_S = 3.0  # the longest a driver may take to answer a hello (a standby about to lead holds it)
 BUFFER_LINES = 10000  # output kept while no driver is reachable (the oldest dropped first)
 EXIT_REPORT_S = 10.0  # how long the relay tries to hand the worker's exit to a driver (a takeover takes ~3 s)
 SLOT_VAR = "LIGHTCC_ELASTIC_SLOT"  # host:index of the slot the driver started this worker on
@@ -111,7 +112,7 @@ class Relay:
         for _ in range(len(self.addresses)):
             address = self.addresses[self._current]
             try:
-                conn = ch.connect(address, self._key, SILENT_S)
+                conn = ch.connect(address, self._key, HELLO_S)
                 conn.send_bytes(json.dumps({"op": "relay", "worker": self.worker, "pid": self.process.pid,
                                             "relay_pid": os.getpid(), "boot_id": boot_id(), "slot": self._slot,
                                             "host": self._host}).encode())
