@@ -115,6 +115,7 @@ class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
         self._leading = settings.driver_index == 0
         self._final_code: Optional[int] = None
         self._last_record: Optional[Dict[str, Any]] = None
+        self._heard_at = -1e9  # a standby: when a driver before it last answered
         self._mirrored = threading.Event()
         self._started = time.monotonic()
         port = ch.parse_addrs(settings.drivers[settings.driver_index])[0][1] if settings.drivers else 0

@@ -81,6 +81,7 @@ class StandbyDriver:
             record = next((r["record"] for r in replies if "record" in r), None)
             if record is not None or any(r.get("status") == "standby" for r in replies):
                 heard = now if self._last_record is not None or record is not None else heard
+                self._heard_at = now
             if record is not None:
                 with self._lock:
                     self._last_record = record
@@ -111,6 +112,8 @@ class StandbyDriver:
     def _hold_until_leading(self) -> bool:
         """A standby holds a worker's or relay's request a while (the leader may be lost and this driver
         about to lead, and the other address is the lost one); whether it leads now."""
+        if time.monotonic() - self._heard_at < 2 * RECORD_WAIT_S:
+            return False  # the leader answered just now: whoever asks us had a hiccup; back to it at once
         with self._changed:
             deadline = time.monotonic() + HOLD_S
             while not self._leading and not self._closing and time.monotonic() < deadline:
