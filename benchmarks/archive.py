@@ -36,6 +36,8 @@ ARCHIVES: Dict[str, str] = {
                "hosts (benchmarks/elastic/results/ettr-s22/)",
     "152e07f": "session 22: the ETTR race again after the background commit copy and TCP_NODELAY, on a quiet "
                "machine (benchmarks/elastic/results/ettr-s22b/)",
+    "b4b9cbd": "session 23: standby drivers, the leader's host lost (benchmarks/elastic/results/driver-loss-s23/) "
+               "and the ETTR race with a driver on every host (benchmarks/elastic/results/ettr-s23-nomaster/)",
 }
 
 
