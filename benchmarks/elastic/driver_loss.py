@@ -1,6 +1,6 @@
 """The host of lightccrun's leading driver and of rank 0 lost at once, measured: how soon the standby driver leads.
 
-    sudo python -m benchmarks.elastic.driver_loss [--trials 5] [--steps 60] [--step-time 0.05] [--out DIR]
+    sudo python -m benchmarks.elastic.driver_loss [--trials 5] [--steps 300] [--step-time 0.05] [--out DIR]
 
 Five emulated hosts (testbed.netns): the leading driver (`lightccrun --drivers ... --driver-index 0`)
 and rank 0 on host 1, the standby driver (`--driver-index 1`) and rank 1 on host 2, rank 2 on host
@@ -72,7 +72,7 @@ def _flags(h: netns.Hosts, tmp: Path, port: int) -> List[str]:
             "--blacklist-cooldown-range", "1000", "1000"]
 
 
-def trial(h: netns.Hosts, tmp: Path, steps: int = 60, step_time: float = 0.05) -> Dict:
+def trial(h: netns.Hosts, tmp: Path, steps: int = 300, step_time: float = 0.05) -> Dict:
     """One trial on hosts `h` (at least 5): seconds from the kill to each of EVENTS, the steps each driver
     printed, the standby's exit code and its final line. Every process of the job is killed at the end."""
     mark = uuid.uuid4().hex
@@ -116,7 +116,7 @@ def table(trials: List[Dict]) -> str:
 def main(argv: Sequence[str] = ()) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--trials", type=int, default=5)
-    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--steps", type=int, default=300)
     p.add_argument("--step-time", type=float, default=0.05)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(list(argv) or None)

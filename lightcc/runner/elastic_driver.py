@@ -116,6 +116,8 @@ class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
         self._final_code: Optional[int] = None
         self._last_record: Optional[Dict[str, Any]] = None
         self._heard_at = -1e9  # a standby: when a driver before it last answered
+        self._term = 0  # which takeover this driver leads in (elastic_standby)
+        self._standing_down = False  # another driver leads in a later term: end without stopping workers
         self._mirrored = threading.Event()
         self._started = time.monotonic()
         port = ch.parse_addrs(settings.drivers[settings.driver_index])[0][1] if settings.drivers else 0
@@ -144,8 +146,9 @@ class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
                 with self._lock:
                     code = self._step(now)
                 if code is not None:
-                    self._final_code = code
-                    self._hand_over_end()
+                    if not self._standing_down:  # a driver standing down must not end the job for the others
+                        self._final_code = code
+                        self._hand_over_end()
                     return self._finish(code)
                 time.sleep(LOOP_S)
         finally:
@@ -481,6 +484,8 @@ class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
 
     # ----------------------------------------------------------------- shutdown
     def _finish(self, code: int) -> int:
+        if self._standing_down:
+            return code  # the workers are the new leader's
         with self._lock:
             live = [w for w in self._workers.values() if w.alive]
             for w in live:

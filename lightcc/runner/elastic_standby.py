@@ -12,7 +12,9 @@ workers and generation from the last record, each worker waiting for its relay t
 the job. A record that says the job ended makes every standby exit with the job's code.
 
 Split brain: a leader that is only cut off keeps its own side. With --min-np above half of
---max-np at most one side can form a generation; docs/elastic.md says so.
+--max-np at most one side can form a generation; docs/elastic.md says so. Terms end it when the
+sides meet again: every leader asks the other drivers every PROBE_S (`_probe`), and one that finds
+a leader in a later term stands down, leaving the workers to it.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ TAKEOVER_S = 1.5  # the leader silent this long is lost
 # that asks us before we lead is held until we do (HOLD_S), not sent back to the lost leader.
 ADOPT_GRACE_S = 1.0
 HOLD_S = TAKEOVER_S + RECORD_WAIT_S
+PROBE_S = 0.5  # how often a leader asks the other drivers whether one leads in a later term
 
 
 class StandbyDriver:
@@ -38,7 +41,7 @@ class StandbyDriver:
 
     def _record(self) -> Dict[str, Any]:
         rec = record(self._workers, self._gen, self._next_wid, self._resets, self._first_exit)
-        rec["final"] = self._final_code
+        rec["final"], rec["term"], rec["index"] = self._final_code, self._term, self.s.driver_index
         return rec
 
     def _serve_record(self, r: Dict[str, Any]) -> Dict[str, Any]:
@@ -46,17 +49,18 @@ class StandbyDriver:
         if not self._leading:
             return {"status": "standby"}
         with self._changed:
-            if self._final_code is None and not self._closing:
-                self._changed.wait(min(float(r.get("wait", RECORD_WAIT_S)), RECORD_WAIT_S))
+            wait = min(float(r.get("wait", RECORD_WAIT_S)), RECORD_WAIT_S)
+            if self._final_code is None and not self._closing and wait > 0:
+                self._changed.wait(wait)
             self._mirrored.set()
             return {"record": self._record()}
 
-    def _ask_record(self, address: tuple) -> Dict[str, Any]:
+    def _ask_record(self, address: tuple, wait: float = RECORD_WAIT_S) -> Dict[str, Any]:
         """One record request to the driver at `address`: its reply, or {} when it did not answer."""
         try:
             conn = ch.connect(address, self._key, RECORD_WAIT_S + TAKEOVER_S)
             try:
-                conn.send_bytes(json.dumps({"op": "record", "wait": RECORD_WAIT_S}).encode())
+                conn.send_bytes(json.dumps({"op": "record", "wait": wait}).encode())
                 return json.loads(conn.recv_bytes().decode())
             finally:
                 conn.close()
@@ -72,13 +76,12 @@ class StandbyDriver:
         earlier = ch.parse_addrs(",".join(self.s.drivers[: self.s.driver_index]))
         heard: Optional[float] = None
         while not self._closing:
-            replies = []
-            for address in earlier:
-                replies.append(self._ask_record(address))
-                if "record" in replies[-1]:
-                    break
+            replies = [self._ask_record(address) for address in earlier]
             now = time.monotonic()
-            record = next((r["record"] for r in replies if "record" in r), None)
+            # Two may answer with a record for a moment: a leader back from a partition, before its probe
+            # finds the one that took over. The later term leads.
+            records = [r["record"] for r in replies if "record" in r]
+            record = max(records, key=lambda rec: int(rec.get("term", 0)), default=None)
             if record is not None or any(r.get("status") == "standby" for r in replies):
                 heard = now if self._last_record is not None or record is not None else heard
                 self._heard_at = now
@@ -92,8 +95,42 @@ class StandbyDriver:
             if heard is not None and now - heard > TAKEOVER_S:
                 with self._lock:
                     self._take_over(now)
+                self._probe()
                 return
             time.sleep(0.05)
+
+    def _probe(self) -> None:
+        """A leader's thread: asks the other drivers whether one leads in a later term (it took over while
+        this one was cut off or stalled); if so this one stands down (runs until then or the job's end).
+
+        Terms order leaders: a takeover leads in the term after the record it took over from. Of two
+        leaders in one term (two standbys that each lost the leader and each other) the one earlier in
+        --drivers stays."""
+        others = [(i, a) for i, a in enumerate(ch.parse_addrs(",".join(self.s.drivers))) if i != self.s.driver_index]
+        while not self._closing and self._leading:
+            for index, address in others:
+                rec = self._ask_record(address, wait=0.0).get("record")
+                if rec is None or rec.get("final") is not None:
+                    continue
+                term = int(rec.get("term", 0))
+                if term > self._term or (term == self._term and index < self.s.driver_index):
+                    with self._lock:
+                        self._stand_down(self.s.drivers[index], term)
+                    return
+            time.sleep(PROBE_S)
+
+    def _stand_down(self, other: str, term: int) -> None:
+        """Another driver leads in a later term: leave its workers to it (they are not stopped; their relays
+        find it) and end this driver."""
+        self._log(f"the driver at {other} leads in term {term} (this one: term {self._term}); this driver stands "
+                  f"down and leaves the workers to it")
+        self._leading = False
+        self._standing_down = True
+        for w in self._workers.values():
+            if w.link is not None:
+                w.link.conn.close()  # the relay moves on to the next driver
+        self._failure = 0
+        self._changed.notify_all()
 
     def _take_over(self, now: float) -> None:
         rec = self._last_record
@@ -101,12 +138,13 @@ class StandbyDriver:
         # Wids the old leader handed out after its last record must not be handed out again.
         self._next_wid = int(rec["next_wid"]) + 1000
         self._resets, self._first_exit = int(rec["resets"]), rec.get("first_exit")
+        self._term = int(rec.get("term", 0)) + 1
         self._leading = True
         live = [w for w in self._workers.values() if w.alive and not w.removed]
         gen = self._gen.number if self._gen is not None else 0
         lost = ", ".join(self.s.drivers[: self.s.driver_index])
         self._log(f"the driver(s) before this one ({lost}) are lost (no answer for {TAKEOVER_S:g} s); this driver "
-                  f"leads from generation {gen}, adopting {len(live)} live worker(s)")
+                  f"leads from generation {gen} (term {self._term}), adopting {len(live)} live worker(s)")
         self._changed.notify_all()
 
     def _hold_until_leading(self) -> bool:
@@ -121,8 +159,10 @@ class StandbyDriver:
             return self._leading
 
     def _start_standby(self) -> None:
-        if not self._leading:
-            threading.Thread(target=self._mirror, name="lightccrun-mirror", daemon=True).start()
+        if not self.s.drivers:
+            return
+        target = self._mirror if not self._leading else self._probe
+        threading.Thread(target=target, name="lightccrun-mirror", daemon=True).start()
 
     def _standby_waits(self, now: float) -> bool:
         """Whether this driver only stands by (nothing to form or spawn); fails the job when the leader
