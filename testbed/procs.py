@@ -150,35 +150,59 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def stop(proc: subprocess.Popen, dump: bool = True, grace: float = DUMP_GRACE_S) -> None:
+def stop(proc: subprocess.Popen, dump: bool = True, grace: float = DUMP_GRACE_S, interrupt: float = 0.0) -> None:
     """Ends `proc`, its process group and every process below it; reaps `proc` (its pipes are left to the caller).
 
     With `dump`, every Python process of the tree first gets SIGABRT (faulthandler prints each
-    thread's stack on its stderr) and up to `grace` seconds to do so."""
-    tree = [proc.pid, *descendants(proc.pid)]
-    if dump and proc.poll() is None:
-        pythons = [pid for pid in tree if _is_python(pid)]
-        for pid in pythons:
-            _signal(pid, signal.SIGABRT)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(_alive(p) for p in pythons):
-            time.sleep(0.05)
-    tree += [pid for pid in descendants(proc.pid) if pid not in tree]
-    groups = {proc.pid}  # the session's own group, even once its leader has exited
-    for pid in tree[1:]:
-        try:
-            groups.add(os.getpgid(pid))
-        except ProcessLookupError:
-            pass
+    thread's stack on its stderr) and up to `grace` seconds to do so. With `interrupt` > 0,
+    `proc` itself gets SIGINT instead, after the others' dumps, and that many seconds to clean up
+    (a harness that owns network namespaces removes them on KeyboardInterrupt)."""
+    stop_all([proc], dump, grace, interrupt)
+
+
+def _abort(pids: Sequence[int], grace: float) -> None:
+    """SIGABRT to each Python process of `pids`; waits up to `grace` s for them to print their stacks and end."""
+    pythons = [pid for pid in pids if _is_python(pid)]
+    for pid in pythons:
+        _signal(pid, signal.SIGABRT)
+    _wait_gone(pythons, grace)
+
+
+def _wait_gone(pids: Sequence[int], timeout: float) -> None:
+    """Until none of `pids` runs, or `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+
+
+def stop_all(started: Sequence[subprocess.Popen], dump: bool = True, grace: float = DUMP_GRACE_S,
+             interrupt: float = 0.0) -> None:
+    """`stop` for several processes at once: one grace period for all their stack dumps."""
+    trees = {p.pid: [p.pid, *descendants(p.pid)] for p in started}
+    running = [p for p in started if p.poll() is None]
+    if dump:
+        _abort([pid for p in running for pid in trees[p.pid][1 if interrupt else 0:]], grace)
+    if interrupt:
+        for p in running:
+            _signal(p.pid, signal.SIGINT)
+        _wait_gone([p.pid for p in running], interrupt)
+    groups = set(trees)  # each session's own group, even once its leader has exited
+    for p in started:
+        for pid in trees[p.pid][1:] + descendants(p.pid):
+            try:
+                groups.add(os.getpgid(pid))
+            except ProcessLookupError:
+                pass
     for pgid in groups:
         try:
             os.killpg(pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
+    for p in started:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _drain(proc: subprocess.Popen) -> tuple[str, str]:
@@ -193,25 +217,28 @@ def _drain(proc: subprocess.Popen) -> tuple[str, str]:
     return out or "", err or ""
 
 
-def wait(procs: Sequence[subprocess.Popen], timeout: float) -> tuple[list[tuple[str, str]], list[int]]:
-    """Waits for `procs` together until `timeout` s from now; stops (stacks dumped) those still running.
+def wait(started: Sequence[subprocess.Popen], timeout: float,
+         interrupt: float = 0.0) -> tuple[list[tuple[str, str]], list[int]]:
+    """Waits for `started` together until `timeout` s from now; stops (stacks dumped) those still running.
 
     Returns each process's (stdout, stderr) ("" where not piped) and the indices of those that
-    were still running at the deadline. Every process in `procs` has ended when it returns."""
+    were still running at the deadline (`interrupt` as in `stop`). Every one has ended when it returns."""
     deadline = time.monotonic() + timeout
     outs: list[tuple[str, str]] = []
     hung: list[int] = []
     try:
-        for i, p in enumerate(procs):
+        for i, p in enumerate(started):
             try:
                 out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
                 outs.append((out or "", err or ""))
             except subprocess.TimeoutExpired:
                 hung.append(i)
-                stop(p)
-                outs.append(_drain(p))
+                outs.append(("", ""))
+        stop_all([started[i] for i in hung], interrupt=interrupt)
+        for i in hung:
+            outs[i] = _drain(started[i])
     finally:
-        for p in procs:
+        for p in started:
             if p.poll() is None:  # an exception above: nothing is left running
                 stop(p, dump=False)
     return outs, hung
@@ -223,14 +250,14 @@ def describe(cmd: Sequence[str], returncode: int | None, out: str, err: str) -> 
 
 
 def run_all(cmds: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str] | None], timeout: float,
-            cwd: PathLike | None = ROOT, merge: bool = False) -> list[subprocess.CompletedProcess]:
+            cwd: PathLike | None = ROOT, merge: bool = False, interrupt: float = 0.0) -> list[subprocess.CompletedProcess]:
     """Runs the commands at once, each in its own session, to the end; each one's result.
 
     `merge` puts stderr into stdout. Any still running after `timeout` s: every one is stopped
-    (stacks dumped) and `Hung` names them with every process's output."""
-    procs = start_all(cmds, envs, cwd, stderr=subprocess.STDOUT if merge else subprocess.PIPE)
-    outs, hung = wait(procs, timeout)
-    done = [subprocess.CompletedProcess(list(c), p.returncode, o, e) for c, p, (o, e) in zip(cmds, procs, outs)]
+    (stacks dumped; `interrupt` as in `stop`) and `Hung` names them with every process's output."""
+    started = start_all(cmds, envs, cwd, stderr=subprocess.STDOUT if merge else subprocess.PIPE)
+    outs, hung = wait(started, timeout, interrupt)
+    done = [subprocess.CompletedProcess(list(c), p.returncode, o, e) for c, p, (o, e) in zip(cmds, started, outs)]
     if hung:
         raise Hung(f"{len(hung)} of {len(cmds)} processes ran past {timeout:g} s (stacks dumped):\n"
                    + "\n".join(describe(r.args, r.returncode, r.stdout, r.stderr) for r in done))
@@ -238,12 +265,13 @@ def run_all(cmds: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str] | No
 
 
 def run(cmd: Sequence[str], timeout: float, env: Mapping[str, str] | None = None, cwd: PathLike | None = ROOT,
-        merge: bool = False) -> subprocess.CompletedProcess:
+        merge: bool = False, interrupt: float = 0.0) -> subprocess.CompletedProcess:
     """Runs one command (a launcher, a benchmark's front end) to the end in its own session; its result.
 
     `env` defaults to the rule's (`base_env()`); `merge` puts stderr into stdout. Past `timeout` s the
-    whole tree is stopped (stacks dumped) and `Hung` carries its output."""
-    return run_all([cmd], [env], timeout, cwd, merge)[0]
+    whole tree is stopped (stacks dumped; with `interrupt`, the command itself gets SIGINT and that
+    many seconds to clean up, as in `stop`) and `Hung` carries its output."""
+    return run_all([cmd], [env], timeout, cwd, merge, interrupt)[0]
 
 
 def alive(pids: Iterable[int]) -> list[int]:
