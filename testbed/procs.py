@@ -4,10 +4,11 @@ The one way ranks and launchers are started for tests/, benchmarks/ and testbed/
 
 - Environment (`base_env`, `rank_env`): the parent's environment less every variable a launcher or a
   scheduler sets (Open MPI, PMI, Slurm, torchrun, Kubeflow, Lightning) and every lightcc, Horovod
-  and HARP flag, so a run depends only on what its caller passes; PYTHONPATH is the tree under
-  test first, then the parent's; output unbuffered; faulthandler on in every Python process
-  (PYTHONFAULTHANDLER, inherited through launchers). `rank_env` adds one rank's LIGHTCC_RANK,
-  LIGHTCC_SIZE, LIGHTCC_HOSTNAME, LIGHTCC_RENDEZVOUS_ADDR and LIGHTCC_JOB_SECRET.
+  and HARP flag, so a run depends only on what its caller passes (a benchmark that honours the
+  shell's flags passes `user_flags()` on purpose); PYTHONPATH is the tree under test first, then
+  the parent's; output unbuffered; faulthandler on in every Python process (PYTHONFAULTHANDLER,
+  inherited through launchers). `rank_env` adds one rank's LIGHTCC_RANK, LIGHTCC_SIZE,
+  LIGHTCC_HOSTNAME, LIGHTCC_RENDEZVOUS_ADDR and LIGHTCC_JOB_SECRET.
 - Starting (`start`): every process in a session (and process group) of its own, pipes as text.
 - Stopping (`stop`): SIGABRT to every Python process of the process's tree first, so faulthandler
   prints where each thread was; after a grace period, SIGKILL to the process group of each
@@ -38,6 +39,11 @@ STRIPPED_PREFIXES = ("OMPI_", "PMI_", "PMIX_", "SLURM", "PET_", "TORCHELASTIC_",
                      "LIGHTCC_", "LIGHT_", "HOROVOD_", "HARP_")
 STRIPPED_NAMES = frozenset(("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                             "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+# The variables that place one process in a job: never passed on by `user_flags`.
+PLACEMENT = frozenset(f"{pre}_{name}" for pre in ("LIGHTCC", "HOROVOD") for name in (
+    "RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE", "HOSTNAME")) | frozenset((
+    "LIGHTCC_RENDEZVOUS_ADDR", "LIGHTCC_JOB_SECRET", "LIGHTCC_ELASTIC_WORKER"))
+FLAG_PREFIXES = ("LIGHT_", "LIGHTCC_", "HOROVOD_", "HARP_")
 # How long the processes of a hung run get to print their stacks after SIGABRT before SIGKILL.
 DUMP_GRACE_S = 5.0
 TAIL = 4000
@@ -70,6 +76,12 @@ def base_env(extra: Mapping[str, str] | None = None, pythonpath: Sequence[PathLi
     out.update({"PYTHONPATH": os.pathsep.join(paths), "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"})
     out.update(extra or {})
     return out
+
+
+def user_flags() -> dict[str, str]:
+    """This process's lightcc, Horovod and HARP flags, less any placement: for a benchmark whose user sets
+    flags in the shell, to pass as `extra` (the rule itself passes none on)."""
+    return {k: v for k, v in os.environ.items() if k.startswith(FLAG_PREFIXES) and k not in PLACEMENT}
 
 
 def rank_env(rank: int, size: int, rendezvous: str, secret: str, hostname: str,
@@ -228,6 +240,8 @@ def wait(started: Sequence[subprocess.Popen], timeout: float,
     hung: list[int] = []
     try:
         for i, p in enumerate(started):
+            if p.stdin is not None and p.stdin.closed:
+                p.stdin = None  # the caller closed it (end of input): communicate would flush it
             try:
                 out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
                 outs.append((out or "", err or ""))
