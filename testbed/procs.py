@@ -40,9 +40,9 @@ STRIPPED_PREFIXES = ("OMPI_", "PMI_", "PMIX_", "SLURM", "PET_", "TORCHELASTIC_",
 STRIPPED_NAMES = frozenset(("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                             "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
 # The variables that place one process in a job: never passed on by `user_flags`.
-PLACEMENT = frozenset(f"{pre}_{name}" for pre in ("LIGHTCC", "HOROVOD") for name in (
-    "RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE", "HOSTNAME")) | frozenset((
-    "LIGHTCC_RENDEZVOUS_ADDR", "LIGHTCC_JOB_SECRET", "LIGHTCC_ELASTIC_WORKER"))
+PLACEMENT = frozenset([f"{pre}_{name}" for pre in ("LIGHTCC", "HOROVOD")
+                       for name in ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE", "HOSTNAME")]
+                      + ["LIGHTCC_RENDEZVOUS_ADDR", "LIGHTCC_JOB_SECRET", "LIGHTCC_ELASTIC_WORKER"])
 FLAG_PREFIXES = ("LIGHT_", "LIGHTCC_", "HOROVOD_", "HARP_")
 # How long the processes of a hung run get to print their stacks after SIGABRT before SIGKILL.
 DUMP_GRACE_S = 5.0
@@ -108,15 +108,14 @@ def start(cmd: Sequence[str], env: Mapping[str, str] | None = None, cwd: PathLik
 def start_all(cmds: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str] | None], cwd: PathLike | None = ROOT,
               stdout: Stream = subprocess.PIPE, stderr: Stream = subprocess.PIPE) -> list[subprocess.Popen]:
     """`start` for each command with its environment; if one cannot start, the ones started are stopped."""
-    procs: list[subprocess.Popen] = []
+    started: list[subprocess.Popen] = []
     try:
         for cmd, e in zip(cmds, envs):
-            procs.append(start(cmd, e, cwd, stdout, stderr))
+            started.append(start(cmd, e, cwd, stdout, stderr))
     except BaseException:
-        for p in procs:
-            stop(p, dump=False)
+        stop_all(started, dump=False)
         raise
-    return procs
+    return started
 
 
 def descendants(pid: int) -> list[int]:
