@@ -5,25 +5,19 @@ subprocess from a source checkout (`python -m testbed.bench_hosts`), which makes
 (testbed/netns.py: namespaces on a bridge, egress shaped with tbf), runs one bench worker per
 rank inside them (testbed/cluster.py), and removes the hosts whatever happens. Root only.
 
-The workers get the user's lightcc/Horovod/HARP flags (cluster.py drops launcher variables by
-default), gloo's store address on rank 0's host, and the bench's own spec; rank 0 writes the
+The workers get the user's lightcc/Horovod/HARP flags (`procs.user_flags`: testbed/procs.py's
+environment rule drops them by default), gloo's store address on rank 0's host, and the bench's own spec; rank 0 writes the
 results file the front end reads, as under lightccrun.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 
 from lightcc.bench.emulated import parse_hosts
 from lightcc.bench.spec import GLOO_ADDR_ENV
-from testbed import cluster, netns
-
-# Flags the user set for the run: passed to every rank (the rank's own LIGHTCC_RANK/... are not).
-PASSED = ("LIGHT_", "LIGHTCC_", "HOROVOD_", "HARP_", "OMP_NUM_THREADS")
-RANK_VARS = ("LIGHTCC_RANK", "LIGHTCC_SIZE", "LIGHTCC_HOSTNAME", "LIGHTCC_RENDEZVOUS_ADDR", "LIGHTCC_JOB_SECRET",
-             "LIGHTCC_LOCAL_RANK", "LIGHTCC_LOCAL_SIZE", "LIGHTCC_CROSS_RANK", "LIGHTCC_CROSS_SIZE")
+from testbed import cluster, netns, procs
 
 
 def parse_rate(text: str | None) -> tuple[str | None, str | None]:
@@ -54,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     if why is not None:
         print(f"bench_hosts: emulated hosts need root, ip and tc: {why}", file=sys.stderr)
         return 2
-    env = {k: v for k, v in os.environ.items() if k.startswith(PASSED) and k not in RANK_VARS}
+    env = procs.user_flags()  # the flags the user set for the run, passed to every rank (placement is not)
     with netns.hosts(n_hosts, rate=None if flow else link) as h:
         if flow:  # a cloud VPC: the link's rate in all, and a cap per TCP flow
             for name in h.names:

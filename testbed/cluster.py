@@ -5,15 +5,17 @@ themselves (namespaces, veth, shaping) are testbed/netns.py's. Needs root unless
 `netns.loopback`'s.
 
 Ranks (`Job`, `run`): rank r runs on host layout[r], behind that host's `ip netns exec` prefix,
-in its own process group, with the environment of tests/ranks.py: the parent's less any launcher
-variables, LIGHTCC_RANK/SIZE/HOSTNAME, LIGHTCC_RENDEZVOUS_ADDR on rank 0's host, a fresh
-LIGHTCC_JOB_SECRET, HARP_IFNAME and GLOO_SOCKET_IFNAME set to the hosts' interface, PYTHONPATH the
-tree under test. Two threads per rank read its stdout and stderr as they come and stamp each line
+started and stopped by testbed/procs.py (a session of its own, faulthandler on) with its one
+environment rule (`procs.rank_env`: the parent's less launcher variables and lightcc's, Horovod's
+and HARP's flags, PYTHONPATH the tree under test first), LIGHTCC_RANK/SIZE/HOSTNAME,
+LIGHTCC_RENDEZVOUS_ADDR on rank 0's host, a fresh LIGHTCC_JOB_SECRET, and HARP_IFNAME and
+GLOO_SOCKET_IFNAME set to the hosts' interface. Two threads per rank read its stdout and stderr as they come and stamp each line
 with its arrival time (CLOCK_MONOTONIC, the clock LIGHTCC_TIMEOUT runs on), so a caller can wait
 for a line while the ranks run (`Job.wait_for`) and tell when an error was logged
 (`Rank.first_error_at`). A fault comes from outside: `Job.kill(ranks)` SIGKILLs ranks,
-`Hosts.cut(host)` takes a host's link down. On exit every rank still running is SIGKILLed and the
-shared-memory segments the ranks left are unlinked.
+`Hosts.cut(host)` takes a host's link down. A rank still running at `Job.collect`'s deadline has
+its stacks dumped (SIGABRT under faulthandler) before it is killed. On exit every rank still
+running is SIGKILLed and the shared-memory segments the ranks left are unlinked.
 
 Persistent cluster (`setup`, `load`, `teardown`): hosts that outlive the command that made them,
 recorded in a state file named after their tag, so that setting up, running and tearing down can
@@ -23,23 +25,19 @@ leaves none behind either way).
 from __future__ import annotations
 
 import json
-import os
 import random
 import secrets
-import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Iterable, Mapping, Sequence
 
-from testbed import netns
+from testbed import netns, procs
 from testbed.netns import Hosts
 
-REPO = Path(__file__).resolve().parents[1]
-LAUNCHER_VARS = ("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_", "LIGHT_", "HARP_")
+REPO = procs.ROOT
 RESULT = "RESULT"
 # Once rank 0 failed, how long the others may still take: they would wait for it until LIGHTCC_TIMEOUT.
 AFTER_RANK0_FAILED_S = 30.0
@@ -120,15 +118,9 @@ def per_host(hosts: int, ranks_per_host: int) -> list[int]:
 
 def rank_env(hosts: Hosts, host: int, rank: int, size: int, rendezvous: str, secret: str, tree: str | Path,
              extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of one rank: the parent's less launcher variables, plus lightcc's and `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_VARS)}
-    env.update({
-        "LIGHTCC_RANK": str(rank), "LIGHTCC_SIZE": str(size), "LIGHTCC_HOSTNAME": hosts.names[host],
-        "LIGHTCC_RENDEZVOUS_ADDR": rendezvous, "LIGHTCC_JOB_SECRET": secret, "PYTHONPATH": str(tree),
-        "PYTHONUNBUFFERED": "1", "HARP_IFNAME": hosts.ifname, "GLOO_SOCKET_IFNAME": hosts.ifname,
-    })
-    env.update(extra or {})
-    return env
+    """The environment of one rank: procs.rank_env (the one rule) with the hosts' interface, plus `extra`."""
+    nic = {"HARP_IFNAME": hosts.ifname, "GLOO_SOCKET_IFNAME": hosts.ifname}
+    return procs.rank_env(rank, size, rendezvous, secret, hosts.names[host], {**nic, **(extra or {})}, (tree,))
 
 
 def _read(stream: IO[str], sink: list[str], stamps: list[float]) -> None:
@@ -159,11 +151,8 @@ class Job:
             for r, h in enumerate(self.layout):
                 # -X faulthandler: a rank that aborts (a C++ std::terminate in a peer library) prints every
                 # thread's Python stack, so a rare crash names where it happened.
-                proc = subprocess.Popen([*hosts.prefix(h), sys.executable, "-X", "faulthandler", *command],
-                                        cwd=str(cwd or tree),
-                                        env=rank_env(hosts, h, r, self.size, self.rendezvous, secret, tree, env),
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                        start_new_session=True)
+                proc = procs.start(procs.python(*command, prefix=hosts.prefix(h)),
+                                   rank_env(hosts, h, r, self.size, self.rendezvous, secret, tree, env), cwd or tree)
                 rk = Rank(r, h, proc)
                 for stream, sink, stamps in ((proc.stdout, rk.out, rk.out_at), (proc.stderr, rk.err, rk.err_at)):
                     t = threading.Thread(target=_read, args=(stream, sink, stamps), daemon=True)
@@ -184,17 +173,7 @@ class Job:
     def kill(self, ranks: Iterable[Rank]) -> None:
         """SIGKILLs each rank's process group (a no-op for ranks that ended), reaps it and reads its last lines."""
         ranks = list(ranks)
-        for r in ranks:
-            if r.proc.poll() is None:
-                try:
-                    os.killpg(r.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        for r in ranks:
-            try:
-                r.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        procs.stop_all([r.proc for r in ranks if r.proc.poll() is None], dump=False)
         self._drain(ranks)
 
     @staticmethod
@@ -249,6 +228,7 @@ class Job:
             if r.rank == 0 and r.proc.returncode != 0:
                 deadline = min(deadline, time.monotonic() + AFTER_RANK0_FAILED_S)
         hung = [r for r in self.ranks if r.proc.poll() is None]
+        procs.stop_all([r.proc for r in hung])  # each thread's stack on the rank's stderr, then the kill
         self.kill(hung)
         self._drain(self.ranks)
         failed = [r for r in self.ranks if r not in hung and (r.returncode != 0 or (tag and not r.payloads(tag)))]

@@ -1,7 +1,8 @@
 """Runs lightccrun in elastic mode as a subprocess and watches its output line by line, with timestamps.
 
 The harness of the elastic tests (tests/parallel/test_elastic*.py) and benchmarks
-(benchmarks/elastic/): a worker is a script under tests/parallel/workers or any path.
+(benchmarks/elastic/): a worker is a script under tests/parallel/workers or any path. lightccrun
+is started and stopped by testbed/procs.py, with its one environment rule (`job_env`).
 """
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Sequence
 
-ROOT = Path(__file__).resolve().parent.parent
+from testbed import procs
+
+ROOT = procs.ROOT
 WORKERS = ROOT / "tests" / "parallel" / "workers"
 
 
@@ -24,28 +27,22 @@ _DRIVER = ("import faulthandler, runpy, signal, sys; faulthandler.register(signa
            "sys.argv[0] = 'lightccrun'; runpy.run_module('lightcc.runner.launch', run_name='__main__')")
 
 
-def job_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_"))}
+def job_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """procs.base_env (the one rule) with elastic_site on PYTHONPATH, LIGHTCC_TIMEOUT=10 and one OpenMP thread."""
     # elastic_site's sitecustomize makes every process dump its stacks on SIGUSR1, examples included.
-    path = os.pathsep.join([str(ROOT), str(Path(__file__).resolve().parent / "elastic_site"),
-                            env.get("PYTHONPATH", "")])
-    env.update({"PYTHONPATH": path, "PYTHONUNBUFFERED": "1",
-                "LIGHTCC_TIMEOUT": "10", "OMP_NUM_THREADS": "1"})
-    env.update(extra or {})
-    return env
+    return procs.base_env({"LIGHTCC_TIMEOUT": "10", "OMP_NUM_THREADS": "1", **(extra or {})},
+                          (ROOT, Path(__file__).resolve().parent / "elastic_site"))
 
 
 class ElasticJob:
     """`lightccrun <flags> python <worker> <args>`; every output line is kept as (arrival time, text)."""
 
-    def __init__(self, flags: Sequence[str], worker: str, args: Sequence[str], env: Optional[Dict[str, str]] = None,
+    def __init__(self, flags: Sequence[str], worker: str, args: Sequence[str], env: dict[str, str] | None = None,
                  prefix: Sequence[str] = ()) -> None:
         # The driver registers faulthandler on SIGUSR1 as the workers do, so a hang dumps every stack.
         argv = [*prefix, sys.executable, "-c", _DRIVER, *flags, sys.executable, str(WORKERS / worker), *args]
-        self.proc = subprocess.Popen(argv, env=job_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, start_new_session=True, cwd=str(ROOT))
-        self.lines: List[Tuple[float, str]] = []
+        self.proc = procs.start(argv, job_env(env), ROOT, stderr=subprocess.STDOUT)
+        self.lines: list[tuple[float, str]] = []
         self._cv = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -58,7 +55,7 @@ class ElasticJob:
         with self._cv:
             self._cv.notify_all()
 
-    def wait_for(self, pattern: str, timeout: float, after: float = 0.0) -> Tuple[float, re.Match]:
+    def wait_for(self, pattern: str, timeout: float, after: float = 0.0) -> tuple[float, re.Match]:
         """The first line (arrived at or after `after`) matching `pattern`; AssertionError on timeout."""
         rx = re.compile(pattern)
         deadline = time.monotonic() + timeout
@@ -81,7 +78,7 @@ class ElasticJob:
                                          + self.text()[-6000:])
                 self._cv.wait(min(left, 0.2))
 
-    def matches(self, pattern: str) -> List[re.Match]:
+    def matches(self, pattern: str) -> list[re.Match]:
         rx = re.compile(pattern)
         with self._cv:
             return [m for _, line in self.lines if (m := rx.search(line))]
@@ -102,31 +99,22 @@ class ElasticJob:
         self._reader.join(5)
         return code
 
-    def worker_pids(self) -> Dict[str, int]:
+    def worker_pids(self) -> dict[str, int]:
         """Worker id -> pid of every live worker the driver started: the newest descendant of the driver
         whose environment has LIGHTCC_ELASTIC_WORKER (read from /proc), for scripts that do not print
         their pid, as a user's would not. Remote-launched workers sit under a shell: descendants count."""
-        found: Dict[str, int] = {}
-        todo = [self.proc.pid]
-        while todo:
-            parent = todo.pop()
-            for task in Path(f"/proc/{parent}/task").glob("*"):
-                try:
-                    children = [int(c) for c in (task / "children").read_text().split()]
-                except OSError:
-                    continue
-                todo.extend(children)
-                for pid in children:
-                    try:
-                        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-                    except OSError:
-                        continue
-                    for item in env:
-                        if item.startswith(b"LIGHTCC_ELASTIC_WORKER="):
-                            found[item.split(b"=", 1)[1].decode()] = pid  # deeper ones come later
+        found: dict[str, int] = {}
+        for pid in procs.descendants(self.proc.pid):  # parents first: deeper ones come later
+            try:
+                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            for item in env:
+                if item.startswith(b"LIGHTCC_ELASTIC_WORKER="):
+                    found[item.split(b"=", 1)[1].decode()] = pid
         return found
 
-    def members(self, generation: int) -> List[str]:
+    def members(self, generation: int) -> list[str]:
         """Worker ids by rank of `generation`, from the driver's 'generation N: ...' line."""
         m = self.matches(rf"generation {generation}: \d+ worker\(s\) \[([^\]]*)\]")
         if not m:
@@ -150,18 +138,14 @@ class ElasticJob:
 
     def kill(self) -> None:
         """Kills lightccrun's group and every worker it started (each in its own session)."""
-        for m in self.matches(r"START (\S+) (\d+)"):
+        for m in self.matches(r"START (\S+) (\d+)"):  # a worker whose driver is gone is no descendant
             try:
                 os.killpg(int(m.group(2)), signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait(10)
+        procs.stop(self.proc, dump=False)  # its group and every process below it
 
-    def __enter__(self) -> ElasticJob:
+    def __enter__(self) -> ElasticJob:  # noqa: PYI034 - a final class
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -169,7 +153,7 @@ class ElasticJob:
             self.kill()
 
 
-def netns_flags(h: Any, tmp: Path, slots: int = 1) -> List[str]:
+def netns_flags(h: Any, tmp: Path, slots: int = 1) -> list[str]:
     """lightccrun's flags that put workers on emulated hosts 1..n of `h` (testbed.netns.Hosts; the
     driver stays in host 0): a launch template mapping each address to its namespace, and a
     discovery script listing hosts 1..n with `slots` slots each."""

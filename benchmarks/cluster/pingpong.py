@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Sequence
+
+from testbed import procs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,35 +70,17 @@ def measure(
 ) -> float:
     """One-way latency (s) from a client under `client_prefix` to a server at addr under `server_prefix`."""
     args = ["--addr", addr, "--port", str(port), "--rounds", str(rounds)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    srv = subprocess.Popen(
-        [*server_prefix, sys.executable, "-m", "benchmarks.cluster.pingpong", "serve", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=str(REPO),
-    )
+    env = procs.base_env(pythonpath=(REPO,))  # testbed/procs.py's one environment rule
+    srv = procs.start(procs.python("-m", "benchmarks.cluster.pingpong", "serve", *args, prefix=server_prefix), env, REPO)
     try:
-        out = subprocess.run(
-            [*client_prefix, sys.executable, "-m", "benchmarks.cluster.pingpong", "client", *args],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            env=env,
-            cwd=str(REPO),
-        )
+        out = procs.run(procs.python("-m", "benchmarks.cluster.pingpong", "client", *args, prefix=client_prefix),
+                        TIMEOUT_S, env, REPO)
         if out.returncode != 0:
             raise RuntimeError(f"ping-pong client failed: {out.stderr[-2000:]}")
         line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
         return float(json.loads(line[len("RESULT ") :])["one_way_s"])
     finally:
-        try:
-            srv.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        procs.wait([srv], 10)  # the server ends after its client; past 10 s it is stopped, stacks dumped
 
 
 def main() -> None:

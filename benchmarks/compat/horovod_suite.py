@@ -30,7 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+
+from testbed import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 MIRROR = Path(os.environ.get("HOROVOD_MIRROR", "/work/.mirror/horovod+horovod/repo"))
@@ -113,7 +114,7 @@ def git_show(path: str) -> str:
 
 def rewrite(text: str) -> str:
     """`horovod` imports and dotted module names become lightcc's."""
-    text = re.sub(r"^(\s*)(import|from)\s+horovod\b", r"\1\2 lightcc", text, flags=re.M)
+    text = re.sub(r"^(\s*)(import|from)\s+horovod\b", r"\1\2 lightcc", text, flags=re.MULTILINE)
     text = re.sub(r"(?<![\w/.-])horovod(?=\.[a-z_])", "lightcc", text)
     for missing, support in _SUPPORT_MODULES.items():
         if _module_missing(missing):
@@ -124,18 +125,14 @@ def rewrite(text: str) -> str:
 def _module_missing(name: str) -> bool:
     code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({name!r}) is None)"
     try:
-        return subprocess.run([sys.executable, "-c", code], env=_env({}), capture_output=True).returncode != 0
+        return procs.run([sys.executable, "-c", code], 300, _env({})).returncode != 0
     except OSError:
         return True
 
 
-def _env(extra: Dict[str, str]) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                                                       if p])
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    env.update(extra)
-    return env
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    """testbed/procs.py's one environment rule (this tree first on PYTHONPATH), TensorFlow quiet unless asked."""
+    return procs.base_env({"TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"), **extra}, (ROOT,))
 
 
 def materialise(test_file: str, dest: Path) -> Path:
@@ -155,11 +152,11 @@ def materialise(test_file: str, dest: Path) -> Path:
     return dest / "test" / "parallel" / test_file
 
 
-def collect(out_dir: Path, np_: int) -> Dict[str, Dict[str, str]]:
+def collect(out_dir: Path, np_: int) -> dict[str, dict[str, str]]:
     """{test: {"outcome": ..., "msg": ...}} merged over ranks (see the module docstring)."""
-    per_rank: List[Dict[str, Dict[str, str]]] = []
+    per_rank: list[dict[str, dict[str, str]]] = []
     for r in range(np_):
-        tests: Dict[str, Dict[str, str]] = {}
+        tests: dict[str, dict[str, str]] = {}
         path = out_dir / f"rank{r}.jsonl"
         lines = path.read_text().splitlines() if path.exists() else []
         for line in lines:
@@ -177,7 +174,7 @@ def collect(out_dir: Path, np_: int) -> Dict[str, Dict[str, str]]:
             elif e["event"] == "call" and t["outcome"] == "hung":
                 t["outcome"] = "passed"
         per_rank.append(tests)
-    merged: Dict[str, Dict[str, str]] = {}
+    merged: dict[str, dict[str, str]] = {}
     for name in sorted({t for tests in per_rank for t in tests}):
         seen = [tests.get(name, {"outcome": "hung", "msg": "never started on this rank"}) for tests in per_rank]
         for kind in ("failed", "hung", "passed", "skipped"):
@@ -188,9 +185,9 @@ def collect(out_dir: Path, np_: int) -> Dict[str, Dict[str, str]]:
     return merged
 
 
-def run_suite(test_file: str, np_: int = 2, keras: str = "keras3", select: Optional[str] = None,
-              per_test_timeout: int = 300, timeout: int = 3000, keep: Optional[Path] = None,
-              pytest_args: Optional[List[str]] = None) -> Dict[str, Dict[str, str]]:
+def run_suite(test_file: str, np_: int = 2, keras: str = "keras3", select: str | None = None,
+              per_test_timeout: int = 300, timeout: int = 3000, keep: Path | None = None,
+              pytest_args: list[str] | None = None) -> dict[str, dict[str, str]]:
     """Run the suite and return the merged per-test outcomes (also printing a summary)."""
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="horovod_suite_"))
     tmp.mkdir(parents=True, exist_ok=True)
@@ -208,16 +205,14 @@ def run_suite(test_file: str, np_: int = 2, keras: str = "keras3", select: Optio
     if select:
         cmd += ["-k", select]
     cmd += list(pytest_args or [])
-    log = open(tmp / "output.log", "w")
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=test_path.parent, env=_env(extra), stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        rc = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        rc = -1
-        _stop(proc)
-    log.close()
+    with open(tmp / "output.log", "w") as log:
+        proc = procs.start(cmd, _env(extra), test_path.parent, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rc = -1
+            _stop(proc)
     results = collect(out_dir, np_)
     counts = summarize(results)
     print(f"{test_file} ({keras}, {np_} ranks): {counts} rc={rc} in {time.monotonic() - start:.0f}s; "
@@ -226,23 +221,24 @@ def run_suite(test_file: str, np_: int = 2, keras: str = "keras3", select: Optio
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the launcher (it forwards to every rank), then SIGKILL its process group."""
+    """SIGTERM the launcher (it forwards to every rank, so pytest reports); past 20 s testbed/procs.py stops what
+    is left (stacks dumped into the log)."""
     proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        pass
+    procs.stop(proc)  # ranks that outlived their launcher included
 
 
-def summarize(results: Dict[str, Dict[str, str]]) -> Dict[str, int]:
+def summarize(results: dict[str, dict[str, str]]) -> dict[str, int]:
     counts = {"passed": 0, "failed": 0, "skipped": 0, "hung": 0}
     for r in results.values():
         counts[r["outcome"]] += 1
     return counts
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("test_file", help="a file of Horovod's test/parallel, e.g. test_tensorflow.py")
     p.add_argument("--np", type=int, default=2)

@@ -16,22 +16,21 @@ import argparse
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
 
 from benchmarks.output import default_out
+from testbed import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "lightcc" / "lib" / "libnccl-net-harp.so"
 
 # name -> extra environment. Socket "tuned": NCCL's own knobs for many TCP streams per peer.
 # "harp" is the plugin with its defaults, as a torch DDP job that only sets NCCL_NET_PLUGIN gets it.
-CONFIGS: Dict[str, Dict[str, str]] = {
+CONFIGS: dict[str, dict[str, str]] = {
     "harp": {"NCCL_NET": "HARP", "NCCL_NET_PLUGIN": str(PLUGIN)},
     # What lightcc sets for its own communicators over HARP (device_executor.cc): four channels.
     "harp-lightcc": {"NCCL_NET": "HARP", "NCCL_NET_PLUGIN": str(PLUGIN), "NCCL_MIN_NCHANNELS": "4"},
@@ -41,13 +40,7 @@ CONFIGS: Dict[str, Dict[str, str]] = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def worker(sizes: List[int], iters: int) -> None:
+def worker(sizes: list[int], iters: int) -> None:
     """One rank: allreduce float32 tensors of each size, print a JSON line of medians (rank 0)."""
     import torch
     import torch.distributed as dist
@@ -97,34 +90,22 @@ def add_variant(spec: str) -> str:
     return name
 
 
-def run_config(name: str, np_: int, sizes: List[int], iters: int, out: Path) -> Dict[str, object]:
-    port = free_port()
-    procs = []
-    logs = []
-    for r in range(np_):
-        env = dict(os.environ)
-        env.update(CONFIGS[name])
-        log = out / f"nccl_{name}_rank{r}.log"
-        logs.append(log)
-        env.update({"RANK": str(r), "WORLD_SIZE": str(np_), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                    "NCCL_HOSTID": f"lightcc-bench-host{r}", "NCCL_DEBUG": "INFO",
-                    "NCCL_DEBUG_SUBSYS": "INIT,NET", "NCCL_DEBUG_FILE": str(log),
-                    "NCCL_SOCKET_IFNAME": "lo", "HARP_IFNAME": "=lo", "HARP_JOB_SECRET": "nccl-net-bench",
-                    "PYTHONPATH": str(ROOT)})
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.gpu.nccl_net", "--worker", "--sizes",
-             ",".join(map(str, sizes)), "--iters", str(iters)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outputs = []
-    for p in procs:
-        try:
-            o, _ = p.communicate(timeout=240)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            o = "TIMEOUT"
-        outputs.append(o)
-    result: Dict[str, object] = {"config": name, "env": CONFIGS[name], "returncodes": [p.returncode for p in procs]}
+def run_config(name: str, np_: int, sizes: list[int], iters: int, out: Path) -> dict[str, object]:
+    port = procs.free_port()
+    logs = [out / f"nccl_{name}_rank{r}.log" for r in range(np_)]
+    envs = [procs.base_env({**CONFIGS[name],
+                            "RANK": str(r), "WORLD_SIZE": str(np_), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                            "NCCL_HOSTID": f"lightcc-bench-host{r}", "NCCL_DEBUG": "INFO",
+                            "NCCL_DEBUG_SUBSYS": "INIT,NET", "NCCL_DEBUG_FILE": str(logs[r]),
+                            "NCCL_SOCKET_IFNAME": "lo", "HARP_IFNAME": "=lo", "HARP_JOB_SECRET": "nccl-net-bench"})
+            for r in range(np_)]
+    cmd = [sys.executable, "-m", "benchmarks.gpu.nccl_net", "--worker", "--sizes", ",".join(map(str, sizes)),
+           "--iters", str(iters)]
+    # testbed/procs.py: the one environment rule; a rank still running after 240 s dumps its stacks and is killed.
+    ranks = procs.start_all([cmd] * np_, envs, stderr=subprocess.STDOUT)
+    outs, hung = procs.wait(ranks, 240)
+    outputs = [o + ("\nTIMEOUT" if r in hung else "") for r, (o, _) in enumerate(outs)]
+    result: dict[str, object] = {"config": name, "env": CONFIGS[name], "returncodes": [p.returncode for p in ranks]}
     for line in outputs[0].splitlines():
         if line.startswith("RESULT "):
             result.update(json.loads(line[7:]))

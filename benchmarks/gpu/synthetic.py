@@ -36,8 +36,6 @@ import argparse
 import json
 import os
 import secrets
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,14 +44,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.output import default_out
+from testbed import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ("ddp-socket", "ddp-harp", "lightcc-socket", "lightcc-harp", "lightcc-harp-topk", "lightcc-harp-2d")
 DEFAULT_CONFIGS = CONFIGS[:4]
 PLUGIN = ROOT / "lightcc" / "lib" / "libnccl-net-harp.so"
 DEFAULT_BATCH = {"resnet50": 32, "vgg16": 32}
-LAUNCHER_VARS = ("LIGHTCC_RANK", "LIGHTCC_SIZE", "LIGHTCC_LOCAL_", "LIGHTCC_RENDEZVOUS", "LIGHTCC_JOB_SECRET",
-                 "LIGHTCC_HOSTNAME", "OMPI_", "PMI_", "PMIX_", "HOROVOD_RANK", "HOROVOD_SIZE")
 
 
 # ---- one rank ---------------------------------------------------------------------------------
@@ -144,12 +141,6 @@ def worker(args: argparse.Namespace) -> None:
 
 # ---- the parent: one configuration at a time ---------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def config_env(config: str, args: argparse.Namespace) -> dict[str, str]:
     """What distinguishes a configuration, beyond the per-rank variables: the network and the engine."""
     env = {"NCCL_MIN_NCHANNELS": str(args.nccl_channels)} if args.nccl_channels else {}
@@ -171,58 +162,54 @@ def config_env(config: str, args: argparse.Namespace) -> dict[str, str]:
 
 def rank_env(r: int, size: int, port: int, secret: str, extra: dict[str, str], device: str,
              ranks_per_host: int = 1) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_VARS)}
-    env.setdefault("NCCL_SOCKET_IFNAME", "lo")
-    env.setdefault("HARP_IFNAME", "=lo")
-    env.setdefault("NCCL_DEBUG", "WARN")
-    env.setdefault("LIGHTCC_TIMEOUT", "60")
+    """testbed/procs.py's rank environment with the user's own flags (procs.user_flags) over loopback defaults."""
+    env = {k: os.environ.get(k, v) for k, v in (("NCCL_SOCKET_IFNAME", "lo"), ("NCCL_DEBUG", "WARN"))}
+    env.update({"HARP_IFNAME": "=lo", "LIGHTCC_TIMEOUT": "60", **procs.user_flags()})
     env.update({"SYNTH_RANK": str(r), "SYNTH_SIZE": str(size), "SYNTH_PORT": str(port),
-                "LIGHTCC_RANK": str(r), "LIGHTCC_SIZE": str(size), "LIGHTCC_RENDEZVOUS_ADDR": f"127.0.0.1:{port}",
-                "LIGHTCC_JOB_SECRET": secret, "LIGHTCC_HOSTNAME": "synthetic-host",
-                "NCCL_HOSTID": f"lightcc-synth-host{r // ranks_per_host}", "PYTHONUNBUFFERED": "1",
-                "HARP_JOB_SECRET": secret,
-                "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT)})
+                "NCCL_HOSTID": f"lightcc-synth-host{r // ranks_per_host}", "HARP_JOB_SECRET": secret})
     if device == "cuda":
         env["CUDA_VISIBLE_DEVICES"] = os.environ.get("SYNTH_VISIBLE_DEVICES", "0")
     env.update(extra)
-    return env
+    return procs.rank_env(r, size, f"127.0.0.1:{port}", secret, "synthetic-host", env,
+                          (os.environ.get("PYTHONPATH") or str(ROOT),))
 
 
 def run_config(model: str, batch: int, config: str, args: argparse.Namespace, timeout: float,
                repeat: int = 0) -> dict[str, Any]:
     """Start args.np ranks of one configuration, wait at most `timeout` s, and collect their RESULT lines."""
     extra = config_env(config, args)
-    port, secret = free_port(), secrets.token_hex(16)
+    port, secret = procs.free_port(), secrets.token_hex(16)
     logs = [args.out / "logs" / f"{model}_{config}_r{repeat}_rank{r}.log" for r in range(args.np)]
     cmd = [sys.executable, "-m", "benchmarks.gpu.synthetic", "--worker", "--config", config, "--model", model,
            "--batch-size", str(batch), "--warmup", str(args.warmup), "--iters", str(args.iters),
            "--device", args.device]
-    procs = []
-    for r in range(args.np):
-        with open(logs[r], "w") as log:
-            env = rank_env(r, args.np, port, secret, extra, args.device, args.ranks_per_host)
-            procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT,
-                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+    started: list[subprocess.Popen] = []
+    try:
+        for r in range(args.np):
+            with open(logs[r], "w") as log:
+                env = rank_env(r, args.np, port, secret, extra, args.device, args.ranks_per_host)
+                started.append(procs.start(cmd, env, ROOT, stdout=log, stderr=subprocess.STDOUT))
+    except BaseException:
+        procs.stop_all(started, dump=False)
+        raise
     t0 = time.monotonic()
     failed_at = None
-    while any(p.poll() is None for p in procs) and time.monotonic() < t0 + timeout:
-        if failed_at is None and any(p.returncode not in (None, 0) for p in procs):
+    while any(p.poll() is None for p in started) and time.monotonic() < t0 + timeout:
+        if failed_at is None and any(p.returncode not in (None, 0) for p in started):
             failed_at = time.monotonic()  # a rank failed: give the others a moment to report, then stop them
         if failed_at is not None and time.monotonic() > failed_at + 10:
             break
         time.sleep(0.2)
-    hung = [r for r, p in enumerate(procs) if p.poll() is None]
-    for r in hung:
-        os.killpg(procs[r].pid, signal.SIGKILL)
-        procs[r].wait()
+    hung = [r for r, p in enumerate(started) if p.poll() is None]
+    procs.stop_all([started[r] for r in hung])  # each thread's stack into the rank's log, then the kill
     res: dict[str, Any] = {"model": model, "config": config, "repeat": repeat, "batch_size": batch,
                            "ranks": args.np, "env": extra,
-                           "returncodes": [p.returncode for p in procs], "seconds": round(time.monotonic() - t0, 1)}
+                           "returncodes": [p.returncode for p in started], "seconds": round(time.monotonic() - t0, 1)}
     ranks = []
     for log in logs:
         text = log.read_text(errors="replace")
         ranks += [json.loads(line[7:]) for line in text.splitlines() if line.startswith("RESULT ")]
-    if hung or any(p.returncode != 0 for p in procs) or len(ranks) != args.np:
+    if hung or any(p.returncode != 0 for p in started) or len(ranks) != args.np:
         res["status"] = "failed" if failed_at is not None else \
             f"hung past {timeout:.0f} s (ranks {hung})" if hung else "failed"
         res["log_tail"] = {str(log.name): log.read_text(errors="replace")[-2500:] for log in logs}

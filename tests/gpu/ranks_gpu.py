@@ -13,6 +13,12 @@ WORKERS = Path(__file__).resolve().parent / "workers"
 NET_DEFAULTS = {"NCCL_SOCKET_IFNAME": "lo", "HARP_IFNAME": "=lo", "NCCL_DEBUG": "WARN"}
 
 
+def net_env() -> dict[str, str]:
+    """NET_DEFAULTS, each overridden by this process's own value: passed explicitly, since testbed/procs.py's
+    rule gives ranks none of the caller's HARP_ variables."""
+    return {k: os.environ.get(k, v) for k, v in NET_DEFAULTS.items()}
+
+
 def gpu_rank_env(size: int) -> dict:
     """Every rank sees GPU 0 and has a distinct NCCL_HOSTID, so NCCL treats the ranks as separate hosts."""
     gpu = os.environ.get("GPU_TEST_VISIBLE_DEVICES", "0")
@@ -22,7 +28,7 @@ def gpu_rank_env(size: int) -> dict:
 def run_gpu_ranks(script: str, size: int, args: Sequence[str] = (), timeout: float = 120,
                   env: Mapping[str, str] | None = None, expect_ok: bool = True) -> list[RankResult]:
     """run_ranks() on tests/gpu/workers/<script> with the one-GPU arrangement above."""
-    extra = {k: v for k, v in NET_DEFAULTS.items() if k not in os.environ}
+    extra = net_env()
     extra.update(env or {})
     return run_ranks(str(WORKERS / script), size, args, timeout=timeout, env=extra,
                      per_rank_env=gpu_rank_env(size), expect_ok=expect_ok)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from testbed.elastic_job import ElasticJob
-from tests.gpu.ranks_gpu import NET_DEFAULTS, assert_all_passed, run_gpu_ranks
+from tests.gpu.ranks_gpu import assert_all_passed, net_env, run_gpu_ranks
 
 CPU_CAPABLE = True  # conftest.py: runs on CPU tensors with GPU_TEST_DEVICE=cpu
 AUTOTUNE_FAST = {"HOROVOD_AUTOTUNE": "1", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
@@ -50,7 +50,7 @@ def test_autotune_converges_on_gpu_job():
 
 def test_elastic_gpu_rank_killed_communicators_rebuilt():
     """kill -9 one of three GPU workers mid-epoch: the survivors rebuild NCCL and finish with equal weights."""
-    env = {**{k: v for k, v in NET_DEFAULTS.items() if k not in os.environ}, "ELASTIC_TEST_DEVICE":
+    env = {**net_env(), "ELASTIC_TEST_DEVICE":
            os.environ.get("GPU_TEST_DEVICE", "cuda"), "LIGHTCC_TIMEOUT": "30"}
     flags = ["-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "1000", "1000"]
     with ElasticJob(flags, "elastic_torch_worker.py", ["2", "600", "10", "0.03", "4"], env=env) as job:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from lightcc.bench.report import validate_report
+from testbed import procs
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_TIMEOUT_S = 150  # the bench's own hard limit on its workers
@@ -25,35 +25,16 @@ K = 1024
 
 
 def _env(marker: str = "") -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    if marker:
-        env["LIGHTCC_BENCH_TEST_MARKER"] = marker
-    return env
+    return procs.base_env({"LIGHTCC_BENCH_TEST_MARKER": marker} if marker else None)
 
 
 def _bench(args: list[str], tmp_path: Path, marker: str = "") -> tuple[subprocess.CompletedProcess, Path]:
-    """Run ``python -m lightcc.bench ARGS --json out.json`` in its own process group, hard-limited."""
+    """Run ``python -m lightcc.bench ARGS --json out.json`` in its own session, hard-limited (testbed/procs.py)."""
     out = tmp_path / "out.json"
     cmd = [sys.executable, "-m", "lightcc.bench", *args, "--json", str(out)]
     if "--timeout" not in args:
         cmd += ["--timeout", str(BENCH_TIMEOUT_S)]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=REPO,
-        env=_env(marker),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=OUTER_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"lightcc-bench ran past {OUTER_TIMEOUT_S} s: {' '.join(cmd)}")
-    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), out
+    return procs.run(cmd, OUTER_TIMEOUT_S, _env(marker), REPO), out
 
 
 def _ok(args: list[str], tmp_path: Path) -> tuple[str, dict]:
@@ -173,7 +154,7 @@ def test_allreduce_on_emulated_hosts_beside_gloo(tmp_path: Path) -> None:
     # lightcc-bench runs testbed/bench_hosts.py as a subprocess (the package never imports testbed).
     args = ["allreduce", "--hosts", "2x2", "--rate", "1gbit", "--sizes", "64K,1M", "--iters", "3", "--warmup", "1",
             "--compare", "gloo"]
-    stdout, doc = _ok(args, tmp_path)
+    _, doc = _ok(args, tmp_path)
     assert doc["np"] == 4 and doc["launcher"] == "emulated hosts 2x2 (1gbit links)", doc["launcher"]
     _check_rows(doc, "lightcc", "allreduce", [64 * K, 1024 * K], ratio=False)
     _check_rows(doc, "gloo", "allreduce", [64 * K, 1024 * K], ratio=True)

@@ -4,20 +4,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 
+from testbed import procs
 from testbed.elastic_job import ROOT, WORKERS, job_env
 
 
 def _run(tmp, flags, crash):
     argv = [sys.executable, "-m", "lightcc.runner.launch", "-np", "3", *flags, sys.executable,
             str(WORKERS / "checkpoint_worker.py"), str(tmp / "ckpt"), "23", str(crash), "5"]
-    try:
-        out = subprocess.run(argv, env=job_env(), capture_output=True, text=True, timeout=240, cwd=str(ROOT),
-                             start_new_session=True, check=False)
-    except subprocess.TimeoutExpired as err:  # a hang fails the test
-        raise AssertionError(f"lightccrun hung: {err.stdout}\n{err.stderr}") from None
+    out = procs.run(argv, 240, job_env(), ROOT)  # a hang fails the test, every rank's stacks dumped
     return out.returncode, out.stdout + out.stderr
 
 

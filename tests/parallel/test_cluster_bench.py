@@ -7,8 +7,6 @@ They check that each command produces well-formed results (rows, positive times,
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import uuid
@@ -16,31 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from testbed import cluster, netns
+from testbed import cluster, netns, procs
 
 REPO = Path(__file__).resolve().parents[2]
 OUTER_TIMEOUT_S = 150
 
 
 def _run(args: list[str], timeout: float = OUTER_TIMEOUT_S) -> subprocess.CompletedProcess:
-    """`python -m ARGS` from the repo root in its own process group, killed at the hard timeout."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    p = subprocess.Popen(
-        [sys.executable, "-m", *args],
-        cwd=str(REPO),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
-        pytest.fail(f"`{' '.join(args)}` still ran after {timeout} s:\n{out[-3000:]}\n{err[-3000:]}")
-    return subprocess.CompletedProcess(args, p.returncode, out, err)
+    """`python -m ARGS` from the repo root in its own session, stopped at the hard timeout (testbed/procs.py)."""
+    return procs.run([sys.executable, "-m", *args], timeout, procs.base_env(pythonpath=(REPO,)), REPO)
 
 
 @pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 
 import pytest
 
-from testbed import netns
+from testbed import netns, procs
 from testbed.elastic_job import ROOT
 
 pytestmark = pytest.mark.long
@@ -22,9 +21,10 @@ def test_every_system_survives_two_lost_hosts_with_identical_weights(tmp_path):
         pytest.skip(str(netns.unavailable()))
     systems = "lightcc,torchrun" + (",torchft" if importlib.util.find_spec("torchft") else "")
     out = tmp_path / "ettr"
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.elastic.ettr", "--systems", systems, "--steps", "90",
-                           "--kill-every", "40", "--step-time", "0.1", "--repair-after", "10", "--timeout", "240",
-                           "--no-clean", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    # Past 1200 s the systems' stacks are dumped and the race gets SIGINT, to remove its hosts (testbed/procs.py).
+    proc = procs.run([sys.executable, "-m", "benchmarks.elastic.ettr", "--systems", systems, "--steps", "90",
+                      "--kill-every", "40", "--step-time", "0.1", "--repair-after", "10", "--timeout", "240",
+                      "--no-clean", "--out", str(out)], 1200, procs.base_env(), ROOT, interrupt=60)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((out / "ettr.json").read_text())["results"]
     assert [r["system"] for r in results] == systems.split(","), proc.stdout[-2000:]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.ranks import run_ranks
+from tests.ranks import free_port, run_ranks
 
 
 @pytest.mark.parametrize("size", [2, 3])
@@ -34,11 +34,7 @@ def test_wrong_secret_is_refused_and_logged():
 
 
 def test_stranger_without_secret_cannot_join(tmp_path):
-    import tests.ranks as ranks
-
-    port = ranks.free_port()
-    orig = ranks.free_port
-    ranks.free_port = lambda: port  # pin the port so the stranger knows it
+    port = free_port()  # pinned, so the stranger knows it
     replies = []
 
     def stranger():
@@ -59,9 +55,9 @@ def test_stranger_without_secret_cannot_join(tmp_path):
     t = threading.Thread(target=stranger)
     t.start()
     try:
-        results = run_ranks("faults_worker.py", 2, ["delayed"], timeout=60, per_rank_env={1: {"DELAY": "3"}})
+        results = run_ranks("faults_worker.py", 2, ["delayed"], timeout=60, per_rank_env={1: {"DELAY": "3"}},
+                            port=port)
     finally:
-        ranks.free_port = orig
         t.join()
     assert replies, "the stranger never reached the store"
     # The store logs why it dropped the stranger, and the real job still completes.

@@ -2,17 +2,14 @@
 restarts resuming from lightcc.checkpoint) and srun-shaped environments on two emulated hosts."""
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Sequence
 
 import pytest
 
-from testbed import netns
+from testbed import netns, procs
 from tests.ranks import ROOT, WORKERS, free_port
 
 NEEDS_NETNS = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
@@ -20,33 +17,16 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "LIGHTCC_", "SLURM", "PET_", "TORCHELASTIC_"))
-           and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
-    env.update({"PYTHONPATH": f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}", "PYTHONUNBUFFERED": "1",
-                "OMP_NUM_THREADS": "1", "LIGHTCC_TIMEOUT": "60"})
-    env.update(extra or {})
-    return env
+    """testbed/procs.py's rule (no launcher's or lightcc's variables of this process), one OpenMP thread."""
+    return procs.base_env({"OMP_NUM_THREADS": "1", "LIGHTCC_TIMEOUT": "60", **(extra or {})})
 
 
 def _run_all(cmds: Sequence[list[str]], envs: Sequence[dict[str, str]], timeout: float) -> list[str]:
-    """Starts every command in its own session; a hang past `timeout` kills them all and fails."""
-    procs = [subprocess.Popen(c, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              start_new_session=True, cwd=str(ROOT)) for c, e in zip(cmds, envs)]
-    outs = []
-    try:
-        for p in procs:
-            outs.append(p.communicate(timeout=timeout)[0])
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"launch hung past {timeout} s") from None
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out[-4000:]
-    return outs
+    """Runs every command at once (testbed/procs.py); a hang past `timeout` stops them all and fails."""
+    done = procs.run_all(cmds, envs, timeout, merge=True)
+    for res in done:
+        assert res.returncode == 0, res.stdout[-4000:]
+    return [res.stdout for res in done]
 
 
 def _in_host(h: netns.Hosts, i: int, cmd: list[str]) -> list[str]:

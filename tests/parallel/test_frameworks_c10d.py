@@ -2,37 +2,21 @@
 Accelerate (torchrun) and Ray Train, each running its example script at 2 ranks on CPU."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 
 import pytest
 
+from testbed import procs
 from tests.ranks import ROOT, free_port
 
 EXAMPLES = ROOT / "examples" / "pytorch"
 
 
 def _run(cmd: list[str], timeout: float, cwd: str) -> str:
-    """Runs `cmd` in a session of its own; a hang past `timeout` kills the session and fails."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMPI_", "PMI_", "HOROVOD_", "LIGHTCC_", "SLURM", "PET_", "TORCHELASTIC_", "PL_"))
-           and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
-    env.update({"PYTHONPATH": f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}", "PYTHONUNBUFFERED": "1",
-                "OMP_NUM_THREADS": "1", "LIGHTCC_TIMEOUT": "60"})
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        out = proc.communicate(timeout=timeout)[0]
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"{cmd[1:3]} hung past {timeout} s") from None
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 0, out[-4000:]
-    return out
+    """Runs `cmd` in a session of its own (testbed/procs.py's rule and hard timeout); its output, or a failure."""
+    res = procs.run(cmd, timeout, procs.base_env({"OMP_NUM_THREADS": "1", "LIGHTCC_TIMEOUT": "60"}), cwd, merge=True)
+    assert res.returncode == 0, res.stdout[-4000:]
+    return res.stdout
 
 
 def test_lightning_ddp_strategy(tmp_path):

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 from benchmarks.gpu import synthetic
+from testbed import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +36,7 @@ def test_grid_runs_with_repeats_on_cpu(tmp_path):
     cmd = [sys.executable, "-m", "benchmarks.gpu.synthetic", "--out", str(tmp_path), "--device", "cpu",
            "--models", "tiny", "--iters", "2", "--warmup", "1", "--repeats", "2",
            "--configs", "ddp-socket,lightcc-harp", "--timeout", "120"]
-    proc = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = procs.run(cmd, 600, cwd=ROOT)  # testbed/procs.py: its rule, and a hang dumps every rank's stacks
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads((tmp_path / "synthetic.json").read_text())
     assert [(r["config"], r["repeat"]) for r in doc["results"]] == \

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
+from testbed import procs
 from testbed.elastic_job import ROOT, job_env
 
 
@@ -12,11 +12,7 @@ def test_health_check_measures_every_pair(tmp_path):
     report = tmp_path / "health.json"
     argv = [sys.executable, "-m", "lightcc.runner.launch", "-np", "3", "--health-check", "--health-report",
             str(report)]
-    try:
-        out = subprocess.run(argv, env=job_env(), capture_output=True, text=True, timeout=180, cwd=str(ROOT),
-                             start_new_session=True, check=False)
-    except subprocess.TimeoutExpired as err:
-        raise AssertionError(f"health check hung: {err.stdout}") from None
+    out = procs.run(argv, 180, job_env(), ROOT)  # a hang fails the test, every rank's stacks dumped
     links = json.loads(report.read_text())["links"]
     assert [(k["src_rank"], k["dst_rank"]) for k in links] == [(0, 1), (0, 2), (1, 2)]
     assert all(k["transport"] == "shm" and k["latency_us"] > 0 and k["bandwidth_gbps"] > 0 for k in links)

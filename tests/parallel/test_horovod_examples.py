@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from testbed import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "horovod"
@@ -32,13 +33,12 @@ def _alias_site(tmp_path: Path) -> Path:
 
 
 def _run(tmp_path: Path, script: str, args, extra_path=(), **extra_env: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(_alias_site(tmp_path)), *map(str, extra_path), str(ROOT)])
-    env.update(extra_env)
+    # testbed/procs.py's rule, with exactly this PYTHONPATH: the alias first, nothing of the parent's.
+    path = os.pathsep.join([str(_alias_site(tmp_path)), *map(str, extra_path), str(ROOT)])
+    env = procs.base_env({"PYTHONPATH": path, **extra_env})
     cmd = [sys.executable, "-m", "lightcc.runner", "--as-horovod", "-np", "2", sys.executable,
            str(EXAMPLES / script), *args]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500, cwd=ROOT,
-                          check=False)
+    proc = procs.run(cmd, 500, env, ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
 

@@ -1,30 +1,23 @@
 """lightcc under its own launcher and under OpenMPI's mpirun (mpi4py exchanges the address)."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
-from tests.ranks import ROOT, WORKERS
+from testbed import procs
+from tests.ranks import WORKERS
 
 
 def _env() -> dict:
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith(("LIGHTCC_", "OMPI_", "PMI", "HOROVOD_RANK", "HOROVOD_SIZE")):
-            del env[k]
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    return env
+    """testbed/procs.py's one environment rule, with Open MPI allowed to run as root."""
+    return procs.base_env({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
 
 
 def _run(cmd, timeout=120):
-    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout,
-                          start_new_session=True)
+    """Runs a launcher to the end (testbed/procs.py: a hang dumps its ranks' stacks and fails); its stdout."""
+    proc = procs.run(cmd, timeout, _env(), cwd=None)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

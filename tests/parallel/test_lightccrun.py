@@ -19,6 +19,7 @@ import lightcc.runner
 from lightcc.runner import env_flags, mpi
 from lightcc.runner.hosts import HostSlots, assign_slots, parse_hostfile, parse_hosts
 from lightcc.runner.launch import build_parser
+from testbed import procs
 
 # The directory holding the `lightcc` package under test, for the launcher's child processes.
 PACKAGE_ROOT = str(Path(lightcc.runner.__file__).parents[2])
@@ -37,24 +38,15 @@ PRINT_ENV = (
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI", "PMIX"))}
-    env["PYTHONPATH"] = PACKAGE_ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
+    """testbed/procs.py's environment rule (no launcher's or lightcc's variables of this process), plus `extra`."""
+    return procs.base_env(extra, (PACKAGE_ROOT,))
 
 
 def lightccrun(
     *args: str, timeout: float = 60, env: dict[str, str] | None = None, cwd: str | None = None
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lightcc.runner", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=env or clean_env(),
-        cwd=cwd,
-    )
+    """`python -m lightcc.runner ARGS` to the end (testbed/procs.py: a hang past `timeout` dumps stacks and fails)."""
+    return procs.run([sys.executable, "-m", "lightcc.runner", *args], timeout, env or clean_env(), cwd)
 
 
 def tagged(text: str, stream: str) -> list[tuple[int, str]]:
@@ -251,13 +243,8 @@ def test_sigterm_to_the_launcher_is_forwarded():
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"
     )
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "lightcc.runner", "-np", "2", sys.executable, "-c", script],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=clean_env(),
-    )
+    launcher = procs.start([sys.executable, "-m", "lightcc.runner", "-np", "2", sys.executable, "-c", script],
+                           clean_env(), cwd=None)
     try:
         ready = 0
         deadline = time.monotonic() + 30
@@ -269,7 +256,7 @@ def test_sigterm_to_the_launcher_is_forwarded():
         out, err = launcher.communicate(timeout=30)
     finally:
         if launcher.poll() is None:
-            launcher.kill()
+            procs.stop(launcher)  # its ranks too, stacks dumped
             launcher.communicate()
     assert launcher.returncode == 128 + signal.SIGTERM, err
     assert sorted(tagged(out, "stdout")) == [(0, "got 15"), (1, "got 15")]

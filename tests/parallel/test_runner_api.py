@@ -1,10 +1,10 @@
 """horovod.runner.run / horovod.run (lightcc.runner.run): a function on N ranks, results by rank."""
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
+
+from testbed import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,10 +47,7 @@ except ValueError as e:
 
 
 def test_run_returns_results_by_rank():
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI"))}
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=400,
-                          cwd=ROOT, check=False)
+    proc = procs.run([sys.executable, "-c", SCRIPT], 400, procs.base_env(), ROOT)  # testbed/procs.py's rule
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "RESULTS [(0, 3, 31.0), (1, 3, 31.0), (2, 3, 31.0)]" in proc.stdout, proc.stdout
     assert "FAILED AS EXPECTED" in proc.stdout and "exit code 3" in proc.stdout, proc.stdout

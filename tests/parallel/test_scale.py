@@ -8,16 +8,13 @@ error naming the lost host's id and address, and nothing may hang or be left beh
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks.scale import runs
-from testbed import netns
+from testbed import netns, procs
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 8.0  # LIGHTCC_TIMEOUT of the fault runs
@@ -69,16 +66,10 @@ def test_eight_hosts_of_four_correct_and_cut_link_named(tmp_path):
     cmd = [sys.executable, "-m", "benchmarks.scale", "--shapes", "8x4", "--reps", "5", "--steps", "2",
            "--big-reps", "1", "--fault", "cut", "--fault-shapes", "8x4", "--fault-timeout", str(TIMEOUT_S),
            "--out", str(out), "--no-plot", "--timeout", "200"]
-    p = subprocess.Popen(cmd, cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = p.communicate(timeout=420)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGINT)  # the harness removes its namespaces on the way out
-        stdout, stderr = p.communicate(timeout=60)
-        pytest.fail(f"benchmarks.scale ran past 420 s:\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    # Past 420 s its ranks' stacks are dumped and it gets SIGINT: the harness removes its namespaces on the way out.
+    p = procs.run(cmd, 420, interrupt=60)
     doc = json.loads((out / "scale.json").read_text())
-    assert p.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     run = doc["runs"][0]
     assert "error" not in run, run["error"]
     assert run["row"]["ok"] and run["row"]["p"] == 32
@@ -92,8 +83,7 @@ def test_topk_byte_count_runs_and_sends_fewer_bytes_than_dense(tmp_path):
     out = tmp_path / "topk"
     cmd = [sys.executable, "-m", "benchmarks.scale", "--shapes", "", "--topk", "2x2", "--topk-elements", "65536",
            "--topk-steps", "2", "--out", str(out), "--no-plot", "--timeout", "120"]
-    p = subprocess.run(cmd, cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                       timeout=300, check=False)
+    p = procs.run(cmd, 300, interrupt=60)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     runs = {r["mode"]: r for r in json.loads((out / "scale.json").read_text())["topk"]}
     assert set(runs) == {"dense", "topk"} and all("error" not in r for r in runs.values()), runs

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from testbed import netns
+from testbed import netns, procs
 from tests.ranks import TOPK_BARE, run_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,9 +121,7 @@ def test_rank_death_fails_every_stream(size):
 @pytest.mark.parametrize("value", ["0", "9", "two"])
 def test_bad_value_is_an_error_at_init(value):
     code = "import lightcc as hvd\ntry:\n    hvd.init()\nexcept ValueError as e:\n    print('ERR', e)\n"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI_"))}
-    env.update({"LIGHT_NUM_STREAMS": value, "PYTHONPATH": str(ROOT)})
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False)
+    out = procs.run([sys.executable, "-c", code], 60, procs.base_env({"LIGHT_NUM_STREAMS": value}))
     assert out.stdout.startswith("ERR") and "LIGHT_NUM_STREAMS" in out.stdout, out.stdout + out.stderr
 
 

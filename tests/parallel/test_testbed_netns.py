@@ -2,12 +2,9 @@
 is in place, a cut link stops traffic, and nothing is left behind on success or failure."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from testbed import netns
+from testbed import netns, procs
 
 pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 
@@ -19,14 +16,13 @@ CLIENT = ("import socket,sys; c=socket.create_connection((sys.argv[1], 47011), t
 
 
 def _round_trip(server: list[str], server_addr: str, client: list[str]) -> bool:
-    srv = subprocess.Popen([*server, sys.executable, "-c", SERVER, server_addr], stdout=subprocess.PIPE, text=True)
+    srv = procs.start(procs.python("-c", SERVER, server_addr, prefix=server))
     try:
         assert srv.stdout.readline().strip() == "up"
-        res = subprocess.run([*client, sys.executable, "-c", CLIENT, server_addr], capture_output=True, timeout=20)
-        return res.returncode == 0
+        return procs.run(procs.python("-c", CLIENT, server_addr, prefix=client), 20).returncode == 0
     finally:
-        srv.kill()
-        srv.wait(timeout=10)
+        procs.stop(srv, dump=False)
+        procs.wait([srv], 10)  # closes its pipes
 
 
 def test_star_hosts_talk_are_shaped_and_cut_and_go():
@@ -43,10 +39,9 @@ def test_star_hosts_talk_are_shaped_and_cut_and_go():
 
 
 def test_everything_goes_when_the_block_fails():
-    with pytest.raises(KeyError):
-        with netns.hosts(2) as h:
-            tag = h.tag
-            raise KeyError("the test body failed")
+    with pytest.raises(KeyError), netns.hosts(2) as h:
+        tag = h.tag
+        raise KeyError("the test body failed")
     assert netns.list_namespaces(tag) == []
 
 
@@ -69,7 +64,7 @@ def test_pair_talks_and_goes():
         assert _round_trip(recv, p.addr_recv, send)
         assert p.if_recv.startswith(p.ifname_prefix) and p.if_send.startswith(p.ifname_prefix)
         names = (p.ns_recv, p.ns_send)
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=20).stdout
+    listed = netns.ip("netns", "list")
     assert not any(n in listed for n in names)
 
 

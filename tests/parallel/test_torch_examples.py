@@ -8,22 +8,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+from testbed import procs
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "pytorch"
 WORKERS = Path(__file__).resolve().parent / "workers"
 
 
 def env(**extra: str) -> dict:
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI"))}
-    e["PYTHONPATH"] = f"{ROOT}{os.pathsep}{e.get('PYTHONPATH', '')}"
-    e.update(extra)
-    return e
+    """testbed/procs.py's one environment rule, plus `extra`."""
+    return procs.base_env(extra)
 
 
 def lightccrun(args, timeout: float, **extra: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "lightcc.runner", *args]
-    proc = subprocess.run(cmd, check=False, env=env(**extra), capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    return proc
+    """`lightccrun ARGS` to the end; past `timeout` its ranks' stacks are dumped and it fails (testbed/procs.py)."""
+    return procs.run([sys.executable, "-m", "lightcc.runner", *args], timeout, env(**extra), ROOT)
 
 
 def test_digits_reaches_target_accuracy():

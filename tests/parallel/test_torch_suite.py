@@ -9,19 +9,17 @@ Ranks are forked per test (the runner's default), about a second a test.
 """
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
-from typing import Dict, List
 
 import pytest
 
+from testbed import procs
 from tests.ranks import ROOT
 
 pytest.importorskip("expecttest")
 
-RESULT = re.compile(r"^RESULT (test_\w+) (ok|FAIL|ERROR|skipped)$", re.M)  # the runner's line per test
+RESULT = re.compile(r"^RESULT (test_\w+) (ok|FAIL|ERROR|skipped)$", re.MULTILINE)  # the runner's line per test
 # Tests torch runs on gloo only because torch implements what they test only inside gloo.
 GLOO_ONLY_IN_TORCH = {
     "test_monitored_barrier_gloo": "monitored_barrier: 'only implemented for GLOO backend' (distributed_c10d)",
@@ -30,16 +28,14 @@ GLOO_ONLY_IN_TORCH = {
 }
 
 
-def _run(backend: str, served_by: str = "", tests: List[str] = ()) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_"))}
-    env.update({"BACKEND": backend, "WORLD_SIZE": "2", "PYTHONPATH": f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}",
-                "OMP_NUM_THREADS": "1"})
+def _run(backend: str, served_by: str = "", tests: list[str] = ()) -> dict[str, str]:
+    env = procs.base_env({"BACKEND": backend, "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"})
     args = [sys.executable, "-m", "tests.compat.torch_distributed_suite", "--backend", backend]
     if served_by:
         args += ["--served-by", served_by]
     for name in tests:
         args += ["--test", name]
-    proc = subprocess.run(args, env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=1500)
+    proc = procs.run(args, 1500, env, ROOT)  # a hang dumps every rank's stacks and fails
     text = proc.stdout + proc.stderr
     found = {m.group(1): m.group(2) for m in RESULT.finditer(text)}
     assert found, text[-4000:]

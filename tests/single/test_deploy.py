@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testbed import procs
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 sys.path.insert(0, str(DEPLOY / "kubernetes"))
@@ -258,9 +260,9 @@ def test_horovod_example_command_trains_locally(tmp_path):
         # Open MPI 5 dropped the single-dash spellings of long options that Horovod's examples
         # (written for Open MPI 4, which the image has) use; the options themselves are the same.
         argv = ["-" + w if w in ("-bind-to", "-map-by", "-mca") else w for w in argv]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMIX_"))}
-    env.update(PYTHONPATH=str(ROOT), LD_LIBRARY_PATH=env.get("LD_LIBRARY_PATH", ""), TMPDIR=str(tmp_path))
-    out = subprocess.run(argv, env=env, check=False, capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path)
+    env = procs.base_env({"PYTHONPATH": str(ROOT), "LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH", ""),
+                          "TMPDIR": str(tmp_path)})  # testbed/procs.py's rule, this tree alone on PYTHONPATH
+    out = procs.run(argv, TIMEOUT, env, tmp_path)  # mpirun and its ranks: a hang dumps their stacks and fails
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert re.search(r"final test accuracy 0\.9\d+ on 2 ranks", out.stdout), out.stdout[-2000:]
 
@@ -276,7 +278,7 @@ def test_dockerfile_copy_sources_exist(path):
     """COPY sources exist: the CUDA image's context is the repository; the CPU image's is the
     one build-cpu.sh lays out (src/ = the repository, wheels/ = the downloaded wheelhouse)."""
     text = re.sub(r"\\\n", " ", path.read_text())
-    for line in re.findall(r"^COPY (?!--from)(.+)$", text, re.M):
+    for line in re.findall(r"^COPY (?!--from)(.+)$", text, re.MULTILINE):
         for source in line.split()[:-1]:
             if path.name == "Dockerfile.cpu":
                 if source.startswith("wheels/"):

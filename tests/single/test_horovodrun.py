@@ -14,6 +14,7 @@ import pytest
 from lightcc.common import launch_env
 from lightcc.runner import env_flags, horovodrun, launch, plan
 from lightcc.runner.hosts import HostSlots, assign_slots
+from testbed import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120
@@ -48,16 +49,13 @@ HOROVOD_FLAGS = [n for n in HOROVOD_0281_FLAGS if n.startswith("--")] + ["--slot
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTCC_", "HOROVOD_", "OMPI_", "PMI_", "PMIX_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    env.update(extra)
-    return env
+    """testbed/procs.py's one environment rule with PYTHONPATH this tree alone, plus `extra`."""
+    return procs.base_env({"PYTHONPATH": str(ROOT), **extra})
 
 
 def run(args: list[str], **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, *args], env=clean_env(**env), check=False, capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT
-    )
+    """`python ARGS` to the end (testbed/procs.py: a hang dumps every stack and fails)."""
+    return procs.run([sys.executable, *args], TIMEOUT, clean_env(**env), ROOT)
 
 
 def parse(*argv: str):
@@ -254,7 +252,7 @@ def test_horovodrun_trains_two_ranks_and_passes_interfaces():
 
 def test_install_writes_a_working_script_and_never_replaces_horovods(tmp_path):
     path = Path(horovodrun.install(str(tmp_path)))
-    out = subprocess.run([str(path), "--version"], env=clean_env(), check=False, capture_output=True, text=True, timeout=TIMEOUT)
+    out = procs.run([str(path), "--version"], TIMEOUT, clean_env(), cwd=None)
     assert out.returncode == 0 and "lightcc" in out.stdout, out.stderr
     foreign = tmp_path / "other"
     foreign.mkdir()
@@ -299,7 +297,7 @@ def test_mpirun_without_mpi4py_rendezvous_through_a_file(tmp_path):
     argv = ["mpirun", "-np", "2", "--oversubscribe", "-x", "PYTHONPATH", "-x", "TMPDIR"]
     if os.geteuid() == 0:
         argv.insert(1, "--allow-run-as-root")
-    out = subprocess.run(argv + [sys.executable, "-c", code], env=env, check=False, capture_output=True, text=True, timeout=TIMEOUT)
+    out = procs.run(argv + [sys.executable, "-c", code], TIMEOUT, env, cwd=None)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.count("SUM [3.0, 3.0]") == 2, out.stdout
     assert not list(tmp_path.glob("lightcc-rendezvous-*")), "rank 0 leaves no rendezvous file behind"

@@ -1,9 +1,7 @@
 """Tests lightcc.common.launch_more: torchrun, srun and Kubeflow PET_* variables, node lists, and the errors."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -11,6 +9,7 @@ import pytest
 
 from lightcc.common import launch_more
 from lightcc.common.launch_env import detect, free_port
+from testbed import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,20 +121,20 @@ def test_torch_store_carries_the_offer_between_processes(given):
     port = free_port("127.0.0.1")
     code = ("import sys; from lightcc.common.launch_env import detect; i = detect(); "
             "print(i.rank, i.rendezvous_host, i.rendezvous_port, i.secret, flush=True); sys.stdin.read()")
-    procs = []
+    ranks = []
     for rank in (0, 1):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2",
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PYTHONPATH": str(ROOT)}
-        if given:
-            env["LIGHTCC_JOB_SECRET"] = given
-        procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env = procs.base_env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": "2",
+                              "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                              **({"LIGHTCC_JOB_SECRET": given} if given else {})}, (ROOT,))
+        ranks.append(procs.start(procs.python("-c", code), env, stdin=subprocess.PIPE))
     try:
-        lines = [p.stdout.readline().split() for p in procs]
-        outs = [p.communicate(input="", timeout=60) for p in procs]  # rank 0 hosts the store until then
+        lines = [p.stdout.readline().split() for p in ranks]
+        for p in ranks:
+            p.stdin.close()  # rank 0 hosts the store until then
+        outs, hung = procs.wait(ranks, 60)  # a rank still running then dumps its stacks and is killed
     finally:
-        for p in procs:
-            p.kill()
+        procs.stop_all(ranks, dump=False)
+    assert not hung, outs
     assert all(len(line) == 4 for line in lines), outs
     assert lines[0][1:] == lines[1][1:] and lines[0][1] == "127.0.0.1"
     assert lines[0][3] == given if given else len(lines[0][3]) == 64

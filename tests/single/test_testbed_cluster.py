@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
 
-from testbed import cluster, netns
+from testbed import cluster, netns, procs
 
 # Each rank prints its placement as a RESULT, then does what argv[1] says.
 RANK = ("import json, os, sys, time; r = int(os.environ['LIGHTCC_RANK']); "
@@ -25,7 +26,8 @@ def test_ranks_get_their_placement_and_their_output_is_read():
     assert [d["LIGHTCC_HOSTNAME"] for d in docs] == ["loop0", "loop0", "loop1", "loop1"]
     assert {d["LIGHTCC_RENDEZVOUS_ADDR"].split(":")[0] for d in docs} == {"127.0.0.1"}
     assert {d["HARP_IFNAME"] for d in docs} == {"lo"} and {d["X"] for d in docs} == {"1"}
-    assert {d["PYTHONPATH"] for d in docs} == {str(cluster.REPO)}
+    assert {d["PYTHONPATH"] for d in docs} == {procs.base_env()["PYTHONPATH"]}  # the tree first, the parent's after
+    assert procs.base_env()["PYTHONPATH"].split(os.pathsep)[0] == str(cluster.REPO)
     assert [r.host for r in ranks] == [0, 0, 1, 1] and all(r.returncode == 0 for r in ranks)
     assert json.loads(ranks[0].payloads()[0]) == docs[0] and ranks[0].first_error_at(0.0) is not None
 
@@ -38,9 +40,10 @@ def test_a_failed_rank_is_named_with_its_output():
 
 def test_a_hung_rank_is_killed_at_the_deadline():
     t = time.monotonic()
-    with pytest.raises(cluster.ClusterError, match=r"ranks \[1\] still ran after 3 s"):
+    with pytest.raises(cluster.ClusterError, match=r"ranks \[1\] still ran after 3 s") as err:
         cluster.run(netns.loopback(1), [0, 0], ["-c", RANK, "hang"], 3)
     assert time.monotonic() - t < 20
+    assert "most recent call first" in str(err.value)  # its stack, dumped before the kill
 
 
 def test_a_missing_tag_fails_the_run_and_a_job_waits_for_a_line():

@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from testbed import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 WHEELHOUSE = ROOT / "wheelhouse"
@@ -38,17 +39,11 @@ MAIN_JOB = ("lightccrun -np 2 python examples/pytorch/pytorch_synthetic_benchmar
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
-def _run(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    """Runs ``cmd`` in its own session; on a timeout kills the whole group (zig, ranks) and fails."""
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                          **kwargs) as proc:
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            raise AssertionError(f"{' '.join(cmd)} ran past {timeout:g} s:\n{out[-4000:]}") from None
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, "")
+def _run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
+         cwd: str | None = None) -> subprocess.CompletedProcess:
+    """Runs ``cmd`` in its own session (testbed/procs.py) with `env` as given (default: this process's, whole);
+    on a timeout stops the whole tree (zig, ranks; stacks dumped) and fails."""
+    return procs.run(cmd, timeout, dict(os.environ) if env is None else env, cwd, merge=True)
 
 
 @pytest.fixture(scope="module")
