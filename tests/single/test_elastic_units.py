@@ -15,6 +15,7 @@ from lightcc.runner import elastic_args
 from lightcc.runner.discovery import SlotCooldown, parse_discovery_output
 from lightcc.runner.fault_report import FaultLog, FaultReport, classify, op_in, peer_in
 from lightcc.runner.launch import build_parser
+from testbed import procs
 
 
 def test_discovery_output_hosts_and_slots():
@@ -265,13 +266,9 @@ def test_relay_keeps_its_worker_running_when_no_driver_answers(tmp_path):
     dead.close()
     done = tmp_path / "done"
     code = f"import sys\nfor i in range(200000): print('x' * 100)\nopen({str(done)!r}, 'w').close()\nsys.exit(3)"
-    env = {**os.environ, ch.ADDR_VAR: f"127.0.0.1:{port},127.0.0.1:{port}", ch.WORKER_VAR: "w0",
-           ch.SECRET_VAR: "s3cret"}
-    relay = subprocess.Popen([sys.executable, "-m", "lightcc.runner.worker_relay", "--", sys.executable, "-c", code],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert relay.wait(timeout=120) == 3
-        assert done.exists()
-        assert relay.stdout.read() == b"" and relay.stderr.read() == b""  # it left the launch connection
-    finally:
-        relay.kill()
+    env = procs.base_env({ch.ADDR_VAR: f"127.0.0.1:{port},127.0.0.1:{port}", ch.WORKER_VAR: "w0",
+                          ch.SECRET_VAR: "s3cret"})
+    out = procs.run([sys.executable, "-m", "lightcc.runner.worker_relay", "--", sys.executable, "-c", code], 120,
+                    env=env)
+    assert out.returncode == 3 and done.exists()
+    assert out.stdout == "" and out.stderr == ""  # it left the launch connection
