@@ -98,3 +98,35 @@ def test_host_of_the_leader_and_rank_0_lost(tmp_path):
     assert before == list(range(1, before[-1] + 1)) and after == list(range(after[0], 301)), (before, after)
     assert before[-1] < after[0] <= before[-1] + 3, (before, after)
     print("\nthe leader's host lost: " + ", ".join(f"{k} {v:.2f} s" for k, v in t["seconds"].items()))
+
+
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
+def test_a_leader_cut_off_and_back_stands_down(tmp_path):
+    """The leader's host (with rank 0) is cut off, not killed: the standby leads in term 1 and trains on
+    hosts 2-4; when the link comes back, the old leader finds a later term, stands down (exit 0, its
+    workers left alone) and its cut-off rank 0 is stopped by the new leader, which ends the job."""
+    mark = uuid.uuid4().hex
+    args = ["--steps", "300", "--step-time", "0.05"]
+    env = {"LIGHTCC_JOB_SECRET": uuid.uuid4().hex, MARK: mark}
+    with netns.hosts(5) as h:
+        flags = driver_loss._flags(h, tmp_path, free_port())
+        try:
+            with ElasticJob([*flags, "--rendezvous-addr", h.addrs[2], "--driver-index", "1"], EXAMPLE, args, env,
+                            prefix=h.prefix(2)) as standby, \
+                    ElasticJob([*flags, "--rendezvous-addr", h.addrs[1], "--driver-index", "0"], EXAMPLE, args, env,
+                               prefix=h.prefix(1)) as leader:
+                leader.wait_for(r"worker w3 \(host [\d.]+\) waits as a warm standby", 120)
+                leader.wait_for(r"<stdout>:step 15 ", 120)
+                t0 = time.monotonic()
+                h.cut(1)
+                standby.wait_for(r"this driver leads from generation 1 \(term 1\)", 10, after=t0)
+                standby.wait_for(r"<stdout>:step \d+ [\d.]+ 3 ", 30, after=t0)
+                netns.ip("-n", h.names[1], "link", "set", h.ifname, "up")
+                t1 = time.monotonic()
+                leader.wait_for(r"leads in term 1 \(this one: term 0\); this driver stands down", 15, after=t1)
+                assert leader.finish(30) == 0, leader.text()[-3000:]
+                assert standby.finish(240) == 0, standby.text()[-5000:]
+                standby.wait_for(r"<stdout>:final 300 identical=True", 1)
+            assert leader.matches(r"<stdout>:final") == []  # the old leader's side never finished a job of its own
+        finally:
+            driver_loss.kill_marked(mark)
