@@ -118,6 +118,8 @@ class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
         self._heard_at = -1e9  # a standby: when a driver before it last answered
         self._term = 0  # which takeover this driver leads in (elastic_standby)
         self._standing_down = False  # another driver leads in a later term: end without stopping workers
+        self._takeover_at: Optional[float] = None  # when this standby took over, until a relay followed
+        self._adopted_linked = False
         self._mirrored = threading.Event()
         self._started = time.monotonic()
         port = ch.parse_addrs(settings.drivers[settings.driver_index])[0][1] if settings.drivers else 0
@@ -169,6 +171,8 @@ class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
         if self._standby_waits(now):
             return None
         self._check_links(now)
+        if not self._leading:
+            return None  # a takeover no worker followed was undone: standing by again
         finished = self._finished_code()
         if finished is not None:
             return finished

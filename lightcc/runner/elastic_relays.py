@@ -61,6 +61,7 @@ class RelayLinks:
             if w.link is not None:
                 w.link.conn.close()  # a relay that reconnected: its old connection is dead
             w.link, w.unlinked_since = link, None
+            self._adopted_linked = self._adopted_linked or w.process is None
             w.pid, w.relay_pid = int(hello.get("pid", 0)) or w.pid, int(hello.get("relay_pid", 0)) or None
             if w.process is not None and hello.get("boot_id") != boot_id():
                 w.relay_pid = None  # another machine: the launch process's pid says nothing of the relay
@@ -125,6 +126,8 @@ class RelayLinks:
 
     def _check_links(self, now: float) -> None:
         """Relayed workers without a connection past their grace are lost with their host."""
+        if not self._followed(now):
+            return
         for w in self._workers.values():
             if not (w.relayed and w.alive and w.link is None and w.unlinked_since is not None):
                 continue

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from multiprocessing import AuthenticationError
 from typing import Any, Dict, Optional
 
 from lightcc.common import elastic_channel as ch
@@ -64,6 +65,9 @@ class StandbyDriver:
                 return json.loads(conn.recv_bytes().decode())
             finally:
                 conn.close()
+        except AuthenticationError:
+            raise RuntimeError(f"the driver at {address[0]}:{address[1]} does not share this job's secret "
+                               f"({ch.SECRET_VAR}); every driver in --drivers needs the same") from None
         except (OSError, EOFError, ValueError):
             return {}
 
@@ -95,7 +99,6 @@ class StandbyDriver:
             if heard is not None and now - heard > TAKEOVER_S:
                 with self._lock:
                     self._take_over(now)
-                self._probe()
                 return
             time.sleep(0.05)
 
@@ -140,6 +143,7 @@ class StandbyDriver:
         self._resets, self._first_exit = int(rec["resets"]), rec.get("first_exit")
         self._term = int(rec.get("term", 0)) + 1
         self._leading = True
+        self._takeover_at, self._adopted_linked = now, False
         live = [w for w in self._workers.values() if w.alive and not w.removed]
         gen = self._gen.number if self._gen is not None else 0
         lost = ", ".join(self.s.drivers[: self.s.driver_index])
@@ -158,11 +162,39 @@ class StandbyDriver:
                 self._changed.wait(max(0.0, deadline - time.monotonic()))
             return self._leading
 
+    def _watch_drivers(self) -> None:
+        """The other drivers, watched from one thread: a standby mirrors (until it leads), a leader probes
+        (until it stands down, or reverts a takeover no worker followed)."""
+        try:
+            while not self._closing and not self._standing_down and self._failure is None:
+                if self._leading:
+                    self._probe()
+                else:
+                    self._mirror()
+        except RuntimeError as err:
+            self._log(f"{err}; this driver stops")
+            self._failure = 1
+
     def _start_standby(self) -> None:
-        if not self.s.drivers:
-            return
-        target = self._mirror if not self._leading else self._probe
-        threading.Thread(target=target, name="lightccrun-mirror", daemon=True).start()
+        if self.s.drivers:
+            threading.Thread(target=self._watch_drivers, name="lightccrun-drivers", daemon=True).start()
+
+    def _followed(self, now: float) -> bool:
+        """After a takeover: False when its grace passed and not one adopted worker's relay came to us.
+        Relays leave a leader only after SILENT_S without its beats, so none coming means the leader was
+        slow, not lost (its workers still hear it): this driver stands by again rather than count every
+        worker lost. True otherwise (and from then on)."""
+        if self._takeover_at is None or now - self._takeover_at <= ADOPT_GRACE_S:
+            return True
+        self._takeover_at = None
+        if self._adopted_linked:
+            return True
+        self._log(f"no worker's relay came to this driver within {ADOPT_GRACE_S:g} s of its takeover: the leader "
+                  f"was slow, not lost; standing by again")
+        self._leading = False
+        self._workers, self._gen = {}, None
+        self._changed.notify_all()
+        return False
 
     def _standby_waits(self, now: float) -> bool:
         """Whether this driver only stands by (nothing to form or spawn); fails the job when the leader

@@ -130,3 +130,47 @@ def test_a_leader_cut_off_and_back_stands_down(tmp_path):
             assert leader.matches(r"<stdout>:final") == []  # the old leader's side never finished a job of its own
         finally:
             driver_loss.kill_marked(mark)
+
+
+def test_a_stopped_leader_is_replaced_and_stands_down_when_continued(tmp_path):
+    """SIGSTOP of the leading lightccrun for 3 s: to the standby and the relays it is lost (no beats), so
+    the standby leads in term 1 and every relay follows; SIGCONT: the old leader finds term 1 and stands
+    down (exit 0); no worker is lost, and the standby ends the job."""
+    mark = uuid.uuid4().hex
+    drivers = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", "-H", "localhost:4", "--drivers", drivers]
+    args = ["--steps", "200", "--step-time", "0.05"]
+    env = _env(mark)
+    try:
+        with ElasticJob([*flags, "--driver-index", "1"], EXAMPLE, args, env) as standby, \
+                ElasticJob([*flags, "--driver-index", "0"], EXAMPLE, args, env) as leader:
+            leader.wait_for(r"<stdout>:step 15 ", 120)
+            t0 = time.monotonic()
+            os.killpg(leader.proc.pid, signal.SIGSTOP)
+            standby.wait_for(r"this driver leads from generation 1 \(term 1\), adopting 4 live worker\(s\)", 10,
+                             after=t0)
+            time.sleep(max(0.0, 3.0 - (time.monotonic() - t0)))
+            os.killpg(leader.proc.pid, signal.SIGCONT)
+            leader.wait_for(r"leads in term 1 \(this one: term 0\); this driver stands down", 15, after=t0)
+            assert leader.finish(30) == 0, leader.text()[-3000:]
+            assert standby.finish(240) == 0, standby.text()[-5000:]
+            standby.wait_for(r"<stdout>:final 200 identical=True", 1)
+            assert standby.matches(r"FAULT") == [] and leader.matches(r"FAULT") == [], standby.text()[-3000:]
+    finally:
+        driver_loss.kill_marked(mark)
+
+
+def test_drivers_without_the_same_secret_stop_with_a_clear_error(tmp_path):
+    mark = uuid.uuid4().hex
+    drivers = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    flags = ["-np", "2", "--min-np", "2", "--max-np", "2", "-H", "localhost:2", "--drivers", drivers]
+    args = ["--steps", "20"]
+    try:
+        with ElasticJob([*flags, "--driver-index", "1"], EXAMPLE, args, _env(mark)) as standby, \
+                ElasticJob([*flags, "--driver-index", "0"], EXAMPLE, args, _env(mark)) as leader:
+            for job in (standby, leader):
+                job.wait_for(r"does not share this job's secret \(LIGHTCC_JOB_SECRET\); every driver in --drivers "
+                             r"needs the same; this driver stops", 30)
+                assert job.finish(60) == 1, job.text()[-3000:]
+    finally:
+        driver_loss.kill_marked(mark)
