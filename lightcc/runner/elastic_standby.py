@@ -43,6 +43,7 @@ class StandbyDriver:
     def _record(self) -> Dict[str, Any]:
         rec = record(self._workers, self._gen, self._next_wid, self._resets, self._first_exit)
         rec["final"], rec["term"], rec["index"] = self._final_code, self._term, self.s.driver_index
+        rec["settled"] = self._takeover_at is None  # False while a takeover waits for a relay to follow it
         return rec
 
     def _serve_record(self, r: Dict[str, Any]) -> Dict[str, Any]:
@@ -113,8 +114,8 @@ class StandbyDriver:
         while not self._closing and self._leading:
             for index, address in others:
                 rec = self._ask_record(address, wait=0.0).get("record")
-                if rec is None or rec.get("final") is not None:
-                    continue
+                if rec is None or rec.get("final") is not None or not rec.get("settled", True):
+                    continue  # a takeover no relay has followed yet may still be undone
                 term = int(rec.get("term", 0))
                 if term > self._term or (term == self._term and index < self.s.driver_index):
                     with self._lock:

@@ -174,3 +174,36 @@ def test_drivers_without_the_same_secret_stop_with_a_clear_error(tmp_path):
                 assert job.finish(60) == 1, job.text()[-3000:]
     finally:
         driver_loss.kill_marked(mark)
+
+
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
+def test_a_takeover_no_worker_follows_is_undone(tmp_path):
+    """The standby driver (on host 0, no workers) loses its route to the leader (host 1) while every
+    worker still hears the leader: the standby takes over, no relay comes to it, and it stands by again;
+    the leader trains on and ends the job, and the standby ends with it. No worker is lost."""
+    mark = uuid.uuid4().hex
+    args = ["--steps", "300", "--step-time", "0.05"]
+    env = {"LIGHTCC_JOB_SECRET": uuid.uuid4().hex, MARK: mark}
+    with netns.hosts(5) as h:
+        port = free_port()
+        flags = driver_loss._flags(h, tmp_path, port)
+        flags[flags.index("--drivers") + 1] = f"{h.addrs[1]}:{port},{h.addrs[0]}:{port}"
+        try:
+            with ElasticJob([*flags, "--rendezvous-addr", h.addrs[0], "--driver-index", "1"], EXAMPLE, args, env,
+                            prefix=h.prefix(0)) as standby, \
+                    ElasticJob([*flags, "--rendezvous-addr", h.addrs[1], "--driver-index", "0"], EXAMPLE, args, env,
+                               prefix=h.prefix(1)) as leader:
+                leader.wait_for(r"<stdout>:step 15 ", 120)
+                t0 = time.monotonic()
+                route = ["-n", h.names[1], "route", "add", "blackhole", f"{h.addrs[0]}/32"]
+                netns.ip(*route)
+                standby.wait_for(r"this driver leads from generation 1 \(term 1\)", 10, after=t0)
+                standby.wait_for(r"the leader was slow, not lost; standing by again", 10, after=t0)
+                netns.ip("-n", h.names[1], "route", "del", "blackhole", f"{h.addrs[0]}/32")
+                assert leader.finish(240) == 0, leader.text()[-5000:]
+                leader.wait_for(r"<stdout>:final 300 identical=True", 1)
+                assert standby.finish(30) == 0, standby.text()[-3000:]
+            assert leader.matches(r"FAULT") == [] and standby.matches(r"FAULT") == [], leader.text()[-3000:]
+            assert leader.matches(r"stands down") == [], leader.text()[-3000:]
+        finally:
+            driver_loss.kill_marked(mark)
