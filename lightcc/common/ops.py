@@ -140,6 +140,16 @@ def _finishing(finish: Callable[[List[CoreResult]], Any]) -> Callable[[List[Core
     return lambda results: convert(finish(results))
 
 
+# Called (no arguments) before every submission to the engine: lightcc.torch.elastic.live_commit
+# learns there whether a collective runs between an optimizer step and the next commit.
+SUBMIT_OBSERVERS: List[Callable[[], None]] = []
+
+
+def _observe() -> None:
+    for observer in SUBMIT_OBSERVERS:
+        observer()
+
+
 class HandleManager:
     """The fronts' view of the core's handle registry, the only one: lightcc._core keeps each
     handle's tensors, the objects to keep alive and the step that makes its result. A front keeps
@@ -155,6 +165,8 @@ class HandleManager:
         `on_done(handle)` runs on lightcc's completion thread once every tensor has completed
         (futures); it should synchronize the handle, which then no longer blocks.
         """
+        if SUBMIT_OBSERVERS:
+            _observe()
         return core().submit([a.as_tuple() for a in args], wake_now(), keepalive, _finishing(finish), allocate,
                              on_done)
 
@@ -179,6 +191,8 @@ def run_now(args: tuple) -> CoreResult:
     """
     if len(args) == 12:  # written before device and stream existed: a host tensor
         args = (*args, -1, 0)
+    if SUBMIT_OBSERVERS:
+        _observe()
     return core().run(args)
 
 

@@ -1,4 +1,4 @@
-"""Test fault: the rank 0 of generation ELASTIC_DDP_TEST_DIE_IN_SYNC is SIGKILLed as it starts to send the state.
+"""Test fault: the root (rank 0) of generation ELASTIC_DDP_TEST_DIE_IN_SYNC is SIGKILLed as it starts sending the state.
 
 Imported by this folder's sitecustomize only when the variable is set (elastic DDP tests); the
 others in that generation are then waiting for its broadcast, as in a real failure mid-transfer.
@@ -14,11 +14,11 @@ _GENERATION = int(os.environ["ELASTIC_DDP_TEST_DIE_IN_SYNC"])
 _sync = _state.ModelStateHandler.sync
 
 
-def _dying_sync(self: _state.ModelStateHandler) -> None:
+def _dying_sync(self: _state.ModelStateHandler, root_rank: int = 0) -> None:
     s = session()
-    if s is not None and s.generation == _GENERATION and basics.rank() == 0:
+    if s is not None and s.generation == _GENERATION and basics.rank() == root_rank:
         os.kill(os.getpid(), signal.SIGKILL)
-    _sync(self)
+    _sync(self, root_rank)
 
 
 _state.ModelStateHandler.sync = _dying_sync

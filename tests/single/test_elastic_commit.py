@@ -1,11 +1,13 @@
-"""TorchState.commit() with the copy in the background (async_commit): a rollback always gets exactly the
-committed values, whether the copy had finished or not, and writes outside optimizer.step() are caught."""
+"""TorchState.commit(): with copies (in the background, async_commit) a rollback always gets exactly the
+committed values, whether the copy had finished or not, and writes outside optimizer.step() are caught;
+live commits (live_commit) copy nothing big, and a collective between a step and a commit turns them off."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 import lightcc.torch as hvd
+from lightcc.torch.elastic import live_commit
 from lightcc.torch.elastic import state as state_mod
 from lightcc.torch.elastic.state import TorchState, wait_for_commit
 
@@ -16,6 +18,13 @@ def engine():
     yield
     wait_for_commit()
     hvd.shutdown()
+
+
+def _copying(*args, **kwargs) -> TorchState:
+    """A state that always copies (these tests roll back after a step, which a live commit does not hold)."""
+    state = TorchState(*args, **kwargs)
+    state.live_commit = False
+    return state
 
 
 def _setup(optimizer: str = "sgd"):
@@ -56,7 +65,7 @@ def _equal(a, b) -> bool:
 def test_commit_then_step_then_restore_gives_the_committed_values(optimizer, background):
     model, opt = _setup(optimizer)
     _step(model, opt)
-    state = TorchState(model, opt, epoch=0)
+    state = _copying(model, opt, epoch=0)
     state.async_commit = background
     _step(model, opt)
     state.epoch = 1
@@ -79,7 +88,7 @@ def test_commit_then_step_then_restore_gives_the_committed_values(optimizer, bac
 
 def test_restore_right_after_commit_waits_for_the_copy():
     model, opt = _setup()
-    state = TorchState(model, opt)
+    state = _copying(model, opt)
     for _ in range(3):
         _step(model, opt)
         state.commit()
@@ -93,7 +102,7 @@ def test_restore_right_after_commit_waits_for_the_copy():
 
 def test_two_commits_in_a_row():
     model, opt = _setup()
-    state = TorchState(model, opt)
+    state = _copying(model, opt)
     _step(model, opt)
     state.commit()
     state.commit()  # waits for the first copy, then copies into the same tensors again
@@ -113,7 +122,7 @@ def test_two_commits_in_a_row():
 
 def test_a_write_outside_the_optimizer_step_is_caught_not_kept():
     model, opt = _setup()
-    state = TorchState(model, opt)
+    state = _copying(model, opt)
     _step(model, opt)
     state.commit()
     with torch.no_grad():
@@ -144,3 +153,68 @@ def test_snapshot_defers_only_cpu_tensors_and_keeps_plain_values():
         dst.copy_(src)
     again = []
     assert state_mod.snapshot(out, current, again)["state"][0]["momentum_buffer"] is out["state"][0]["momentum_buffer"]
+
+
+def _forward_backward(model) -> None:
+    """The part of a step before the optimizer's: where a failed collective (DDP's allreduce) raises."""
+    model(torch.randn(16, 512)).square().mean().backward()
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_live_commits_copy_nothing_and_roll_back_exactly(optimizer):
+    model, opt = _setup(optimizer)
+    state = TorchState(model, opt, epoch=0)
+    for epoch in range(1, 1 + live_commit.WARMUP):  # the first commits copy
+        _step(model, opt)
+        state.epoch = epoch
+        state.commit()
+        assert state._handlers["optimizer"]._copy is not None
+    for epoch in range(10, 13):
+        _step(model, opt)
+        state.epoch = epoch
+        state.commit()
+        model_h, opt_h = state._handlers["model"], state._handlers["optimizer"]
+        assert model_h._copy is None and opt_h._copy is None  # nothing big copied
+        assert set(model_h._saved_model_state) == {"1.running_mean", "1.running_var", "1.num_batches_tracked"}
+        committed = _values(model, opt)
+        opt.zero_grad()
+        _forward_backward(model)  # BatchNorm's running statistics move; a collective here fails
+        for group in opt.param_groups:
+            group["lr"] = 0.5  # a scheduler stepped after the commit
+        state.epoch = 99
+        assert not state._live.ahead()
+        state.restore()
+        assert _equal(_values(model, opt), committed) and state.epoch == epoch
+    _step(model, opt)
+    assert state._live.ahead()  # a step past the live commit: only another rank can give the commit back
+    state.commit()
+    assert not state._live.ahead()
+
+
+def test_a_collective_between_step_and_commit_turns_live_commits_off(capfd):
+    model, opt = _setup()
+    state = TorchState(model, opt)
+    for _ in range(live_commit.WARMUP + 1):
+        _step(model, opt)
+        state.commit()
+    assert state._live.live and state._handlers["optimizer"]._copy is None
+    hvd.allreduce(torch.ones(2), name="before.the.step")  # before the step: fine
+    _step(model, opt)
+    state.commit()
+    assert state._live.live
+    _step(model, opt)
+    hvd.allreduce(torch.ones(2), name="loss.for.the.log")  # after the step, before the commit
+    assert not state._live.live and "commits copy the model and optimizer state from now on" in capfd.readouterr().err
+    state.commit()
+    assert state._handlers["optimizer"]._copy is not None  # copies again
+    committed = _values(model, opt)
+    _step(model, opt)
+    state.restore()
+    assert _equal(_values(model, opt), committed)
+
+
+def test_the_state_comes_from_a_rank_that_holds_its_commit():
+    assert live_commit.choose_source([False, False]) == (0, None)
+    assert live_commit.choose_source([True, False, False]) == (1, None)
+    root, warning = live_commit.choose_source([True, True])
+    assert root == 0 and "one optimizer step past the commit" in warning

@@ -24,6 +24,7 @@ import collections
 import copy
 import os
 import queue
+import sys
 import threading
 from typing import Any, Dict, List, Optional, Set, Tuple, Type
 
@@ -32,6 +33,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from lightcc.common.basics import rank
 from lightcc.common.elastic import ObjectState
+from lightcc.torch.elastic import live_commit
 from lightcc.torch.elastic.reform import move_ddp
 from lightcc.torch.elastic.sampler import ElasticSampler
 from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
@@ -216,17 +218,19 @@ class ModelStateHandler(StateHandler):
         super().__init__(model)
         self.save()
 
-    def save(self, background: bool = False) -> None:
+    def save(self, background: bool = False, live: bool = False) -> None:
         """Copy the state_dict; with `background`, the parameters (written only by an optimizer's step)
-        on the commit thread. Buffers (BatchNorm's running statistics change in forward) at once."""
+        on the commit thread. Buffers (BatchNorm's running statistics change in forward) at once. With
+        `live`, the parameters are not copied: they are the commit until the next step (live_commit)."""
         _finish(getattr(self, "_copy", None))  # the last commit's copy into the same tensors (replaced now)
         old = getattr(self, "_saved_model_state", None)
         old = old if isinstance(old, dict) else {}
         current = self.value.state_dict(keep_vars=True)
+        self.live_tensors = live_commit.parameters(current) if live else []
         deferred: List[Tuple[torch.Tensor, torch.Tensor]] = []
         saved = collections.OrderedDict(
             (k, snapshot(old.get(k), v, deferred if background and isinstance(v, torch.nn.Parameter) else None))
-            for k, v in current.items())
+            for k, v in current.items() if not (live and isinstance(v, torch.nn.Parameter)))
         if hasattr(current, "_metadata"):  # the modules' versions, for load_state_dict; made anew by each state_dict()
             saved._metadata = current._metadata  # type: ignore[attr-defined]
         self._saved_model_state = saved
@@ -235,11 +239,13 @@ class ModelStateHandler(StateHandler):
     def restore(self) -> None:
         wait_for_commit()
         _check(getattr(self, "_copy", None))
-        self.value.load_state_dict(self._saved_model_state)
+        # A live commit holds the buffers only: the parameters are as committed unless this rank stepped
+        # past the commit (TorchState.sync then takes them from a rank that did not).
+        self.value.load_state_dict(self._saved_model_state, strict=not getattr(self, "live_tensors", []))
 
-    def sync(self) -> None:
+    def sync(self, root_rank: int = 0) -> None:
         wait_for_commit()
-        broadcast_parameters(self.value.state_dict(), root_rank=0)
+        broadcast_parameters(self.value.state_dict(), root_rank=root_rank)
 
     def reset(self) -> None:
         """A DistributedDataParallel model moves to torch's new default group."""
@@ -255,13 +261,19 @@ class OptimizerStateHandler(StateHandler):
         self.model = model
         self.save()
 
-    def save(self, background: bool = False) -> None:
+    def save(self, background: bool = False, live: bool = False) -> None:
         """Copy the state_dict; with `background`, the tensors of its per-parameter state (written only
-        by `step`) on the commit thread; param_groups (a scheduler may change them) at once."""
+        by `step`) on the commit thread; param_groups (a scheduler may change them) at once. With `live`,
+        the per-parameter state is not copied: it is the commit until the next step (live_commit)."""
         _finish(getattr(self, "_copy", None))
         old = getattr(self, "_saved_optimizer_state", None)
         old = old if isinstance(old, dict) else {}
         current = self.value.state_dict()
+        self.live_tensors = live_commit.state_tensors(current["state"]) if live else []
+        if live:
+            self._copy = None
+            self._saved_optimizer_state = {"param_groups": copy.deepcopy(current["param_groups"])}
+            return
         deferred: List[Tuple[torch.Tensor, torch.Tensor]] = []
         self._saved_optimizer_state = type(current)(
             (k, snapshot(old.get(k), v, deferred if background and k == "state" else None))
@@ -272,13 +284,17 @@ class OptimizerStateHandler(StateHandler):
         wait_for_commit()
         _check(getattr(self, "_copy", None))
         self._drop_pending()
+        if "state" not in self._saved_optimizer_state:  # a live commit: the hyper-parameters only
+            for group, saved in zip(self.value.param_groups, self._saved_optimizer_state["param_groups"]):
+                group.update({k: copy.deepcopy(v) for k, v in saved.items() if k != "params"})
+            return
         # A copy: torch's load_state_dict keeps the very tensors it is given as the optimizer's state,
         # and the next commit copies into the saved ones.
         self.value.load_state_dict(copy.deepcopy(self._saved_optimizer_state))
 
-    def sync(self) -> None:
+    def sync(self, root_rank: int = 0) -> None:
         wait_for_commit()
-        broadcast_optimizer_state(self.value, root_rank=0, model=self.model)
+        broadcast_optimizer_state(self.value, root_rank=root_rank, model=self.model)
 
     def _drop_pending(self) -> None:
         """A DistributedOptimizer whose step failed may hold handles of the dead engine: forget them."""
@@ -309,13 +325,13 @@ class SamplerStateHandler(StateHandler):
     def restore(self) -> None:
         self.value.load_state_dict(copy.deepcopy(self._saved_sampler_state))
 
-    def sync(self) -> None:
-        """Every rank's processed samples count (they were disjoint shares); rank 0's epoch."""
+    def sync(self, root_rank: int = 0) -> None:
+        """Every rank's processed samples count (they were disjoint shares); the root's epoch."""
         mine = self.value.state_dict()
         processed: Set[int] = set()
         for part in allgather_object(sorted(mine["processed_indices"]), name="elastic.sampler.processed"):
             processed.update(part)
-        epoch = broadcast_object(mine["epoch"], root_rank=0, name="elastic.sampler.epoch")
+        epoch = broadcast_object(mine["epoch"], root_rank=root_rank, name="elastic.sampler.epoch")
         self.value.load_state_dict({"epoch": epoch, "processed_indices": processed})
         self.save()
 
@@ -358,6 +374,9 @@ class TorchState(ObjectState):
     """
 
     async_commit: bool = True
+    # Commits after the first WARMUP keep the live tensors instead of copies while the script commits
+    # right after each optimizer step (lightcc/torch/elastic/live_commit.py); False: always copy.
+    live_commit: bool = True
 
     def __init__(self, model: Optional[torch.nn.Module] = None, optimizer: Optional[torch.optim.Optimizer] = None,
                  **kwargs: Any) -> None:
@@ -374,19 +393,29 @@ class TorchState(ObjectState):
                         isinstance(model, torch.nn.Module):
                     handler.model = model
         self._handlers = handlers
+        self._live = live_commit.LiveCommit()
         for name, handler in handlers.items():
             setattr(self, name, handler.value)
         super().__init__(bcast_object=broadcast_object, get_rank=rank, **plain)
 
     def save(self) -> None:
         wait_for_commit()
+        self._save_handlers()
+        super().save()
+
+    def _save_handlers(self) -> None:
+        live = self.live_commit and self._live.live
+        kept: List[torch.Tensor] = []
         for h in self._handlers.values():
+            if isinstance(h, OptimizerStateHandler):
+                self._live.watch(h.value)
             # A subclass that overrides save() (without `background`) saves as it always did.
-            if self.async_commit and type(h).save in (ModelStateHandler.save, OptimizerStateHandler.save):
-                h.save(background=True)
+            if type(h).save in (ModelStateHandler.save, OptimizerStateHandler.save):
+                h.save(background=self.async_commit and not live, live=live)
+                kept.extend(h.live_tensors)
             else:
                 h.save()
-        super().save()
+        self._live.committed(kept)
 
     def restore(self) -> None:
         wait_for_commit()
@@ -395,12 +424,20 @@ class TorchState(ObjectState):
         super().restore()
 
     def sync(self) -> None:
+        """Every rank takes the state of one that holds its last commit: rank 0, unless rank 0 stepped
+        past a live commit (live_commit.choose_source)."""
         wait_for_commit()
+        root, warning = live_commit.choose_source(allgather_object(self._live.ahead(), name="elastic.state.ahead"))
+        if warning and rank() == 0:
+            print(f"lightcc elastic: {warning}", file=sys.stderr)
         for h in self._handlers.values():
-            h.sync()
-        super().sync()
-        for h in self._handlers.values():
-            h.save()
+            # A handler's sync takes the root only when it is not rank 0 (a script's own handler, or one
+            # that wraps ours, may not take it).
+            h.sync(root) if root else h.sync()
+        if self._saved_state:
+            self._saved_state = broadcast_object(self._saved_state, root_rank=root, name="elastic.state.values")
+            self._set_attrs()
+        self._save_handlers()
 
     def reset(self) -> None:
         wait_for_commit()

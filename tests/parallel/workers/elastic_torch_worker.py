@@ -51,7 +51,7 @@ state.register_reset_callbacks([lambda: resets.append(hvd.size())])
 assert state.model is model and state.train_sampler is sampler
 if wid in os.environ.get("ELASTIC_TEST_DIE_IN_SYNC", "").split(","):
     # A worker that joins later dies in the middle of the state broadcast (model sent, optimizer not).
-    def _die() -> None:
+    def _die(*_root: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     state._handlers["optimizer"].sync = _die
