@@ -38,6 +38,7 @@ class Worker:
     link: Optional[Any] = None  # the relay's live connection (elastic_relays.RelayLink)
     unlinked_since: Optional[float] = None  # monotonic time its relay was last without a connection
     link_grace: float = 0.0  # how long it may stay so before the worker counts as lost
+    out_upto: int = 0  # the number of the last output line of its relay printed (by any driver)
 
     @property
     def alive(self) -> bool:
@@ -65,7 +66,8 @@ class Generation:
     done: set = field(default_factory=set)
 
 
-_WORKER_FIELDS = ("pending_after", "inits", "done", "removed", "reported", "returncode", "pid", "relay_pid")
+_WORKER_FIELDS = ("pending_after", "inits", "done", "removed", "reported", "returncode", "pid", "relay_pid",
+                  "out_upto")
 
 
 def record(workers: Dict[str, Worker], gen: Optional[Generation], next_wid: int, resets: int,

@@ -92,7 +92,7 @@ class RelayLinks:
         while True:
             now = time.monotonic()
             if now - beat >= BEAT_S:
-                if not link.send({"beat": 1}):
+                if not link.send({"beat": 1, "acked": w.out_upto}):
                     return
                 beat = now
             try:
@@ -104,11 +104,15 @@ class RelayLinks:
             except (OSError, EOFError, ValueError):
                 return
             heard = time.monotonic()
-            for fd, text in message.get("out", ()):
-                self._relay_output(w, int(fd), str(text))
+            out = message.get("out", ())
+            upto = int(message.get("upto", 0))
+            for number, (fd, text) in enumerate(out, upto - len(out) + 1):
+                if number > w.out_upto:  # a line resent after a lost acknowledgement is printed once
+                    self._relay_output(w, int(fd), str(text))
+            w.out_upto = max(w.out_upto, upto)
             if "exit" in message:
                 self._exits.put((w.wid, int(message["exit"]), "relay"))
-                link.send({"ack": 1})
+                link.send({"ack": 1, "acked": w.out_upto})
 
     def _relay_output(self, w: Worker, fd: int, text: str) -> None:
         sink, stream = (self._stdout, "stdout") if fd == 1 else (self._stderr, "stderr")

@@ -9,8 +9,9 @@ the relay
   session's end kills or blocks it;
 - starts the worker, which dies with the relay (the parent-death signal: same host);
 - holds one authenticated connection to the leading driver: a ``relay`` hello (worker id, pids,
-  host, slot), then the worker's output lines, a heartbeat every BEAT_S, and at the end the
-  worker's exit code until the driver acknowledges it. The driver beats back and sends signals
+  host, slot), then the worker's output lines (numbered, kept until a driver acknowledges them),
+  a heartbeat every BEAT_S, and at the end the worker's exit code until the driver acknowledges
+  it. The driver beats back (with the last line it has) and sends signals
   (a straggler killed, the job stopped). A connection silent for SILENT_S, refused, or answered
   by a standby moves the relay on to the next driver in ``LIGHTCC_ELASTIC_ADDR``; output waits
   meanwhile, at most BUFFER_LINES lines of it;
@@ -91,7 +92,11 @@ class Relay:
         self._host = env.get("LIGHTCC_HOSTNAME", "")
         self._current = 0
         self._lines: "queue.Queue[tuple]" = queue.Queue()
+        # Output lines not yet acknowledged by a driver, [number, fd, text]: a driver lost with lines in
+        # flight does not lose them (the next one gets them again; a driver skips numbers it printed).
         self._held: Deque[List[Any]] = deque(maxlen=BUFFER_LINES)
+        self._numbered = 0  # the last line's number
+        self._sent_upto = 0  # the last line sent on this connection
         self._conn: Optional[Connection] = None
         self._heard = 0.0
         self._sent = 0.0
@@ -121,6 +126,7 @@ class Relay:
                 reply, conn = {}, None
             if reply.get("status") == "ok":
                 self._conn, self._heard, self._sent = conn, time.monotonic(), 0.0
+                self._sent_upto = self._held[0][0] - 1 if self._held else self._numbered  # resend the unacknowledged
                 return True
             if conn is not None:
                 conn.close()
@@ -164,6 +170,9 @@ class Relay:
         self._heard = time.monotonic()
         if "signal" in message:
             self._signal(int(message["signal"]))
+        acked = int(message.get("acked", 0))
+        while self._held and self._held[0][0] <= acked:
+            self._held.popleft()
         return message
 
     def _signal(self, signum: int) -> None:
@@ -184,10 +193,12 @@ class Relay:
             if text is None:
                 closed += 1
             else:
-                self._held.append([fd, text])
+                self._numbered += 1
+                self._held.append([self._numbered, fd, text])
         self._closed += closed
-        if self._held and self._send({"out": list(self._held)}):
-            self._held.clear()
+        fresh = [[fd, text] for n, fd, text in self._held if n > self._sent_upto]
+        if fresh and self._send({"out": fresh, "upto": self._numbered}):
+            self._sent_upto = self._numbered
         return self._closed >= 2 and not self._held
 
     def run(self) -> int:
@@ -202,7 +213,7 @@ class Relay:
         code = self.process.returncode
         deadline = time.monotonic() + EXIT_REPORT_S
         while not self._flush() and time.monotonic() < deadline:
-            time.sleep(0.05)  # the pipes' last lines (a traceback) before the exit
+            self._receive(0.05)  # the pipes' last lines (a traceback), acknowledged, before the exit
         while time.monotonic() < deadline:
             if self._send({"exit": code}):
                 message = self._receive(SILENT_S)

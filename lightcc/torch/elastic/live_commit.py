@@ -34,6 +34,7 @@ class LiveCommit:
 
     def __init__(self) -> None:
         self.enabled = True  # False: this state always copies (a collective was seen after a step)
+        self.wanted = True  # TorchState.live_commit at the last commit: a state that copies anyway is not judged
         self.commits = 0
         self.stepped = False  # an optimizer stepped since the last commit
         self._versions: List[Tuple[torch.Tensor, int]] = []
@@ -43,7 +44,7 @@ class LiveCommit:
     @property
     def live(self) -> bool:
         """Whether the next commit may stay in the live tensors."""
-        return self.enabled and self.commits >= WARMUP
+        return self.enabled and self.wanted and self.commits >= WARMUP
 
     def watch(self, optimizer: torch.optim.Optimizer) -> None:
         """Notes each step of `optimizer` (once per optimizer)."""
@@ -62,7 +63,7 @@ class LiveCommit:
         return any(t._version != v for t, v in self._versions)
 
     def on_submit(self) -> None:
-        if self.stepped and self.enabled:
+        if self.stepped and self.enabled and self.wanted:
             self.enabled = False
             print("lightcc elastic: a collective ran after optimizer.step() and before commit(); commits copy the "
                   "model and optimizer state from now on (docs/elastic.md, 'What a commit costs')", file=sys.stderr)

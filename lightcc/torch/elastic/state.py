@@ -404,7 +404,8 @@ class TorchState(ObjectState):
         super().save()
 
     def _save_handlers(self) -> None:
-        live = self.live_commit and self._live.live
+        self._live.wanted = self.live_commit
+        live = self._live.live
         kept: List[torch.Tensor] = []
         for h in self._handlers.values():
             if isinstance(h, OptimizerStateHandler):
