@@ -1,6 +1,7 @@
 """`DiLoCo`: local inner steps, and every H steps (per fragment) an outer step over lightcc's engine.
 
-The story of one training step (`DiLoCo.step`):
+The story of one training step (`DiLoCo.step`), after the data-parallel warm-up if one was asked
+for (`warmup_steps`: the gradients averaged over the ranks before each inner step, no outer step):
 
 1. the inner optimizer steps this rank's model on its own gradients (its state never travels);
 2. each fragment whose exchange was started `delay` steps ago waits for it, steps the shared
@@ -212,7 +213,7 @@ class DiLoCo:
         """
         if tuple(state["settings"]) != tuple(self._settings):
             raise ValueError(f"lightcc DiLoCo: the saved settings {state['settings']!r} are not this DiLoCo's "
-                             f"{self._settings!r} (sync_every, delay, mix, compression, fragments)")
+                             f"{self._settings!r} (sync_every, delay, mix, compression, fragments, warmup_steps)")
         for ex, saved in zip(self._fragments, state["fragments"]):
             ex.load_state_dict(saved)
         self._steps, self._dirty = int(state["steps"]), list(state["dirty"])
