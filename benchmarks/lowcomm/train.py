@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -28,12 +29,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sync-every", type=int, default=50, help="DiLoCo's H")
     p.add_argument("--fragments", type=int, default=1)
     p.add_argument("--compression", default="none")
+    p.add_argument("--sync-warmup", type=int, default=0, help="DiLoCo's warmup_steps: data-parallel steps first")
     p.add_argument("--outer-lr", type=float, default=0.7)
     p.add_argument("--outer-momentum", type=float, default=0.9)
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
     p.add_argument("--ctx", type=int, default=128)
     p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--warmup", type=int, default=0, help="inner steps of linear lr warm-up (both methods)")
+    p.add_argument("--decay", choices=["none", "cosine"], default="none",
+                   help="inner lr decay after warm-up, to --min-lr-ratio x --lr at the last step (both methods)")
+    p.add_argument("--min-lr-ratio", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--out", type=Path, default=None)
@@ -47,6 +53,19 @@ def digest(model: torch.nn.Module) -> str:
     return h.hexdigest()
 
 
+def lr_factor(args: argparse.Namespace, step: int) -> float:
+    """The inner lr multiplier after `step` inner steps: linear warm-up, then constant or cosine decay.
+
+    Both methods use the same schedule on the inner optimizer, so they differ only in how ranks combine.
+    """
+    if step < args.warmup:
+        return (step + 1) / args.warmup
+    if args.decay == "none":
+        return 1.0
+    done = (step - args.warmup) / max(1, args.steps - args.warmup)
+    return args.min_lr_ratio + (1.0 - args.min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * min(1.0, done)))
+
+
 def wrap(args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer) -> Any:
     """DDP (rank 0's weights via DDP's own broadcast) or DiLoCo (its constructor broadcasts)."""
     if args.method == "ddp":
@@ -58,7 +77,7 @@ def wrap(args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Opti
                                nesterov=args.outer_momentum > 0)
 
     return DiLoCo(model, opt, sync_every=args.sync_every, outer_optimizer=outer, fragments=args.fragments,
-                  compression=args.compression)
+                  compression=args.compression, warmup_steps=args.sync_warmup)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -71,6 +90,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     model = ByteLM(ctx=args.ctx)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     runner = wrap(args, model, opt)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(args, step))
     forward = runner if args.method == "ddp" else model
     gen = torch.Generator().manual_seed(1000 * args.seed + rank)
     curve: List[Dict[str, float]] = []
@@ -84,6 +104,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         else:
             runner.step()
         opt.zero_grad()
+        schedule.step()
         compute += time.perf_counter() - t0
         if step % args.eval_every == 0 or step == args.steps:
             if step == args.steps and args.method == "diloco":

@@ -57,6 +57,12 @@ def check_settings(sync_every: Any, delay: int, mix: float, fragment_count: int)
         raise ValueError(f"mix must be in [0, 1], got {mix!r}")
 
 
+def check_warmup(warmup_steps: Any) -> None:
+    """warmup_steps is an int >= 0."""
+    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+        raise ValueError(f"warmup_steps must be an int >= 0 (data-parallel steps before DiLoCo's), got {warmup_steps!r}")
+
+
 def signature(settings: Tuple[Any, ...], named: Sequence[Tuple[str, torch.Tensor]]) -> Signature:
     """What must match on every rank: the exchange settings and each trainable parameter's name, shape, dtype."""
     return settings, [(n, tuple(p.shape), str(p.dtype).replace("torch.", "")) for n, p in named]

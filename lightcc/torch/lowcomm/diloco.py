@@ -1,6 +1,7 @@
 """`DiLoCo`: local inner steps, and every H steps (per fragment) an outer step over lightcc's engine.
 
-The story of one training step (`DiLoCo.step`):
+The story of one training step (`DiLoCo.step`), after the data-parallel warm-up if one was asked
+for (`warmup_steps`: the gradients averaged over the ranks before each inner step, no outer step):
 
 1. the inner optimizer steps this rank's model on its own gradients (its state never travels);
 2. each fragment whose exchange was started `delay` steps ago waits for it, steps the shared
@@ -28,7 +29,7 @@ from lightcc.torch.lowcomm.codecs import OuterCompression, parse_compression
 from lightcc.torch.lowcomm.exchange import FragmentExchange, OuterFactory
 
 _instances = itertools.count()
-_LABELS = ("sync_every", "delay", "mix", "compression", "fragments")
+_LABELS = ("sync_every", "delay", "mix", "compression", "fragments", "warmup_steps")
 
 
 def nesterov_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
@@ -57,6 +58,8 @@ class DiLoCo:
         compression: outer-gradient codec or spec ("none", "bf16", "fp16", "int8[:CHUNK]",
             "int4[:CHUNK]", "topk": the engine's top-k, which needs LIGHT_TOPK_ALLREDUCE=1); lossy
             codecs keep an error-feedback residual on each rank (top-k's lives in the engine).
+        warmup_steps: W, inner steps trained data-parallel first (gradients averaged over the ranks
+            before each inner step, one allreduce per step); outer steps start H steps after them.
         name: prefix of the engine's tensor names; default counts instances (build them in the
             same order on every rank).
 
@@ -68,16 +71,20 @@ class DiLoCo:
     def __init__(self, model: torch.nn.Module, inner_optimizer: torch.optim.Optimizer, sync_every: int, *,
                  outer_optimizer: Optional[OuterFactory] = None,
                  fragments: _frag.FragmentSpec = 1, delay: Optional[int] = None, mix: Optional[float] = None,
-                 compression: Union[str, OuterCompression, None] = None, name: Optional[str] = None) -> None:
+                 compression: Union[str, OuterCompression, None] = None, warmup_steps: int = 0,
+                 name: Optional[str] = None) -> None:
         if not is_initialized():
             raise RuntimeError("lightcc DiLoCo: lightcc is not initialised; call lightcc.torch.init() or "
                                "dist.init_process_group('lightcc') first")
         self.model, self.inner_optimizer = model, inner_optimizer
         self.sync_every = sync_every
+        self.warmup_steps = warmup_steps
         self.name = name if name is not None else f"diloco{next(_instances)}"
         self._size = size()
         self._steps = 0
         self._fragments: List[FragmentExchange] = []
+        self._warmup_exchanges = 0
+        self._warmup_bytes = 0
         self._dirty: List[bool] = []
         problem, sig = None, None
         try:
@@ -98,6 +105,7 @@ class DiLoCo:
         self.delay = (0 if len(parts) == 1 else 1) if delay is None else delay
         self.mix = (0.0 if self.delay == 0 else 0.5) if mix is None else float(mix)
         checks.check_settings(self.sync_every, self.delay, self.mix, len(parts))
+        checks.check_warmup(self.warmup_steps)
         for f, part in enumerate(parts):
             ex = FragmentExchange(part, make_outer, codec, f"{self.name}.f{f}")
             ex.check_outer()
@@ -105,7 +113,8 @@ class DiLoCo:
             self._fragments.append(ex)
         self._dirty = [False] * len(parts)
         self.compression = codec
-        self._settings = (self.sync_every, self.delay, self.mix, codec.spec, [ex.names for ex in self._fragments])
+        self._settings = (self.sync_every, self.delay, self.mix, codec.spec, [ex.names for ex in self._fragments],
+                          self.warmup_steps)
         return checks.signature(self._settings, named)
 
     @torch.no_grad()
@@ -119,7 +128,13 @@ class DiLoCo:
             ex.reset()
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """The inner optimizer's step, then any outer step due at this step; returns the inner step's result."""
+        """The inner optimizer's step, then any outer step due at this step; returns the inner step's result.
+
+        During the first `warmup_steps` steps the gradients are averaged over the ranks before the
+        inner step (data-parallel training), and no outer step is taken.
+        """
+        if self._steps < self.warmup_steps:
+            return self._warmup_step(closure)
         result = self.inner_optimizer.step(closure) if closure is not None else self.inner_optimizer.step()
         self._steps += 1
         self._dirty = [True] * len(self._fragments)
@@ -127,11 +142,38 @@ class DiLoCo:
             if ex.pending and self._steps >= ex.due:
                 self._apply(f, self.mix)
         for f, ex in enumerate(self._fragments):
-            if self._steps % self.sync_every == ex.offset:
+            # periods count from the warm-up's end, so the first outer step comes H steps after it
+            if (self._steps - self.warmup_steps) % self.sync_every == ex.offset:
                 ex.start(self._steps + self.delay)
                 if self.delay == 0:
                     self._apply(f, self.mix)
         return result
+
+    def _warmup_step(self, closure: Optional[Callable[[], Any]]) -> Any:
+        """One data-parallel step: average the gradients over the ranks, then the inner step.
+
+        Every rank holds the same weights and the same inner-optimizer state afterwards (the same
+        inputs give the same outputs), so the shared weights are just the local ones at the end.
+        """
+        loss = None
+        if closure is not None:  # the closure computes the gradients, which must be averaged before the step
+            with torch.enable_grad():
+                loss = closure()
+        grads = []
+        for ex in self._fragments:
+            for p in ex.params:
+                if p.grad is None:  # a parameter unused this step still takes part, or ranks' groups differ
+                    p.grad = torch.zeros_like(p)
+                grads.append(p.grad)
+        M.synchronize(M.grouped_allreduce_async_(grads, name=f"{self.name}.warmup", op=M.Average))
+        self._warmup_exchanges += 1
+        self._warmup_bytes += sum(g.numel() * g.element_size() for g in grads)
+        self.inner_optimizer.step()
+        self._steps += 1
+        if self._steps == self.warmup_steps:
+            for ex in self._fragments:
+                ex.reset()
+        return loss
 
     def _apply(self, f: int, mix: float) -> None:
         self._fragments[f].finish(self._size, mix)
@@ -171,7 +213,7 @@ class DiLoCo:
         """
         if tuple(state["settings"]) != tuple(self._settings):
             raise ValueError(f"lightcc DiLoCo: the saved settings {state['settings']!r} are not this DiLoCo's "
-                             f"{self._settings!r} (sync_every, delay, mix, compression, fragments)")
+                             f"{self._settings!r} (sync_every, delay, mix, compression, fragments, warmup_steps)")
         for ex, saved in zip(self._fragments, state["fragments"]):
             ex.load_state_dict(saved)
         self._steps, self._dirty = int(state["steps"]), list(state["dirty"])
@@ -185,6 +227,8 @@ class DiLoCo:
         """This rank's counts since construction.
 
         - ``inner_steps``; ``outer_exchanges``: fragment exchanges started (one per fragment per outer step);
+        - ``warmup_exchanges``, ``warmup_bytes``: the gradient allreduces of the data-parallel warm-up
+          (`warmup_steps`) and the bytes of the gradients handed to them;
         - ``wire_bytes``: bytes of the tensors this rank handed to the engine for outer steps
           (counted by DiLoCo: the encoded pseudo-gradients, scales included);
         - ``dense_bytes``: what those exchanges would have handed over as float32;
@@ -200,4 +244,6 @@ class DiLoCo:
             "dense_bytes": sum(ex.exchanges * ex.numel * 4 for ex in self._fragments),
             "engine_bytes_sent": int(core().stats()["bytes_sent"]) - self._engine_bytes,
             "wait_s": sum(ex.wait_s for ex in self._fragments),
+            "warmup_exchanges": self._warmup_exchanges,
+            "warmup_bytes": self._warmup_bytes,
         }

@@ -3,10 +3,11 @@
 argv: INIT MODES. INIT is ``hvd`` (lightcc.torch.init()) or ``c10d:PORT`` (dist.init_process_group("lightcc")
 with torch's TCPStore on PORT). MODES is a comma list (one process start runs several) of
 
-- ``reference``: plain DiLoCo (H=3, 7 steps) and Streaming DiLoCo (2 fragments, H=4, delay 1, mix 0.5,
-  10 steps) on a small MLP with fixed per-rank data; each rank's weights after `finish()` must equal
-  a reference computed in this process by simulating every rank (mean pseudo-gradient, Nesterov
-  SGD written out), and the counted bytes must be what the exchanges handed over;
+- ``reference``: plain DiLoCo (H=3, 7 steps), Streaming DiLoCo (2 fragments, H=4, delay 1, mix 0.5,
+  10 steps), and both after a data-parallel warm-up (``warmup_steps``), on a small MLP with fixed
+  per-rank data; each rank's weights after `finish()` must equal a reference computed in this
+  process by simulating every rank (mean gradient in the warm-up, mean pseudo-gradient, Nesterov SGD
+  written out), and the counted bytes must be what the exchanges handed over;
 - ``train``: a teacher-student regression under each codec (none, bf16, int8, int4) and streaming
   with int4: the loss must fall to under half and every rank must end with identical weights;
 - ``topk``: the same regression with the engine's top-k as the codec (the test starts the engine with
@@ -73,7 +74,8 @@ def identical(model: torch.nn.Module) -> bool:
 
 # ---- the one-process reference: every rank simulated, the outer step written out ------------
 
-def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float) -> List[torch.nn.Module]:
+def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
+             warmup: int = 0) -> List[torch.nn.Module]:
     models = [mlp(100) for _ in range(N)]  # every rank starts from rank 0's weights
     opts = [torch.optim.AdamW(m.parameters(), lr=0.05) for m in models]
     params = [dict(m.named_parameters()) for m in models]
@@ -94,7 +96,19 @@ def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float)
                 p[k].copy_(a * p[k] + (1 - a) * shared[k])
         dirty[f] = a > 0
 
-    for t in range(1, steps + 1):
+    for t in range(1, warmup + 1):  # data-parallel warm-up: every rank steps on the mean gradient
+        for r in range(N):
+            inner_step(models[r], r, t)
+        for k in params[0]:
+            mean = sum(p[k].grad for p in params) / N
+            for p in params:
+                p[k].grad = mean.clone()
+        for r in range(N):
+            opts[r].step()
+            opts[r].zero_grad()
+    with torch.no_grad():
+        shared = {k: v.detach().clone() for k, v in params[0].items()}
+    for t in range(warmup + 1, steps + 1):
         for r in range(N):
             inner_step(models[r], r, t)
             opts[r].step()
@@ -103,7 +117,7 @@ def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float)
         for f in [f for f, (due, _) in pending.items() if due <= t]:
             outer(f, pending.pop(f)[1], mix)
         for f in range(len(frags)):
-            if t % H == ((f + 1) * H // len(frags)) % H:
+            if (t - warmup) % H == ((f + 1) * H // len(frags)) % H:
                 pending[f] = (t + delay, mean_delta(f))
                 if delay == 0:
                     outer(f, pending.pop(f)[1], mix)
@@ -116,16 +130,19 @@ def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float)
 
 
 def reference_case(label: str, steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
-                   exchanges: int) -> None:
+                   exchanges: int, warmup: int = 0) -> None:
     model = mlp(100 + R)  # each rank's own init: the constructor must replace it with rank 0's
     opt = torch.optim.AdamW(model.parameters(), lr=0.05)
-    diloco = DiLoCo(model, opt, sync_every=H, fragments=frags, delay=delay, mix=mix, name=label)
+    diloco = DiLoCo(model, opt, sync_every=H, fragments=frags, delay=delay, mix=mix, warmup_steps=warmup,
+                    name=label)
     for t in range(1, steps + 1):
         inner_step(model, R, t)
         diloco.step()
         opt.zero_grad()
+        if t == warmup:  # the warm-up is data-parallel: every rank holds the same weights at its end
+            c.check(identical(model), f"{label}: ranks differ at the end of the warm-up")
     diloco.finish()
-    ref = dict(simulate(steps, H, frags, delay, mix)[R].named_parameters())
+    ref = dict(simulate(steps, H, frags, delay, mix, warmup)[R].named_parameters())
     for k, p in model.named_parameters():
         err = (p.detach() - ref[k].detach()).abs().max().item()
         c.check(err < 2e-5, f"{label}: {k} differs from the reference by {err}")
@@ -133,6 +150,9 @@ def reference_case(label: str, steps: int, H: int, frags: List[List[str]], delay
     s = diloco.stats()
     c.check(s["outer_exchanges"] == exchanges, f"{label}: {s['outer_exchanges']} exchanges, expected {exchanges}")
     c.check(s["wire_bytes"] == s["dense_bytes"] > 0, f"{label}: uncompressed bytes {s}")
+    numel = sum(p.numel() for p in model.parameters())
+    c.check(s["warmup_exchanges"] == warmup and s["warmup_bytes"] == 4 * numel * warmup,
+            f"{label}: warm-up counts {s}, expected {warmup} allreduces of {4 * numel} bytes")
 
 
 def reference() -> None:
@@ -142,6 +162,11 @@ def reference() -> None:
     # f0 starts at 2, 6, 10 (applied at 3, 7, finish), f1 at 4, 8 (applied at 5, 9); finish() then syncs both again
     # (mix 0.5 left local progress in them)
     reference_case("streaming", 10, 4, layers, 1, 0.5, exchanges=7)
+    # 4 data-parallel steps, then outer steps at 7 and 10 (H counts from the warm-up's end) and finish() at 11
+    reference_case("warm-up", 11, 3, everything, 0, 0.0, exchanges=3, warmup=4)
+    # streaming after 3 warm-up steps: f0 starts at 5, 9, 13 (each applied a step later, the last by finish()),
+    # f1 at 7, 11; finish() then syncs both again
+    reference_case("streaming warm-up", 13, 4, layers, 1, 0.5, exchanges=7, warmup=3)
 
 
 # ---- training with each codec ------------------------------------------------------------------
@@ -296,6 +321,8 @@ def bad() -> None:
     expect_error("optimizer of another model", make(model, torch.optim.SGD(mlp(2).parameters(), lr=0.1)),
                  "'0.weight'")
     expect_error("compression", make(compression="int3"), "cannot parse compression spec 'int3'")
+    expect_error("warmup_steps", make(warmup_steps=-1), "warmup_steps")
+    expect_error("warmup_steps differs", make(warmup_steps=3 if R == last else 0), "warmup_steps", f"rank {last}")
     expect_error("top-k off in the engine", make(compression="topk"), "LIGHT_TOPK_ALLREDUCE=1")
     expect_error("outer optimizer", make(outer_optimizer=lambda ps: torch.optim.SGD(mlp(3).parameters(), lr=1)),
                  "outer_optimizer")
