@@ -38,6 +38,8 @@ ARCHIVES: Dict[str, str] = {
                "machine (benchmarks/elastic/results/ettr-s22b/)",
     "b4b9cbd": "session 23: standby drivers, the leader's host lost (benchmarks/elastic/results/driver-loss-s23/) "
                "and the ETTR race with a driver on every host (benchmarks/elastic/results/ettr-s23-nomaster/)",
+    "c6ce610": "session 23: DiLoCo against DDP at equal tokens, H = 50, outer optimizers, warm-ups and inner lr "
+               "schedules, three seeds (benchmarks/lowcomm/results/diloco-s23/)",
 }
 
 
