@@ -1,9 +1,10 @@
 """The worker of `ddp_recovery commit-cost`: the 25 M-parameter MLP under DDP with SGD momentum,
 timed step by step with no commit, a commit every `--sparse-every` steps and a commit every step,
-each with the commit's copy in the background (`TorchState.async_commit`, the default) and in
-the caller (`async_commit = False`).
+each with the commit's copy in the background (`TorchState.async_commit`) and in the caller
+(`async_commit = False`), and a commit every step kept live (`TorchState.live_commit`, the default
+for a script that commits right after each step: no copy).
 
-Run under lightccrun's elastic driver (any number of ranks). The six modes take turns in blocks
+Run under lightccrun's elastic driver (any number of ranks). The seven modes take turns in blocks
 of `--sparse-every` steps (so each block of the sparse mode holds one commit), `--rounds` times,
 after `--warmup` steps; rank 0 prints one line, ``commitcost <json>``, with every step's seconds
 (a step: zero_grad, forward, backward, the wait for a commit copy still in flight, optimizer step,
@@ -46,7 +47,11 @@ def main() -> int:
     x = torch.randn(args.batch, net[0].in_features)
     y = torch.randint(0, net[-1].out_features, (args.batch,))
     every = {"none": 0, f"every {args.sparse_every}": args.sparse_every, "every step": 1}
-    modes = [(name, background) for name in every for background in (True, False)]
+    modes = [(name, how) for name in every for how in ("background", "in commit()")] + [("every step", "live")]
+
+    def use(how: str) -> None:
+        state.async_commit = how == "background"
+        state.live_commit = how == "live"
 
     def one_step(commit: bool, out: dict) -> None:
         c0, m0 = time.process_time(), time.thread_time()
@@ -68,17 +73,17 @@ def main() -> int:
 
     @elastic.run
     def train(state: elastic.TorchState) -> dict:
-        results = {f"{name}, {'background' if bg else 'in commit()'}": {"step": [], "commit": [], "wait": [], "cpu": [], "main_cpu": []}
-                   for name, bg in modes}
+        results = {f"{name}, {how}": {"step": [], "commit": [], "wait": [], "cpu": [], "main_cpu": []}
+                   for name, how in modes}
         scratch = {"step": [], "commit": [], "wait": [], "cpu": [], "main_cpu": []}
         for i in range(args.warmup):
-            state.async_commit = i % 2 == 0
+            use("background" if i % 2 == 0 else "in commit()")
             one_step(True, scratch)
         n = args.sparse_every
         for _ in range(args.rounds):
-            for name, background in modes:
-                state.async_commit = background
-                out = results[f"{name}, {'background' if background else 'in commit()'}"]
+            for name, how in modes:
+                use(how)
+                out = results[f"{name}, {how}"]
                 # A lead step (untimed) commits as the mode does, so the first timed step waits for a
                 # copy as every later one does; the sparse mode commits once, mid-block, so that its
                 # copy's wait falls in a timed step too.
@@ -89,11 +94,11 @@ def main() -> int:
         # Paired: two steps, the first committing (background / in commit()) or not, the three
         # patterns side by side in each round (in turn first): on a machine shared with other jobs
         # the difference between neighbours is the commit's cost where block medians drift.
-        patterns = ["none", "background", "in commit()"]
+        patterns = ["none", "background", "in commit()", "live"]
         paired = {name: {"step": [], "commit": [], "wait": [], "cpu": [], "main_cpu": []} for name in patterns}
         for r in range(args.pairs):
-            for name in patterns[r % 3:] + patterns[:r % 3]:
-                state.async_commit = name == "background"
+            for name in patterns[r % 4:] + patterns[:r % 4]:
+                use(name)
                 out = {"step": [], "commit": [], "wait": [], "cpu": [], "main_cpu": []}
                 one_step(name != "none", out)
                 one_step(False, out)

@@ -105,7 +105,7 @@ def _paired_table(paired: Dict[str, Dict[str, List[float]]]) -> Dict:
     steps): per round the difference, in wall and CPU seconds, and as a percentage of one plain step."""
     none = paired["none"]
     out: Dict[str, Dict] = {}
-    for label in ("background", "in commit()"):
+    for label in [k for k in ("background", "in commit()", "live") if k in paired]:
         row: Dict[str, Dict] = {}
         for key in ("step", "cpu", "main_cpu"):
             diffs = [a - b for a, b in zip(paired[label][key], none[key])]

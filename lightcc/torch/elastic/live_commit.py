@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 import torch
 
@@ -32,9 +32,9 @@ WARMUP = 2  # commits that copy before commits may stay live
 class LiveCommit:
     """One TorchState's live-commit bookkeeping (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, wanted: Callable[[], bool] = lambda: True) -> None:
         self.enabled = True  # False: this state always copies (a collective was seen after a step)
-        self.wanted = True  # TorchState.live_commit at the last commit: a state that copies anyway is not judged
+        self.wanted = wanted  # TorchState.live_commit now: a state that copies anyway is not judged
         self.commits = 0
         self.stepped = False  # an optimizer stepped since the last commit
         self._versions: List[Tuple[torch.Tensor, int]] = []
@@ -44,13 +44,18 @@ class LiveCommit:
     @property
     def live(self) -> bool:
         """Whether the next commit may stay in the live tensors."""
-        return self.enabled and self.wanted and self.commits >= WARMUP
+        return self.enabled and self.wanted() and self.commits >= WARMUP
 
     def watch(self, optimizer: torch.optim.Optimizer) -> None:
         """Notes each step of `optimizer` (once per optimizer)."""
         if optimizer not in self._hooked:
-            optimizer.register_step_post_hook(lambda *_: setattr(self, "stepped", True))
+            optimizer.register_step_post_hook(lambda *_: self._stepped())
             self._hooked.add(optimizer)
+
+    def _stepped(self) -> None:
+        # Only steps taken while live commits are wanted count: a state that copies anyway is not judged.
+        if self.wanted():
+            self.stepped = True
 
     def committed(self, tensors: Iterable[torch.Tensor]) -> None:
         """A commit was made; `tensors` are the ones it keeps live (none when it copied)."""
@@ -63,7 +68,7 @@ class LiveCommit:
         return any(t._version != v for t, v in self._versions)
 
     def on_submit(self) -> None:
-        if self.stepped and self.enabled and self.wanted:
+        if self.stepped and self.enabled and self.wanted():
             self.enabled = False
             print("lightcc elastic: a collective ran after optimizer.step() and before commit(); commits copy the "
                   "model and optimizer state from now on (docs/elastic.md, 'What a commit costs')", file=sys.stderr)

@@ -393,7 +393,7 @@ class TorchState(ObjectState):
                         isinstance(model, torch.nn.Module):
                     handler.model = model
         self._handlers = handlers
-        self._live = live_commit.LiveCommit()
+        self._live = live_commit.LiveCommit(lambda: self.live_commit)
         for name, handler in handlers.items():
             setattr(self, name, handler.value)
         super().__init__(bcast_object=broadcast_object, get_rank=rank, **plain)
@@ -404,7 +404,6 @@ class TorchState(ObjectState):
         super().save()
 
     def _save_handlers(self) -> None:
-        self._live.wanted = self.live_commit
         live = self._live.live
         kept: List[torch.Tensor] = []
         for h in self._handlers.values():
