@@ -42,6 +42,8 @@ ARCHIVES: Dict[str, str] = {
                "schedules, three seeds (benchmarks/lowcomm/results/diloco-s23/)",
     "dd85741": "session 23: what a commit every step costs with copies and with live commits, 1 and 2 ranks "
                "(benchmarks/elastic/results/commit-cost-s23/)",
+    "365f008": "session 23: the commit cost again, each pair led by a step in its own mode "
+               "(benchmarks/elastic/results/commit-cost-s23b/)",
 }
 
 
