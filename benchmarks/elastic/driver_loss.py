@@ -6,14 +6,16 @@ Five emulated hosts (testbed.netns): the leading driver (`lightccrun --drivers .
 and rank 0 on host 1, the standby driver (`--driver-index 1`) and rank 1 on host 2, rank 2 on host
 3, a warm standby worker on host 4; examples/pytorch/elastic_ddp.py under both drivers. Once the
 standby worker waits and step 15 is committed, every process on host 1 is killed and its link
-cut. Per trial, from the kill: the standby's takeover line, its `FAULT host_lost` report of rank 0, the next generation's line, and the first
-step committed by 3 ranks again; whether the job ended with exit 0 and identical weights. Medians
+cut. Per trial, from the kill: the standby's takeover line, its `FAULT host_lost` report of rank
+0, the next generation's line, and the first step committed by 3 ranks again; whether the job
+ended with exit 0 and identical weights. Medians
 and spreads go to a table, and JSON to --out (default lightcc-results/elastic/driver_loss/), with
 the CPU model beside them.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -22,7 +24,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from benchmarks.elastic.ddp_recovery import cpu_model
 from benchmarks.output import default_out
@@ -72,6 +74,27 @@ def _flags(h: netns.Hosts, tmp: Path, port: int) -> List[str]:
             "--blacklist-cooldown-range", "1000", "1000"]
 
 
+@contextlib.contextmanager
+def leader_and_standby(flags: Sequence[str], args: Sequence[str], env: Dict[str, str],
+                       hosts: Optional[netns.Hosts] = None, leader: int = 1, standby: int = 2
+                       ) -> Iterator[Tuple[ElasticJob, ElasticJob]]:
+    """The standby driver (`--driver-index 1`) started first, then the leader (`0`), both with `flags` over
+    the example; on emulated `hosts` each in its host (`leader`, `standby`), advertising that host."""
+    def job(index: int, host: int) -> ElasticJob:
+        where = [] if hosts is None else ["--rendezvous-addr", hosts.addrs[host]]
+        return ElasticJob([*flags, *where, "--driver-index", str(index)], EXAMPLE, list(args), env,
+                          prefix=() if hosts is None else hosts.prefix(host))
+
+    with job(1, standby) as second, job(0, leader) as first:
+        yield first, second
+
+
+def warm(leader: ElasticJob, step: int = 15) -> None:
+    """Waits until the warm standby worker (w3) waits and `step` is committed."""
+    leader.wait_for(r"worker w3 \(host [\w.]+\) waits as a warm standby", 120)
+    leader.wait_for(rf"<stdout>:step {step} ", 120)
+
+
 def trial(h: netns.Hosts, tmp: Path, steps: int = 300, step_time: float = 0.05) -> Dict:
     """One trial on hosts `h` (at least 5): seconds from the kill to each of EVENTS, the steps each driver
     printed, the standby's exit code and its final line. Every process of the job is killed at the end."""
@@ -80,12 +103,8 @@ def trial(h: netns.Hosts, tmp: Path, steps: int = 300, step_time: float = 0.05) 
     args = ["--steps", str(steps), "--step-time", str(step_time)]
     env = {"LIGHTCC_JOB_SECRET": uuid.uuid4().hex, MARK: mark}
     try:
-        with ElasticJob([*flags, "--rendezvous-addr", h.addrs[2], "--driver-index", "1"], EXAMPLE, args, env,
-                        prefix=h.prefix(2)) as standby, \
-                ElasticJob([*flags, "--rendezvous-addr", h.addrs[1], "--driver-index", "0"], EXAMPLE, args, env,
-                           prefix=h.prefix(1)) as leader:
-            leader.wait_for(r"worker w3 \(host [\d.]+\) waits as a warm standby", 120)
-            leader.wait_for(r"<stdout>:step 15 ", 120)
+        with leader_and_standby(flags, args, env, h) as (leader, standby):
+            warm(leader)
             rank0 = leader.members(1)[0]
             assert leader.matches(rf"0:{rank0}@{h.addrs[1]}\b"), "rank 0 is not on the leader's host"
             t0 = time.monotonic()

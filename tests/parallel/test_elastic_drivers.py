@@ -57,14 +57,13 @@ def test_leader_killed_then_a_worker_killed_on_one_host(tmp_path):
     args = ["--steps", "200", "--step-time", "0.05"]
     env = _env(mark)
     try:
-        with ElasticJob([*flags, "--driver-index", "1"], EXAMPLE, args, env) as standby, \
-                ElasticJob([*flags, "--driver-index", "0"], EXAMPLE, args, env) as leader:
-            leader.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
-            leader.wait_for(r"<stdout>:step 15 ", 120)
+        with driver_loss.leader_and_standby(flags, args, env) as (leader, standby):
+            driver_loss.warm(leader)
             members = leader.members(1)
             t0 = time.monotonic()
             os.killpg(leader.proc.pid, signal.SIGKILL)
-            standby.wait_for(r"this driver leads from generation 1 \(term 1\), adopting 4 live worker\(s\)", 10, after=t0)
+            standby.wait_for(r"this driver leads from generation 1 \(term 1\), adopting 4 live worker\(s\)", 10,
+                             after=t0)
             _, m = standby.wait_for(STEP, 10, after=t0)  # rank 0's output now reaches the standby
             assert standby.matches(r"FAULT") == [], standby.text()[-3000:]  # no worker was lost with the leader
             victim = members[1]
@@ -111,12 +110,8 @@ def test_a_leader_cut_off_and_back_stands_down(tmp_path):
     with netns.hosts(5) as h:
         flags = driver_loss._flags(h, tmp_path, free_port())
         try:
-            with ElasticJob([*flags, "--rendezvous-addr", h.addrs[2], "--driver-index", "1"], EXAMPLE, args, env,
-                            prefix=h.prefix(2)) as standby, \
-                    ElasticJob([*flags, "--rendezvous-addr", h.addrs[1], "--driver-index", "0"], EXAMPLE, args, env,
-                               prefix=h.prefix(1)) as leader:
-                leader.wait_for(r"worker w3 \(host [\d.]+\) waits as a warm standby", 120)
-                leader.wait_for(r"<stdout>:step 15 ", 120)
+            with driver_loss.leader_and_standby(flags, args, env, h) as (leader, standby):
+                driver_loss.warm(leader)
                 t0 = time.monotonic()
                 h.cut(1)
                 standby.wait_for(r"this driver leads from generation 1 \(term 1\)", 10, after=t0)
@@ -142,8 +137,7 @@ def test_a_stopped_leader_is_replaced_and_stands_down_when_continued(tmp_path):
     args = ["--steps", "200", "--step-time", "0.05"]
     env = _env(mark)
     try:
-        with ElasticJob([*flags, "--driver-index", "1"], EXAMPLE, args, env) as standby, \
-                ElasticJob([*flags, "--driver-index", "0"], EXAMPLE, args, env) as leader:
+        with driver_loss.leader_and_standby(flags, args, env) as (leader, standby):
             leader.wait_for(r"<stdout>:step 15 ", 120)
             t0 = time.monotonic()
             os.killpg(leader.proc.pid, signal.SIGSTOP)
@@ -167,7 +161,7 @@ def test_drivers_without_the_same_secret_stop_with_a_clear_error(tmp_path):
     args = ["--steps", "20"]
     try:
         with ElasticJob([*flags, "--driver-index", "1"], EXAMPLE, args, _env(mark)) as standby, \
-                ElasticJob([*flags, "--driver-index", "0"], EXAMPLE, args, _env(mark)) as leader:
+                ElasticJob([*flags, "--driver-index", "0"], EXAMPLE, args, _env(mark)) as leader:  # two secrets
             for job in (standby, leader):
                 job.wait_for(r"does not share this job's secret \(LIGHTCC_JOB_SECRET\); every driver in --drivers "
                              r"needs the same; this driver stops", 30)
@@ -189,10 +183,7 @@ def test_a_takeover_no_worker_follows_is_undone(tmp_path):
         flags = driver_loss._flags(h, tmp_path, port)
         flags[flags.index("--drivers") + 1] = f"{h.addrs[1]}:{port},{h.addrs[0]}:{port}"
         try:
-            with ElasticJob([*flags, "--rendezvous-addr", h.addrs[0], "--driver-index", "1"], EXAMPLE, args, env,
-                            prefix=h.prefix(0)) as standby, \
-                    ElasticJob([*flags, "--rendezvous-addr", h.addrs[1], "--driver-index", "0"], EXAMPLE, args, env,
-                               prefix=h.prefix(1)) as leader:
+            with driver_loss.leader_and_standby(flags, args, env, h, leader=1, standby=0) as (leader, standby):
                 leader.wait_for(r"<stdout>:step 15 ", 120)
                 t0 = time.monotonic()
                 route = ["-n", h.names[1], "route", "add", "blackhole", f"{h.addrs[0]}/32"]
