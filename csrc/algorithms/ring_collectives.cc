@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "algorithms/collectives.h"
+#include "algorithms/pipelined_ring.h"
 #include "kernels/reduce.h"
 
 namespace lightcc {
@@ -54,6 +55,8 @@ Status ringAllreduce(SetComm& c, void* data, size_t count, const ReduceSpec& spe
   if (p > 1) {
     std::vector<size_t> start, len;
     segments(count, p, &start, &len);
+    const size_t chunks = ringChunks(len.front() * esize, c.chunk_bytes);
+    if (chunks > 1) return pipelinedRingAllreduce(c, buf, start, len, chunks, spec);
     LIGHTCC_RETURN_IF_ERROR(ringReduceScatterPhase(c, buf, start, len, spec));
     if (spec.postscale != 1.0) {
       kernels::scale(buf + start[c.me] * esize, buf + start[c.me] * esize, len[c.me], spec.dtype,

@@ -37,15 +37,26 @@ Status SetComm::shmBarrier(const std::string& what) {
   return Status(st.code(), st.message() + "; not arrived: " + late);
 }
 
-namespace {
-
-// A link error names its peer once: net links already do, shared-memory ones get it here.
 Status namingPeer(const Status& st, const Link& link) {
   const std::string who = link.describePeer();
   return st.message().find(who) == std::string::npos ? st.withContext(who) : st;
 }
 
-}  // namespace
+Status driveLinks(const SetComm& comm, const std::vector<Link*>& links, const std::function<bool()>& progress,
+                  const std::string& what, const std::function<std::string()>& pending, const Status& error) {
+  // Shared-memory links ring the doorbell, and so do network links whose plugin has lightcc's
+  // completion hook (HARP); a step with any other link needs the polling sleeps.
+  bool doorbell_only = true;
+  for (const Link* l : links) doorbell_only = doorbell_only && l->ringsDoorbell();
+  Status waited = comm.host->waitUntil(progress, what, true, -1, true, doorbell_only);
+  if (waited.code() == StatusCode::kTimeout) {
+    // Name whom we were waiting on; the engine's peer check then says which of them is lost.
+    waited = Status(waited.code(), waited.message() + "; still waiting on " + pending());
+  }
+  if (waited.ok()) waited = error;
+  return net::withPeerCheck(waited, comm.dialer != nullptr ? comm.dialer->peerTargets() : net::linkTargets(comm.links),
+                            comm.host->peerCheckSeconds());
+}
 
 Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& what) {
   std::vector<LinkRequest*> reqs(ops.size(), nullptr);
@@ -86,24 +97,18 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
     }
     return remaining == 0;
   };
-  // Shared-memory links ring the doorbell, and so do network links whose plugin has lightcc's
-  // completion hook (HARP); a step with any other link needs the polling sleeps.
-  bool doorbell_only = true;
-  for (const P2POp& op : ops) doorbell_only = doorbell_only && op.link->ringsDoorbell();
-  Status waited = comm.host->waitUntil(progress, what, true, -1, true, doorbell_only);
-  if (waited.code() == StatusCode::kTimeout) {
-    // Name whom we were waiting on; the engine's peer check then says which of them is lost.
-    std::string pending;
+  std::vector<Link*> links;
+  for (const P2POp& op : ops) links.push_back(op.link);
+  auto pending = [&] {
+    std::string names;
     for (size_t i = 0; i < ops.size(); ++i) {
       if (done[i]) continue;
-      pending += std::string(pending.empty() ? "" : ", ") + (ops[i].send ? "send to " : "receive from ") +
-                 ops[i].link->describePeer();
+      names += std::string(names.empty() ? "" : ", ") + (ops[i].send ? "send to " : "receive from ") +
+               ops[i].link->describePeer();
     }
-    waited = Status(waited.code(), waited.message() + "; still waiting on " + pending);
-  }
-  if (waited.ok()) waited = error;
-  return net::withPeerCheck(waited, comm.dialer != nullptr ? comm.dialer->peerTargets() : net::linkTargets(comm.links),
-                            comm.host->peerCheckSeconds());
+    return names;
+  };
+  return driveLinks(comm, links, progress, what, pending, error);
 }
 
 }  // namespace lightcc
