@@ -221,8 +221,9 @@ const std::vector<FlagSpec>& specs() {
         "How long a rank waits for a peer without progress before failing with an error."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.1, 1e7, &c->timeout_seconds); }},
       {{"LIGHTCC_SHM_CHUNK_BYTES", "bytes", "1048576",
-        "Pipeline chunk of the shared-memory collectives (each rank stages two); small enough that "
-        "staged data is still in cache when the peers read it."},
+        "Pipeline chunk of the shared-memory collectives (each rank stages two; small enough that "
+        "staged data is still in cache when the peers read it) and of the ring allreduce between "
+        "hosts (at least 16 KiB: each chunk is reduced and forwarded as it arrives)."},
        [](auto& n, auto& v, Config* c) {
          return parseInt(n, v, 4096, int64_t{1} << 30, &c->shm.chunk_bytes);
        }},
