@@ -1,6 +1,10 @@
 """DDP over gloo, DDP over lightcc and lightcc's DistributedOptimizer against the compute bound: rounds, medians, spreads.
 
     python -m benchmarks.ddp_vs_bound --model mlp25m --rounds 5 [--np 2] [--threads 1] [--out DIR]
+    sudo python -m benchmarks.ddp_vs_bound --hosts 2x2 --rate 1gbit --rounds 3   # emulated hosts
+
+With --hosts HxR the ranks run on H emulated hosts of R ranks (testbed/: network namespaces, links
+shaped to --rate, LINK/FLOW for a cap per TCP flow), made once for all rounds; --np is then H x R.
 
 Each round is one launch of examples/pytorch/pytorch_synthetic_benchmark.py with the four
 contenders interleaved in the same processes (`--contenders bound,lightcc,ddp-gloo,ddp-lightcc`):
@@ -13,6 +17,7 @@ shares' min–max.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -21,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List
 
 from benchmarks.output import default_out
 
@@ -36,17 +41,60 @@ def cpu_model() -> str:
     return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
 
 
+def script_args(args: argparse.Namespace, out: Path) -> List[str]:
+    """The synthetic benchmark's arguments for one round, writing rank 0's rows to OUT."""
+    return [str(SCRIPT), "--model", args.model, "--batch-size", str(args.batch_size),
+            "--num-threads", str(args.threads), "--num-warmup-batches", "2", "--num-iters", str(args.iters),
+            "--num-batches-per-iter", str(args.batches_per_iter), "--contenders", ",".join(CONTENDERS),
+            "--json", str(out)]
+
+
+def one_round_on_hosts(args: argparse.Namespace, hosts: Any) -> List[Dict[str, Any]]:
+    """One launch on emulated hosts (testbed.cluster): every contender's result row."""
+    from lightcc.bench.emulated import parse_hosts
+    from testbed import cluster
+
+    n_hosts, per_host = parse_hosts(args.hosts)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "round.json"
+        ranks = cluster.run(hosts, cluster.per_host(n_hosts, per_host), script_args(args, out), args.timeout,
+                            env=dict(user_flags()))
+        if any(r.returncode != 0 for r in ranks) or not out.exists():
+            raise RuntimeError(f"a round on {args.hosts} failed:\n{cluster.describe(ranks)}")
+        return json.loads(out.read_text())
+
+
+def user_flags() -> Dict[str, str]:
+    """The lightcc/Horovod/HARP flags set for this run, passed to every rank on emulated hosts."""
+    from testbed import procs
+
+    return procs.user_flags()
+
+
+@contextlib.contextmanager
+def emulated_hosts(args: argparse.Namespace) -> Iterator[Any]:
+    """The hosts of --hosts with links shaped to --rate, removed on exit whatever happens; sets args.np."""
+    from lightcc.bench.emulated import parse_hosts
+    from testbed import netns
+    from testbed.bench_hosts import parse_rate
+
+    n_hosts, per_host = parse_hosts(args.hosts)
+    args.np = n_hosts * per_host
+    link, flow = parse_rate(args.rate)
+    with netns.hosts(n_hosts, rate=None if flow else link) as h:
+        if flow:
+            for name in h.names:
+                netns.shape_flows(name, h.ifname, link, flow)
+        yield h
+
+
 def one_round(args: argparse.Namespace) -> List[Dict[str, Any]]:
     """One launch: every contender's result row."""
     launcher = [shutil.which("lightccrun") or ""] if shutil.which("lightccrun") else [sys.executable, "-m",
                                                                                       "lightcc.runner"]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "round.json"
-        cmd = [*launcher, "-np", str(args.np), sys.executable, str(SCRIPT), "--model", args.model,
-               "--batch-size", str(args.batch_size), "--num-threads", str(args.threads),
-               "--num-warmup-batches", "2", "--num-iters", str(args.iters),
-               "--num-batches-per-iter", str(args.batches_per_iter), "--contenders", ",".join(CONTENDERS),
-               "--json", str(out)]
+        cmd = [*launcher, "-np", str(args.np), sys.executable, *script_args(args, out)]
         env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False)
         if proc.returncode != 0 or not out.exists():
@@ -70,7 +118,8 @@ def summarise(rounds: List[List[Dict[str, Any]]]) -> Dict[str, Dict[str, float]]
 
 def markdown(model: str, table: Dict[str, Dict[str, float]], meta: Dict[str, Any]) -> str:
     """The table of `summarise`, with what machine and how many rounds gave it."""
-    lines = [f"{model}, {meta['np']} ranks x {meta['threads']} thread, batch {meta['batch_size']} per rank, "
+    where = f" on emulated hosts {meta['hosts']} at {meta['rate'] or 'no shaping'}" if meta.get("hosts") else ""
+    lines = [f"{model}, {meta['np']} ranks{where} x {meta['threads']} thread, batch {meta['batch_size']} per rank, "
              f"{meta['rounds']} rounds; {meta['cpu']} ({meta['cores']} cores); load averages "
              f"{min(meta['loads']):.1f}-{max(meta['loads']):.1f}", "",
              "| contender | total img/s, median (min-max) | share of the bound, median (min-max) |",
@@ -93,15 +142,21 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--batches-per-iter", type=int, default=5, help="batches per timed iteration")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds one round may take")
     ap.add_argument("--out", type=Path, default=None, help="folder (default lightcc-results/ddp/)")
+    ap.add_argument("--hosts", default=None, help="HxR: H emulated hosts of R ranks (root; testbed/)")
+    ap.add_argument("--rate", default=None, help="with --hosts: each host's link (tc rate: 1gbit), LINK/FLOW "
+                    "for a cap per TCP flow (2gbit/500mbit); default unshaped")
     args = ap.parse_args(argv)
     out = args.out or default_out("ddp")
     out.mkdir(parents=True, exist_ok=True)
-    rounds = []
-    for i in range(args.rounds):
-        rounds.append(one_round(args))
-        print(f"round {i + 1}/{args.rounds}: " + ", ".join(f"{r['backend']} {r['total']:.1f}" for r in rounds[-1]),
-              flush=True)
-    meta = {"model": args.model, "np": args.np, "threads": args.threads, "batch_size": args.batch_size,
+    with contextlib.ExitStack() as stack:
+        hosts = stack.enter_context(emulated_hosts(args)) if args.hosts else None
+        rounds = []
+        for i in range(args.rounds):
+            rounds.append(one_round_on_hosts(args, hosts) if hosts else one_round(args))
+            print(f"round {i + 1}/{args.rounds}: " +
+                  ", ".join(f"{r['backend']} {r['total']:.1f}" for r in rounds[-1]), flush=True)
+    meta = {"model": args.model, "np": args.np, "hosts": args.hosts, "rate": args.rate,
+            "threads": args.threads, "batch_size": args.batch_size,
             "rounds": args.rounds, "iters": args.iters, "batches_per_iter": args.batches_per_iter,
             "cpu": cpu_model(), "cores": os.cpu_count(), "loads": [r[0]["load_average"] for r in rounds]}
     table = summarise(rounds)
