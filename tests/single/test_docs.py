@@ -142,8 +142,8 @@ NAMED_IN = PAGES + sorted(ROOT.glob("benchmarks/**/README.md")) + sorted(ROOT.gl
 # Files the pages name that are deliberately not in this tree, each with why.
 ABSENT_FILES = {
     "train.py": "a user's training script in example commands",
-    "test_distributed_spawn.py": "PyTorch's own suite, which tests/compat runs against lightcc",
-    **{name: "Horovod's own TensorFlow tests, which tests/compat runs against lightcc" for name in (
+    "test_distributed_spawn.py": "PyTorch's own suite, which benchmarks/compat runs against lightcc",
+    **{name: "Horovod's own TensorFlow tests, which benchmarks/compat runs against lightcc" for name in (
         "test_tensorflow.py", "test_tensorflow2_keras.py", "test_tensorflow_process_sets.py",
         "test_process_sets_static.py", "test_timeline.py")},
 }
