@@ -1,7 +1,7 @@
 """Runs PyTorch's backend-generic suite from the installed torch wheel against one backend.
 
-    BACKEND=lightcc python -m benchmarks.compat.torch_distributed_suite --backend lightcc [-k EXPR] [--test NAME] [--list]
-        [--start fork|spawn]
+    BACKEND=lightcc python -m benchmarks.compat.torch_distributed_suite --backend lightcc [-k EXPR] [--test NAME]
+        [--list] [--start fork|spawn]
 
 The suite is `DistributedTest._DistTestBase` in torch.testing._internal.distributed.distributed_test,
 which ships in the torch wheel; this runner only sets the environment it reads at import

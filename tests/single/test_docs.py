@@ -293,9 +293,13 @@ def _parses(command: str) -> str:
         elif tool in ("python", sys.executable) and args[:1] == ["-m"] and args[1] in SUITES:
             importlib.import_module(SUITES[args[1]]).build_parser().parse_args(args[2:])
         elif tool == "lightcc-bench" and args[:1] == ["simulate"]:
+            from lightcc.bench.simulate.cli import COMMANDS
             from lightcc.bench.simulate.cli import build_parser as simulate_parser
 
-            simulate_parser().parse_args(args[1:])
+            if args[1:2] and args[1] in COMMANDS:  # validate, seeds, emulated: parsers of their own
+                importlib.import_module(COMMANDS[args[1]]).build_parser().parse_args(args[2:])
+            else:
+                simulate_parser().parse_args(args[1:])
         elif tool == "lightcc-bench":
             from lightcc.bench.cli import build_parser
 

@@ -326,12 +326,14 @@ def test_contended_step_is_a_floor_on_every_dependent_step():
     # 2D pays it per window on both levels, so a big batch's windows add up; top-k per merge round
     two_d, topk = Settings(algorithm="2d"), Settings(topk=True)
     big = Batch("dense", 64 << 20)
-    extra_2d = timeline.batch_cost(big, slow, two_d, EMULATED_ENGINE)[0] - timeline.batch_cost(big, c, two_d, EMULATED_ENGINE)[0]
+    fixed = [timeline.batch_cost(big, cl, two_d, EMULATED_ENGINE)[0] for cl in (slow, c)]
+    extra_2d = fixed[0] - fixed[1]
     w = math.ceil((64 << 20) / two_d.window_bytes)
     assert extra_2d == pytest.approx(w * (2 * (c.gpus_per_host - 1) * (2e-3 - c.alpha_local)
                                           + 2 * (c.hosts - 1) * (2e-3 - c.alpha_net)))
     sparse = Batch("topk", 64 << 20)
-    assert timeline.batch_cost(sparse, slow, topk, EMULATED_ENGINE)[0] > timeline.batch_cost(sparse, c, topk, EMULATED_ENGINE)[0]
+    fixed = [timeline.batch_cost(sparse, cl, topk, EMULATED_ENGINE)[0] for cl in (slow, c)]
+    assert fixed[0] > fixed[1]
     with pytest.raises(ValueError, match="contended_step_us"):
         replace(c, contended_step_us=-1)
 
@@ -417,3 +419,45 @@ def test_log_negotiation_and_links_on_demand_change_only_the_control_plane():
     assert issue22["step_s"] == pytest.approx(today["step_s"], rel=0.02)
     assert (today["fds_per_rank"], issue22["fds_per_rank"]) == (8 + 1016 * 4 * 2, 8 + (127 + 7) * 4 * 2)
     assert issue22["init_s"] < today["init_s"] / 5
+
+
+def test_validate_command_prints_and_writes_the_same_rows(tmp_path):
+    stem = tmp_path / "v"
+    cmd = [sys.executable, "-m", "lightcc.bench", "simulate", "validate", str(HOSTS2_JSON), "--fit-on",
+           str(HOSTS2_JSON), "--out", str(stem)]
+    out = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(stem.with_suffix(".json").read_text())
+    assert len(doc["rows"]) == 12 and all(r["within"] for r in doc["rows"])
+    assert doc["fit_on"] == [HOSTS2_JSON.name] and stem.with_suffix(".md").read_text().strip() in out.stdout
+    # with no file it reads the results checkout, and says where to get one when there is none
+    out = subprocess.run(cmd[:5] + ["--results", str(tmp_path / "none")], env=env(), capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert out.returncode == 2 and "no results checkout" in out.stderr and "docs/results.md" in out.stderr
+
+
+def test_published_tables_print_and_write_only_where_told(tmp_path, capsys, monkeypatch):
+    from lightcc.bench.simulate import predict_emulated, seeds
+
+    monkeypatch.chdir(tmp_path)
+    assert predict_emulated.main([]) == 0 and seeds.main([]) == 0
+    assert list(tmp_path.iterdir()) == []  # lightcc-bench writes only the paths it is given
+    text = capsys.readouterr().out
+    assert "| vgg16 | 2d_topk |" in text and "### 25 Gbit/s VPC" in text
+    assert predict_emulated.main(["--out", str(tmp_path / "e")]) == 0
+    doc = json.loads((tmp_path / "e.json").read_text())
+    m = predict_emulated
+    assert len(doc["rows"]) == len(m.MODELS) * len(m.CONFIGS) * len(m.HOSTS)
+    pytest.importorskip("matplotlib")
+    assert seeds.main(["--out", str(tmp_path / "s")]) == 0
+    assert (tmp_path / "s.png").stat().st_size > 10_000 and json.loads((tmp_path / "s.json").read_text())["models"]
+
+
+def test_the_simulator_lives_whole_in_its_package():
+    # Issue 45: the simulator, its validation and its published tables are lightcc/bench/simulate; outside
+    # it and the tests, only lightcc-bench's dispatcher reaches in (benchmarks/sim was its second home).
+    roots = [ROOT / d for d in ("benchmarks", "testbed", "examples", "lightcc")]
+    users = sorted(str(p.relative_to(ROOT)) for r in roots for p in r.rglob("*.py")
+                   if "simulate" not in p.relative_to(ROOT).parts and "lightcc.bench.simulate" in p.read_text())
+    assert users == ["lightcc/bench/cli.py"]
+    assert not (ROOT / "benchmarks" / "sim").exists()

@@ -1,4 +1,13 @@
-"""Predictions against measured emulated-cluster results (benchmarks/cluster result JSON files).
+"""Validates the simulator against measured emulated-cluster runs: `lightcc-bench simulate validate`.
+
+    lightcc-bench simulate validate                  # every published run, in ../lightcc-results
+    lightcc-bench simulate validate NEW.json --fit-on ../lightcc-results/benchmarks/cluster/results/s11/hosts2.json
+
+Any file `python -m benchmarks.cluster run` writes (any hosts x ranks, rate, backward) is accepted;
+a 4-16 host run is validated by naming it. Autotune files (no probe of their own) borrow the links
+of --probe-from. The top-k compute constants are fitted on --fit-on (default: the 2 x 2 run
+s11/hosts2.json) and then applied unchanged to every file. Prints the table; --out STEM also writes
+STEM.md and STEM.json.
 
 A results file holds the cluster's shape (hosts, per_host), its shaping (rate), the simulated backward
 (backward_ms), the probe's fitted links (probe.links: alpha/beta between and inside hosts, the engine's
@@ -11,10 +20,12 @@ links) and Settings (the row's flags), and is simulated; the error is predicted 
 
 from __future__ import annotations
 
+import argparse
+import glob
 import json
-import math
 import re
-from dataclasses import dataclass, replace
+import sys
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -25,6 +36,20 @@ from lightcc.bench.simulate.workload import Tensor, Workload, model_sizes
 
 TOLERANCE = 0.15
 DEFAULT_CORES = 2  # the machine every committed run was taken on, for files that do not say
+
+# The archived raw data, where `python -m benchmarks.archive checkout` writes it from a source
+# checkout's root (docs/results.md); the published runs below are relative to it.
+RESULTS_CHECKOUT = Path("..") / "lightcc-results"
+# The top-k fit's run, then the rest the validation covers.
+DEFAULT_FIT = "benchmarks/cluster/results/s11/hosts2.json"
+MORE_HOSTS = [f"benchmarks/cluster/results/s11/{f}" for f in (
+    "hosts4x1.json", "hosts4.json", "hosts4-steps6.json", "hosts8.json", "hosts4-200m.json", "hosts8-200m.json",
+    "hosts16-200m.json")]
+# Session 12: after callers stopped polling the engine (commit bd4fe89), with the contended-step probe.
+MORE_HOSTS += [f"benchmarks/cluster/results/s12/{f}" for f in ("hosts8-200m.json", "hosts16-200m.json")]
+# Session 13: with HARP ringing the engine's doorbell on completion (commit a50b27d).
+MORE_HOSTS += [f"benchmarks/cluster/results/s13/{f}" for f in ("hosts8-200m.json", "hosts16-200m.json")]
+PROBE_FROM = "benchmarks/cluster/results/cluster.json"
 
 
 @dataclass(frozen=True)
@@ -226,3 +251,65 @@ def format_rows(rows: Sequence[Row]) -> str:
     lines.append("")
     lines.append(f"{ok} of {len(rows)} rows within {TOLERANCE:.0%}; mean |error| {mean * 100:.1f} %.")
     return "\n".join(lines)
+
+
+def published_files(results: Path) -> list[str]:
+    """Every published run the validation covers, under the results checkout ``results``."""
+    cluster = results / "benchmarks" / "cluster" / "results"
+    globbed = [cluster / "fusion" / "gbit_*.json", cluster / "fusion" / "fast_*.json"]
+    files = [str(results / f) for f in [DEFAULT_FIT, *MORE_HOSTS, PROBE_FROM]]
+    files += [f for g in globbed for f in sorted(glob.glob(str(g)))] + [str(cluster / "unshaped-topk.json")]
+    files += sorted(glob.glob(str(cluster / "autotune" / "autotune-*.json")))
+    return files + sorted(glob.glob(str(results / "benchmarks" / "streams" / "results" / "cluster*.json")))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``lightcc-bench simulate validate``."""
+    ap = argparse.ArgumentParser(prog="lightcc-bench simulate validate", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="*", help="results JSON files (default: the published ones, under --results)")
+    ap.add_argument("--results", type=Path, default=RESULTS_CHECKOUT,
+                    help="the archived raw data, written out by `python -m benchmarks.archive checkout` "
+                    "(default %(default)s)")
+    ap.add_argument("--fit-on", nargs="*",
+                    help=f"files whose top-k rows fit the constants (default RESULTS/{DEFAULT_FIT})")
+    ap.add_argument("--probe-from", help="run file whose links autotune files (which have no probe) borrow "
+                    f"(default RESULTS/{PROBE_FROM})")
+    ap.add_argument("--out", metavar="STEM", help="also write STEM.md and STEM.json")
+    return ap
+
+
+def run_validation(files: Sequence[str | Path], fit_on: Sequence[str | Path],
+                   probe_from: str | Path) -> tuple[str, dict]:
+    """Fit the top-k constants on ``fit_on``, validate ``files``: the Markdown text and the JSON document."""
+    engine, used = fit_topk(fit_on)
+    rows = validate_files(files, engine, probe_from)
+    fitted = (f"Fitted on {len(used)} top-k rows of {', '.join(Path(f).name for f in fit_on)}: "
+              f"selection {engine.select_s_per_byte * 1e9:.2f} ns per selected byte per rank with a core of its own, "
+              f"{engine.topk_call_s * 1e3:.2f} ms per top-k collective, "
+              f"{engine.topk_window_s * 1e3:.2f} ms per 2D + top-k window.")
+    doc = {"tolerance": TOLERANCE, "engine": asdict(engine), "fit_on": [Path(f).name for f in fit_on],
+           "rows": [{**asdict(r), "error": r.error, "within": r.within} for r in rows]}
+    return fitted + "\n\n" + format_rows(rows) + "\n", doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``lightcc-bench simulate validate``; returns the exit status."""
+    ap = build_parser()
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    fit_on = args.fit_on or [str(args.results / DEFAULT_FIT)]
+    probe_from = args.probe_from or str(args.results / PROBE_FROM)
+    if not args.files and not args.results.is_dir():
+        ap.error(f"no files given and no results checkout at {args.results}: see docs/results.md to fetch it")
+    try:
+        text, doc = run_validation(args.files or published_files(args.results), fit_on, probe_from)
+        if args.out:
+            out = Path(args.out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.with_suffix(".md").write_text(text)
+            out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
+    except (ValueError, OSError, KeyError) as err:
+        print(f"lightcc-bench simulate validate: error: {err}", file=sys.stderr)
+        return 1
+    print(text)
+    return 0
