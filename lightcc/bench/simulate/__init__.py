@@ -13,6 +13,7 @@ dataclasses (no processes, no sockets):
                   streams, negotiation and link modes) and the engine constants (per-collective
                   cost, negotiation cost per cycle vs p, connection cost, top-k selection cost).
 * ``costs``     - the alpha-beta cost of each collective and of negotiation / connection set-up.
+* ``two_d``     - the engine's automatic 2D choice (LIGHT_2D_ALLREDUCE unset): groups, then the crossover.
 * ``timeline``  - one step: gradients become ready, negotiation cycles agree on them, fusion groups
                   them, each batch runs on a stream while backward goes on; returns the step time.
 * ``report``    - sweeps 8..1,024 GPUs into rows, formats the text table, JSON and PNG.

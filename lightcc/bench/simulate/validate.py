@@ -26,6 +26,7 @@ import json
 import re
 import sys
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
@@ -95,12 +96,49 @@ def cluster_of(doc: dict) -> Cluster:
                    contended_step_us=float(contended.get("step_s", 0.0)) * 1e6, executor="host")
 
 
-def settings_of(config: str, env: dict) -> Settings:
-    """Settings from a row's configuration key and flags."""
+# LIGHT_2D_ALLREDUCE unset meant the flat schedules until commit 762d3d4 (2026-11-26 00:05 UTC) let the
+# engine choose (auto). Runs say when they were recorded; the day is the boundary.
+AUTO_TWO_D_SINCE = datetime(2026, 11, 26)
+_TRUE = ("1", "true", "True", "TRUE", "yes")  # config.cc's parseBool
+_FALSE = ("0", "false", "False", "FALSE", "no")
+
+
+def recorded_at(doc: dict) -> datetime | None:
+    """When a results document was recorded: its ``when`` (benchmarks/cluster and streams runs), else the
+    build time of the core that ran it (``core.mtime``, autotune files); None when it says neither."""
+    if doc.get("when"):
+        return datetime.strptime(doc["when"], "%Y-%m-%d %H:%M:%S")
+    mtime = (doc.get("core") or {}).get("mtime")
+    return datetime.strptime(mtime, "%a %b %d %H:%M:%S %Y") if mtime else None
+
+
+def two_d_of(env: dict, recorded: datetime | None = None) -> str:
+    """The 2D mode a row ran with, read as config.cc's parseTwoD reads the flags.
+
+    1 (LIGHT_2D_ALLREDUCE, Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE or HOROVOD_TORUS_ALLREDUCE) forces
+    '2d', 0 forbids it ('flat'); unset or auto is the engine's choice ('auto', ``timeline.takes_two_d``),
+    except in a run recorded before AUTO_TWO_D_SINCE, whose engine had no choice and ran flat. A run
+    that does not say when (``recorded`` None) is taken as today's engine's.
+    """
+    values = {n: str(env[n]) for n in ("LIGHT_2D_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE") if n in env}
+    for name, v in values.items():
+        if v not in _TRUE + _FALSE + ("auto", ""):
+            raise ValueError(f"{name}={v!r}: the engine takes 0, 1 or auto")
+    if any(v in _TRUE for v in values.values()) or str(env.get("HOROVOD_TORUS_ALLREDUCE", "0")) in _TRUE:
+        return "2d"
+    if any(v in _FALSE for v in values.values()):
+        return "flat"
+    return "flat" if recorded is not None and recorded < AUTO_TWO_D_SINCE else "auto"
+
+
+def settings_of(config: str, env: dict, recorded: datetime | None = None) -> Settings:
+    """Settings from a row's configuration key and flags, in a run recorded at ``recorded`` (``two_d_of``)."""
     streams = re.search(r"\+s(\d+)$", config)
     d = Settings()  # a flag the row did not set has the engine's default
+    ring_only = str(env.get("LIGHTCC_FORCE_RING", "0")) in _TRUE
     return Settings(
-        algorithm="2d" if env.get("LIGHT_2D_ALLREDUCE") == "1" else "flat",
+        algorithm=two_d_of(env, recorded),
+        rd_bytes=0 if ring_only else int(env.get("LIGHTCC_RD_ALLREDUCE_BYTES", d.rd_bytes)),
         topk=env.get("LIGHT_TOPK_ALLREDUCE") == "1",
         density=float(env.get("LIGHT_TOPK_DENSITY", d.density)),
         topk_threshold=int(env.get("LIGHT_TOPK_THRESHOLD", d.topk_threshold)),
@@ -128,7 +166,7 @@ def validate_doc(doc: dict, name: str, engine: Engine) -> list[Row]:
     for r in doc["rows"]:
         if not r.get("median_s"):
             continue
-        s = settings_of(r["config"], r.get("env", {}))
+        s = settings_of(r["config"], r.get("env", {}), recorded_at(doc))
         w = workload_of(doc, r["model"])
         step = simulate_step(w, cluster, s, eng)
         rows.append(Row(name, r["model"], r["config"], f"{cluster.hosts}x{cluster.gpus_per_host}",
@@ -153,7 +191,7 @@ def from_autotune(doc: dict, probe_doc: dict) -> dict:
             rows.append({"model": m["model"], "config": "autotuned", "env": env,
                          "median_s": m["summary"]["tuned_median_s"]})
     return {"hosts": probe_doc["hosts"], "per_host": probe_doc["per_host"], "rate": doc.get("rate"),
-            "backward_ms": 0.0, "probe": probe_doc["probe"], "models": {}, "rows": rows}
+            "backward_ms": 0.0, "probe": probe_doc["probe"], "models": {}, "rows": rows, "core": doc.get("core")}
 
 
 def load(path: str | Path, probe_from: str | Path | None = None) -> dict:
@@ -188,7 +226,7 @@ def topk_features(doc: dict, model: str, config: str, env: dict) -> tuple[float,
     """(bytes each rank selects over, top-k collectives, 2D shared-memory windows) of one row's step,
     each times the run's CPU contention (ranks per core): the constants fitted on them are per rank
     with a core of its own."""
-    c, s = cluster_of(doc), settings_of(config, env)
+    c, s = cluster_of(doc), settings_of(config, env, recorded_at(doc))
     step = simulate_step(workload_of(doc, model), c, s, EMULATED_ENGINE)
     big = [b.bytes for b, _, _ in step.batches if b.kind == "topk"]
     f = c.cpu_contention
