@@ -30,7 +30,7 @@ GLOO_ONLY_IN_TORCH = {
 
 def _run(backend: str, served_by: str = "", tests: list[str] = ()) -> dict[str, str]:
     env = procs.base_env({"BACKEND": backend, "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"})
-    args = [sys.executable, "-m", "tests.compat.torch_distributed_suite", "--backend", backend]
+    args = [sys.executable, "-m", "benchmarks.compat.torch_distributed_suite", "--backend", backend]
     if served_by:
         args += ["--served-by", served_by]
     for name in tests:

@@ -142,8 +142,8 @@ NAMED_IN = PAGES + sorted(ROOT.glob("benchmarks/**/README.md")) + sorted(ROOT.gl
 # Files the pages name that are deliberately not in this tree, each with why.
 ABSENT_FILES = {
     "train.py": "a user's training script in example commands",
-    "test_distributed_spawn.py": "PyTorch's own suite, which tests/compat runs against lightcc",
-    **{name: "Horovod's own TensorFlow tests, which tests/compat runs against lightcc" for name in (
+    "test_distributed_spawn.py": "PyTorch's own suite, which benchmarks/compat runs against lightcc",
+    **{name: "Horovod's own TensorFlow tests, which benchmarks/compat runs against lightcc" for name in (
         "test_tensorflow.py", "test_tensorflow2_keras.py", "test_tensorflow_process_sets.py",
         "test_process_sets_static.py", "test_timeline.py")},
 }
@@ -293,9 +293,13 @@ def _parses(command: str) -> str:
         elif tool in ("python", sys.executable) and args[:1] == ["-m"] and args[1] in SUITES:
             importlib.import_module(SUITES[args[1]]).build_parser().parse_args(args[2:])
         elif tool == "lightcc-bench" and args[:1] == ["simulate"]:
+            from lightcc.bench.simulate.cli import COMMANDS
             from lightcc.bench.simulate.cli import build_parser as simulate_parser
 
-            simulate_parser().parse_args(args[1:])
+            if args[1:2] and args[1] in COMMANDS:  # validate, seeds, emulated: parsers of their own
+                importlib.import_module(COMMANDS[args[1]]).build_parser().parse_args(args[2:])
+            else:
+                simulate_parser().parse_args(args[1:])
         elif tool == "lightcc-bench":
             from lightcc.bench.cli import build_parser
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lightcc.bench.simulate import costs, report, timeline, validate
+from lightcc.bench.simulate import costs, report, timeline, two_d, validate
 from lightcc.bench.simulate.cluster import preset
 from lightcc.bench.simulate.settings import EMULATED_ENGINE, Engine, Settings
 from lightcc.bench.simulate.workload import Tensor, Workload, load_profile, named, save_profile
@@ -156,6 +158,8 @@ def test_settings_defaults_are_the_engines():
     assert s.streams == int(flags["LIGHT_NUM_STREAMS"])
     assert s.fusion == flags["LIGHT_FUSION_STRATEGY"]
     assert s.cycle_s == float(flags["HOROVOD_CYCLE_TIME"]) / 1e3
+    assert s.rd_bytes == int(flags["LIGHTCC_RD_ALLREDUCE_BYTES"]) == two_d.TwoDCosts(0, 0, 0, 0, 2, 2).rd_max_bytes
+    assert flags["LIGHT_2D_ALLREDUCE"] == "auto"  # what validate.two_d_of reads an unset flag as
 
 
 def test_pack_buckets():
@@ -326,12 +330,14 @@ def test_contended_step_is_a_floor_on_every_dependent_step():
     # 2D pays it per window on both levels, so a big batch's windows add up; top-k per merge round
     two_d, topk = Settings(algorithm="2d"), Settings(topk=True)
     big = Batch("dense", 64 << 20)
-    extra_2d = timeline.batch_cost(big, slow, two_d, EMULATED_ENGINE)[0] - timeline.batch_cost(big, c, two_d, EMULATED_ENGINE)[0]
+    fixed = [timeline.batch_cost(big, cl, two_d, EMULATED_ENGINE)[0] for cl in (slow, c)]
+    extra_2d = fixed[0] - fixed[1]
     w = math.ceil((64 << 20) / two_d.window_bytes)
     assert extra_2d == pytest.approx(w * (2 * (c.gpus_per_host - 1) * (2e-3 - c.alpha_local)
                                           + 2 * (c.hosts - 1) * (2e-3 - c.alpha_net)))
     sparse = Batch("topk", 64 << 20)
-    assert timeline.batch_cost(sparse, slow, topk, EMULATED_ENGINE)[0] > timeline.batch_cost(sparse, c, topk, EMULATED_ENGINE)[0]
+    fixed = [timeline.batch_cost(sparse, cl, topk, EMULATED_ENGINE)[0] for cl in (slow, c)]
+    assert fixed[0] > fixed[1]
     with pytest.raises(ValueError, match="contended_step_us"):
         replace(c, contended_step_us=-1)
 
@@ -417,3 +423,152 @@ def test_log_negotiation_and_links_on_demand_change_only_the_control_plane():
     assert issue22["step_s"] == pytest.approx(today["step_s"], rel=0.02)
     assert (today["fds_per_rank"], issue22["fds_per_rank"]) == (8 + 1016 * 4 * 2, 8 + (127 + 7) * 4 * 2)
     assert issue22["init_s"] < today["init_s"] / 5
+
+
+def test_validate_command_prints_and_writes_the_same_rows(tmp_path):
+    stem = tmp_path / "v"
+    cmd = [sys.executable, "-m", "lightcc.bench", "simulate", "validate", str(HOSTS2_JSON), "--fit-on",
+           str(HOSTS2_JSON), "--out", str(stem)]
+    out = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(stem.with_suffix(".json").read_text())
+    assert len(doc["rows"]) == 12 and all(r["within"] for r in doc["rows"])
+    assert doc["fit_on"] == [HOSTS2_JSON.name] and stem.with_suffix(".md").read_text().strip() in out.stdout
+    # with no file it reads the results checkout, and says where to get one when there is none
+    out = subprocess.run(cmd[:5] + ["--results", str(tmp_path / "none")], env=env(), capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert out.returncode == 2 and "no results checkout" in out.stderr and "docs/results.md" in out.stderr
+
+
+def test_published_tables_print_and_write_only_where_told(tmp_path, capsys, monkeypatch):
+    from lightcc.bench.simulate import predict_emulated, seeds
+
+    monkeypatch.chdir(tmp_path)
+    assert predict_emulated.main([]) == 0 and seeds.main([]) == 0
+    assert list(tmp_path.iterdir()) == []  # lightcc-bench writes only the paths it is given
+    text = capsys.readouterr().out
+    assert "| vgg16 | 2d_topk |" in text and "### 25 Gbit/s VPC" in text
+    assert predict_emulated.main(["--out", str(tmp_path / "e")]) == 0
+    doc = json.loads((tmp_path / "e.json").read_text())
+    m = predict_emulated
+    assert len(doc["rows"]) == len(m.MODELS) * len(m.CONFIGS) * len(m.HOSTS)
+    pytest.importorskip("matplotlib")
+    assert seeds.main(["--out", str(tmp_path / "s")]) == 0
+    assert (tmp_path / "s.png").stat().st_size > 10_000 and json.loads((tmp_path / "s.json").read_text())["models"]
+
+
+def test_the_simulator_lives_whole_in_its_package():
+    # Issue 45: the simulator, its validation and its published tables are lightcc/bench/simulate; outside
+    # it and the tests, only lightcc-bench's dispatcher reaches in (benchmarks/sim was its second home).
+    roots = [ROOT / d for d in ("benchmarks", "testbed", "examples", "lightcc")]
+    users = sorted(str(p.relative_to(ROOT)) for r in roots for p in r.rglob("*.py")
+                   if "simulate" not in p.relative_to(ROOT).parts and "lightcc.bench.simulate" in p.read_text())
+    assert users == ["lightcc/bench/cli.py"]
+    assert not (ROOT / "benchmarks" / "sim").exists()
+
+
+
+# ---- LIGHT_2D_ALLREDUCE unset: the engine's own choice (csrc/engine/two_d_choice.cc) ----------------------
+
+# Reads "shm_alpha shm_beta net_alpha net_beta hosts group rd_max leaders" lines, prints the engine's crossover.
+CROSSOVER_DRIVER = """
+#include <cstdio>
+#include "engine/two_d_choice.h"
+int main() {
+  lightcc::TwoDCosts c;
+  long long rd;
+  int leaders;
+  while (std::scanf("%lf %lf %lf %lf %d %d %lld %d", &c.shm.alpha, &c.shm.beta, &c.net.alpha, &c.net.beta,
+                    &c.hosts, &c.group, &rd, &leaders) == 8) {
+    c.rd_max_bytes = rd;
+    c.leaders = leaders != 0;
+    long long x = lightcc::twoDCrossoverBytes(c);
+    std::printf("%lld\\n", x == lightcc::kTwoDNever ? -1LL : x);
+  }
+}
+"""
+
+
+def _gigabit(hosts: int = 2, group: int = 2, rd: int = 64 << 10) -> two_d.TwoDCosts:
+    # tests/cpp/two_d_choice_test.cc's links: 1 Gbit/s between hosts (8 ns/B, 100 us), shared memory 0.2 ns/B, 5 us
+    return two_d.TwoDCosts(5e-6, 0.2e-9, 100e-6, 8e-9, hosts, group, rd)
+
+
+def test_auto_two_d_groups_and_crossovers_as_documented():
+    assert [two_d.group_size(h, g) for h, g in ((2, 2), (4, 8), (1, 4), (2, 1))] == [2, 8, 0, 0]
+    assert two_d.crossover_bytes(_gigabit()) == (64 << 10) + 1  # docs/tuning.md: where the ring takes over
+    assert two_d.crossover_bytes(_gigabit(rd=0)) == 0  # ring only: 2D from 0 bytes
+    fast = replace(_gigabit(), net_alpha=5e-6, net_beta=0.2e-9)
+    assert two_d.crossover_bytes(fast) is two_d.NEVER  # a network as fast as shared memory
+    eight = _gigabit(8, 4, 1 << 20)
+    x = two_d.crossover_bytes(eight)
+    assert 0 < x <= 1 << 20 and eight.two_d(x) <= eight.flat(x) and eight.two_d(x - 1) > eight.flat(x - 1)
+
+
+def test_auto_two_d_crossover_is_the_engines(tmp_path):
+    # The simulator restates two_d_choice.cc (the core does not export it): compile the engine's own file
+    # and ask both for the crossover of the C++ test's links and of random fits, as its property test draws.
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        pytest.fail("a C++ compiler is needed (the core is built with one)")
+    (tmp_path / "drv.cc").write_text(CROSSOVER_DRIVER)
+    build = subprocess.run([cxx, "-std=c++17", "-O1", f"-I{ROOT / 'csrc'}", str(tmp_path / "drv.cc"),
+                            str(ROOT / "csrc" / "engine" / "two_d_choice.cc"), "-o", str(tmp_path / "drv")],
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert build.returncode == 0, build.stderr[-3000:]
+    gen = random.Random(11)
+    cases = [_gigabit(), _gigabit(rd=0), _gigabit(8, 4, 1 << 20), replace(_gigabit(), net_alpha=5e-6, net_beta=0.2e-9)]
+    for i in range(1500):
+        e = [10 ** gen.uniform(-1, 1) for _ in range(4)]
+        cases.append(two_d.TwoDCosts(2e-6 * e[0], 0.3e-9 * e[1], 50e-6 * e[2], 2e-9 * e[3], 2 + i % 7, 2 + (i // 7) % 7,
+                                     (i % 3) * (64 << 10), leaders=i % 5 != 0))
+    lines = "".join(f"{c.shm_alpha!r} {c.shm_beta!r} {c.net_alpha!r} {c.net_beta!r} {c.hosts} {c.group} "
+                    f"{c.rd_max_bytes} {int(c.leaders)}\n" for c in cases)
+    out = subprocess.run([str(tmp_path / "drv")], input=lines, capture_output=True, text=True, timeout=60, check=True)
+    engine = [int(v) for v in out.stdout.split()]
+    ours = [-1 if (x := two_d.crossover_bytes(c)) is two_d.NEVER else x for c in cases]
+    assert len(engine) == len(cases)
+    differ = [(c, e, o) for c, e, o in zip(cases, engine, ours) if e != o]
+    assert not differ, differ[:5]
+    assert len(set(ours)) > 100  # the draws reach every branch, not one answer
+
+
+def test_auto_runs_dense_batches_from_the_crossover_as_2d():
+    c, e = preset("emulated"), EMULATED_ENGINE
+    auto, flat, two = Settings(algorithm="auto"), Settings(), Settings(algorithm="2d")
+    start = timeline.auto_two_d_from(c, auto)
+    assert start == two_d.crossover_bytes(two_d.TwoDCosts(c.intra_latency_us * 1e-6, c.beta_local,
+                                                          c.nic_latency_us * 1e-6, c.ring_beta(1), 2, 2))
+    big, small = timeline.Batch("dense", start), timeline.Batch("dense", start - 1)
+    assert timeline.batch_cost(big, c, auto, e) == timeline.batch_cost(big, c, two, e)
+    assert timeline.batch_cost(small, c, auto, e) == timeline.batch_cost(small, c, flat, e)
+    sparse = timeline.Batch("topk", 64 * MIB)  # top-k goes two-level only when asked
+    assert timeline.batch_cost(sparse, c, replace(auto, topk=True), e) == timeline.batch_cost(sparse, c, replace(
+        flat, topk=True), e)
+    for one_way in (replace(c, hosts=1), replace(c, gpus_per_host=1)):  # no groups: flat
+        assert timeline.batch_cost(big, one_way, auto, e) == timeline.batch_cost(big, one_way, flat, e)
+
+
+def test_an_unset_2d_flag_is_read_by_when_the_run_was_recorded():
+    before, after = validate.AUTO_TWO_D_SINCE.replace(day=25), validate.AUTO_TWO_D_SINCE.replace(day=27)
+    assert [validate.two_d_of({}, t) for t in (before, after, None)] == ["flat", "auto", "auto"]
+    for env, mode in (({"LIGHT_2D_ALLREDUCE": "1"}, "2d"), ({"LIGHT_2D_ALLREDUCE": "0"}, "flat"),
+                      ({"LIGHT_2D_ALLREDUCE": "auto"}, "auto"), ({"HOROVOD_HIERARCHICAL_ALLREDUCE": "true"}, "2d"),
+                      ({"HOROVOD_TORUS_ALLREDUCE": "1", "LIGHT_2D_ALLREDUCE": "0"}, "2d")):
+        assert validate.two_d_of(env, after) == mode, env
+    with pytest.raises(ValueError, match="LIGHT_2D_ALLREDUCE='on'"):
+        validate.two_d_of({"LIGHT_2D_ALLREDUCE": "on"}, after)
+    assert validate.settings_of("flat", {"LIGHTCC_FORCE_RING": "1"}, after).rd_bytes == 0
+    # Every pinned run predates auto: its flat rows (flag unset) ran flat. Dated after the change, the
+    # same rows are the engine's choice, which is 2D for every fused batch on 2 x 2 at 1 Gbit/s.
+    doc = json.loads(HOSTS2_JSON.read_text())
+    assert validate.recorded_at(doc) < validate.AUTO_TWO_D_SINCE
+    as_run = {(r.model, r.config): r.predicted_s for r in validate.validate_doc(doc, "s11", EMULATED_ENGINE)}
+    later = {(r.model, r.config): r.predicted_s
+             for r in validate.validate_doc({**doc, "when": "2026-11-27 10:00:00"}, "s11", EMULATED_ENGINE)}
+    for m in ("inception_v3", "resnet101", "vgg16"):
+        assert later[(m, "flat")] < 0.7 * as_run[(m, "flat")]
+        assert later[(m, "flat")] == pytest.approx(as_run[(m, "2d")], rel=0.01)
+    autotune = json.loads((DATA / "autotune-vgg16.json").read_text())
+    assert validate.recorded_at(autotune) == validate.recorded_at(validate.load(DATA / "autotune-vgg16.json",
+                                                                                 CLUSTER_JSON)) < after

@@ -13,11 +13,19 @@ dataclasses (no processes, no sockets):
                   streams, negotiation and link modes) and the engine constants (per-collective
                   cost, negotiation cost per cycle vs p, connection cost, top-k selection cost).
 * ``costs``     - the alpha-beta cost of each collective and of negotiation / connection set-up.
+* ``two_d``     - the engine's automatic 2D choice (LIGHT_2D_ALLREDUCE unset): groups, then the crossover.
 * ``timeline``  - one step: gradients become ready, negotiation cycles agree on them, fusion groups
                   them, each batch runs on a stream while backward goes on; returns the step time.
 * ``report``    - sweeps 8..1,024 GPUs into rows, formats the text table, JSON and PNG.
-* ``validate``  - predictions against the emulated cluster's measured result files.
+* ``validate``  - predictions against the emulated cluster's measured result files, and the top-k
+                  constants fitted on them (``lightcc-bench simulate validate``).
+* ``seeds``, ``predict_emulated`` - the published prediction tables (``lightcc-bench simulate seeds``,
+                  ``... emulated``); ``crossover`` - the NIC rate below which top-k pays.
+* ``make_sizes`` - regenerates ``sizes_data`` (the named models' gradient sizes) from lightcc.models.
 * ``cli``       - ``lightcc-bench simulate`` argument parsing and glue.
+
+The simulator lives here whole, validation included: benchmarks/ holds what measures the runs it is
+checked against (benchmarks/cluster), not the simulator.
 
 Everything is in seconds and bytes; bandwidths given in Gbit/s (1e9 bit/s) are converted once, in
 ``cluster``.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from dataclasses import replace
 
@@ -21,6 +22,13 @@ CLUSTER_FLAGS = {
     "cores": float, "executor": str,
 }
 
+# `lightcc-bench simulate NAME ...`: the simulator's other commands, each a module with main(argv).
+COMMANDS = {
+    "validate": "lightcc.bench.simulate.validate",  # against measured emulated-cluster runs
+    "seeds": "lightcc.bench.simulate.seeds",  # the seeds' table shape, 8-1,024 GPUs
+    "emulated": "lightcc.bench.simulate.predict_emulated",  # the emulated cluster at 2-16 hosts
+}
+
 # Engine constants a flag may override: flag -> (Engine field, unit to seconds).
 ENGINE_FLAGS = {"call_us": ("call_s", 1e-6), "neg_per_peer_us": ("neg_per_peer_s", 1e-6),
                 "connect_ms": ("connect_s", 1e-3), "select_ns_per_byte": ("select_s_per_byte", 1e-9)}
@@ -32,7 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lightcc-bench simulate",
         description="Predict step time, img/s and scaling efficiency of data-parallel training with lightcc "
         "from 8 to 1,024 GPUs (an event-driven alpha-beta model; docs/simulator.md). Runs in seconds, "
-        "needs no GPU and starts no processes.")
+        "needs no GPU and starts no processes.",
+        epilog="Other commands: `lightcc-bench simulate validate [FILES]` (predictions against measured "
+        "emulated-cluster runs), `... seeds` (the seeds' table shape), `... emulated` (2-16 emulated hosts); "
+        "each takes --help.")
     w = p.add_argument_group("workload")
     w.add_argument("--model", default="resnet101", help=f"named model: {', '.join(COMPUTE)} (default resnet101)")
     w.add_argument("--profile", help="a profile JSON recorded from one real step (replaces --model)")
@@ -103,7 +114,8 @@ def make_workload(args: argparse.Namespace) -> Workload:
 def make_settings(args: argparse.Namespace) -> Settings:
     return Settings(density=args.density, topk_threshold=parse_size(args.topk_threshold), fusion=args.fusion,
                     fusion_bytes=parse_size(args.fusion_threshold), cycle_s=args.cycle_ms / 1e3,
-                    window_bytes=parse_size(args.window), streams=args.streams, negotiation=args.negotiation, links=args.links)
+                    window_bytes=parse_size(args.window), streams=args.streams, negotiation=args.negotiation,
+                    links=args.links)
 
 
 def make_engine(args: argparse.Namespace) -> Engine:
@@ -146,7 +158,10 @@ def run(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``lightcc-bench simulate``; returns the exit status."""
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS:
+        return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+    args = build_parser().parse_args(argv)
     try:
         if args.plot and not args.record:
             from lightcc.bench.plot import require_matplotlib

@@ -123,7 +123,7 @@ def remote_peers(p: int, hosts: int, links: str, algorithm: str) -> int:
 
     mesh (before issue 22): every rank on another host. on-demand (the engine's, issue 22
     requirement 2): only what the algorithm needs - the flat ring's 2 neighbours, 2D's one peer per
-    other host, plus the log-p negotiation tree's ceil(log2 n) leaders.
+    other host (auto, where 2D groups exist: both), plus the log-p negotiation tree's ceil(log2 n) leaders.
     """
     n = max(1, hosts)
     if n == 1:
@@ -132,7 +132,7 @@ def remote_peers(p: int, hosts: int, links: str, algorithm: str) -> int:
     if links == "mesh":
         return p - g
     if links == "on-demand":
-        data = 2 if algorithm == "flat" else n - 1
+        data = {"flat": 2, "2d": n - 1, "auto": n + 1 if g > 1 else 2}[algorithm]
         return min(p - g, data + math.ceil(math.log2(n)))
     raise ValueError(f"links must be 'mesh' or 'on-demand', got {links!r}")
 

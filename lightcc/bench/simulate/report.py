@@ -21,6 +21,7 @@ DEFAULT_GPUS = (8, 16, 32, 64, 128, 256, 512, 1024)
 CONFIGS: dict[str, dict] = {
     "flat": {"algorithm": "flat", "topk": False},
     "2d": {"algorithm": "2d", "topk": False},
+    "auto": {"algorithm": "auto", "topk": False},  # LIGHT_2D_ALLREDUCE unset: the engine's own choice
     "topk": {"algorithm": "flat", "topk": True},
     "2d_topk": {"algorithm": "2d", "topk": True},
     "horovod": {"algorithm": "flat", "topk": False, "fusion": "size", "cycle_s": 0.001, "streams": 1,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MIB = 1 << 20
-ALGORITHMS = ("flat", "2d")
+ALGORITHMS = ("flat", "2d", "auto")
 FUSION = ("size", "order", "cost")
 NEGOTIATION = ("linear", "log")
 LINKS = ("mesh", "on-demand")
@@ -15,7 +15,10 @@ LINKS = ("mesh", "on-demand")
 class Settings:
     """What a user sets (the flag each field mirrors is in docs/simulator.md).
 
-    algorithm: 'flat' ring (Horovod's behaviour) or '2d' (LIGHT_2D_ALLREDUCE). topk: LIGHT_TOPK_ALLREDUCE
+    algorithm: 'flat' ring (Horovod's behaviour), '2d' (LIGHT_2D_ALLREDUCE=1) or 'auto' (the flag unset, the
+    engine's default since commit 762d3d4: dense batches of at least the crossover size take 2D where hosts
+    have 2+ ranks each, the rest stay flat, ``two_d``); rd_bytes: LIGHTCC_RD_ALLREDUCE_BYTES, which moves
+    that crossover (0 with LIGHTCC_FORCE_RING). topk: LIGHT_TOPK_ALLREDUCE
     with ``density`` and ``topk_threshold`` (bytes; smaller tensors stay dense). fusion: LIGHT_FUSION_STRATEGY,
     fusion_bytes HOROVOD_FUSION_THRESHOLD, first_bucket LIGHT_FUSION_FIRST_BUCKET. cycle_s: HOROVOD_CYCLE_TIME
     (0 = negotiate as soon as work arrives); flush_s LIGHT_FUSION_FLUSH_MS (order/cost buckets held that
@@ -37,6 +40,7 @@ class Settings:
     window_bytes: int = 1 * MIB  # LIGHTCC_SHM_CHUNK_BYTES's default (csrc/common/config.cc)
     negotiation: str = "log"
     links: str = "on-demand"
+    rd_bytes: int = 65536  # LIGHTCC_RD_ALLREDUCE_BYTES's default (csrc/common/config.cc)
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("algorithm", self.algorithm, ALGORITHMS), ("fusion", self.fusion, FUSION),

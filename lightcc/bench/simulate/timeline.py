@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from lightcc.bench.simulate import costs
+from lightcc.bench.simulate import costs, two_d
 from lightcc.bench.simulate.cluster import Cluster
 from lightcc.bench.simulate.settings import Engine, Settings
 from lightcc.bench.simulate.workload import Workload
@@ -47,21 +47,41 @@ class StepResult:
         return max(0.0, self.step_s - self.compute_s)
 
 
+def auto_two_d_from(c: Cluster, s: Settings) -> int | None:
+    """Where LIGHT_2D_ALLREDUCE is unset, the smallest dense batch the engine runs as 2D on ``c`` (None:
+    never): its init probe's fits are the links' latencies and one connection's time per byte."""
+    if not two_d.group_size(c.hosts, c.gpus_per_host):
+        return two_d.NEVER
+    costs_ = two_d.TwoDCosts(c.intra_latency_us * 1e-6, c.beta_local, c.nic_latency_us * 1e-6, c.ring_beta(1),
+                             c.hosts, c.gpus_per_host, s.rd_bytes)
+    return two_d.crossover_bytes(costs_)
+
+
+def takes_two_d(b: Batch, c: Cluster, s: Settings) -> bool:
+    """Whether batch ``b`` runs the 2D schedule: always with '2d'; with 'auto' dense batches from the crossover."""
+    if c.hosts <= 1 or c.gpus_per_host <= 1 or s.algorithm == "flat":
+        return False
+    if s.algorithm == "2d":
+        return True
+    start = auto_two_d_from(c, s)
+    return b.kind == "dense" and start is not two_d.NEVER and b.bytes >= start
+
+
 def batch_cost(b: Batch, c: Cluster, s: Settings, e: Engine) -> tuple[float, float]:
     """(fixed seconds, NIC wire seconds) of one collective on cluster ``c``."""
     p, n, g = c.ranks, c.hosts, c.gpus_per_host
     if p <= 1:
         return 0.0, 0.0
-    two_d = s.algorithm == "2d" and n > 1 and g > 1
+    use_2d = takes_two_d(b, c, s)
     if b.kind == "dense":
         if n == 1:
             return e.call_s + costs.ring_allreduce(b.bytes, p, c.alpha_local, c.beta_local), 0.0
-        if not two_d:
+        if not use_2d:
             return e.call_s + 2 * (p - 1) * c.alpha_net, costs.ring_allreduce_wire(b.bytes, p, c.ring_beta(1))
         w = c.windows(b.bytes, s.window_bytes)
         inner, wire = costs.two_level_parts(b.bytes, n, g, w, c.alpha_local, c.beta_local, c.alpha_net, c.ring_beta(g))
         return e.call_s + inner, wire
-    if n == 1 or not two_d:
+    if n == 1 or not use_2d:
         # Flat top-k: gTop-k's merge over all p ranks. Ranks are numbered host by host, so the rounds
         # whose partner i xor 2^t is on the same host (t < log2 g) stay inside it and the others cross
         # the NIC, every local rank of a host sending its k pairs at once (g flows share the NIC).

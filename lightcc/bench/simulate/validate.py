@@ -1,4 +1,13 @@
-"""Predictions against measured emulated-cluster results (benchmarks/cluster result JSON files).
+"""Validates the simulator against measured emulated-cluster runs: `lightcc-bench simulate validate`.
+
+    lightcc-bench simulate validate                  # every published run, in ../lightcc-results
+    lightcc-bench simulate validate NEW.json --fit-on ../lightcc-results/benchmarks/cluster/results/s11/hosts2.json
+
+Any file `python -m benchmarks.cluster run` writes (any hosts x ranks, rate, backward) is accepted;
+a 4-16 host run is validated by naming it. Autotune files (no probe of their own) borrow the links
+of --probe-from. The top-k compute constants are fitted on --fit-on (default: the 2 x 2 run
+s11/hosts2.json) and then applied unchanged to every file. Prints the table; --out STEM also writes
+STEM.md and STEM.json.
 
 A results file holds the cluster's shape (hosts, per_host), its shaping (rate), the simulated backward
 (backward_ms), the probe's fitted links (probe.links: alpha/beta between and inside hosts, the engine's
@@ -11,10 +20,13 @@ links) and Settings (the row's flags), and is simulated; the error is predicted 
 
 from __future__ import annotations
 
+import argparse
+import glob
 import json
-import math
 import re
-from dataclasses import dataclass, replace
+import sys
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
@@ -25,6 +37,20 @@ from lightcc.bench.simulate.workload import Tensor, Workload, model_sizes
 
 TOLERANCE = 0.15
 DEFAULT_CORES = 2  # the machine every committed run was taken on, for files that do not say
+
+# The archived raw data, where `python -m benchmarks.archive checkout` writes it from a source
+# checkout's root (docs/results.md); the published runs below are relative to it.
+RESULTS_CHECKOUT = Path("..") / "lightcc-results"
+# The top-k fit's run, then the rest the validation covers.
+DEFAULT_FIT = "benchmarks/cluster/results/s11/hosts2.json"
+MORE_HOSTS = [f"benchmarks/cluster/results/s11/{f}" for f in (
+    "hosts4x1.json", "hosts4.json", "hosts4-steps6.json", "hosts8.json", "hosts4-200m.json", "hosts8-200m.json",
+    "hosts16-200m.json")]
+# Session 12: after callers stopped polling the engine (commit bd4fe89), with the contended-step probe.
+MORE_HOSTS += [f"benchmarks/cluster/results/s12/{f}" for f in ("hosts8-200m.json", "hosts16-200m.json")]
+# Session 13: with HARP ringing the engine's doorbell on completion (commit a50b27d).
+MORE_HOSTS += [f"benchmarks/cluster/results/s13/{f}" for f in ("hosts8-200m.json", "hosts16-200m.json")]
+PROBE_FROM = "benchmarks/cluster/results/cluster.json"
 
 
 @dataclass(frozen=True)
@@ -70,12 +96,49 @@ def cluster_of(doc: dict) -> Cluster:
                    contended_step_us=float(contended.get("step_s", 0.0)) * 1e6, executor="host")
 
 
-def settings_of(config: str, env: dict) -> Settings:
-    """Settings from a row's configuration key and flags."""
+# LIGHT_2D_ALLREDUCE unset meant the flat schedules until commit 762d3d4 (2026-11-26 00:05 UTC) let the
+# engine choose (auto). Runs say when they were recorded; the day is the boundary.
+AUTO_TWO_D_SINCE = datetime(2026, 11, 26)
+_TRUE = ("1", "true", "True", "TRUE", "yes")  # config.cc's parseBool
+_FALSE = ("0", "false", "False", "FALSE", "no")
+
+
+def recorded_at(doc: dict) -> datetime | None:
+    """When a results document was recorded: its ``when`` (benchmarks/cluster and streams runs), else the
+    build time of the core that ran it (``core.mtime``, autotune files); None when it says neither."""
+    if doc.get("when"):
+        return datetime.strptime(doc["when"], "%Y-%m-%d %H:%M:%S")
+    mtime = (doc.get("core") or {}).get("mtime")
+    return datetime.strptime(mtime, "%a %b %d %H:%M:%S %Y") if mtime else None
+
+
+def two_d_of(env: dict, recorded: datetime | None = None) -> str:
+    """The 2D mode a row ran with, read as config.cc's parseTwoD reads the flags.
+
+    1 (LIGHT_2D_ALLREDUCE, Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE or HOROVOD_TORUS_ALLREDUCE) forces
+    '2d', 0 forbids it ('flat'); unset or auto is the engine's choice ('auto', ``timeline.takes_two_d``),
+    except in a run recorded before AUTO_TWO_D_SINCE, whose engine had no choice and ran flat. A run
+    that does not say when (``recorded`` None) is taken as today's engine's.
+    """
+    values = {n: str(env[n]) for n in ("LIGHT_2D_ALLREDUCE", "HOROVOD_HIERARCHICAL_ALLREDUCE") if n in env}
+    for name, v in values.items():
+        if v not in _TRUE + _FALSE + ("auto", ""):
+            raise ValueError(f"{name}={v!r}: the engine takes 0, 1 or auto")
+    if any(v in _TRUE for v in values.values()) or str(env.get("HOROVOD_TORUS_ALLREDUCE", "0")) in _TRUE:
+        return "2d"
+    if any(v in _FALSE for v in values.values()):
+        return "flat"
+    return "flat" if recorded is not None and recorded < AUTO_TWO_D_SINCE else "auto"
+
+
+def settings_of(config: str, env: dict, recorded: datetime | None = None) -> Settings:
+    """Settings from a row's configuration key and flags, in a run recorded at ``recorded`` (``two_d_of``)."""
     streams = re.search(r"\+s(\d+)$", config)
     d = Settings()  # a flag the row did not set has the engine's default
+    ring_only = str(env.get("LIGHTCC_FORCE_RING", "0")) in _TRUE
     return Settings(
-        algorithm="2d" if env.get("LIGHT_2D_ALLREDUCE") == "1" else "flat",
+        algorithm=two_d_of(env, recorded),
+        rd_bytes=0 if ring_only else int(env.get("LIGHTCC_RD_ALLREDUCE_BYTES", d.rd_bytes)),
         topk=env.get("LIGHT_TOPK_ALLREDUCE") == "1",
         density=float(env.get("LIGHT_TOPK_DENSITY", d.density)),
         topk_threshold=int(env.get("LIGHT_TOPK_THRESHOLD", d.topk_threshold)),
@@ -103,7 +166,7 @@ def validate_doc(doc: dict, name: str, engine: Engine) -> list[Row]:
     for r in doc["rows"]:
         if not r.get("median_s"):
             continue
-        s = settings_of(r["config"], r.get("env", {}))
+        s = settings_of(r["config"], r.get("env", {}), recorded_at(doc))
         w = workload_of(doc, r["model"])
         step = simulate_step(w, cluster, s, eng)
         rows.append(Row(name, r["model"], r["config"], f"{cluster.hosts}x{cluster.gpus_per_host}",
@@ -128,7 +191,7 @@ def from_autotune(doc: dict, probe_doc: dict) -> dict:
             rows.append({"model": m["model"], "config": "autotuned", "env": env,
                          "median_s": m["summary"]["tuned_median_s"]})
     return {"hosts": probe_doc["hosts"], "per_host": probe_doc["per_host"], "rate": doc.get("rate"),
-            "backward_ms": 0.0, "probe": probe_doc["probe"], "models": {}, "rows": rows}
+            "backward_ms": 0.0, "probe": probe_doc["probe"], "models": {}, "rows": rows, "core": doc.get("core")}
 
 
 def load(path: str | Path, probe_from: str | Path | None = None) -> dict:
@@ -163,7 +226,7 @@ def topk_features(doc: dict, model: str, config: str, env: dict) -> tuple[float,
     """(bytes each rank selects over, top-k collectives, 2D shared-memory windows) of one row's step,
     each times the run's CPU contention (ranks per core): the constants fitted on them are per rank
     with a core of its own."""
-    c, s = cluster_of(doc), settings_of(config, env)
+    c, s = cluster_of(doc), settings_of(config, env, recorded_at(doc))
     step = simulate_step(workload_of(doc, model), c, s, EMULATED_ENGINE)
     big = [b.bytes for b, _, _ in step.batches if b.kind == "topk"]
     f = c.cpu_contention
@@ -226,3 +289,65 @@ def format_rows(rows: Sequence[Row]) -> str:
     lines.append("")
     lines.append(f"{ok} of {len(rows)} rows within {TOLERANCE:.0%}; mean |error| {mean * 100:.1f} %.")
     return "\n".join(lines)
+
+
+def published_files(results: Path) -> list[str]:
+    """Every published run the validation covers, under the results checkout ``results``."""
+    cluster = results / "benchmarks" / "cluster" / "results"
+    globbed = [cluster / "fusion" / "gbit_*.json", cluster / "fusion" / "fast_*.json"]
+    files = [str(results / f) for f in [DEFAULT_FIT, *MORE_HOSTS, PROBE_FROM]]
+    files += [f for g in globbed for f in sorted(glob.glob(str(g)))] + [str(cluster / "unshaped-topk.json")]
+    files += sorted(glob.glob(str(cluster / "autotune" / "autotune-*.json")))
+    return files + sorted(glob.glob(str(results / "benchmarks" / "streams" / "results" / "cluster*.json")))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``lightcc-bench simulate validate``."""
+    ap = argparse.ArgumentParser(prog="lightcc-bench simulate validate", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="*", help="results JSON files (default: the published ones, under --results)")
+    ap.add_argument("--results", type=Path, default=RESULTS_CHECKOUT,
+                    help="the archived raw data, written out by `python -m benchmarks.archive checkout` "
+                    "(default %(default)s)")
+    ap.add_argument("--fit-on", nargs="*",
+                    help=f"files whose top-k rows fit the constants (default RESULTS/{DEFAULT_FIT})")
+    ap.add_argument("--probe-from", help="run file whose links autotune files (which have no probe) borrow "
+                    f"(default RESULTS/{PROBE_FROM})")
+    ap.add_argument("--out", metavar="STEM", help="also write STEM.md and STEM.json")
+    return ap
+
+
+def run_validation(files: Sequence[str | Path], fit_on: Sequence[str | Path],
+                   probe_from: str | Path) -> tuple[str, dict]:
+    """Fit the top-k constants on ``fit_on``, validate ``files``: the Markdown text and the JSON document."""
+    engine, used = fit_topk(fit_on)
+    rows = validate_files(files, engine, probe_from)
+    fitted = (f"Fitted on {len(used)} top-k rows of {', '.join(Path(f).name for f in fit_on)}: "
+              f"selection {engine.select_s_per_byte * 1e9:.2f} ns per selected byte per rank with a core of its own, "
+              f"{engine.topk_call_s * 1e3:.2f} ms per top-k collective, "
+              f"{engine.topk_window_s * 1e3:.2f} ms per 2D + top-k window.")
+    doc = {"tolerance": TOLERANCE, "engine": asdict(engine), "fit_on": [Path(f).name for f in fit_on],
+           "rows": [{**asdict(r), "error": r.error, "within": r.within} for r in rows]}
+    return fitted + "\n\n" + format_rows(rows) + "\n", doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``lightcc-bench simulate validate``; returns the exit status."""
+    ap = build_parser()
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    fit_on = args.fit_on or [str(args.results / DEFAULT_FIT)]
+    probe_from = args.probe_from or str(args.results / PROBE_FROM)
+    if not args.files and not args.results.is_dir():
+        ap.error(f"no files given and no results checkout at {args.results}: see docs/results.md to fetch it")
+    try:
+        text, doc = run_validation(args.files or published_files(args.results), fit_on, probe_from)
+        if args.out:
+            out = Path(args.out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.with_suffix(".md").write_text(text)
+            out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
+    except (ValueError, OSError, KeyError) as err:
+        print(f"lightcc-bench simulate validate: error: {err}", file=sys.stderr)
+        return 1
+    print(text)
+    return 0

@@ -1,7 +1,7 @@
 """Runs PyTorch's backend-generic suite from the installed torch wheel against one backend.
 
-    BACKEND=lightcc python -m tests.compat.torch_distributed_suite --backend lightcc [-k EXPR] [--test NAME] [--list]
-        [--start fork|spawn]
+    BACKEND=lightcc python -m benchmarks.compat.torch_distributed_suite --backend lightcc [-k EXPR] [--test NAME]
+        [--list] [--start fork|spawn]
 
 The suite is `DistributedTest._DistTestBase` in torch.testing._internal.distributed.distributed_test,
 which ships in the torch wheel; this runner only sets the environment it reads at import
@@ -11,6 +11,9 @@ this one by default (the whole suite in about a minute a backend), or spawned (`
 torch's own way, about ten times slower). Nothing of torch's is copied. Results print as
 unittest's, then one "RESULT name outcome" line a test, ending in one "N passed, N failed, N
 skipped" line.
+
+Beside benchmarks/compat/horovod_suite.py, which does the same with Horovod's own tests: the published
+counts (docs/results.md) come from here, and tests/parallel/test_torch_suite.py runs it in CI.
 """
 from __future__ import annotations
 

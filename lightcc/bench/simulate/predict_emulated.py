@@ -1,21 +1,23 @@
 """Predictions for the emulated cluster at 2-16 hosts x 2 ranks, to set beside its runs.
 
-    python -m benchmarks.sim.predict_emulated     # writes lightcc-results/sim/emulated-prediction.{md,json}
+    lightcc-bench simulate emulated [--out STEM]   # prints the table; STEM.{md,json} with --out
 
 The set-up of benchmarks/cluster (1 Gbit/s tbf per host, the replay with no backward, the probe's
 links, the top-k constants fitted per rank with a core of its own) at more hosts. Every rank runs
 on the same 2 cores, so top-k's computation takes ranks/2 times as long (``Cluster.cores``); in
 parentheses, the same step if every rank had a core of its own, as on a GPU cluster. Validate runs
-with `python -m benchmarks.sim.validate FILE`.
+with `lightcc-bench simulate validate FILE`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import sys
 from dataclasses import replace
+from pathlib import Path
 
-from benchmarks.output import default_out
 from lightcc.bench.simulate import report
 from lightcc.bench.simulate.cluster import preset
 from lightcc.bench.simulate.settings import EMULATED_ENGINE, Settings
@@ -25,10 +27,10 @@ from lightcc.bench.simulate.validate import workload_of
 MODELS = ("inception_v3", "resnet101", "vgg16", "transformer_xl")
 CONFIGS = ("flat", "2d", "topk", "2d_topk")
 HOSTS = (2, 4, 8, 16)
-OUT = default_out("sim", "emulated-prediction")
 
 
-def main() -> int:
+def predict() -> tuple[str, dict]:
+    """The Markdown table and the JSON document of every model x configuration x host count."""
     doc = {"hosts": HOSTS, "per_host": 2, "rows": []}
     base = preset("emulated")
     lines = ["| model | config | " + " | ".join(f"{h} x 2 ms" for h in HOSTS) + " |",
@@ -45,13 +47,25 @@ def main() -> int:
                                     "predicted_s": shared, "predicted_own_cores_s": own})
                 cells.append(f"{shared * 1e3:,.0f}" + (f" ({own * 1e3:,.0f})" if s.topk else ""))
             lines.append(f"| {m} | {name} | " + " | ".join(cells) + " |")
-    text = "\n".join(lines) + "\n"
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.with_suffix(".md").write_text(text)
-    OUT.with_suffix(".json").write_text(json.dumps(doc, indent=1))
+    return "\n".join(lines) + "\n", doc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``lightcc-bench simulate emulated``."""
+    ap = argparse.ArgumentParser(prog="lightcc-bench simulate emulated", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", metavar="STEM", help="also write STEM.md and STEM.json")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``lightcc-bench simulate emulated``; returns the exit status."""
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    text, doc = predict()
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".md").write_text(text)
+        out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
     print(text)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

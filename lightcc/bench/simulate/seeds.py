@@ -1,7 +1,7 @@
 """The seeds' table shape, simulated: lightcc vs a Horovod-style flat ring on a 25 Gbit/s VPC, and
 lightcc on 50 Gbit/s + HARP vs a flat ring on 100 Gbit/s RDMA, at 8-1,024 GPUs (8 per host).
 
-    python -m benchmarks.sim.seeds            # writes lightcc-results/sim/seeds.{md,json,png}
+    lightcc-bench simulate seeds [--out STEM]     # prints the tables; STEM.{md,json,png} with --out
 
 Assumptions (the presets in lightcc/bench/simulate/cluster.py and workload.COMPUTE; docs/simulator.md
 states each one): V100 per-GPU compute, fp32 gradients, ready in reverse layer order over backward.
@@ -9,18 +9,18 @@ states each one): V100 per-GPU compute, fp32 gradients, ready in reverse layer o
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from benchmarks.output import default_out
 from lightcc.bench.simulate import report
 from lightcc.bench.simulate.cluster import preset
 from lightcc.bench.simulate.settings import Engine, Settings
 from lightcc.bench.simulate.workload import named
 
 MODELS = ("inception_v3", "resnet101", "vgg16", "transformer_xl")
-OUT = default_out("sim", "seeds")
 # (column label, configuration, cluster preset)
 SCENARIOS = (
     ("Horovod flat ring, 25G TCP", "horovod", "vpc25"),
@@ -56,7 +56,8 @@ def tables(doc: dict) -> str:
     """Two Markdown tables: img/s (and efficiency) per scenario, with the seeds' ratios."""
     s = [x[0] for x in SCENARIOS]
     lines = ["### 25 Gbit/s VPC: Horovod-style flat ring vs lightcc", "",
-             "| model | GPUs | Horovod img/s (eff) | lightcc 2D img/s (eff) | speedup | lightcc 2D+top-k img/s (eff) | speedup |",
+             "| model | GPUs | Horovod img/s (eff) | lightcc 2D img/s (eff) | speedup "
+             "| lightcc 2D+top-k img/s (eff) | speedup |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for m, d in doc["models"].items():
         for g in report.DEFAULT_GPUS:
@@ -65,7 +66,8 @@ def tables(doc: dict) -> str:
                          f"({a['efficiency']:.0%}) | {a['img_s'] / h['img_s']:.2f}x | {b['img_s']:,.0f} "
                          f"({b['efficiency']:.0%}) | {b['img_s'] / h['img_s']:.2f}x |")
     lines += ["", "### 50 Gbit/s + HARP (lightcc) vs 100 Gbit/s RDMA (Horovod/NCCL flat ring)", "",
-              "| model | GPUs | RDMA 100G img/s (eff) | HARP 50G 2D img/s (eff) | / RDMA | HARP 50G 2D+top-k img/s (eff) | / RDMA |",
+              "| model | GPUs | RDMA 100G img/s (eff) | HARP 50G 2D img/s (eff) | / RDMA "
+              "| HARP 50G 2D+top-k img/s (eff) | / RDMA |",
               "|---|---:|---:|---:|---:|---:|---:|"]
     for m, d in doc["models"].items():
         for g in report.DEFAULT_GPUS:
@@ -101,16 +103,28 @@ def plot(doc: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``lightcc-bench simulate seeds``."""
+    ap = argparse.ArgumentParser(prog="lightcc-bench simulate seeds", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", metavar="STEM", help="also write STEM.md, STEM.json and the plot STEM.png")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``lightcc-bench simulate seeds``; returns the exit status."""
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.out:
+        from lightcc.bench.plot import require_matplotlib
+
+        require_matplotlib()  # before the sweep, not after
     doc = simulate()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.with_suffix(".json").write_text(json.dumps(doc, indent=1))
     text = tables(doc)
-    OUT.with_suffix(".md").write_text(text)
-    plot(doc, OUT.with_suffix(".png"))
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
+        out.with_suffix(".md").write_text(text)
+        plot(doc, out.with_suffix(".png"))
     print(text)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

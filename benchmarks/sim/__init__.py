@@ -1,1 +1,0 @@
-"""Simulator validation and prediction tables (lightcc-bench simulate): scripts and their results."""
