@@ -15,6 +15,7 @@
 #include "device/nccl.h"
 #include "engine/cost_model.h"
 #include "engine/device_pacing.h"
+#include "engine/op_runs.h"
 #include "engine/fusion.h"
 #include "engine/two_d_choice.h"
 #include "kernels/topk.h"
@@ -191,26 +192,7 @@ Status DeviceExecutor::run(Batch& b) {
   if (trace) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
-  Status st;
-  std::vector<HandleResult> results;  // the other collectives' outputs, which finish hands out
-  auto thenFinish = [&](const Status& ran) { return ran.ok() ? finish(b, std::move(results)) : ran; };
-  switch (r.op) {
-    case OpType::kAllreduce: {
-      const Algorithm algo = pickAlgorithm(b, env_, SetShape{c->flat->size(), false, c->intra != nullptr});
-      st = algo == Algorithm::kTopk || algo == Algorithm::kTwoLevelTopk ? topk(b, *c, algo) : allreduce(b, *c, algo);
-      break;
-    }
-    case OpType::kAllgather: st = thenFinish(collectives_.allgather(b, *c->flat, &results)); break;
-    case OpType::kBroadcast: st = thenFinish(collectives_.broadcast(b, *c->flat, &results)); break;
-    case OpType::kAlltoall: st = thenFinish(collectives_.alltoall(b, *c->flat, &results)); break;
-    case OpType::kReducescatter: st = thenFinish(collectives_.reducescatter(b, *c->flat, &results)); break;
-    case OpType::kBarrier:
-    case OpType::kJoin:
-    case OpType::kAddProcessSet:
-    case OpType::kRemoveProcessSet:  // control ops: dispatch applies them, never an executor
-      st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op) + " on " + dev_->describe());
-      break;
-  }
+  Status st = OpRuns::onDevice(*this, b, *c);  // the op's body (engine/op_runs.h)
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
   }

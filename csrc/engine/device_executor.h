@@ -72,6 +72,7 @@ class DeviceExecutor : public Executor {
   void dropSet(int32_t set) override;
 
  private:
+  friend struct OpRuns;  // engine/op_runs.h: which of the bodies below runs each op
   struct SetComms {
     std::unique_ptr<device::Comm> flat;
     std::unique_ptr<device::Comm> intra;  // LIGHT_2D_ALLREDUCE: my group

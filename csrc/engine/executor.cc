@@ -7,6 +7,7 @@
 
 #include "algorithms/adasum.h"
 #include "algorithms/collectives.h"
+#include "engine/op_runs.h"
 #include "engine/fusion.h"
 #include "engine/two_d_choice.h"
 #include "kernels/reduce.h"
@@ -133,20 +134,7 @@ Status HostExecutor::run(Batch& b) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
   const uint64_t sent_before = sentBytes(comm, r.process_set_id);
-  Status st;
-  switch (r.op) {
-    case OpType::kAllreduce: st = allreduce(b, comm, algo); break;
-    case OpType::kAllgather: st = allgather(b, comm, algo); break;
-    case OpType::kBroadcast: st = broadcast(b, comm, algo); break;
-    case OpType::kAlltoall: st = alltoall(b, comm, algo); break;
-    case OpType::kReducescatter: st = reducescatter(b, comm, algo); break;
-    case OpType::kBarrier:
-    case OpType::kJoin:
-    case OpType::kAddProcessSet:
-    case OpType::kRemoveProcessSet:  // control ops: dispatch applies them, never an executor
-      st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op));
-      break;
-  }
+  const Status st = OpRuns::onHost(*this, b, comm, algo);  // the op's body (engine/op_runs.h)
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
   }

@@ -30,8 +30,8 @@ from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrup
 from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
 from lightcc.common.fusion_info import fusion_info
 from lightcc.common.topk_state import load_topk_state_dict, topk_state_dict
-from lightcc.common.process_sets import (ProcessSet, _id_of, add_process_set, global_process_set,
-                                         remove_process_set)
+from lightcc.common.process_sets import ProcessSet, _id_of, global_process_set
+from lightcc.common.process_sets import add_process_set, remove_process_set  # noqa: F401  (public: __all__ takes it from calls.py)
 
 __all__ = [
     "init", "shutdown", "is_initialized", "size", "local_size", "cross_size", "rank", "local_rank",

@@ -14,7 +14,8 @@ from lightcc.tensorflow.gradient_tape import DistributedGradientTape, PartialDis
 from lightcc.tensorflow.mpi_ops import *  # noqa: F401,F403
 from lightcc.tensorflow.mpi_ops import __all__ as _ops_all
 from lightcc.tensorflow.optimizer import DistributedOptimizer
-from lightcc.tensorflow.reduce import allreduce, grouped_allreduce, grouped_reducescatter, reducescatter
+from lightcc.tensorflow.reduce import allreduce, grouped_allreduce, grouped_reducescatter, reducescatter  # noqa: F401
+# (public: __all__ takes them from calls.py)
 from lightcc.tensorflow.util import _cache, _executing_eagerly, _make_subgraph  # noqa: F401  (Horovod's names)
 from lightcc.tensorflow.util import refs_to_vars, vars_to_refs  # noqa: F401
 

@@ -47,10 +47,9 @@ from lightcc.common.process_sets import (
     ProcessSet,
     _get_process_set_ids_and_ranks,
     _id_of,
-    add_process_set,
     global_process_set,
-    remove_process_set,
 )
+from lightcc.common.process_sets import add_process_set, remove_process_set  # noqa: F401  (public: __all__ takes it from calls.py)
 from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module has)
     check_installed_version,
     get_average_backwards_compatibility_fun,

@@ -43,7 +43,8 @@ from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module
     gpu_available,
     num_rank_is_power_2,
 )
-from lightcc.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from lightcc.common.process_sets import ProcessSet, global_process_set
+from lightcc.common.process_sets import add_process_set, remove_process_set  # noqa: F401  (public: __all__ takes it from calls.py)
 from lightcc.torch import autograd as _ag
 from lightcc.torch.autograd import (  # noqa: F401  (Horovod's mpi_ops defines its autograd Functions here)
     HorovodAllgather,

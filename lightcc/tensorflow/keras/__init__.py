@@ -35,7 +35,8 @@ from lightcc.common.basics import (
     stop_timeline,
 )
 from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
-from lightcc.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from lightcc.common.process_sets import ProcessSet, global_process_set
+from lightcc.common.process_sets import add_process_set, remove_process_set  # noqa: F401  (public: __all__ takes it from calls.py)
 from lightcc.common.util import is_version_greater_equal_than  # noqa: F401  (Horovod's module has it)
 from lightcc.tensorflow import _util as _u
 from lightcc.tensorflow import mpi_ops as _m
