@@ -15,7 +15,6 @@
 #include "device/nccl.h"
 #include "engine/cost_model.h"
 #include "engine/device_pacing.h"
-#include "engine/op_runs.h"
 #include "engine/fusion.h"
 #include "engine/two_d_choice.h"
 #include "kernels/topk.h"
@@ -192,7 +191,7 @@ Status DeviceExecutor::run(Batch& b) {
   if (trace) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
-  Status st = OpRuns::onDevice(*this, b, *c);  // the op's body (engine/op_runs.h)
+  Status st = runOp(b, *c);
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
   }

@@ -7,7 +7,6 @@
 
 #include "algorithms/adasum.h"
 #include "algorithms/collectives.h"
-#include "engine/op_runs.h"
 #include "engine/fusion.h"
 #include "engine/two_d_choice.h"
 #include "kernels/reduce.h"
@@ -134,7 +133,7 @@ Status HostExecutor::run(Batch& b) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
   const uint64_t sent_before = sentBytes(comm, r.process_set_id);
-  const Status st = OpRuns::onHost(*this, b, comm, algo);  // the op's body (engine/op_runs.h)
+  const Status st = runOp(b, comm, algo);
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
   }

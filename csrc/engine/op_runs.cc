@@ -1,4 +1,4 @@
-// op_runs.cc: each OpType's row of bodies (host executor, device executor), and running a batch with it.
+// op_runs.cc: each OpType's row of bodies (host executor, device executor), and the executors' runOp, which reads it.
 #include "engine/op_runs.h"
 
 #include <string>
@@ -50,5 +50,9 @@ Status OpRuns::onDevice(DeviceExecutor& x, Batch& b, DeviceExecutor::SetComms& c
   }
   return body(x, b, c);
 }
+
+Status HostExecutor::runOp(Batch& b, SetComm& comm, Algorithm algo) { return OpRuns::onHost(*this, b, comm, algo); }
+
+Status DeviceExecutor::runOp(Batch& b, SetComms& c) { return OpRuns::onDevice(*this, b, c); }
 
 }  // namespace lightcc

@@ -1,7 +1,8 @@
 // op_runs.h: the one switch over OpType that picks each op's body on the host and the device executor.
 //
 // What an op is lives in op_traits.h; how each executor runs it lives here, one row per op (beside
-// it), so neither executor switches on the op itself. A new data op adds its row to OpRuns::of
+// it), so neither executor switches on the op itself: their runOp (defined in op_runs.cc, so the
+// executors do not include this header) reads the row. A new data op adds its row to OpRuns::of
 // (-Werror=switch names it) and its bodies: a HostExecutor method over Links, and a
 // DeviceCollectives method over device::Comm (or its own device body, as allreduce has).
 #pragma once
