@@ -191,26 +191,7 @@ Status DeviceExecutor::run(Batch& b) {
   if (trace) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
-  Status st;
-  std::vector<HandleResult> results;  // the other collectives' outputs, which finish hands out
-  auto thenFinish = [&](const Status& ran) { return ran.ok() ? finish(b, std::move(results)) : ran; };
-  switch (r.op) {
-    case OpType::kAllreduce: {
-      const Algorithm algo = pickAlgorithm(b, env_, SetShape{c->flat->size(), false, c->intra != nullptr});
-      st = algo == Algorithm::kTopk || algo == Algorithm::kTwoLevelTopk ? topk(b, *c, algo) : allreduce(b, *c, algo);
-      break;
-    }
-    case OpType::kAllgather: st = thenFinish(collectives_.allgather(b, *c->flat, &results)); break;
-    case OpType::kBroadcast: st = thenFinish(collectives_.broadcast(b, *c->flat, &results)); break;
-    case OpType::kAlltoall: st = thenFinish(collectives_.alltoall(b, *c->flat, &results)); break;
-    case OpType::kReducescatter: st = thenFinish(collectives_.reducescatter(b, *c->flat, &results)); break;
-    case OpType::kBarrier:
-    case OpType::kJoin:
-    case OpType::kAddProcessSet:
-    case OpType::kRemoveProcessSet:  // control ops: dispatch applies them, never an executor
-      st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op) + " on " + dev_->describe());
-      break;
-  }
+  Status st = runOp(b, *c);
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
   }

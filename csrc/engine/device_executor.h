@@ -72,6 +72,7 @@ class DeviceExecutor : public Executor {
   void dropSet(int32_t set) override;
 
  private:
+  friend struct OpRuns;  // engine/op_runs.h: which of the bodies below runs each op
   struct SetComms {
     std::unique_ptr<device::Comm> flat;
     std::unique_ptr<device::Comm> intra;  // LIGHT_2D_ALLREDUCE: my group
@@ -85,6 +86,8 @@ class DeviceExecutor : public Executor {
   Status finish(Batch& b, std::vector<HandleResult> results);
 
   // The allreduce rows of pickAlgorithm(): flat or 2D dense, flat or 2D top-k (device_topk.h).
+  // Runs `b` with its op's body; defined beside the table, in engine/op_runs.cc.
+  Status runOp(Batch& b, SetComms& c);
   Status allreduce(Batch& b, SetComms& c, Algorithm algo);
   Status topk(Batch& b, SetComms& c, Algorithm algo);
   // A top-k batch's tensors end to end in one index space, a segment each (the host's TopkBatch):

@@ -133,20 +133,7 @@ Status HostExecutor::run(Batch& b) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
   const uint64_t sent_before = sentBytes(comm, r.process_set_id);
-  Status st;
-  switch (r.op) {
-    case OpType::kAllreduce: st = allreduce(b, comm, algo); break;
-    case OpType::kAllgather: st = allgather(b, comm, algo); break;
-    case OpType::kBroadcast: st = broadcast(b, comm, algo); break;
-    case OpType::kAlltoall: st = alltoall(b, comm, algo); break;
-    case OpType::kReducescatter: st = reducescatter(b, comm, algo); break;
-    case OpType::kBarrier:
-    case OpType::kJoin:
-    case OpType::kAddProcessSet:
-    case OpType::kRemoveProcessSet:  // control ops: dispatch applies them, never an executor
-      st = Status::Internal(std::string("cannot execute ") + opTypeName(r.op));
-      break;
-  }
+  const Status st = runOp(b, comm, algo);
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
   }

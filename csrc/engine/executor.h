@@ -130,6 +130,9 @@ class HostExecutor : public Executor {
   void complete(Batch& b, size_t index, const Status& st, HandleResult result = {});
   // Bytes this channel has posted on the links of the set (and of its 2D communicators).
   uint64_t sentBytes(const SetComm& comm, int32_t set) const;
+  friend struct OpRuns;  // engine/op_runs.h: which of the bodies below runs each op
+  // Runs `b` with its op's body; defined beside the table, in engine/op_runs.cc.
+  Status runOp(Batch& b, SetComm& comm, Algorithm algo);
   Status allreduce(Batch& b, SetComm& comm, Algorithm algo);
   Status topk(Batch& b, SetComm& comm, Algorithm algo);
   Status allgather(Batch& b, SetComm& comm, Algorithm algo);

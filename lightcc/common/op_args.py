@@ -53,13 +53,6 @@ class Adapted(NamedTuple):
     stream: int = 0   # the caller's current CUDA stream (GPU tensors)
 
 
-_ALLREDUCE = _spec.code("allreduce")
-_ALLGATHER = _spec.code("allgather")
-_BROADCAST = _spec.code("broadcast")
-_ALLTOALL = _spec.code("alltoall")
-_REDUCESCATTER = _spec.code("reducescatter")
-
-
 def build(op: int, t: Adapted, **named: Any) -> TensorArgs:
     """`TensorArgs` of op code `op` for `t`, after the checks its row states (the per-op builders call it)."""
     _spec.check_shape(op, t.shape)
@@ -71,23 +64,23 @@ def build(op: int, t: Adapted, **named: Any) -> TensorArgs:
 def allreduce(t: Adapted, reduce_op: int, prescale: float = 1.0, postscale: float = 1.0,
               process_set_id: int = 0) -> TensorArgs:
     """Reduce `t` across the set into `t.out_ptr` (which may be `t.in_ptr`)."""
-    return build(_ALLREDUCE, t, reduce_op=reduce_op, prescale=prescale, postscale=postscale,
+    return build(_spec.code("allreduce"), t, reduce_op=reduce_op, prescale=prescale, postscale=postscale,
                  process_set_id=process_set_id)
 
 
 def allgather(t: Adapted, process_set_id: int = 0) -> TensorArgs:
     """Concatenate every rank's `t` along dim 0 (needs a dimension; the allocator makes the output)."""
-    return build(_ALLGATHER, t, process_set_id=process_set_id)
+    return build(_spec.code("allgather"), t, process_set_id=process_set_id)
 
 
 def broadcast(t: Adapted, root: int, process_set_id: int = 0) -> TensorArgs:
     """`root`'s tensor into every rank's `t.out_ptr`; `root` is a global rank."""
-    return build(_BROADCAST, t, root=int(root), process_set_id=process_set_id)
+    return build(_spec.code("broadcast"), t, root=int(root), process_set_id=process_set_id)
 
 
 def alltoall(t: Adapted, splits: Sequence[int] = (), process_set_id: int = 0) -> TensorArgs:
     """Send dim-0 slices of `t` (`splits` rows to each rank, even without) and receive theirs."""
-    return build(_ALLTOALL, t, aux=splits, process_set_id=process_set_id)
+    return build(_spec.code("alltoall"), t, aux=splits, process_set_id=process_set_id)
 
 
 def check_reducescatter_op(op: int) -> None:
@@ -102,7 +95,7 @@ def reducescatter(t: Adapted, reduce_op: int, prescale: float = 1.0, postscale: 
                   process_set_id: int = 0) -> TensorArgs:
     """Reduce `t` across the set and keep this rank's rows of dim 0 (no Adasum: Horovod's NotImplementedError)."""
     check_reducescatter_op(reduce_op)
-    return build(_REDUCESCATTER, t, reduce_op=reduce_op, prescale=prescale, postscale=postscale,
+    return build(_spec.code("reducescatter"), t, reduce_op=reduce_op, prescale=prescale, postscale=postscale,
                  process_set_id=process_set_id)
 
 

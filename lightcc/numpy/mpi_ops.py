@@ -13,6 +13,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from lightcc.common import calls as _calls
 from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
 from lightcc.common.op_args import Adapted
@@ -29,23 +30,17 @@ from lightcc.common.exceptions import HorovodInternalError, HostsUpdatedInterrup
 from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
 from lightcc.common.fusion_info import fusion_info
 from lightcc.common.topk_state import load_topk_state_dict, topk_state_dict
-from lightcc.common.process_sets import (ProcessSet, _id_of, add_process_set, global_process_set,
-                                         remove_process_set)
+from lightcc.common.process_sets import ProcessSet, _id_of, global_process_set
+from lightcc.common.process_sets import add_process_set, remove_process_set  # noqa: F401  (public: __all__ takes it from calls.py)
 
 __all__ = [
     "init", "shutdown", "is_initialized", "size", "local_size", "cross_size", "rank", "local_rank",
     "cross_rank", "is_homogeneous", "start_timeline", "stop_timeline", "mpi_threads_supported",
     "mpi_enabled", "mpi_built", "gloo_enabled", "gloo_built", "nccl_built", "ddl_built", "ccl_built",
     "cuda_built", "rocm_built", "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet",
-    "global_process_set", "add_process_set", "remove_process_set", "LightCCInternalError",
-    "HorovodInternalError", "HostsUpdatedInterrupt",
-    "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "grouped_allreduce",
-    "grouped_allreduce_", "grouped_allreduce_async", "grouped_allreduce_async_",
-    "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
-    "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
-    "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_reducescatter",
-    "grouped_reducescatter_async", "poll", "synchronize", "join", "barrier", "broadcast_object",
-    "allgather_object", "topk_state_dict", "load_topk_state_dict", "fusion_info",
+    "global_process_set", "LightCCInternalError", "HorovodInternalError", "HostsUpdatedInterrupt",
+    "poll", "synchronize", "broadcast_object", "allgather_object", "topk_state_dict", "load_topk_state_dict",
+    "fusion_info", *_calls.names("numpy"),
 ]
 
 
@@ -458,9 +453,6 @@ def _jax_aware(fn: Any) -> Any:
     return call
 
 
-for _name in ("allreduce", "allreduce_async", "grouped_allreduce", "grouped_allreduce_async", "allgather",
-              "allgather_async", "grouped_allgather", "grouped_allgather_async", "broadcast", "broadcast_async",
-              "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_reducescatter",
-              "grouped_reducescatter_async"):
+for _name in _calls.names("numpy", moving_data=True, in_place=False):
     globals()[_name] = _jax_aware(globals()[_name])
 del _name

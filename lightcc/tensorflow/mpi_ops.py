@@ -14,6 +14,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from lightcc.common import calls as _calls
 from lightcc.common import basics as _b
 from lightcc.common import op_spec as _spec
 from lightcc.common import ops as _ops
@@ -46,10 +47,9 @@ from lightcc.common.process_sets import (
     ProcessSet,
     _get_process_set_ids_and_ranks,
     _id_of,
-    add_process_set,
     global_process_set,
-    remove_process_set,
 )
+from lightcc.common.process_sets import add_process_set, remove_process_set  # noqa: F401  (public: __all__ takes it from calls.py)
 from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module has)
     check_installed_version,
     get_average_backwards_compatibility_fun,
@@ -63,10 +63,11 @@ __all__ = [
     "init", "shutdown", "is_initialized", "start_timeline", "stop_timeline", "size", "local_size", "cross_size",
     "rank", "local_rank", "cross_rank", "is_homogeneous", "mpi_threads_supported", "mpi_enabled", "mpi_built",
     "gloo_enabled", "gloo_built", "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
-    "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set", "add_process_set",
-    "remove_process_set", "allgather", "grouped_allgather", "broadcast", "broadcast_", "alltoall", "join",
+    "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set",
     "rank_op", "local_rank_op", "size_op", "local_size_op", "process_set_included_op",
     "handle_average_backwards_compatibility", "check_num_rank_power_of_2",
+    # the reducing calls (allreduce, reducescatter) are reduce.py's, which adds compression
+    *(n for n in _calls.names("tensorflow") if not _spec.op(_calls.label_of(n)).takes_reduce_op),
 ]
 
 #: Horovod scripts reach basics through `horovod.tensorflow.mpi_ops._basics`.

@@ -10,6 +10,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import torch
 
+from lightcc.common import calls as _calls
 from lightcc.common import basics as _common_basics
 from lightcc.common import ops as _ops
 from lightcc.common import process_sets as _ps
@@ -42,7 +43,8 @@ from lightcc.common.util import (  # noqa: F401  (names Horovod's mpi_ops module
     gpu_available,
     num_rank_is_power_2,
 )
-from lightcc.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from lightcc.common.process_sets import ProcessSet, global_process_set
+from lightcc.common.process_sets import add_process_set, remove_process_set  # noqa: F401  (public: __all__ takes it from calls.py)
 from lightcc.torch import autograd as _ag
 from lightcc.torch.autograd import (  # noqa: F401  (Horovod's mpi_ops defines its autograd Functions here)
     HorovodAllgather,
@@ -323,68 +325,10 @@ def barrier(process_set: ProcessSet = global_process_set) -> None:
 
 
 __all__ = [
-    "Adasum",
-    "Average",
-    "Compression",
-    "Compressor",
-    "HorovodInternalError",
-    "HostsUpdatedInterrupt",
-    "LightCCInternalError",
-    "Max",
-    "Min",
-    "ProcessSet",
-    "Product",
-    "Sum",
-    "add_process_set",
-    "allgather",
-    "allgather_async",
-    "allreduce",
-    "allreduce_",
-    "allreduce_async",
-    "allreduce_async_",
-    "alltoall",
-    "alltoall_async",
-    "barrier",
-    "broadcast",
-    "broadcast_",
-    "broadcast_async",
-    "broadcast_async_",
-    "ccl_built",
-    "cross_rank",
-    "cross_size",
-    "cuda_built",
-    "ddl_built",
-    "global_process_set",
-    "gloo_built",
-    "gloo_enabled",
-    "grouped_allgather",
-    "grouped_allgather_async",
-    "grouped_allreduce",
-    "grouped_allreduce_",
-    "grouped_allreduce_async",
-    "grouped_allreduce_async_",
-    "grouped_reducescatter",
-    "grouped_reducescatter_async",
-    "init",
-    "is_homogeneous",
-    "is_initialized",
-    "join",
-    "local_rank",
-    "local_size",
-    "mpi_built",
-    "mpi_enabled",
-    "mpi_threads_supported",
-    "nccl_built",
-    "poll",
-    "rank",
-    "reducescatter",
-    "reducescatter_async",
-    "remove_process_set",
-    "rocm_built",
-    "shutdown",
-    "size",
-    "sparse_allreduce_async",
-    "start_timeline",
-    "stop_timeline",
-    "synchronize",
+    "Adasum", "Average", "Compression", "Compressor", "HorovodInternalError", "HostsUpdatedInterrupt",
+    "LightCCInternalError", "Max", "Min", "ProcessSet", "Product", "Sum", "ccl_built", "cross_rank",
+    "cross_size", "cuda_built", "ddl_built", "global_process_set", "gloo_built", "gloo_enabled", "init",
+    "is_homogeneous", "is_initialized", "local_rank", "local_size", "mpi_built", "mpi_enabled",
+    "mpi_threads_supported", "nccl_built", "poll", "rank", "rocm_built", "shutdown", "size",
+    "sparse_allreduce_async", "start_timeline", "stop_timeline", "synchronize", *_calls.names("torch"),
 ]

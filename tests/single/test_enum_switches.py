@@ -42,7 +42,7 @@ ADDED_VALUES = [
     ("LIGHTCC_TEST_EXTRA_DTYPE", "kTestDtype", "csrc/kernels/topk_merge.cc", "csrc/kernels/topk_merge.cc"),
     ("LIGHTCC_TEST_EXTRA_DTYPE", "kTestDtype", "csrc/device/nccl.cc", "csrc/device/nccl.cc"),
     ("LIGHTCC_TEST_EXTRA_DTYPE", "kTestDtype", "csrc/cuda/runtime.cu", "csrc/cuda/runtime.cu"),
-    ("LIGHTCC_TEST_EXTRA_OP", "kTestGather", "csrc/engine/executor.cc", "csrc/engine/executor.cc"),
+    ("LIGHTCC_TEST_EXTRA_OP", "kTestGather", "csrc/engine/op_runs.cc", "csrc/engine/op_runs.cc"),
 ]
 
 

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import tensorflow as tf
 
+from lightcc.common import calls as _calls
 from lightcc.common.basics import (
     ccl_built,
     cross_rank,
@@ -34,7 +35,8 @@ from lightcc.common.basics import (
     stop_timeline,
 )
 from lightcc.common.ops import Adasum, Average, Max, Min, Product, Sum
-from lightcc.common.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from lightcc.common.process_sets import ProcessSet, global_process_set
+from lightcc.common.process_sets import add_process_set, remove_process_set  # noqa: F401  (public: __all__ takes it from calls.py)
 from lightcc.common.util import is_version_greater_equal_than  # noqa: F401  (Horovod's module has it)
 from lightcc.tensorflow import _util as _u
 from lightcc.tensorflow import mpi_ops as _m
@@ -54,9 +56,9 @@ __all__ = [
     "is_homogeneous", "start_timeline", "stop_timeline", "mpi_threads_supported", "mpi_enabled", "mpi_built",
     "nccl_built", "gloo_built", "gloo_enabled", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
     "PartialDistributedOptimizer", "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set",
-    "add_process_set", "remove_process_set", "Compression", "DistributedOptimizer", "broadcast_global_variables",
-    "allreduce", "allgather", "broadcast", "reducescatter", "load_model", "broadcast_object", "allgather_object",
-    "callbacks", "elastic", "SyncBatchNormalization",
+    "Compression", "DistributedOptimizer", "broadcast_global_variables",
+    "load_model", "broadcast_object", "allgather_object", "callbacks", "elastic", "SyncBatchNormalization",
+    *_calls.names("keras"),
 ]
 
 
