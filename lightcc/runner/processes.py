@@ -7,10 +7,11 @@ benchmark harness (testbed/procs.py, which adds its environment rule and reposit
   that a terminal's Ctrl-C reaches only the caller, and its tree can be found and ended as a whole.
 - Waiting (`wait`): for several processes together until one deadline, reading their pipes so a
   chatty child never blocks, with an optional `poll` callback while they run (a progress bar).
-- Stopping (`stop`, `stop_all`): SIGABRT to every Python process of each tree first, so that
-  faulthandler (PYTHONFAULTHANDLER=1, or `-X faulthandler`) prints where each thread was; after a
-  grace period, SIGKILL to the process group of every process in the tree — a launcher's ranks in
-  sessions of their own included, and ranks that outlived their launcher in its group.
+- Stopping (`stop`, `stop_all`): SIGABRT to every Python process of each tree first, deepest
+  first (a launcher lives to relay its ranks' output), so that faulthandler (PYTHONFAULTHANDLER=1,
+  or `-X faulthandler`) prints where each thread was; after a grace period, SIGKILL to the process
+  group of every process in the tree — a launcher's ranks in sessions of their own included, and
+  ranks that outlived their launcher in its group.
 - Cleanup: whatever raises inside `wait` (KeyboardInterrupt included), nothing it waited on is
   left running.
 
@@ -28,6 +29,8 @@ from typing import IO, Callable, Iterable, Mapping, Sequence, Union
 
 # How long the Python processes of a hung tree get to print their stacks after SIGABRT before SIGKILL.
 DUMP_GRACE_S = 5.0
+# How long a launcher whose ranks were aborted gets to relay their stacks and exit before it is aborted too.
+RELAY_S = 1.0
 # How often `wait` calls its `poll` callback while the processes run.
 POLL_INTERVAL_S = 0.2
 
@@ -113,12 +116,44 @@ def _wait_gone(pids: Sequence[int], timeout: float) -> None:
         time.sleep(0.05)
 
 
-def _abort(pids: Sequence[int], grace: float) -> None:
-    """SIGABRT to each Python process of `pids`; waits up to `grace` s for them to print their stacks and end."""
-    pythons = [pid for pid in pids if _is_python(pid)]
-    for pid in pythons:
-        _signal(pid, signal.SIGABRT)
-    _wait_gone(pythons, grace)
+def _layers(pid: int) -> list[list[int]]:
+    """The live tree below `pid` by depth: its children, then theirs, ... (`pid` itself not included)."""
+    layers: list[list[int]] = []
+    below = descendants(pid)
+    seen = {pid}
+    while below:
+        layer = [c for c in below if _parent(c) in seen]
+        if not layer:  # reparented while we looked: what is left is one more layer
+            layer = below
+        layers.append(layer)
+        seen.update(layer)
+        below = [c for c in below if c not in seen]
+    return layers
+
+
+def _parent(pid: int) -> int:
+    """`pid`'s parent (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(") ", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _abort(layers: Sequence[Sequence[int]], grace: float) -> None:
+    """SIGABRT to each Python process of `layers`, deepest layer first; up to `grace` s in all for them to end.
+
+    A launcher relays its ranks' output (lightccrun reads their pipes): aborted together, it would
+    die before it passed on their stacks. So each layer prints and ends before the one above is
+    hit, and a layer above gets up to RELAY_S to pass the stacks on and exit on its own first."""
+    deadline = time.monotonic() + grace
+    for depth, layer in enumerate(reversed(layers)):
+        pythons = [pid for pid in layer if _is_python(pid)]
+        if depth:
+            _wait_gone(pythons, min(RELAY_S, deadline - time.monotonic()))
+        for pid in alive(pythons):
+            _signal(pid, signal.SIGABRT)
+        _wait_gone(pythons, deadline - time.monotonic())
 
 
 def stop(proc: subprocess.Popen, dump: bool = True, grace: float = DUMP_GRACE_S, interrupt: float = 0.0) -> None:
@@ -135,10 +170,16 @@ def stop_all(started: Sequence[subprocess.Popen], dump: bool = True, grace: floa
              interrupt: float = 0.0) -> None:
     """`stop` for several processes at once: one grace period for all their stack dumps."""
     # The trees are read before any signal: a launcher that dies first orphans its ranks out of reach.
-    trees = {p.pid: [p.pid, *descendants(p.pid)] for p in started}
+    layers = {p.pid: [[p.pid], *_layers(p.pid)] for p in started}
+    trees = {pid: [q for layer in tree for q in layer] for pid, tree in layers.items()}
     running = [p for p in started if p.poll() is None]
     if dump:
-        _abort([pid for p in running for pid in trees[p.pid][1 if interrupt else 0:]], grace)
+        by_depth: list[list[int]] = []  # every tree's layer d together: one wait per depth, not per tree
+        for p in running:
+            for d, layer in enumerate(layers[p.pid]):
+                by_depth += [[] for _ in range(d + 1 - len(by_depth))]
+                by_depth[d] += layer
+        _abort(by_depth[1:] if interrupt else by_depth, grace)  # an interrupted command is not aborted
     if interrupt:
         for p in running:
             _signal(p.pid, signal.SIGINT)
