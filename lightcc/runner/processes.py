@@ -148,9 +148,9 @@ def _abort(layers: Sequence[Sequence[int]], grace: float) -> None:
     hit, and a layer above gets up to RELAY_S to pass the stacks on and exit on its own first."""
     deadline = time.monotonic() + grace
     for depth, layer in enumerate(reversed(layers)):
+        if depth:  # every process of the layer, mpirun too: it relays its ranks' output as lightccrun does
+            _wait_gone(layer, min(RELAY_S, deadline - time.monotonic()))
         pythons = [pid for pid in layer if _is_python(pid)]
-        if depth:
-            _wait_gone(pythons, min(RELAY_S, deadline - time.monotonic()))
         for pid in alive(pythons):
             _signal(pid, signal.SIGABRT)
         _wait_gone(pythons, deadline - time.monotonic())
