@@ -1,6 +1,9 @@
 """Starts the processes of tests and benchmarks: one environment rule, own sessions, hard timeouts, stacks on a hang.
 
-The one way ranks and launchers are started for tests/, benchmarks/ and testbed/ (issue 45):
+The one way ranks and launchers are started for tests/, benchmarks/ and testbed/ (issue 45). The
+process lifecycle — sessions of their own, hard timeouts, stacks on a hang, whole trees killed,
+cleanup on any exception — is the installed package's `lightcc.runner.processes` (lightcc-bench
+runs its workers through it too); this module adds what is particular to tests:
 
 - Environment (`base_env`, `rank_env`): the parent's environment less every variable a launcher or a
   scheduler sets (Open MPI, PMI, Slurm, torchrun, Kubeflow, Lightning) and every lightcc, Horovod
@@ -9,12 +12,11 @@ The one way ranks and launchers are started for tests/, benchmarks/ and testbed/
   the parent's; output unbuffered; faulthandler on in every Python process (PYTHONFAULTHANDLER,
   inherited through launchers). `rank_env` adds one rank's LIGHTCC_RANK, LIGHTCC_SIZE,
   LIGHTCC_HOSTNAME, LIGHTCC_RENDEZVOUS_ADDR and LIGHTCC_JOB_SECRET.
-- Starting (`start`): every process in a session (and process group) of its own, pipes as text.
-- Stopping (`stop`): SIGABRT to every Python process of the process's tree first, so faulthandler
-  prints where each thread was; after a grace period, SIGKILL to the process group of each
-  process in the tree (a launcher's ranks in sessions of their own included).
-- Hard timeouts (`wait`, `run`, `run_all`): a process still running at its deadline is stopped as
-  above and the run fails with `Hung` (an AssertionError carrying its output, stacks included).
+- Starting (`start`, `start_all`): `processes.start` with text pipes, no input, the repository as
+  the working directory and the rule's environment by default.
+- Stopping and waiting (`stop`, `stop_all`, `wait`, `descendants`, `alive`): `lightcc.runner.processes`'s.
+- Hard timeouts as test failures (`run`, `run_all`): a process still running at its deadline is
+  stopped (stacks dumped) and the run fails with `Hung` (an AssertionError carrying its output).
 
 Ranks of one job: tests/ranks.py (local ranks of tests/parallel/workers), testbed/cluster.py
 (ranks on emulated hosts), testbed/elastic_job.py (lightccrun in elastic mode); all three start
@@ -23,13 +25,23 @@ and stop their processes here.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import IO, Iterable, Mapping, Sequence, Union
+from typing import Mapping, Sequence
+
+from lightcc.runner import processes
+from lightcc.runner.processes import (  # noqa: F401  (the lifecycle, for the harness's callers)
+    DUMP_GRACE_S,
+    PathLike,
+    Stream,
+    alive,
+    descendants,
+    stop,
+    stop_all,
+    wait,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 # What launchers and schedulers set (a test run under mpirun, srun or torchrun must not pass its
@@ -44,12 +56,7 @@ PLACEMENT = frozenset([f"{pre}_{name}" for pre in ("LIGHTCC", "HOROVOD")
                        for name in ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE", "HOSTNAME")]
                       + ["LIGHTCC_RENDEZVOUS_ADDR", "LIGHTCC_JOB_SECRET", "LIGHTCC_ELASTIC_WORKER"])
 FLAG_PREFIXES = ("LIGHT_", "LIGHTCC_", "HOROVOD_", "HARP_")
-# How long the processes of a hung run get to print their stacks after SIGABRT before SIGKILL.
-DUMP_GRACE_S = 5.0
 TAIL = 4000
-
-PathLike = Union[str, Path]
-Stream = Union[int, IO, None]
 
 
 class Hung(AssertionError):
@@ -100,161 +107,16 @@ def python(*args: str, prefix: Sequence[str] = ()) -> list[str]:
 def start(cmd: Sequence[str], env: Mapping[str, str] | None = None, cwd: PathLike | None = ROOT,
           stdout: Stream = subprocess.PIPE, stderr: Stream = subprocess.PIPE,
           stdin: Stream = subprocess.DEVNULL) -> subprocess.Popen:
-    """Starts `cmd` in a session of its own (text pipes by default); `env` defaults to the rule's (`base_env()`)."""
-    return subprocess.Popen(list(cmd), env=dict(env) if env is not None else base_env(), cwd=cwd,
-                            stdin=stdin, stdout=stdout, stderr=stderr, text=True, start_new_session=True)
+    """`processes.start` with the harness's defaults: text pipes, no input, the repository as the working
+    directory and the rule's environment (`base_env()`) unless `env` is given."""
+    return processes.start(cmd, env if env is not None else base_env(), cwd, stdout, stderr, stdin)
 
 
 def start_all(cmds: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str] | None], cwd: PathLike | None = ROOT,
               stdout: Stream = subprocess.PIPE, stderr: Stream = subprocess.PIPE) -> list[subprocess.Popen]:
-    """`start` for each command with its environment; if one cannot start, the ones started are stopped."""
-    started: list[subprocess.Popen] = []
-    try:
-        for cmd, e in zip(cmds, envs):
-            started.append(start(cmd, e, cwd, stdout, stderr))
-    except BaseException:
-        stop_all(started, dump=False)
-        raise
-    return started
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below `pid` (children, theirs, ...), read from /proc; parents before children."""
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        parent = todo.pop(0)
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            try:
-                children = [int(c) for c in (task / "children").read_text().split()]
-            except OSError:
-                continue
-            for c in children:
-                if c not in found:
-                    found.append(c)
-                    todo.append(c)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie waiting for its parent counts as ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _is_python(pid: int) -> bool:
-    """Whether `pid` runs a Python interpreter (which, under faulthandler, prints its stacks on SIGABRT)."""
-    try:
-        return os.path.basename(os.readlink(f"/proc/{pid}/exe")).startswith("python")
-    except OSError:
-        return False
-
-
-def _signal(pid: int, sig: int) -> None:
-    """Sends `sig` to `pid`; a process that is gone or not ours is skipped."""
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def stop(proc: subprocess.Popen, dump: bool = True, grace: float = DUMP_GRACE_S, interrupt: float = 0.0) -> None:
-    """Ends `proc`, its process group and every process below it; reaps `proc` (its pipes are left to the caller).
-
-    With `dump`, every Python process of the tree first gets SIGABRT (faulthandler prints each
-    thread's stack on its stderr) and up to `grace` seconds to do so. With `interrupt` > 0,
-    `proc` itself gets SIGINT instead, after the others' dumps, and that many seconds to clean up
-    (a harness that owns network namespaces removes them on KeyboardInterrupt)."""
-    stop_all([proc], dump, grace, interrupt)
-
-
-def _abort(pids: Sequence[int], grace: float) -> None:
-    """SIGABRT to each Python process of `pids`; waits up to `grace` s for them to print their stacks and end."""
-    pythons = [pid for pid in pids if _is_python(pid)]
-    for pid in pythons:
-        _signal(pid, signal.SIGABRT)
-    _wait_gone(pythons, grace)
-
-
-def _wait_gone(pids: Sequence[int], timeout: float) -> None:
-    """Until none of `pids` runs, or `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.05)
-
-
-def stop_all(started: Sequence[subprocess.Popen], dump: bool = True, grace: float = DUMP_GRACE_S,
-             interrupt: float = 0.0) -> None:
-    """`stop` for several processes at once: one grace period for all their stack dumps."""
-    trees = {p.pid: [p.pid, *descendants(p.pid)] for p in started}
-    running = [p for p in started if p.poll() is None]
-    if dump:
-        _abort([pid for p in running for pid in trees[p.pid][1 if interrupt else 0:]], grace)
-    if interrupt:
-        for p in running:
-            _signal(p.pid, signal.SIGINT)
-        _wait_gone([p.pid for p in running], interrupt)
-    groups = set(trees)  # each session's own group, even once its leader has exited
-    for p in started:
-        for pid in trees[p.pid][1:] + descendants(p.pid):
-            try:
-                groups.add(os.getpgid(pid))
-            except ProcessLookupError:
-                pass
-    for pgid in groups:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    for p in started:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-
-
-def _drain(proc: subprocess.Popen) -> tuple[str, str]:
-    """What is left on `proc`'s pipes once it ended ("" for a stream that is not a pipe)."""
-    try:
-        out, err = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:  # a process outside the tree holds the pipe: take what came
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-        out, err = "", ""
-    return out or "", err or ""
-
-
-def wait(started: Sequence[subprocess.Popen], timeout: float,
-         interrupt: float = 0.0) -> tuple[list[tuple[str, str]], list[int]]:
-    """Waits for `started` together until `timeout` s from now; stops (stacks dumped) those still running.
-
-    Returns each process's (stdout, stderr) ("" where not piped) and the indices of those that
-    were still running at the deadline (`interrupt` as in `stop`). Every one has ended when it returns."""
-    deadline = time.monotonic() + timeout
-    outs: list[tuple[str, str]] = []
-    hung: list[int] = []
-    try:
-        for i, p in enumerate(started):
-            if p.stdin is not None and p.stdin.closed:
-                p.stdin = None  # the caller closed it (end of input): communicate would flush it
-            try:
-                out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
-                outs.append((out or "", err or ""))
-            except subprocess.TimeoutExpired:
-                hung.append(i)
-                outs.append(("", ""))
-        stop_all([started[i] for i in hung], interrupt=interrupt)
-        for i in hung:
-            outs[i] = _drain(started[i])
-    finally:
-        for p in started:
-            if p.poll() is None:  # an exception above: nothing is left running
-                stop(p, dump=False)
-    return outs, hung
+    """`processes.start_all` with `start`'s defaults (an environment left None is the rule's)."""
+    return processes.start_all(cmds, [e if e is not None else base_env() for e in envs], cwd, stdout, stderr,
+                               subprocess.DEVNULL)
 
 
 def describe(cmd: Sequence[str], returncode: int | None, out: str, err: str) -> str:
@@ -263,7 +125,8 @@ def describe(cmd: Sequence[str], returncode: int | None, out: str, err: str) -> 
 
 
 def run_all(cmds: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str] | None], timeout: float,
-            cwd: PathLike | None = ROOT, merge: bool = False, interrupt: float = 0.0) -> list[subprocess.CompletedProcess]:
+            cwd: PathLike | None = ROOT, merge: bool = False,
+            interrupt: float = 0.0) -> list[subprocess.CompletedProcess]:
     """Runs the commands at once, each in its own session, to the end; each one's result.
 
     `merge` puts stderr into stdout. Any still running after `timeout` s: every one is stopped
@@ -286,7 +149,3 @@ def run(cmd: Sequence[str], timeout: float, env: Mapping[str, str] | None = None
     many seconds to clean up, as in `stop`) and `Hung` carries its output."""
     return run_all([cmd], [env], timeout, cwd, merge, interrupt)[0]
 
-
-def alive(pids: Iterable[int]) -> list[int]:
-    """Those of `pids` that still run (zombies count as ended)."""
-    return [pid for pid in pids if _alive(pid)]

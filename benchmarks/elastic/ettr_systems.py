@@ -1,4 +1,6 @@
-"""How the ETTR race starts, kills and repairs each system on emulated hosts: lightcc elastic DDP, torchrun restarts, torchft.
+"""How the ETTR race starts, kills and repairs each system on emulated hosts: lightcc, torchrun, torchft.
+
+The systems: lightcc elastic DDP, torchrun restarts, torchft.
 
 Host 0 of the testbed holds each system's control plane (lightccrun's driver, torchrun's
 rendezvous TCPStore, torchft's lighthouse); hosts 1..n train or wait as spares. Every process's
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from testbed import netns
+from testbed import netns, procs
 from testbed.elastic_job import ROOT, ElasticJob, job_env, netns_flags
 
 EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_ddp.py")
@@ -56,19 +58,14 @@ class Proc:
     popen: subprocess.Popen
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.popen.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
+        """SIGKILL to its whole tree at once (a lost host gives no one time to dump stacks)."""
+        procs.stop(self.popen, dump=False)
 
 
 def start(h: netns.Hosts, host: int, argv: Sequence[str], out: Output, env: Optional[Dict[str, str]] = None) -> Proc:
-    popen = subprocess.Popen([*h.prefix(host), *argv], env=job_env(env), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, start_new_session=True, cwd=str(ROOT))
+    """`argv` in HOST's namespace through testbed/procs.py, its output (stderr merged) read line by line into `out`."""
+    popen = procs.start([*h.prefix(host), *argv], job_env(env), ROOT, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT)
     out.reader(popen.stdout, host)
     return Proc(host, popen)
 
@@ -134,6 +131,7 @@ class System(abc.ABC):
         """Whether the run has finished (its final lines printed)."""
 
     def stop(self) -> None:
+        """Kills every process this system started, with everything they started."""
         for p in self.procs:
             p.kill()
 
@@ -283,7 +281,8 @@ class Torchrun(ReplacedOnSpare):
         self.live.add(host)
         argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", f"{self.active - 1}:{self.active}",
                 "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint",
-                f"{self.h.addrs[0]}:{self.port}", "--rdzv-id", f"ettr{self.port}", "--rdzv-conf", "is_host=false,last_call_timeout=2",
+                f"{self.h.addrs[0]}:{self.port}", "--rdzv-id", f"ettr{self.port}",
+                "--rdzv-conf", "is_host=false,last_call_timeout=2",
                 "--max-restarts", "100", "--local-addr", self.h.addrs[host],
                 "-m", "benchmarks.elastic.ettr_torchrun_worker", *self.task,
                 "--ckpt", str(self.tmp / "ckpt"), "--ckpt-every", str(self.ckpt_every)]

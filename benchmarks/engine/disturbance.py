@@ -31,6 +31,8 @@ def main() -> None:
     try:
         for r in range(args.rounds):
             if r == 1 and hvd.rank() == 0:
+                # Plain Popen, not the harness: in the rank's own process group, lightccrun's kill of a
+                # failed rank ends its busy loops too.
                 hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
             if r == 3:
                 for h in hogs:

@@ -1,22 +1,23 @@
-"""Starts the N worker processes through lightccrun or mpirun and enforces a hard timeout."""
+"""Starts the N worker processes through lightccrun or mpirun and enforces a hard timeout.
+
+The process lifecycle (own session, deadline, stacks on a hang, the whole tree killed) is
+lightcc.runner.processes, the same one the test harness (testbed/procs.py) uses.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from lightcc.bench.spec import GLOO_ADDR_ENV
+from lightcc.runner import processes
 
 WORKER = ["-m", "lightcc.bench.worker"]
-KILL_GRACE_S = 5.0
-POLL_INTERVAL_S = 0.2
+POLL_INTERVAL_S = 0.2  # how often the progress bar is redrawn while the workers run
 
 
 class LaunchError(RuntimeError):
@@ -62,7 +63,8 @@ def worker_env(
     """Environment for the launcher: our package first on PYTHONPATH, gloo's address, MPI-as-root
     flags, the cores shared out among the ranks for OpenMP/BLAS threads (as lightccrun does;
     under mpirun every rank's NumPy would otherwise start one spinning BLAS thread per core), and
-    each rank bound to its share of the cores (LIGHTCC_BIND=core) unless the caller says otherwise."""
+    each rank bound to its share of the cores (LIGHTCC_BIND=core) unless the caller says otherwise,
+    and faulthandler on, so that a run killed at its timeout shows where every worker was."""
     env = dict(os.environ if base is None else base)
     if "OMP_NUM_THREADS" not in env:
         from lightcc.runner.plan import threads_per_rank
@@ -71,6 +73,7 @@ def worker_env(
     # Each rank on its own cores (from lightcc's init on, so every library in the run shares it):
     # unbound, two ranks that wake each other can be pulled onto one core and stay there.
     env.setdefault("LIGHTCC_BIND", "core")
+    env.setdefault("PYTHONFAULTHANDLER", "1")
     paths = [package_root()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     if mpi:
@@ -84,50 +87,24 @@ def worker_env(
 def run_workers(
     cmd: list[str], env: dict[str, str], timeout_s: float, poll: Callable[[], object] | None = None
 ) -> None:
-    """Run the launcher in its own process group; kill the whole group past ``timeout_s``.
+    """Run the launcher in a session of its own until it ends or ``timeout_s`` passes.
 
     Worker output goes straight to this process's stdout/stderr. ``poll`` (if given) is
-    called every POLL_INTERVAL_S while the workers run, and once more after they end.
+    called every POLL_INTERVAL_S while the workers run, and once more after they end. Past the
+    timeout, every Python process of the launcher's tree prints its stacks (faulthandler, which
+    ``worker_env`` turns on) and the whole tree is killed, workers in sessions of their own and
+    workers that outlived their launcher in its group included; an exception here (Ctrl-C, a
+    ``poll`` that raised) kills the tree at once.
     """
     try:
-        proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+        proc = processes.start(cmd, env)
     except OSError as e:
         raise LaunchError(f"cannot start {cmd[0]}: {e}") from e
-    deadline = time.monotonic() + timeout_s
-    try:
-        while True:
-            try:
-                rc = proc.wait(timeout=max(0.0, min(POLL_INTERVAL_S, deadline - time.monotonic())))
-                break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() >= deadline:
-                    raise
-            if poll is not None:
-                poll()
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise LaunchError(f"workers did not finish within {timeout_s:.0f} s (--timeout); killed") from None
-    except BaseException:
-        _kill_group(proc)
-        raise
+    _, hung = processes.wait([proc], timeout_s, poll=poll, every=POLL_INTERVAL_S)
+    if hung:
+        raise LaunchError(f"workers did not finish within {timeout_s:.0f} s (--timeout); "
+                          "their stacks are above, all were killed")
     if poll is not None:
         poll()
-    if rc != 0:
-        raise LaunchError(f"workers failed: {' '.join(cmd[:4])} ... exited with status {rc}")
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the launcher's process group, then SIGKILL whatever of the group is left after a grace period."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # workers that outlived their launcher included
-    except ProcessLookupError:
-        pass
-    proc.wait()
+    if proc.returncode != 0:
+        raise LaunchError(f"workers failed: {' '.join(cmd[:4])} ... exited with status {proc.returncode}")

@@ -127,6 +127,8 @@ def test_timeout_kills_workers(peers: str, launcher: str, tmp_path: Path) -> Non
     res, out = _bench(args + ["--timeout", "1"], tmp_path, marker)
     assert res.returncode == 1, res.stderr
     assert "did not finish within 1 s" in res.stderr
+    # Each worker's stacks (faulthandler on SIGABRT), relayed by its launcher before the kill.
+    assert res.stderr.count("most recent call first") >= 2, res.stderr
     assert not out.exists()
     deadline = time.monotonic() + 10
     while _processes_with(marker) and time.monotonic() < deadline:

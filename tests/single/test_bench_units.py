@@ -15,6 +15,7 @@ from lightcc.bench import launch, metrics, patterns, sizes, table, timing
 from lightcc.bench.progress import Progress, ProgressFollower, ProgressWriter
 from lightcc.bench.report import SchemaError, build_report, validate_report, write_report
 from lightcc.bench.spec import RunSpec
+from lightcc.runner import processes
 
 K, M = 1024, 1024 * 1024
 
@@ -371,6 +372,7 @@ def test_launch_commands_and_env() -> None:
     assert env["LIGHTCC_BIND"] == "core"
     assert launch.worker_env(("mpi",), mpi=True, base={"LIGHTCC_BIND": "none"})["LIGHTCC_BIND"] == "none"
     assert launch.worker_env(("mpi",), mpi=True, base={"OMP_NUM_THREADS": "3"}, nranks=2)["OMP_NUM_THREADS"] == "3"
+    assert env["PYTHONFAULTHANDLER"] == "1"  # a worker killed at the timeout shows its stacks
 
 
 def _alive(pid: int) -> bool:
@@ -383,17 +385,41 @@ def _alive(pid: int) -> bool:
         return f.read().split(")")[-1].split()[0] != "Z"
 
 
-def test_run_workers_kills_the_whole_group_on_timeout(tmp_path) -> None:
-    pidfile = tmp_path / "child.pid"
+def test_run_workers_dumps_stacks_and_kills_the_whole_tree_on_timeout(tmp_path, capfd) -> None:
+    """A launcher that ignores SIGTERM, with a worker in its group and one in a session of its own."""
+    pids = tmp_path / "pids"
     script = (
-        f"import subprocess, time; p = subprocess.Popen(['sleep', '60']); "
-        f"open({str(pidfile)!r}, 'w').write(str(p.pid)); "
-        "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+        "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "a = subprocess.Popen(['sleep', '60']); "
+        "b = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True); "
+        f"open({str(pids)!r}, 'w').write(f'{{a.pid}} {{b.pid}}'); time.sleep(60)"
     )
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
     t0 = time.monotonic()
-    with pytest.raises(launch.LaunchError, match="did not finish"):
-        launch.run_workers([sys.executable, "-c", script], dict(os.environ), timeout_s=1.5)
-    assert time.monotonic() - t0 < 1.5 + 2 * launch.KILL_GRACE_S + 5
+    with pytest.raises(launch.LaunchError, match="did not finish within 2 s"):
+        launch.run_workers([sys.executable, "-c", script], env, timeout_s=1.5)
+    assert time.monotonic() - t0 < 1.5 + processes.DUMP_GRACE_S + 5
+    children = [int(p) for p in pids.read_text().split()]
+    deadline = time.monotonic() + 5
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(c) for c in children)
+    # The launcher's and the Python worker's stacks, on the terminal the output goes to.
+    assert capfd.readouterr().err.count("most recent call first") == 2
+
+
+def test_run_workers_kills_the_tree_when_poll_raises(tmp_path) -> None:
+    """Ctrl-C (or any error) in the front end while workers run leaves nothing running."""
+    pidfile = tmp_path / "child.pid"
+    script = f"import subprocess, time; p = subprocess.Popen(['sleep', '60']); " \
+             f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(60)"
+
+    def interrupt() -> None:
+        if pidfile.exists() and pidfile.read_text():
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        launch.run_workers([sys.executable, "-c", script], dict(os.environ), 30, interrupt)
     child = int(pidfile.read_text())
     deadline = time.monotonic() + 5
     while _alive(child) and time.monotonic() < deadline:

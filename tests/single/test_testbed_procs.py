@@ -1,4 +1,4 @@
-"""testbed/procs.py, the one way tests start processes: its environment rule, hard timeouts, stacks on a hang, cleanup."""
+"""testbed/procs.py and the lifecycle it uses: its environment rule, hard timeouts, stacks on a hang, cleanup."""
 from __future__ import annotations
 
 import json
@@ -102,3 +102,19 @@ def test_wait_reports_the_hung_by_index():
     outs, hung = procs.wait(started, 2)
     assert hung == [1] and outs[0][0] == "quick\n" and "most recent call first" in outs[1][1]
     assert all(p.returncode is not None for p in started)
+
+
+# A launcher that relays its rank's stderr line by line (as lightccrun does), rank and launcher both hung.
+RELAY = ("import subprocess, sys, threading, time; "
+         "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], stderr=subprocess.PIPE, "
+         "text=True, start_new_session=True); "
+         "threading.Thread(target=lambda: [sys.stderr.write('[0] ' + line) for line in c.stderr]).start(); "
+         "time.sleep(120)")
+
+
+def test_a_launcher_lives_to_relay_its_ranks_stacks():
+    """The rank is aborted first: its launcher, still alive, passes the rank's stacks on before its own turn."""
+    with pytest.raises(procs.Hung) as err:
+        procs.run([sys.executable, "-c", RELAY], 2)
+    assert "[0] Current thread" in str(err.value), str(err.value)
+    assert str(err.value).count("most recent call first") == 2  # the rank's (relayed), then the launcher's
