@@ -5,7 +5,6 @@
 // each other's staging directly. Bytes each rank moves for an M-byte allreduce: M copied in,
 // M read + M/p written to reduce its 1/p share, M copied out; three barriers per window.
 // Results are bit-identical on every member (each element is reduced once, in member order).
-// Large allreduces skip the staging where members may read each other's memory (cma_allreduce.h).
 //
 // Ring algorithms (members on several hosts, or LIGHTCC_FORCE_RING). Bytes each rank sends for
 // an M-byte allreduce: 2(p-1)/p * M in 2(p-1) steps (recursive doubling, for small M: log2(p) * M
