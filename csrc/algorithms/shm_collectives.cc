@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "algorithms/cma_allreduce.h"
 #include "algorithms/collectives.h"
 #include "kernels/reduce.h"
 
@@ -50,7 +49,6 @@ Status shmAllreduce(SetComm& c, const IoVec& io, const ReduceSpec& spec, const S
   // one-step path pays off only while everything it touches stays in the core's cache.
   const size_t oneshot_limit = std::min(c.chunk_bytes, c.oneshot_bytes * 2 / std::max(2, c.size()));
   if (!on_share && io.total() <= oneshot_limit) return shmAllreduceOneShot(c, io, spec);
-  if (!on_share && cmaAllreduceApplies(c, io)) return cmaAllreduce(c, io, spec);
   LIGHTCC_RETURN_IF_ERROR(c.claimStaging());
   const size_t esize = dtypeSize(spec.dtype);
   const size_t count = io.total() / esize;

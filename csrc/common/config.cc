@@ -242,11 +242,6 @@ const std::vector<FlagSpec>& specs() {
       {{"LIGHTCC_SPIN_US", "us", "50",
         "How long a waiting engine spins before it sleeps on a futex (times the local ranks per core, yielding, when they outnumber the cores)."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.0, 1e6, &c->shm.spin_us); }},
-      {{"LIGHTCC_SHM_CMA", "bool", "1",
-        "Large allreduces among ranks of one host read each other's tensors directly with one kernel copy "
-        "(cross-memory attach, process_vm_readv) instead of staging them through shared memory, where an "
-        "init probe finds the kernel allows it (same user, no ptrace restriction) on every rank; 0 stages."},
-       [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->shm.cma); }},
       {{"LIGHTCC_DIRECT", "bool", "1",
         "On a job whose ranks share one host, a synchronous allreduce of host memory up to the one-step "
         "size (LIGHTCC_SHM_ONESHOT_BYTES), or a barrier, runs in the calling thread in one shared-memory step that both "

@@ -58,7 +58,6 @@ struct ShmConfig {
   int64_t ring_bytes = 1 << 20;      // LIGHTCC_SHM_RING_BYTES
   double spin_us = 50.0;             // LIGHTCC_SPIN_US
   bool direct = true;                // LIGHTCC_DIRECT (engine/direct_allreduce.h)
-  bool cma = true;                   // LIGHTCC_SHM_CMA (transport/shm/cma.h)
   double direct_window_us = 5000.0;  // LIGHTCC_DIRECT_WINDOW_US
 };
 

@@ -15,7 +15,6 @@
 #include "transport/rendezvous/store_client.h"
 #include "transport/rendezvous/store_collectives.h"
 #include "transport/rendezvous/store_server.h"
-#include "transport/shm/cma.h"
 #include "transport/shm/rank_area.h"
 #include "transport/shm/shm_link.h"
 
@@ -277,8 +276,6 @@ Status Mesh::mapSharedMemory(rendezvous::Store* store, const std::vector<int>& l
   header->magic = shm::kRankAreaMagic;
   header->pid = ::getpid();
   header->global_rank = rank;
-  shm::cmaPublish(header);
-  bool cma = config_.shm.cma;  // every host peer readable directly (cma.h)
   // Segment names stay within their host: each rank reads only its host peers' keys.
   std::vector<std::string> segnames(size, segname.str());
   if (size > 1) LIGHTCC_RETURN_IF_ERROR(store->set("shm/" + std::to_string(rank), segname.str()));
@@ -297,13 +294,7 @@ Status Mesh::mapSharedMemory(rendezvous::Store* store, const std::vector<int>& l
       return Status::PeerFailure("shared memory of rank " + std::to_string(r) + " (" + segnames[r] +
                                  ") has a bad header");
     }
-    cma = cma && shm::cmaProbe(*h);
     segments->push_back(std::move(seg));
-  }
-  header->cma_ok.store(cma ? shm::kCmaOk : shm::kCmaNo, std::memory_order_release);
-  if (local.size() > 1) {
-    LIGHTCC_LOG(kInfo) << "rank " << rank << ": cross-memory attach to host peers "
-                       << (cma ? "on" : config_.shm.cma ? "off (the kernel refused process_vm_readv)" : "off (LIGHTCC_SHM_CMA=0)");
   }
   if (size > 1) LIGHTCC_RETURN_IF_ERROR(rendezvous::barrier(*store, "mapped", size, timeout));
   for (auto& s : *segments) s->unlink();  // only the owner's call removes a name

@@ -57,12 +57,6 @@ struct alignas(kCacheLine) RankHeader {
   // interrupted caller, a failed peer): host peers waiting on it give up at once, with the text.
   alignas(kCacheLine) std::atomic<uint32_t> failed;
   char failure[kFailureTextBytes];
-  // Cross-memory attach (cma.h): a random word and its address in the owner's memory, set before
-  // the segment is published; after probing its peers the owner sets cma_ok (kCmaOk or kCmaNo)
-  // before init's last barrier, so every rank reads the same verdicts.
-  alignas(kCacheLine) uint64_t cma_nonce;
-  uint64_t cma_addr;
-  std::atomic<uint32_t> cma_ok;
 };
 
 // One posted operation of the direct exchange: what it is, so the ranks can check they agree.
