@@ -30,6 +30,15 @@ def main() -> None:
     got = hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0, name="pipe.scaled")
     want = 1.5 * (n * np.arange(300_001, dtype=np.float64) + n * (n - 1) / 2)
     c.check(np.allclose(got, want, rtol=1e-6), "prescale and postscale")
+    # Fused tensors of ragged sizes (staged into the fusion buffer, then one ring), and in place.
+    parts = [np.arange(k * 70_001 + 3, dtype=np.float64) * (r + 1) for k in range(1, 6)]
+    outs = hvd.grouped_allreduce(parts, op=hvd.Sum, name="pipe.grouped")
+    for k, out in enumerate(outs, start=1):
+        want = np.arange(k * 70_001 + 3, dtype=np.float64) * (n * (n + 1) / 2)
+        c.check(np.array_equal(out, want), f"grouped allreduce part {k}")
+    y = np.full(500_003, float(r + 1), dtype=np.float32)
+    hvd.allreduce_(y, op=hvd.Average, name="pipe.in_place")
+    c.check(bool(np.all(y == (n + 1) / 2)), "in-place average")
     hvd.shutdown()
     c.finish()
 
