@@ -61,26 +61,38 @@ def build(op: int, t: Adapted, **named: Any) -> TensorArgs:
     return TensorArgs(op, t.name, t.in_ptr, t.out_ptr, t.dtype, t.shape, device=t.device, stream=t.stream, **named)
 
 
+_ALLREDUCE = _spec.code("allreduce")  # looked up once: builders run per tensor
+
+
 def allreduce(t: Adapted, reduce_op: int, prescale: float = 1.0, postscale: float = 1.0,
               process_set_id: int = 0) -> TensorArgs:
     """Reduce `t` across the set into `t.out_ptr` (which may be `t.in_ptr`)."""
-    return build(_spec.code("allreduce"), t, reduce_op=reduce_op, prescale=prescale, postscale=postscale,
+    return build(_ALLREDUCE, t, reduce_op=reduce_op, prescale=prescale, postscale=postscale,
                  process_set_id=process_set_id)
+
+
+_ALLGATHER = _spec.code("allgather")  # looked up once: builders run per tensor
 
 
 def allgather(t: Adapted, process_set_id: int = 0) -> TensorArgs:
     """Concatenate every rank's `t` along dim 0 (needs a dimension; the allocator makes the output)."""
-    return build(_spec.code("allgather"), t, process_set_id=process_set_id)
+    return build(_ALLGATHER, t, process_set_id=process_set_id)
+
+
+_BROADCAST = _spec.code("broadcast")  # looked up once: builders run per tensor
 
 
 def broadcast(t: Adapted, root: int, process_set_id: int = 0) -> TensorArgs:
     """`root`'s tensor into every rank's `t.out_ptr`; `root` is a global rank."""
-    return build(_spec.code("broadcast"), t, root=int(root), process_set_id=process_set_id)
+    return build(_BROADCAST, t, root=int(root), process_set_id=process_set_id)
+
+
+_ALLTOALL = _spec.code("alltoall")  # looked up once: builders run per tensor
 
 
 def alltoall(t: Adapted, splits: Sequence[int] = (), process_set_id: int = 0) -> TensorArgs:
     """Send dim-0 slices of `t` (`splits` rows to each rank, even without) and receive theirs."""
-    return build(_spec.code("alltoall"), t, aux=splits, process_set_id=process_set_id)
+    return build(_ALLTOALL, t, aux=splits, process_set_id=process_set_id)
 
 
 def check_reducescatter_op(op: int) -> None:
@@ -91,11 +103,14 @@ def check_reducescatter_op(op: int) -> None:
                                   "Product)")
 
 
+_REDUCESCATTER = _spec.code("reducescatter")  # looked up once: builders run per tensor
+
+
 def reducescatter(t: Adapted, reduce_op: int, prescale: float = 1.0, postscale: float = 1.0,
                   process_set_id: int = 0) -> TensorArgs:
     """Reduce `t` across the set and keep this rank's rows of dim 0 (no Adasum: Horovod's NotImplementedError)."""
     check_reducescatter_op(reduce_op)
-    return build(_spec.code("reducescatter"), t, reduce_op=reduce_op, prescale=prescale, postscale=postscale,
+    return build(_REDUCESCATTER, t, reduce_op=reduce_op, prescale=prescale, postscale=postscale,
                  process_set_id=process_set_id)
 
 
