@@ -204,8 +204,9 @@ Status pipelinedRingAllreduce(SetComm& c, char* buf, const std::vector<size_t>& 
   const size_t slot_bytes = (max_len / chunks + 1) * s.esize;
   if (slots.size() < slot_bytes * kRingWindow) slots.resize(slot_bytes * kRingWindow);
   RingPipeline pipe(c, buf, s, spec, slots);
-  std::vector<Link*> links = {c.link((c.me + 1) % c.size()), c.link((c.me - 1 + c.size()) % c.size())};
-  return driveLinks(c, links, [&] { return pipe.progress(); }, "pipelined ring allreduce",
+  const bool doorbell_only = c.link((c.me + 1) % c.size())->ringsDoorbell() &&
+                             c.link((c.me - 1 + c.size()) % c.size())->ringsDoorbell();
+  return driveLinks(c, doorbell_only, [&] { return pipe.progress(); }, "pipelined ring allreduce",
                     [&] { return pipe.pending(); }, pipe.error());
 }
 

@@ -42,12 +42,8 @@ Status namingPeer(const Status& st, const Link& link) {
   return st.message().find(who) == std::string::npos ? st.withContext(who) : st;
 }
 
-Status driveLinks(const SetComm& comm, const std::vector<Link*>& links, const std::function<bool()>& progress,
+Status driveLinks(const SetComm& comm, bool doorbell_only, const std::function<bool()>& progress,
                   const std::string& what, const std::function<std::string()>& pending, const Status& error) {
-  // Shared-memory links ring the doorbell, and so do network links whose plugin has lightcc's
-  // completion hook (HARP); a step with any other link needs the polling sleeps.
-  bool doorbell_only = true;
-  for (const Link* l : links) doorbell_only = doorbell_only && l->ringsDoorbell();
   Status waited = comm.host->waitUntil(progress, what, true, -1, true, doorbell_only);
   if (waited.code() == StatusCode::kTimeout) {
     // Name whom we were waiting on; the engine's peer check then says which of them is lost.
@@ -97,8 +93,10 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
     }
     return remaining == 0;
   };
-  std::vector<Link*> links;
-  for (const P2POp& op : ops) links.push_back(op.link);
+  // Shared-memory links ring the doorbell, and so do network links whose plugin has lightcc's
+  // completion hook (HARP); a step with any other link needs the polling sleeps.
+  bool doorbell_only = true;
+  for (const P2POp& op : ops) doorbell_only = doorbell_only && op.link->ringsDoorbell();
   auto pending = [&] {
     std::string names;
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -108,7 +106,7 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
     }
     return names;
   };
-  return driveLinks(comm, links, progress, what, pending, error);
+  return driveLinks(comm, doorbell_only, progress, what, pending, error);
 }
 
 }  // namespace lightcc

@@ -69,10 +69,11 @@ Status runP2P(const SetComm& comm, std::vector<P2POp>& ops, const std::string& w
 
 // A link's error naming its peer once (net links already do; shared-memory ones get it here).
 Status namingPeer(const Status& st, const Link& link);
-// Waits until `progress` returns true, driving `links` (runP2P's wait, for callers with their own
-// schedule): a timeout names what `pending` lists, and a failure (the wait's, else `error`, which
-// progress sets before returning true) goes through the peer check that names a lost peer.
-Status driveLinks(const SetComm& comm, const std::vector<Link*>& links, const std::function<bool()>& progress,
+// Waits until `progress` returns true (runP2P's wait, for callers with their own schedule;
+// `doorbell_only`: every link it drives rings this rank's doorbell, so it may sleep until rung):
+// a timeout names what `pending` lists, and a failure (the wait's, else `error`, which progress
+// sets before returning true) goes through the peer check that names a lost peer.
+Status driveLinks(const SetComm& comm, bool doorbell_only, const std::function<bool()>& progress,
                   const std::string& what, const std::function<std::string()>& pending, const Status& error);
 
 }  // namespace lightcc
