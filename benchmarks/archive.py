@@ -44,6 +44,8 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/elastic/results/commit-cost-s23/)",
     "365f008": "session 23: the commit cost again, each pair led by a step in its own mode "
                "(benchmarks/elastic/results/commit-cost-s23b/)",
+    "718c56a": "session 24: issue 44's busbw and DDP table on emulated hosts with the defaults, after the "
+               "pipelined ring; the engine before/after (benchmarks/engine/results/s24-defaults/)",
 }
 
 
