@@ -1,4 +1,4 @@
-"""Large allreduces over many pipelined-ring chunks: every dtype and op, ragged, fused, in place, scaled, same on every rank."""
+"""Large allreduces over many pipelined-ring chunks: every dtype and op, fused, in place, scaled, same on every rank."""
 from __future__ import annotations
 
 import common  # noqa: F401  (puts the repo on sys.path)
