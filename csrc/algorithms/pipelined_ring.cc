@@ -124,15 +124,21 @@ class RingPipeline {
     return any;
   }
 
+  // Whether `st`'s oldest request has finished (its bytes in *size), and takes it off; false while
+  // it runs, and when the link failed (error()).
+  bool popFinished(Stream& st, Link& link, size_t* size) {
+    if (st.reqs.empty()) return false;
+    bool done = false;
+    Status tested = link.test(st.reqs.front(), &done, size);
+    if (!tested.ok()) return fail(tested, link);
+    if (done) st.reqs.pop_front();
+    return done;
+  }
+
   bool finishReceives() {
     bool any = false;
-    while (!recv_.reqs.empty()) {
-      bool done = false;
-      size_t size = 0;
-      Status st = prev_->test(recv_.reqs.front(), &done, &size);
-      if (!st.ok()) return fail(st, *prev_);
-      if (!done) break;
-      recv_.reqs.pop_front();
+    size_t size = 0;
+    while (popFinished(recv_, *prev_, &size)) {
       const size_t i = recv_.done;
       const int x = s_.recvSegment(i);
       if (size != chunkBytes(x, i % s_.n)) {
@@ -149,13 +155,8 @@ class RingPipeline {
 
   bool finishSends() {
     bool any = false;
-    while (!send_.reqs.empty()) {
-      bool done = false;
-      size_t size = 0;
-      Status st = next_->test(send_.reqs.front(), &done, &size);
-      if (!st.ok()) return fail(st, *next_);
-      if (!done) break;
-      send_.reqs.pop_front();
+    size_t size = 0;
+    while (popFinished(send_, *next_, &size)) {
       ++send_.done;
       any = true;
     }

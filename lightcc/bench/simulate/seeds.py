@@ -52,29 +52,27 @@ def _get(rows: list[dict], scenario: str, gpus: int) -> dict:
     return next(r for r in rows if r["scenario"] == scenario and r["gpus"] == gpus)
 
 
+def _ratio_table(doc: dict, title: str, header: str, base: str, a: str, b: str) -> list[str]:
+    """One Markdown table: per model and GPU count, scenario `base`, then `a` and `b` with their speed-ups over it."""
+    lines = [title, "", header, "|---|---:|---:|---:|---:|---:|---:|"]
+    for m, d in doc["models"].items():
+        for g in report.DEFAULT_GPUS:
+            h, x, y = (_get(d["rows"], k, g) for k in (base, a, b))
+            lines.append(f"| {m} | {g} | {h['img_s']:,.0f} ({h['efficiency']:.0%}) | {x['img_s']:,.0f} "
+                         f"({x['efficiency']:.0%}) | {x['img_s'] / h['img_s']:.2f}x | {y['img_s']:,.0f} "
+                         f"({y['efficiency']:.0%}) | {y['img_s'] / h['img_s']:.2f}x |")
+    return lines
+
+
 def tables(doc: dict) -> str:
     """Two Markdown tables: img/s (and efficiency) per scenario, with the seeds' ratios."""
     s = [x[0] for x in SCENARIOS]
-    lines = ["### 25 Gbit/s VPC: Horovod-style flat ring vs lightcc", "",
-             "| model | GPUs | Horovod img/s (eff) | lightcc 2D img/s (eff) | speedup "
-             "| lightcc 2D+top-k img/s (eff) | speedup |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    for m, d in doc["models"].items():
-        for g in report.DEFAULT_GPUS:
-            h, a, b = (_get(d["rows"], k, g) for k in (s[0], s[1], s[2]))
-            lines.append(f"| {m} | {g} | {h['img_s']:,.0f} ({h['efficiency']:.0%}) | {a['img_s']:,.0f} "
-                         f"({a['efficiency']:.0%}) | {a['img_s'] / h['img_s']:.2f}x | {b['img_s']:,.0f} "
-                         f"({b['efficiency']:.0%}) | {b['img_s'] / h['img_s']:.2f}x |")
-    lines += ["", "### 50 Gbit/s + HARP (lightcc) vs 100 Gbit/s RDMA (Horovod/NCCL flat ring)", "",
-              "| model | GPUs | RDMA 100G img/s (eff) | HARP 50G 2D img/s (eff) | / RDMA "
-              "| HARP 50G 2D+top-k img/s (eff) | / RDMA |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-    for m, d in doc["models"].items():
-        for g in report.DEFAULT_GPUS:
-            r, a, b = (_get(d["rows"], k, g) for k in (s[5], s[3], s[4]))
-            lines.append(f"| {m} | {g} | {r['img_s']:,.0f} ({r['efficiency']:.0%}) | {a['img_s']:,.0f} "
-                         f"({a['efficiency']:.0%}) | {a['img_s'] / r['img_s']:.2f}x | {b['img_s']:,.0f} "
-                         f"({b['efficiency']:.0%}) | {b['img_s'] / r['img_s']:.2f}x |")
+    lines = _ratio_table(doc, "### 25 Gbit/s VPC: Horovod-style flat ring vs lightcc",
+                         "| model | GPUs | Horovod img/s (eff) | lightcc 2D img/s (eff) | speedup "
+                         "| lightcc 2D+top-k img/s (eff) | speedup |", s[0], s[1], s[2])
+    lines += [""] + _ratio_table(doc, "### 50 Gbit/s + HARP (lightcc) vs 100 Gbit/s RDMA (Horovod/NCCL flat ring)",
+                                 "| model | GPUs | RDMA 100G img/s (eff) | HARP 50G 2D img/s (eff) | / RDMA "
+                                 "| HARP 50G 2D+top-k img/s (eff) | / RDMA |", s[5], s[3], s[4])
     return "\n".join(lines) + "\n"
 
 
