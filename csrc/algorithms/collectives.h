@@ -51,6 +51,9 @@ Status shmAlltoallData(SetComm& c, const void* in, size_t row_bytes, const Split
 
 // Links.
 Status ringAllreduce(SetComm& c, void* buf, size_t count, const ReduceSpec& spec);
+// The same over a fused operation's tensors: large ones are staged chunk by chunk as the pipeline
+// reaches them (pipelined_ring.h), small ones through `scratch` as a whole.
+Status ringAllreduce(SetComm& c, const IoVec& io, std::vector<char>& scratch, const ReduceSpec& spec);
 // Latency-bound sizes (LIGHTCC_RD_ALLREDUCE_BYTES): log2(p) rounds of whole-buffer exchanges,
 // with a fold-in/fold-out step for the members beyond the largest power of two (see
 // recursive_doubling.cc for the schedule and bytes).

@@ -46,11 +46,32 @@ struct Stream {
   std::deque<LinkRequest*> reqs;
 };
 
+// Where the pipeline's work area comes from: nothing to do when it is the data itself; else
+// chunks are copied in from the tensors (and prescaled) on first use and out once final.
+struct Staging {
+  const IoVec* io;  // nullptr: the work area is the data
+  char* area;
+  const ReduceSpec& spec;
+
+  void in(size_t off, size_t bytes) const {
+    if (io == nullptr) return;
+    const IoSegment& only = io->segments().front();
+    if (!io->single() || only.in != only.out) io->gather(off, bytes, area + off);
+    if (spec.prescale != 1.0) {
+      kernels::scale(area + off, area + off, bytes / dtypeSize(spec.dtype), spec.dtype, spec.prescale);
+    }
+  }
+  void out(size_t off, size_t bytes) const {
+    if (io != nullptr && !io->single()) io->scatter(off, bytes, area + off);
+  }
+};
+
 class RingPipeline {
  public:
-  RingPipeline(SetComm& c, char* buf, const RingSchedule& s, const ReduceSpec& spec, std::vector<char>& slots)
-      : next_(c.link((c.me + 1) % c.size())), prev_(c.link((c.me - 1 + c.size()) % c.size())), buf_(buf),
-        s_(s), spec_(spec), slots_(slots), sent_bytes_(c.sent_bytes) {}
+  RingPipeline(SetComm& c, const Staging& stage, const RingSchedule& s, const ReduceSpec& spec,
+               std::vector<char>& slots)
+      : next_(c.link((c.me + 1) % c.size())), prev_(c.link((c.me - 1 + c.size()) % c.size())), buf_(stage.area),
+        stage_(stage), s_(s), spec_(spec), slots_(slots), sent_bytes_(c.sent_bytes) {}
 
   // Posts and finishes whatever it can until nothing changes; true when every message is done
   // or a link failed (error()).
@@ -72,7 +93,8 @@ class RingPipeline {
 
  private:
   size_t chunkBytes(int x, size_t j) const { return s_.count(x, j) * s_.esize; }
-  char* region(int x, size_t j) const { return buf_ + s_.begin(x, j) * s_.esize; }
+  size_t offset(int x, size_t j) const { return s_.begin(x, j) * s_.esize; }
+  char* region(int x, size_t j) const { return buf_ + offset(x, j); }
   size_t slotBytes() const { return slots_.size() / kRingWindow; }
   char* slot(size_t i) { return slots_.data() + (i % kRingWindow) * slotBytes(); }
 
@@ -112,6 +134,11 @@ class RingPipeline {
       const size_t i = send_.posted;
       const int x = s_.sendSegment(i);
       const size_t bytes = chunkBytes(x, i % s_.n);
+      // A step-0 send reads a chunk nothing has touched yet (once: a full link retries it).
+      if (i < s_.n && i == staged_sends_) {
+        stage_.in(offset(x, i), bytes);
+        ++staged_sends_;
+      }
       LinkRequest* req = nullptr;
       Status st = next_->isend(region(x, i % s_.n), bytes, &req);
       if (!st.ok()) return fail(st, *next_);
@@ -146,7 +173,11 @@ class RingPipeline {
                                      std::to_string(chunkBytes(x, i % s_.n)));
         return false;
       }
-      if (s_.reduces(i)) reduce(i, x);
+      if (s_.reduces(i)) {
+        reduce(i, x);
+      } else {
+        stage_.out(offset(x, i % s_.n), chunkBytes(x, i % s_.n));
+      }
       ++recv_.done;
       any = true;
     }
@@ -169,23 +200,27 @@ class RingPipeline {
     const size_t j = i % s_.n;
     const size_t count = s_.count(x, j);
     char* acc = region(x, j);
+    stage_.in(offset(x, j), count * s_.esize);  // every segment but me-1 is first touched here
     const void* srcs[2] = {acc, slot(i)};
     kernels::reduceN(acc, srcs, 2, count, spec_.dtype, spec_.op);
     if (s_.step(i) == s_.p - 2) {
       if (spec_.postscale != 1.0) kernels::scale(acc, acc, count, spec_.dtype, spec_.postscale);
       kernels::divideIntegers(acc, count, spec_.dtype, spec_.int_divisor);
+      stage_.out(offset(x, j), count * s_.esize);
     }
   }
 
   Link* next_;
   Link* prev_;
   char* buf_;
+  const Staging& stage_;
   RingSchedule s_;
   const ReduceSpec& spec_;
   std::vector<char>& slots_;
   uint64_t& sent_bytes_;
   Stream recv_;
   Stream send_;
+  size_t staged_sends_ = 0;
   Status error_;
 };
 
@@ -196,7 +231,7 @@ size_t ringChunks(size_t max_segment_bytes, size_t chunk_bytes) {
   return std::max<size_t>(1, max_segment_bytes / piece);
 }
 
-Status pipelinedRingAllreduce(SetComm& c, char* buf, const std::vector<size_t>& start,
+Status pipelinedRingAllreduce(SetComm& c, char* buf, const IoVec* io, const std::vector<size_t>& start,
                               const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec) {
   const RingSchedule s{c.size(), c.me, chunks, dtypeSize(spec.dtype), start, len};
   const size_t max_len = *std::max_element(len.begin(), len.end());
@@ -204,7 +239,8 @@ Status pipelinedRingAllreduce(SetComm& c, char* buf, const std::vector<size_t>& 
   thread_local std::vector<char> slots;
   const size_t slot_bytes = (max_len / chunks + 1) * s.esize;
   if (slots.size() < slot_bytes * kRingWindow) slots.resize(slot_bytes * kRingWindow);
-  RingPipeline pipe(c, buf, s, spec, slots);
+  const Staging stage{io, buf, spec};
+  RingPipeline pipe(c, stage, s, spec, slots);
   const bool doorbell_only = c.link((c.me + 1) % c.size())->ringsDoorbell() &&
                              c.link((c.me - 1 + c.size()) % c.size())->ringsDoorbell();
   return driveLinks(c, doorbell_only, [&] { return pipe.progress(); }, "pipelined ring allreduce",

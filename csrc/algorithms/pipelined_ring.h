@@ -12,12 +12,18 @@
 // place, each posted only after the send that read that region completed. Every element is still
 // reduced once per step in the same order as the plain ring, so results are bit-identical to it
 // and on every member.
+//
+// Fused tensors (an IoVec of several) are staged lazily: each chunk is gathered into the scratch
+// buffer just before its first use (its step-0 send, or its one reduce-scatter reduction) and
+// scattered out once final (its last reduction, or its allgather receive), so the link keeps
+// moving while the copies run instead of idling through a whole-buffer copy in and out.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 #include "algorithms/collectives.h"
+#include "algorithms/iovec.h"
 
 namespace lightcc {
 
@@ -30,8 +36,10 @@ size_t ringChunks(size_t max_segment_bytes, size_t chunk_bytes);
 
 // The allreduce of `buf` (segments [start[m], start[m]+len[m]) in elements, one per member) over
 // the ring of `c`, cut into `chunks` chunks per segment. Applies spec's postscale and integer
-// divisor to this member's segment (prescale is the caller's).
-Status pipelinedRingAllreduce(SetComm& c, char* buf, const std::vector<size_t>& start,
+// divisor to this member's segment. Without `io`, `buf` holds the data and prescale is the
+// caller's; with it, `buf` is the work area (the single output, or scratch of io->total() bytes)
+// that each chunk is staged into from `io` (and prescaled) on first use and out of once final.
+Status pipelinedRingAllreduce(SetComm& c, char* buf, const IoVec* io, const std::vector<size_t>& start,
                               const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec);
 
 }  // namespace lightcc

@@ -56,7 +56,7 @@ Status ringAllreduce(SetComm& c, void* data, size_t count, const ReduceSpec& spe
     std::vector<size_t> start, len;
     segments(count, p, &start, &len);
     const size_t chunks = ringChunks(len.front() * esize, c.chunk_bytes);
-    if (chunks > 1) return pipelinedRingAllreduce(c, buf, start, len, chunks, spec);
+    if (chunks > 1) return pipelinedRingAllreduce(c, buf, nullptr, start, len, chunks, spec);
     LIGHTCC_RETURN_IF_ERROR(ringReduceScatterPhase(c, buf, start, len, spec));
     if (spec.postscale != 1.0) {
       kernels::scale(buf + start[c.me] * esize, buf + start[c.me] * esize, len[c.me], spec.dtype,
@@ -75,6 +75,28 @@ Status ringAllreduce(SetComm& c, void* data, size_t count, const ReduceSpec& spe
     kernels::scale(buf, buf, count, spec.dtype, spec.postscale);
   }
   if (p == 1) kernels::divideIntegers(buf, count, spec.dtype, spec.int_divisor);
+  return Status::OK();
+}
+
+Status ringAllreduce(SetComm& c, const IoVec& io, std::vector<char>& scratch, const ReduceSpec& spec) {
+  const size_t count = io.total() / dtypeSize(spec.dtype);
+  const int p = c.size();
+  if (p > 1) {
+    std::vector<size_t> start, len;
+    segments(count, p, &start, &len);
+    const size_t chunks = ringChunks(len.front() * dtypeSize(spec.dtype), c.chunk_bytes);
+    if (chunks > 1) {
+      char* area = io.single() ? io.segments().front().out : nullptr;
+      if (area == nullptr) {
+        if (scratch.size() < io.total()) scratch.resize(io.total());
+        area = scratch.data();
+      }
+      return pipelinedRingAllreduce(c, area, &io, start, len, chunks, spec);
+    }
+  }
+  char* buf = io.stage(scratch);
+  LIGHTCC_RETURN_IF_ERROR(ringAllreduce(c, buf, count, spec));
+  io.unstage(buf);
   return Status::OK();
 }
 

@@ -205,9 +205,7 @@ Status HostExecutor::allreduce(Batch& b, SetComm& comm, Algorithm algo) {
     case Algorithm::kLinks:
     case Algorithm::kTopk:  // top-k rows went to topk() above
     case Algorithm::kTwoLevelTopk: {
-      char* buf = io.stage(channel_.fusion_buffer);
-      LIGHTCC_RETURN_IF_ERROR(ringAllreduce(comm, buf, io.total() / dtypeSize(r.dtype), spec).withContext(what));
-      io.unstage(buf);
+      LIGHTCC_RETURN_IF_ERROR(ringAllreduce(comm, io, channel_.fusion_buffer, spec).withContext(what));
     }
   }
   for (size_t i = 0; i < r.names.size(); ++i) complete(b, i, Status::OK());

@@ -36,6 +36,22 @@ def main() -> None:
     for k, out in enumerate(outs, start=1):
         want = np.arange(k * 70_001 + 3, dtype=np.float64) * (n * (n + 1) / 2)
         c.check(np.array_equal(out, want), f"grouped allreduce part {k}")
+    # Fused tensors are staged chunk by chunk: the result must be the plain ring's over their
+    # concatenation, bit for bit (float32 sums round differently in any other order), scaled too.
+    rng = np.random.default_rng(7 + r)
+    ragged = [rng.standard_normal(k * 50_021 + 1).astype(np.float32) for k in range(1, 5)]
+    whole = hvd.allreduce(np.concatenate(ragged), op=hvd.Sum, prescale_factor=0.25, postscale_factor=3.0,
+                          name="pipe.whole")
+    fused = hvd.grouped_allreduce(ragged, op=hvd.Sum, prescale_factor=0.25, postscale_factor=3.0,
+                                  name="pipe.fused")
+    c.check(np.array_equal(np.concatenate(fused), whole), "fused = concatenated, bit for bit")
+    inplace = [a.copy() for a in ragged]
+    hvd.grouped_allreduce_(inplace, op=hvd.Sum, prescale_factor=0.25, postscale_factor=3.0, name="pipe.fused_")
+    c.check(np.array_equal(np.concatenate(inplace), whole), "fused in place = concatenated, bit for bit")
+    ints = [np.arange(k * 40_009, dtype=np.int64) * (r + 1) for k in range(1, 4)]
+    for k, out in enumerate(hvd.grouped_allreduce(ints, op=hvd.Average, name="pipe.fused_int"), start=1):
+        want = (np.arange(k * 40_009, dtype=np.int64) * (n * (n + 1) // 2)) // n
+        c.check(np.array_equal(out, want), f"fused integer average part {k}")
     y = np.full(500_003, float(r + 1), dtype=np.float32)
     hvd.allreduce_(y, op=hvd.Average, name="pipe.in_place")
     c.check(bool(np.all(y == (n + 1) / 2)), "in-place average")
