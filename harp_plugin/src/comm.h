@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "flow_governor.h"
 #include "harp/abi_common.h"
 #include "spsc_ring.h"
 #include "wire.h"
@@ -77,6 +78,8 @@ struct Lane {
   alignas(64) std::atomic<uint64_t> retired{0};    // send: seqs this instance finished claiming
   std::atomic<bool> parked{false};                 // recv: a flow waits for a post (see wakeIfParked)
   std::vector<std::unique_ptr<Flow>> flows;        // instance-owned after attach
+  FlowGovernor governor;      // send: how many flows (slots 0..active-1) claim chunks
+  uint64_t sent_bytes = 0;    // send: bytes written on every flow, for the governor
   // Instance-local views.
   Posted queue[kSlots] = {};  // send: posted messages not yet exhausted, FIFO
   uint64_t q_head = 0, q_tail = 0;

@@ -36,7 +36,15 @@ std::unique_ptr<CommCore> harpMakeComm(CommKind kind, std::vector<int> fds, uint
     f->index = static_cast<int>(i);
     f->lane = by_worker[w];
     f->state = kind == CommKind::kSend ? FlowState::kIdle : FlowState::kHeader;
+    f->slot = static_cast<int>(by_worker[w]->flows.size());
     by_worker[w]->flows.push_back(std::move(f));
+  }
+  // The start count is the comm's, shared out over its lanes.
+  const int nlanes = static_cast<int>(comm->lanes.size());
+  for (auto& lane : comm->lanes) {
+    lane->governor.configure(static_cast<int>(lane->flows.size()),
+                             (FlowGovernor::kStartFlows + nlanes - 1) / nlanes,
+                             kind == CommKind::kSend && rt->params.adapt_flows);
   }
   for (auto& lane : comm->lanes) lane->worker->attach(lane.get());
   return comm;

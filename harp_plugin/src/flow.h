@@ -55,6 +55,7 @@ struct RecvChunk {
 struct Flow {
   int fd = -1;
   int index = 0;        // flow index within the comm
+  int slot = 0;         // position within its lane (the governor lets slots below its count send)
   Lane* lane = nullptr;
   FlowState state = FlowState::kIdle;
   bool readable = false;

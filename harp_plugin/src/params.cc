@@ -145,6 +145,7 @@ const Setting kSettings[] = {
     {"HARP_NINSTANCES", &setInt<&Params::ninstances, 1, 64>},
     {"HARP_CORES", &setCores},
     {"HARP_NFLOWS", &setInt<&Params::nflows, 1, 64>},
+    {"HARP_ADAPT_FLOWS", &setFlag<&Params::adapt_flows>},
     {"HARP_CHUNK_BYTES", &setChunkBytes},
     {"HARP_ZC_MIN_BYTES", &setZcMinBytes},
     {"HARP_ZC", &setZeroCopy},
@@ -170,7 +171,9 @@ const std::vector<ParamDoc>& harpParamDocs() {
   static const std::vector<ParamDoc> docs = {
       {"HARP_NINSTANCES", "int", "min(cores,8)", "engine threads, each pinned to one core"},
       {"HARP_CORES", "list", "allowed, from local rank x N", "cores to pin the instances to, e.g. 2,3; off: no pinning"},
-      {"HARP_NFLOWS", "int", "4", "TCP flows per connection, spread over instances"},
+      {"HARP_NFLOWS", "int", "8", "TCP flows opened per connection, spread over instances"},
+      {"HARP_ADAPT_FLOWS", "bool", "1", "1: a sender uses 1..HARP_NFLOWS flows, starting at 4, as the path rewards "
+                                        "(flow_governor.h); 0: all of them"},
       {"HARP_CHUNK_BYTES", "bytes", "512K", "a message is cut into chunks of this size"},
       {"HARP_ZC_MIN_BYTES", "bytes", "64K", "chunks at least this big are sent zero-copy"},
       {"HARP_ZC", "enum", "auto", "zero-copy: auto (io_uring, else MSG_ZEROCOPY), uring, msg, off"},

@@ -45,7 +45,8 @@ struct InterfaceParams {
 struct Params {
   int ninstances = 0;              // HARP_NINSTANCES: engine threads (default min(cores, 8))
   InstanceParams instances;
-  int nflows = 4;                  // HARP_NFLOWS: TCP flows per comm (1..64)
+  int nflows = 8;                  // HARP_NFLOWS: TCP flows per comm (1..64)
+  bool adapt_flows = true;         // HARP_ADAPT_FLOWS: senders use as many as the path rewards
   TransferParams transfer;
   bool hugepages = false;          // HARP_HUGEPAGES=1: back registered buffers with huge pages
   InterfaceParams interfaces;

@@ -56,6 +56,7 @@ void SendPath::closeGraveyard() {
 
 bool SendPath::claimChunk(Flow& f) {
   Lane& lane = *f.lane;
+  if (f.slot >= lane.governor.active()) return false;  // parked by the governor
   while (lane.q_head < lane.q_tail) {
     const Posted& p = lane.queue[lane.q_head % kSlots];
     Request* r = p.req;
@@ -162,6 +163,7 @@ bool SendPath::sendCopy(Flow& f) {
     return false;
   }
   f.send.sent += static_cast<size_t>(n);
+  f.lane->sent_bytes += static_cast<uint64_t>(n);
   if (!f.send.zc && f.send.sent == kChunkHeaderBytes + f.send.len) {
     creditChunk(f.send.req);
     f.send.req = nullptr;
@@ -187,6 +189,7 @@ bool SendPath::sendZeroCopyMsg(Flow& f) {
     return false;
   }
   f.send.sent += static_cast<size_t>(n);
+  f.lane->sent_bytes += static_cast<uint64_t>(n);
   bool last = f.send.sent == kChunkHeaderBytes + f.send.len;
   f.send.zc_pending.push_back({f.send.zc_next_id++, last ? f.send.req : nullptr, false});
   if (last) {
@@ -277,6 +280,7 @@ void SendPath::reapUring() {
         breakFlow(f, epfd_, harp_abi::ncclRemoteError, "io_uring SEND_ZC", -cqe.res);
       } else if (cqe.res > 0) {
         f.send.sent += static_cast<size_t>(cqe.res);
+        f.lane->sent_bytes += static_cast<uint64_t>(cqe.res);
         if (f.send.sent == kChunkHeaderBytes + f.send.len) {
           // This submission finished the chunk: its release (notification) carries the credit.
           for (auto it = f.send.zc_pending.rbegin(); it != f.send.zc_pending.rend(); ++it) {

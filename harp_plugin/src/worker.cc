@@ -5,9 +5,11 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -120,6 +122,25 @@ bool Worker::applyControl() {
   }
   ctl_cv_.notify_all();
   return !ops.empty();
+}
+
+void Worker::governFlows(Lane& lane) {
+  bool busy = lane.q_head < lane.q_tail;
+  for (const auto& f : lane.flows) {
+    busy = busy || f->state == FlowState::kSending || f->state == FlowState::kUringBusy;
+  }
+  if (!lane.governor.tick(busy, static_cast<double>(nowNs()) * 1e-9)) return;
+  // Acknowledged = written minus what still sits in the send queues (TIOCOUTQ: unsent + unacked).
+  uint64_t queued = 0;
+  for (const auto& f : lane.flows) {
+    int n = 0;
+    if (f->fd >= 0 && ioctl(f->fd, TIOCOUTQ, &n) == 0 && n > 0) queued += static_cast<uint64_t>(n);
+  }
+  const bool moved = lane.governor.closeWindow(lane.sent_bytes - std::min(queued, lane.sent_bytes));
+  if (moved) {
+    HARP_INFO("instance %d: sending to %s on %d of %zu flows (%.0f Mbit/s in the last window)", index_,
+              lane.comm->peer.c_str(), lane.governor.active(), lane.flows.size(), lane.governor.lastRate() * 8e-6);
+  }
 }
 
 void Worker::addLane(Lane* lane) {
@@ -256,7 +277,10 @@ void Worker::run() {
         zc_owed |= !f->send.zc_pending.empty();
         parked |= f->state == FlowState::kParked;
       }
-      if (send) send_->retireExhausted(*lane);
+      if (send) {
+        send_->retireExhausted(*lane);
+        governFlows(*lane);
+      }
       if (parked != lane->parked_view) {
         lane->parked_view = parked;
         lane->parked.store(parked, std::memory_order_relaxed);

@@ -65,6 +65,7 @@ class Worker {
   bool drainRings();
   int handleEvents(int timeout_ms);
   bool anyWork() const;
+  void governFlows(Lane& lane);  // a send lane's governor sees the pass; logs when its count moves
 
   int index_;
   int core_;

@@ -1,9 +1,11 @@
 // Unit tests of the plugin's pure parts: SHA-256/HMAC vectors, wire frames, params and profile.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "flow_governor.h"
 #include "harp/hmac.h"
 #include "params.h"
 #include "wire.h"
@@ -132,9 +134,69 @@ void testParams() {
   EXPECT(harpParseProfile(prof, &q, {}).empty() && q.interfaces.ifname == "eth1" && q.nflows == 6 &&
          q.interfaces.profile_nics.size() == 1 && q.interfaces.profile_nics[0].speed_mbps == 25000);
   Params r;
-  EXPECT(harpParseProfile("HARP_NFLOWS = 6\n", &r, {"HARP_NFLOWS"}).empty() && r.nflows == 4);
+  EXPECT(harpParseProfile("HARP_NFLOWS = 6\n", &r, {"HARP_NFLOWS"}).empty() && r.nflows == 8);
   EXPECT(!harpParseProfile("HARP_JOB_SECRET = x\n", &r, {}).empty());
   EXPECT(!harpParseProfile("garbage line\n", &r, {}).empty());
+}
+
+// A path whose rate with k flows is min(k * per_flow, link), each window's rate off by up to
+// +-noise (a fixed pseudo-random sequence): where the governor settles, and how often it moves.
+struct GovernorRun {
+  int final_active;
+  int min_active;
+  int max_active;
+};
+
+GovernorRun runGovernor(int max_flows, double per_flow, double link, double noise, int windows) {
+  harp::FlowGovernor g;
+  g.configure(max_flows, harp::FlowGovernor::kStartFlows, true);
+  GovernorRun r{g.active(), g.active(), g.active()};
+  uint64_t delivered = 0;
+  double t = 0;
+  uint32_t lcg = 12345;
+  g.tick(true, t);
+  const double step = harp::FlowGovernor::kWindowSeconds / 4;
+  for (int w = 0; w < windows * 4; ++w) {
+    lcg = lcg * 1664525u + 1013904223u;
+    const double jitter = 1 + noise * ((lcg >> 8) / double(1 << 24) * 2 - 1);
+    const double rate = std::min(g.active() * per_flow, link) * jitter;
+    delivered += static_cast<uint64_t>(rate * step);
+    t += step;
+    if (g.tick(true, t)) g.closeWindow(delivered);
+    r.min_active = std::min(r.min_active, g.active());
+    r.max_active = std::max(r.max_active, g.active());
+  }
+  r.final_active = g.active();
+  return r;
+}
+
+void testFlowGovernor() {
+  using harp::FlowGovernor;
+  // A cap per flow (500 Mbit/s flows, 2 and 4 Gbit/s links): grows to link / cap, and no further
+  // than a flow pays.
+  GovernorRun capped = runGovernor(16, 62.5e6, 250e6, 0.02, 200);
+  EXPECT(capped.final_active >= 4 && capped.max_active <= 5);
+  GovernorRun capped8 = runGovernor(16, 62.5e6, 500e6, 0.02, 200);
+  EXPECT(capped8.final_active >= 8 && capped8.final_active <= 9);
+  // One aggregate cap that one flow fills: settles at one or two, never above the start.
+  GovernorRun aggregate = runGovernor(8, 200e6, 125e6, 0.02, 200);
+  EXPECT(aggregate.final_active <= 2 && aggregate.max_active <= FlowGovernor::kStartFlows + 1);
+  // More flows than opened cannot be asked for; one flow opened never moves.
+  GovernorRun few = runGovernor(3, 10e6, 1e9, 0.0, 100);
+  EXPECT(few.final_active == 3 && few.max_active == 3);
+  GovernorRun one = runGovernor(1, 10e6, 1e9, 0.0, 50);
+  EXPECT(one.final_active == 1 && one.max_active == 1);
+  // Off: every opened flow, always.
+  FlowGovernor off;
+  off.configure(8, 4, false);
+  EXPECT(off.active() == 8 && !off.tick(true, 0) && !off.tick(true, 10) && off.active() == 8);
+  // Idle time is not a slow path: a lane idle between bursts is judged on its busy time only.
+  FlowGovernor g;
+  g.configure(8, 4, true);
+  g.tick(false, 0);
+  EXPECT(!g.tick(false, 100.0) && g.active() == 4);  // 100 s idle: no window is due
+  // The first window is the baseline: no decision, whatever it measured.
+  EXPECT(!g.tick(true, 101.0) && g.tick(true, 102.0) && !g.closeWindow(1 << 30) && g.active() == 4);
 }
 }  // namespace
 
@@ -142,6 +204,7 @@ int main() {
   testSha();
   testWire();
   testParams();
+  testFlowGovernor();
   printf("unit: %d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

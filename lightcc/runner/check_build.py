@@ -151,8 +151,8 @@ def _fd_budget() -> list[str]:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
     return [
-        f"File descriptors per rank (ulimit -n here: {limit}; a net link holds 2 * HARP_NFLOWS, 8 by default):",
-        "    at init about 8 + C * (1 + 8 * E): C channels, E links to other hosts per channel",
+        f"File descriptors per rank (ulimit -n here: {limit}; a net link holds 2 * HARP_NFLOWS, 16 by default):",
+        "    at init about 8 + C * (1 + 16 * E): C channels, E links to other hosts per channel",
         "    (2 ring neighbours, 2 in the 2D cross ring, about log2(hosts) more in the negotiation tree)",
-        "    each other peer on another host adds 8 when first used; all of them: 8 + 8 * (p - ranks per host)",
+        "    each other peer on another host adds 16 when first used; all of them: 8 + 16 * (p - ranks per host)",
     ]
