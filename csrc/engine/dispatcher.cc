@@ -70,7 +70,12 @@ Status Dispatcher::execute(const ResponsePtr& shared) {
   const TuneParams& live = tuning_.live().params;
   Batch b = negotiator_.take(shared);
   b.two_d = live.two_d;
-  b.two_d_from_bytes = tuning_.live().two_d_from_bytes;
+  // Allgathers have their own crossover, fixed at init; where autotune switches on a 2D the model
+  // never chose, every size takes it, as for allreduces (tuning.cc).
+  const int64_t allgather_from = tuning_.twoD().allgather_from_bytes;
+  b.two_d_from_bytes = r.op != OpType::kAllgather    ? tuning_.live().two_d_from_bytes
+                       : allgather_from == kTwoDNever ? 0
+                                                      : allgather_from;
   b.topk_threshold = live.topk_threshold;
   return pool_.run(std::move(b), seq, live.streams);
 }
