@@ -136,7 +136,7 @@ void testAllgatherCrossover() {
   // Slow shared memory, fast network latency: 2D's two shm phases cost more than the p-1 - (n-1)
   // network latencies it saves, so it starts where its smaller slope has paid for them.
   CostModel slow_shm = gigabit();
-  slow_shm.shm = {true, 400e-6, 1e-9};
+  slow_shm.shm = {true, 333e-6, 1e-9};
   slow_shm.net = {true, 10e-6, 8e-9};
   const TwoDCosts s = costsOf(slow_shm, 2, 4, 0);
   const int64_t x = twoDAllgatherCrossoverBytes(s);
