@@ -1,4 +1,4 @@
-// Two-level (2D) allreduce, and the per-tensor state and parameters of top-k compression.
+// Two-level (2D) allreduce and allgather, and the per-tensor state and parameters of top-k compression.
 //
 // 2D (LIGHT_2D_ALLREDUCE). Members form groups of LIGHT_INTRA_SIZE consecutive ranks on one
 // host. Steps: (1) shared-memory reduce-scatter inside the group, member j owning share j of
@@ -24,6 +24,16 @@ struct HierComm {
 };
 
 Status hierAllreduce(HierComm& h, const IoVec& io, const ReduceSpec& spec);
+
+// 2D allgather, output in member order, bit-identical to ringAllgather's. Groups are g consecutive
+// members (mesh.cc), so group G's blocks are one contiguous range of the output. Steps: (1)
+// shared-memory allgather of the group's blocks into that range; (2) the range is cut into g byte
+// shares, whatever the blocks' sizes, and member j ring-allgathers its share with the members
+// holding share j in the other groups, straight into the output; (3) the group copies every
+// member's received shares out through shared memory. Bytes over the network per rank for M
+// gathered bytes: about (n-1)/n * M/g, so the host's NIC carries (n-1)/n * M on g flows at once,
+// in n-1 steps instead of the flat ring's p-1 on one flow. piece_bytes: every member's block.
+Status hierAllgather(HierComm& h, const void* in, const std::vector<size_t>& piece_bytes, void* out);
 
 // Host leaders (LIGHTCC_RD_LEADERS), for latency-bound allreduces over a set spread over hosts
 // with several members on some. Steps: (1) shared-memory allreduce among this host's members;

@@ -300,10 +300,11 @@ const std::vector<FlagSpec>& specs() {
       {{"LIGHT_2D_ALLREDUCE", "bool|auto", "auto",
         "Hierarchical (2D) allreduce: reduce-scatter inside each group of LIGHT_INTRA_SIZE ranks "
         "(shared memory), allreduce each shard across groups (every local rank its own flows), "
-        "allgather inside the group. auto (unset): on for dense allreduces from the size where the "
-        "alpha-beta model probed at init predicts it faster than the flat schedule, on 2+ hosts with "
-        "the same 2+ ranks each (the init log says what was chosen and why); 1: every allreduce, "
-        "top-k and Adasum too; 0: never."},
+        "allgather inside the group; host allgathers likewise gather each group's blocks in shared "
+        "memory and exchange shares across groups. auto (unset): on for dense allreduces and host "
+        "allgathers from the sizes where the alpha-beta model probed at init predicts it faster than "
+        "the flat schedule, on 2+ hosts with the same 2+ ranks each (the init log says what was chosen "
+        "and why); 1: every allreduce and host allgather, top-k and Adasum too; 0: never."},
        [](auto& n, auto& v, Config* c) { return parseTwoD(n, v, true, c); }},
       {{"HOROVOD_HIERARCHICAL_ALLREDUCE", "bool|auto", "auto", "Horovod's name for LIGHT_2D_ALLREDUCE."},
        [](auto& n, auto& v, Config* c) { return parseTwoD(n, v, true, c); }},

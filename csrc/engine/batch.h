@@ -19,7 +19,8 @@ struct Batch {
   // Settings in force in the cycle that agreed it (autotune may change them between cycles), so
   // every rank runs it the same way whenever its executor gets to it.
   bool two_d = true;            // take the 2D algorithms where the set has 2D communicators
-  int64_t two_d_from_bytes = 0;  // dense allreduces smaller than this stay flat (two_d_choice.h)
+  // Dense allreduces (allgathers: gathered outputs) smaller than this stay flat (two_d_choice.h).
+  int64_t two_d_from_bytes = 0;
   int64_t topk_threshold = -1;  // top-k from this many bytes; -1 = ExecEnv's
 
   const TensorEntry* entry(size_t i) const { return entries[i].handle ? &entries[i] : nullptr; }

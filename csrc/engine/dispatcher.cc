@@ -10,6 +10,18 @@
 #include "transport/shm/rank_area.h"
 
 namespace lightcc {
+namespace {
+
+// From which size a batch takes 2D where it is on. Allgathers have their own crossover, fixed at
+// init; where autotune switches on a 2D the model never chose, every size takes it, as for
+// allreduces (tuning.cc).
+int64_t twoDFromBytes(const Response& r, const Tuning& tuning) {
+  if (r.op != OpType::kAllgather) return tuning.live().two_d_from_bytes;
+  const int64_t from = tuning.twoD().allgather_from_bytes;
+  return from == kTwoDNever ? 0 : from;
+}
+
+}  // namespace
 
 Status Dispatcher::applyProcessSetChange(const Response& r) {
   const std::string& name = r.names.front();
@@ -70,7 +82,7 @@ Status Dispatcher::execute(const ResponsePtr& shared) {
   const TuneParams& live = tuning_.live().params;
   Batch b = negotiator_.take(shared);
   b.two_d = live.two_d;
-  b.two_d_from_bytes = tuning_.live().two_d_from_bytes;
+  b.two_d_from_bytes = twoDFromBytes(r, tuning_);
   b.topk_threshold = live.topk_threshold;
   return pool_.run(std::move(b), seq, live.streams);
 }

@@ -79,17 +79,33 @@ int64_t responseBytes(const Response& r) {
   return n;
 }
 
+namespace {
+
+// What the 2D crossover is measured in: an allreduce's bytes, an allgather's whole gathered output
+// (every rank's first dimension, so all ranks agree).
+int64_t twoDBytes(const Response& r) {
+  if (r.op != OpType::kAllgather) return responseBytes(r);
+  int64_t rows = 0;
+  for (int64_t d : r.first_dims) rows += d;
+  return rows * rowElements(r.shapes.front()) * static_cast<int64_t>(dtypeSize(r.dtype));
+}
+
+}  // namespace
+
 Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set) {
   const Response& r = *b.response;
   if (r.op == OpType::kAllreduce && r.reduce_op == ReduceOp::kAdasum) return Algorithm::kAdasum;
-  const bool two_d_set = r.op == OpType::kAllreduce && b.two_d && set.two_level;
+  const bool two_d_set = b.two_d && set.two_level;
   // Before the one-member case: the residuals (error feedback) behave the same at any size.
   // Top-k's two-level form selects from host sums: it runs only when asked for (two_d_choice.h).
   if (r.op == OpType::kAllreduce && topkEligible(r, *env.config, topkThresholdFor(b, env))) {
     return two_d_set && twoDByRequest(*env.config) ? Algorithm::kTwoLevelTopk : Algorithm::kTopk;
   }
-  // Dense sums take 2D from the crossover the cost model gave (0 when LIGHT_2D_ALLREDUCE=1).
-  const bool two_level = two_d_set && responseBytes(r) >= b.two_d_from_bytes;
+  // Dense sums and allgathers take 2D from the crossover the cost model gave their op (0 when
+  // LIGHT_2D_ALLREDUCE=1; the dispatcher puts the op's in the batch). Only the host executor
+  // asks for allgathers: the device one leaves them to NCCL, which has its own hierarchy.
+  const bool two_d_op = r.op == OpType::kAllreduce || r.op == OpType::kAllgather;
+  const bool two_level = two_d_set && two_d_op && twoDBytes(r) >= b.two_d_from_bytes;
   if (set.members == 1) return Algorithm::kSelf;
   if (two_level) return Algorithm::kTwoLevel;
   if (set.all_local) return Algorithm::kSharedMemory;
@@ -233,6 +249,8 @@ Status HostExecutor::allgather(Batch& b, SetComm& comm, Algorithm algo) {
     if (pieces[0] > 0) std::memcpy(result.output->data(), in, pieces[0]);
   } else if (algo == Algorithm::kSharedMemory) {
     st = shmAllgather(comm, in, pieces, result.output->data());
+  } else if (algo == Algorithm::kTwoLevel) {
+    st = hierAllgather(channel_.hier.at(r.process_set_id), in, pieces, result.output->data()).withContext("2D");
   } else {
     st = ringAllgather(comm, in, pieces, result.output->data());
   }

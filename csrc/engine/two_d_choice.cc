@@ -64,6 +64,23 @@ double TwoDCosts::flat(double m) const {
   return m <= static_cast<double>(rd_max_bytes) ? doubling(m) : ring(m);
 }
 
+double TwoDCosts::allgatherTwoD(double m) const {
+  const double g = group, n = hosts;
+  return 2 * (g - 1) * shm.alpha + (g - 1) / g * m * shm.beta + (n - 1) * net.alpha + (n - 1) / n * m * net.beta;
+}
+
+double TwoDCosts::allgatherRing(double m) const {
+  const double p = static_cast<double>(hosts) * group;
+  return (p - 1) * net.alpha + (p - 1) / p * m * net.beta;
+}
+
+int64_t twoDAllgatherCrossoverBytes(const TwoDCosts& c) {
+  // One line each: 2D must have the smaller slope, then it wins from where the lines cross.
+  const double a2 = c.allgatherTwoD(0), b2 = c.allgatherTwoD(1) - a2;
+  const double ar = c.allgatherRing(0), br = c.allgatherRing(1) - ar;
+  return b2 >= br ? kTwoDNever : crossing(ar, br, a2, b2, 0);
+}
+
 int64_t twoDCrossoverBytes(const TwoDCosts& c) {
   // Each schedule is a + b m on a piece, so comparing ends and slopes is enough. Large sizes first:
   // the ring's piece runs to infinity, and 2D must win all of it from some size on.
@@ -104,7 +121,8 @@ TwoDChoice chooseTwoD(const Config& config, const Topology& topo, int group, con
   c.group = group;
   if (config.two_d == TwoDMode::kOn) {
     c.from_bytes = 0;
-    why << "LIGHT_2D_ALLREDUCE=1, groups of " << group << ", every size";
+    c.allgather_from_bytes = 0;
+    why << "LIGHT_2D_ALLREDUCE=1, groups of " << group << ", every size (allgather too)";
     c.reason = why.str();
     return c;
   }
@@ -116,6 +134,7 @@ TwoDChoice chooseTwoD(const Config& config, const Topology& topo, int group, con
   costs.rd_max_bytes = config.links.force_ring ? 0 : config.links.rd_allreduce_bytes;
   costs.leaders = config.links.rd_leaders;
   c.from_bytes = twoDCrossoverBytes(costs);
+  c.allgather_from_bytes = twoDAllgatherCrossoverBytes(costs);
   why.precision(3);
   why << "groups of " << group << "; model per byte: flat ring " << (costs.ring(1) - costs.ring(0)) * 1e9
       << " ns, 2D " << (costs.twoD(1) - costs.twoD(0)) * 1e9 << " ns";
@@ -123,6 +142,11 @@ TwoDChoice chooseTwoD(const Config& config, const Topology& topo, int group, con
     why << ": 2D never predicted faster, flat";
   } else {
     why << ": 2D from " << c.from_bytes << " bytes (crossover)";
+  }
+  if (c.allgather_from_bytes == kTwoDNever) {
+    why << "; allgather flat";
+  } else {
+    why << "; allgather 2D from " << c.allgather_from_bytes << " gathered bytes";
   }
   c.reason = why.str();
   return c;

@@ -1,16 +1,18 @@
-// Two-D choice: whether allreduces take the hierarchical (2D) schedule — the groups at init, the sizes from the cost model.
+// Two-D choice: whether allreduces and allgathers go hierarchical (2D) — groups at init, sizes by the cost model.
 //
 // Pure functions of the config, the topology and the probed alpha-beta fits, so every rank (which
 // sees the same hosts and receives rank 0's fits) decides alike, and tests/cpp/two_d_choice_test.cc
 // checks them without ranks. Two decisions:
 //  * at init, twoDGroupSize(): whether the 2D communicators are built at all (mesh.cc builds them,
 //    net_peers.cc connects their cross ring); symmetric because it reads only shared facts;
-//  * per batch, chooseTwoD()'s from_bytes: dense allreduces of at least that many bytes take 2D.
+//  * per batch, chooseTwoD()'s from_bytes: dense allreduces of at least that many bytes take 2D;
+//    its allgather_from_bytes: host allgathers whose gathered output is at least that large do.
 // LIGHT_2D_ALLREDUCE=1 forces 2D for every size (and top-k and Adasum take their two-level forms),
 // =0 forbids it; auto (unset) builds the groups only where 2D can pay — 2+ hosts with the same 2+
 // ranks each — and takes them only from the size where the model predicts 2D no slower than the
 // flat schedule (recursive doubling or the leaders' form up to LIGHTCC_RD_ALLREDUCE_BYTES, then the
-// ring). The formulas are docs/algorithms.md's; the crossover is logged at init.
+// ring). Allgathers compare the 2D allgather with the flat ring allgather alone (there is no
+// doubling for them). The formulas are docs/algorithms.md's; both crossovers are logged at init.
 #pragma once
 
 #include <cstdint>
@@ -45,17 +47,25 @@ struct TwoDCosts {
   double ring(double m) const;       // 2(p-1)a_n + 2(p-1)/p m b_n
   double doubling(double m) const;   // leaders: 2(a_s + m b_s) + rounds(n)(a_n + m b_n); else rounds(p)(...)
   double flat(double m) const;       // what pickAlgorithm runs without 2D: doubling up to rd_max, then ring
+  // Allgathers of m gathered bytes (hierAllgather against ringAllgather):
+  double allgatherTwoD(double m) const;  // 2(g-1)a_s + (g-1)/g m b_s + (n-1)a_n + (n-1)/n m b_n
+  double allgatherRing(double m) const;  // (p-1)a_n + (p-1)/p m b_n
 };
 
 // Smallest size from which 2D is predicted no slower than flat at every larger size; kTwoDNever
 // when it loses on large tensors (a network as fast as shared memory). A window where 2D wins
 // only between two sizes is not taken.
 int64_t twoDCrossoverBytes(const TwoDCosts& c);
+// The same for allgathers: smallest gathered size from which the 2D allgather is predicted no
+// slower than the ring at every larger size, else kTwoDNever. Its per-byte terms are half the
+// allreduce's, so it pays wherever the allreduce's 2D does: the engine takes it only where 2D is on.
+int64_t twoDAllgatherCrossoverBytes(const TwoDCosts& c);
 
 struct TwoDChoice {
   TwoDMode mode = TwoDMode::kAuto;
   int group = 0;                  // ranks per 2D group; 0 = no 2D communicators
   int64_t from_bytes = kTwoDNever;  // dense allreduces of at least this many bytes take 2D
+  int64_t allgather_from_bytes = kTwoDNever;  // host allgathers gathering at least this many bytes take 2D
   bool by_request = false;        // twoDByRequest(): top-k and Adasum may go two-level
   std::string reason;             // the init log line's "why"
   bool on() const { return group > 0 && from_bytes != kTwoDNever; }

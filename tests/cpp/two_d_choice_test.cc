@@ -124,25 +124,80 @@ void testCrossoverProperty() {
   check(bad == 0, "crossover property over random fits: " + std::to_string(bad) + " violations");
 }
 
+// Allgathers: the 2D allgather against the flat ring allgather (no doubling piece).
+void testAllgatherCrossover() {
+  const TwoDCosts g = costsOf(gigabit(), 2, 2, 64 << 10);
+  // 2 x 2 at 1 Gbit/s: one network latency instead of three, and fewer bytes: every size.
+  check(twoDAllgatherCrossoverBytes(g) == 0, "allgather, 2 x 2, 1 Gbit/s: 2D from 0 bytes, got " +
+                                                 std::to_string(twoDAllgatherCrossoverBytes(g)));
+  check(g.allgatherTwoD(64 << 20) < 0.7 * g.allgatherRing(64 << 20), "allgather 2 x 2: (n-1)/n against (p-1)/p");
+  check(std::abs(g.allgatherRing(1e6) - g.allgatherRing(0) - (g.ring(1e6) - g.ring(0)) / 2) < 1e-12,
+        "the allgather ring moves half the allreduce ring's bytes");
+  // Slow shared memory, fast network latency: 2D's two shm phases cost more than the p-1 - (n-1)
+  // network latencies it saves, so it starts where its smaller slope has paid for them.
+  CostModel slow_shm = gigabit();
+  slow_shm.shm = {true, 333e-6, 1e-9};
+  slow_shm.net = {true, 10e-6, 8e-9};
+  const TwoDCosts s = costsOf(slow_shm, 2, 4, 0);
+  const int64_t x = twoDAllgatherCrossoverBytes(s);
+  check(x > 0 && x != kTwoDNever, "slow shm: a positive allgather crossover, got " + std::to_string(x));
+  check(s.allgatherTwoD(static_cast<double>(x)) <= s.allgatherRing(static_cast<double>(x)) &&
+            s.allgatherTwoD(static_cast<double>(x - 1)) > s.allgatherRing(static_cast<double>(x - 1)),
+        "slow shm: the allgather crossover is the first size 2D wins");
+  CostModel fast = gigabit();
+  fast.net = {true, 5e-6, 0.2e-9};
+  check(twoDAllgatherCrossoverBytes(costsOf(fast, 2, 2, 64 << 10)) == kTwoDNever, "allgather, net as fast as shm: never");
+  // Random fits: never exactly where the allreduce's is never (the engine takes it only where 2D
+  // is on), and 2D no slower from the crossover on.
+  std::mt19937 gen(12);
+  std::uniform_real_distribution<double> e(-1, 1);
+  int bad = 0;
+  for (int i = 0; i < 2000; ++i) {
+    CostModel m;
+    m.shm = {true, 2e-6 * std::pow(10, e(gen)), 0.3e-9 * std::pow(10, e(gen))};
+    m.net = {true, 50e-6 * std::pow(10, e(gen)), 2e-9 * std::pow(10, e(gen))};
+    const TwoDCosts c = costsOf(m, 2 + i % 7, 2 + (i / 7) % 7, (i % 3) * (64 << 10));
+    const int64_t ag = twoDAllgatherCrossoverBytes(c);
+    if ((ag == kTwoDNever) != (twoDCrossoverBytes(c) == kTwoDNever)) ++bad;
+    if (ag == kTwoDNever) continue;
+    for (double mult : {1.0, 1.5, 3.0, 100.0, 1e4}) {
+      const double at = std::max(1.0, static_cast<double>(ag)) * mult;
+      if (c.allgatherTwoD(at) > c.allgatherRing(at) * (1 + 1e-9)) ++bad;
+    }
+    if (ag > 0 && c.allgatherTwoD(static_cast<double>(ag - 1)) <= c.allgatherRing(static_cast<double>(ag - 1)) * (1 - 1e-9)) {
+      ++bad;
+    }
+  }
+  check(bad == 0, "allgather crossover property over random fits: " + std::to_string(bad) + " violations");
+}
+
 void testChoice() {
   TwoDChoice on = chooseTwoD(mode(TwoDMode::kOn), topo(2, 2), 2, CostModel{});
-  check(on.on() && on.from_bytes == 0 && on.by_request, "forced: every size, top-k and Adasum too");
+  check(on.on() && on.from_bytes == 0 && on.allgather_from_bytes == 0 && on.by_request,
+        "forced: every size, allgathers, top-k and Adasum too");
   TwoDChoice one = chooseTwoD(mode(TwoDMode::kAuto), topo(1, 2), 0, CostModel{});
   check(!one.on() && one.reason.find("one host") != std::string::npos, "one host: off, says why: " + one.reason);
   TwoDChoice flat = chooseTwoD(mode(TwoDMode::kAuto), topo(2, 1), 0, CostModel{});
   check(!flat.on() && flat.reason.find("one rank per host") != std::string::npos, "2 x 1: off: " + flat.reason);
   TwoDChoice off = chooseTwoD(mode(TwoDMode::kOff), topo(2, 2), 0, CostModel{});
   check(!off.on() && off.reason.find("LIGHT_2D_ALLREDUCE=0") != std::string::npos, "forced off: " + off.reason);
+  check(off.allgather_from_bytes == kTwoDNever && one.allgather_from_bytes == kTwoDNever &&
+            flat.allgather_from_bytes == kTwoDNever,
+        "no groups (forced off, one host, one rank per host): allgathers flat");
   TwoDChoice a = chooseTwoD(mode(TwoDMode::kAuto), topo(2, 2), 2, gigabit());
   check(a.on() && a.group == 2 && a.from_bytes == (64 << 10) + 1 && !a.by_request,
         "auto, 2 x 2 at 1 Gbit/s: on from the crossover: " + a.reason);
   check(a.reason.find("2 host(s), 2 rank(s) per host") != std::string::npos &&
             a.reason.find("crossover") != std::string::npos,
         "the reason names the hosts, ranks per host and crossover: " + a.reason);
+  check(a.allgather_from_bytes == 0 && a.reason.find("allgather 2D from 0 gathered bytes") != std::string::npos,
+        "auto, 2 x 2 at 1 Gbit/s: allgathers 2D at every size, logged: " + a.reason);
   CostModel fast = gigabit();
   fast.net = {true, 5e-6, 0.2e-9};
   TwoDChoice f = chooseTwoD(mode(TwoDMode::kAuto), topo(2, 2), 2, fast);
   check(!f.on() && f.group == 2, "auto on a network as fast as shm: groups built, never taken: " + f.reason);
+  check(f.allgather_from_bytes == kTwoDNever && f.reason.find("allgather flat") != std::string::npos,
+        "net as fast as shm: allgathers flat too: " + f.reason);
   Config ring_only = mode(TwoDMode::kAuto);
   ring_only.links.force_ring = true;
   check(chooseTwoD(ring_only, topo(2, 2), 2, gigabit()).from_bytes == 0, "LIGHTCC_FORCE_RING: no doubling piece");
@@ -154,6 +209,7 @@ int main() {
   testGroupSize();
   testCrossover();
   testCrossoverProperty();
+  testAllgatherCrossover();
   testChoice();
   return lightcc::testing::summary();
 }
