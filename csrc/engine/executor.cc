@@ -149,6 +149,11 @@ Status HostExecutor::run(Batch& b) {
     for (const auto& n : r.names) env_.timeline->begin(n, opTypeName(r.op));
   }
   const uint64_t sent_before = sentBytes(comm, r.process_set_id);
+  // Counted before it runs: the op completes its handles inside, and a caller that then reads the
+  // counters (after a barrier, say) must find this batch in them.
+  if (env_.stats != nullptr && (algo == Algorithm::kTwoLevel || algo == Algorithm::kTwoLevelTopk)) {
+    env_.stats->batches.two_d_batches.fetch_add(1, std::memory_order_relaxed);
+  }
   const Status st = runOp(b, comm, algo);
   if (trace) {
     for (const auto& n : r.names) env_.timeline->end(n);
@@ -158,9 +163,6 @@ Status HostExecutor::run(Batch& b) {
     env_.stats->traffic.bytes_sent.fetch_add(sent, std::memory_order_relaxed);
     if (algo == Algorithm::kTopk || algo == Algorithm::kTwoLevelTopk) {
       env_.stats->traffic.topk_bytes_sent.fetch_add(sent, std::memory_order_relaxed);
-    }
-    if (algo == Algorithm::kTwoLevel || algo == Algorithm::kTwoLevelTopk) {
-      env_.stats->batches.two_d_batches.fetch_add(1, std::memory_order_relaxed);
     }
   }
   return st;
