@@ -1,4 +1,4 @@
-// op_traits.h: one row of facts per OpType (expanded from op_list.h); every "is this a data op / has a root / ..." reads it.
+// op_traits.h: one row of facts per OpType, expanded from op_list.h; every "is this a data op / ..." reads it.
 #pragma once
 
 #include <array>

@@ -220,7 +220,8 @@ def remove_process_set_of_members(process_set_id: int) -> None:
     if set_id == 0 or ranks is None:
         raise ValueError(f"process set {set_id} is not a registered set other than the global one")
     _member_ranks(ranks)
-    ops.run_simple(op_spec.code("remove_process_set"), f"process_set.members.remove.{set_id}", MEMBERS_ONLY_SET_ID, [set_id])
+    ops.run_simple(op_spec.code("remove_process_set"), f"process_set.members.remove.{set_id}", MEMBERS_ONLY_SET_ID,
+                   [set_id])
     stale = _registered.pop(set_id, None)
     if stale is not None:
         stale.process_set_id = None

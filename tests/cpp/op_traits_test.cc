@@ -72,8 +72,8 @@ void testKnownRows() {
             !movesData(OpType::kRemoveProcessSet),
         "barrier, join and process-set changes are control ops");
   check(opTraits(OpType::kAddProcessSet).args.agrees_aux, "process-set arguments must agree");
-  check(opTraits(OpType::kAllreduce).bus_bw == BusBw::kReduced && opTraits(OpType::kBroadcast).bus_bw == BusBw::kWhole &&
-            opTraits(OpType::kAlltoall).bus_bw == BusBw::kChunked,
+  check(opTraits(OpType::kAllreduce).bus_bw == BusBw::kReduced &&
+            opTraits(OpType::kBroadcast).bus_bw == BusBw::kWhole && opTraits(OpType::kAlltoall).bus_bw == BusBw::kChunked,
         "nccl-tests' bus-bandwidth kinds: allreduce 2(p-1)/p, broadcast 1, alltoall (p-1)/p");
   // The wire codes are the protocol with peers and Python: the list must not renumber them.
   check(static_cast<int>(OpType::kAllreduce) == 0 && static_cast<int>(OpType::kReducescatter) == 4 &&
