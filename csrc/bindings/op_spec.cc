@@ -24,6 +24,16 @@ const char* shapeRuleName(ShapeRule rule) {
   return "unknown";
 }
 
+const char* busBwName(BusBw kind) {
+  switch (kind) {
+    case BusBw::kNone: return "none";
+    case BusBw::kWhole: return "whole";
+    case BusBw::kChunked: return "chunked";
+    case BusBw::kReduced: return "reduced";
+  }
+  return "unknown";
+}
+
 py::list opRows() {
   py::list rows;
   for (const OpTraits& t : kOpTraits) {
@@ -46,6 +56,7 @@ py::list opRows() {
     row["caller_stream_event"] = t.caller_stream_event;
     row["runs_with_joined"] = t.runs_with_joined;
     row["changes_sets"] = t.changes_sets;
+    row["bus_bw"] = busBwName(t.bus_bw);
     rows.append(row);
   }
   return rows;

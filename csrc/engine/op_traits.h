@@ -1,4 +1,4 @@
-// op_traits.h: one row of facts per OpType; every "is this a data op / has a root / ..." reads it.
+// op_traits.h: one row of facts per OpType, expanded from op_list.h; every "is this a data op / ..." reads it.
 #pragma once
 
 #include <array>
@@ -15,6 +15,15 @@ enum class ShapeRule : uint8_t {
   kNone,      // no tensor, or shapes are not compared (barrier, join, process-set changes)
   kAll,       // every dimension (allreduce, broadcast, reducescatter)
   kTrailing,  // all dimensions but the first, which may differ per rank (allgather, alltoall)
+};
+
+// How much an op's buffer crosses each rank's link, as nccl-tests count it: the bench's bus
+// bandwidth is algbw times this factor over p ranks (lightcc/bench/metrics.py).
+enum class BusBw : uint8_t {
+  kNone,     // no tensor (control ops)
+  kWhole,    // every rank receives the whole buffer once: 1 (broadcast)
+  kChunked,  // one chunk per rank, each rank moves all but its own: (p-1)/p (allgather, alltoall, reducescatter)
+  kReduced,  // chunks reduced, then gathered: 2(p-1)/p (allreduce)
 };
 
 // A set of ReduceOps as bits (bit i: ReduceOp value i).
@@ -54,36 +63,15 @@ struct OpTraits {
   // Adds or removes a process set: dispatch applies it, and the fusion scheduler releases what it
   // holds back and flushes before it, since a set's members must see the change between batches.
   bool changes_sets;
+  BusBw bus_bw;  // the bench's bus-bandwidth factor
 };
 
 constexpr uint32_t kReducescatterOps = kEveryReduceOp & ~reduceBit(ReduceOp::kAdasum);
 
-// Indexed by OpType; the static_assert below keeps row i describing op i.
-inline constexpr std::array<OpTraits, kNumOpTypes> kOpTraits = {{
-    // op, name, label, data, fuse, {root, splits, aux=, dim, shapes, reduce ops}, event, joined, sets
-    {OpType::kAllreduce, "ALLREDUCE", "allreduce", true, true, {false, false, false, false, ShapeRule::kAll,
-     kEveryReduceOp}, true, true, false},
-    {OpType::kAllgather, "ALLGATHER", "allgather", true, false, {false, false, false, true, ShapeRule::kTrailing,
-     kNoReduceOps}, true, false, false},
-    {OpType::kBroadcast, "BROADCAST", "broadcast", true, false, {true, false, false, false, ShapeRule::kAll,
-     kNoReduceOps}, true, false, false},
-    {OpType::kAlltoall, "ALLTOALL", "alltoall", true, false, {false, true, false, true, ShapeRule::kTrailing,
-     kNoReduceOps}, true, false, false},
-    {OpType::kReducescatter, "REDUCESCATTER", "reducescatter", true, false, {false, false, false, true,
-     ShapeRule::kAll, kReducescatterOps}, true, false, false},
-    {OpType::kBarrier, "BARRIER", "barrier", false, false, {false, false, false, false, ShapeRule::kNone,
-     kNoReduceOps}, false, true, false},
-    {OpType::kJoin, "JOIN", "join", false, false, {false, false, false, false, ShapeRule::kNone, kNoReduceOps},
-     false, false, false},
-    {OpType::kAddProcessSet, "ADD_PROCESS_SET", "add_process_set", false, false, {false, false, true, false,
-     ShapeRule::kNone, kNoReduceOps}, false, false, true},
-    {OpType::kRemoveProcessSet, "REMOVE_PROCESS_SET", "remove_process_set", false, false, {false, false, true,
-     false, ShapeRule::kNone, kNoReduceOps}, false, false, true},
-#ifdef LIGHTCC_TEST_EXTRA_OP
-    {OpType::kTestGather, "TEST_GATHER", "test_gather", true, false, {true, false, false, true,
-     ShapeRule::kTrailing, kNoReduceOps}, true, false, false},
-#endif
-}};
+// Indexed by OpType: one row per row of op_list.h; the static_assert below keeps row i describing op i.
+#define LIGHTCC_OP_TRAITS_ROW(Op, code, ...) {OpType::k##Op, __VA_ARGS__},
+inline constexpr std::array<OpTraits, kNumOpTypes> kOpTraits = {{LIGHTCC_OPS(LIGHTCC_OP_TRAITS_ROW)}};
+#undef LIGHTCC_OP_TRAITS_ROW
 
 constexpr bool opTraitsInOrder() {
   for (size_t i = 0; i < kOpTraits.size(); ++i) {

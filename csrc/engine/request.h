@@ -7,32 +7,20 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "engine/op_list.h"
 
 namespace lightcc {
 
-// Wire codes; also the Python contract (lightcc/common/ops.py).
+// The ops' wire codes, one enumerator per row of engine/op_list.h (Python reads them from the
+// core: lightcc/common/op_spec.py).
 enum class OpType : uint8_t {
-  kAllreduce = 0,
-  kAllgather = 1,
-  kBroadcast = 2,
-  kAlltoall = 3,
-  kReducescatter = 4,
-  kBarrier = 5,
-  kJoin = 6,
-  kAddProcessSet = 7,
-  kRemoveProcessSet = 8,
-#ifdef LIGHTCC_TEST_EXTRA_OP
-  // tests/cpp/extra_op_test.cc only: a data op numbered past the others, as the next one will be.
-  kTestGather = 9,
-#endif
+#define LIGHTCC_OP_ENUMERATOR(Op, code, ...) k##Op = code,
+  LIGHTCC_OPS(LIGHTCC_OP_ENUMERATOR)
+#undef LIGHTCC_OP_ENUMERATOR
 };
-#ifdef LIGHTCC_TEST_EXTRA_OP
-constexpr int kNumOpTypes = 10;
-static_assert(static_cast<int>(OpType::kTestGather) + 1 == kNumOpTypes, "kNumOpTypes");
-#else
-constexpr int kNumOpTypes = 9;
-static_assert(static_cast<int>(OpType::kRemoveProcessSet) + 1 == kNumOpTypes, "kNumOpTypes counts OpType");
-#endif
+#define LIGHTCC_OP_COUNT(...) +1
+constexpr int kNumOpTypes = 0 LIGHTCC_OPS(LIGHTCC_OP_COUNT);  // one `+1` per row
+#undef LIGHTCC_OP_COUNT
 // What each op is and needs: engine/op_traits.h (adding an op: docs/design.md's checklist).
 
 const char* opTypeName(OpType op);  // "ALLREDUCE", ...

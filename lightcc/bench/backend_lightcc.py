@@ -7,6 +7,9 @@ from collections.abc import Callable
 import numpy as np
 
 from lightcc.bench.backend import Case
+from lightcc.bench.metrics import ALLREDUCE_COMMANDS, COLLECTIVES
+from lightcc.common import calls as _calls
+from lightcc.common import op_spec as _spec
 
 
 class LightccBackend:
@@ -37,23 +40,23 @@ class LightccBackend:
         return None
 
     def make_case(self, op: str, inp: np.ndarray, tag: str) -> Case:
+        """One call of ``op``'s public API, read off its row: Sum where it reduces, root 0 where it
+        has one, and the in-place form where the numpy front has it (the input is then the output)."""
         hvd, name = self._hvd, f"bench.{op}.{tag}"
-        if op in ("allreduce", "latency"):
-            return Case(lambda: hvd.allreduce_(inp, op=hvd.Sum, name=name), lambda: inp)
-        if op == "broadcast":
-            return Case(lambda: hvd.broadcast_(inp, 0, name=name), lambda: inp)
-        out: list[np.ndarray] = [inp]
-        if op == "allgather":
-            call = lambda: hvd.allgather(inp, name=name)
-        elif op == "alltoall":
-            call = lambda: hvd.alltoall(inp, name=name)
-        elif op == "reducescatter":
-            call = lambda: hvd.reducescatter(inp, op=hvd.Sum, name=name)
-        else:
+        label = "allreduce" if op in ALLREDUCE_COMMANDS else op
+        if label not in COLLECTIVES:
             raise ValueError(f"unknown collective {op!r}")
+        row = _spec.op(label)
+        args = (inp, 0) if row.has_root else (inp,)
+        kwargs = {"name": name, **({"op": hvd.Sum} if row.takes_reduce_op else {})}
+        if f"{label}_" in _calls.names("numpy"):
+            in_place = getattr(hvd, f"{label}_")
+            return Case(lambda: in_place(*args, **kwargs), lambda: inp)
+        call = getattr(hvd, label)
+        out: list[np.ndarray] = [inp]
 
         def run() -> None:
-            out[0] = call()
+            out[0] = call(*args, **kwargs)
 
         return Case(run, lambda: out[0])
 

@@ -4,31 +4,40 @@ from __future__ import annotations
 
 import math
 
-# Collectives measured as a bandwidth sweep, in the order the CLI lists them.
-COLLECTIVES = ("allreduce", "allgather", "broadcast", "alltoall", "reducescatter")
-# Collectives whose buffer is split into one equal chunk per rank.
-CHUNKED = ("allgather", "alltoall", "reducescatter")
+from lightcc.common import op_spec as _spec
+
+# Collectives measured as a bandwidth sweep: every op that moves a tensor, in the core's order.
+COLLECTIVES = tuple(row.label for row in _spec.OPS if row.moves_data)
+# nccl-tests' bus-bandwidth factor over p ranks, by the op row's kind (csrc/engine/op_traits.h's BusBw).
+_BUS_FACTORS = {
+    "whole": lambda p: 1.0,
+    "chunked": lambda p: (p - 1) / p,
+    "reduced": lambda p: 2.0 * (p - 1) / p,
+}
+# The bench's commands that time an allreduce rather than sweep a collective's bandwidth.
+ALLREDUCE_COMMANDS = ("latency", "negotiation")
 # Per-step engine counters a negotiation row of lightcc carries (see suite._engine_overhead).
 ENGINE_FIELDS = ("engine_negotiate_us", "engine_wait_us", "engine_execute_us", "engine_cycles",
                  "engine_cached_fraction")
 
 
+def _bus_kind(op: str) -> str:
+    """The op row's bus-bandwidth kind for a bench command; ValueError for one that is no collective."""
+    label = "allreduce" if op in ALLREDUCE_COMMANDS else op
+    if label not in COLLECTIVES:
+        raise ValueError(f"unknown collective {op!r}")
+    return _spec.op(label).bus_bw
+
+
 def busbw_factor(op: str, nranks: int) -> float:
     """Factor turning algorithm bandwidth into bus bandwidth for ``op`` over ``nranks`` ranks.
 
-    allreduce 2(p-1)/p; allgather, reducescatter, alltoall (p-1)/p; broadcast 1.
-    ``latency`` and ``negotiation`` are allreduces and use the allreduce factor.
+    By the op row's kind: allreduce 2(p-1)/p; allgather, reducescatter, alltoall (p-1)/p;
+    broadcast 1. ``latency`` and ``negotiation`` are allreduces and use the allreduce factor.
     """
     if nranks < 1:
         raise ValueError(f"nranks must be positive, got {nranks}")
-    p = nranks
-    if op in ("allreduce", "latency", "negotiation"):
-        return 2.0 * (p - 1) / p
-    if op in CHUNKED:
-        return (p - 1) / p
-    if op == "broadcast":
-        return 1.0
-    raise ValueError(f"unknown collective {op!r}")
+    return _BUS_FACTORS[_bus_kind(op)](nranks)
 
 
 def element_count(op: str, nbytes: int, itemsize: int, nranks: int) -> int:
@@ -40,7 +49,7 @@ def element_count(op: str, nbytes: int, itemsize: int, nranks: int) -> int:
     element per rank), so the measured size may differ slightly from the requested one.
     """
     count = max(1, nbytes // itemsize)
-    if op in CHUNKED:
+    if _bus_kind(op) == "chunked":
         count = max(nranks, (count // nranks) * nranks)
     return count
 

@@ -6,13 +6,15 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
+from lightcc.bench.metrics import ALLREDUCE_COMMANDS, COLLECTIVES
+
 # Environment variable through which the front end hands gloo's rendezvous address
 # (host:port on loopback) to workers started by lightccrun. Under mpirun rank 0 picks
 # the port and broadcasts it with mpi4py instead.
 GLOO_ADDR_ENV = "LIGHTCC_BENCH_GLOO_ADDR"
 
 LIBRARIES = ("lightcc", "gloo", "torch-lightcc", "mpi")
-COMMANDS = ("allreduce", "allgather", "broadcast", "alltoall", "reducescatter", "latency", "negotiation")
+COMMANDS = (*COLLECTIVES, *ALLREDUCE_COMMANDS)  # a bandwidth sweep per collective, then the timed allreduces
 DTYPES = ("float16", "float32", "float64", "int32", "int64")
 
 

@@ -33,6 +33,7 @@ class OpRow:
     caller_stream_event: bool
     runs_with_joined: bool
     changes_sets: bool   # adds or removes a process set (dispatch applies it; fusion flushes before it)
+    bus_bw: str          # "none", "whole", "chunked" or "reduced": the bench's bus-bandwidth factor (BusBw)
 
     @property
     def takes_reduce_op(self) -> bool:

@@ -1,4 +1,4 @@
-"""Operation codes, reduce ops, and the handle manager every front submits work through."""
+"""Reduce ops, and the handle manager every front submits work through (op codes: op_spec.code(label))."""
 from __future__ import annotations
 
 import contextlib
@@ -9,20 +9,6 @@ from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 from lightcc.common import op_spec as _spec
 from lightcc.common.op_args import TensorArgs, control
 from lightcc.common.native import core
-
-# Operation codes, read from the core's table by label (the values are never restated here) and
-# written out so that a reader or an IDE finds each one: those of the ops Python code names by
-# code. A new op needs a line only once some code names it; tests/single/test_op_spec.py fails
-# when code names one that has none, or a constant's name is not its row's.
-ALLREDUCE = _spec.code("allreduce")
-ALLGATHER = _spec.code("allgather")
-BROADCAST = _spec.code("broadcast")
-ALLTOALL = _spec.code("alltoall")
-REDUCESCATTER = _spec.code("reducescatter")
-BARRIER = _spec.code("barrier")
-JOIN = _spec.code("join")
-ADD_PROCESS_SET = _spec.code("add_process_set")
-REMOVE_PROCESS_SET = _spec.code("remove_process_set")
 
 # Reduction ops (Horovod's values), from the core's table.
 Average = _spec.reduce_op("Average")
@@ -199,7 +185,7 @@ def run_now(args: tuple) -> CoreResult:
 def run_simple(op: int, name: str, process_set_id: int = 0, aux: Sequence[int] = ()) -> int:
     """Runs a tensor-less op (barrier, join, process-set change) and returns its value."""
     args = control(op, name, process_set_id, aux)
-    if op == BARRIER:  # the synchronous path, which on one host settles it in one direct step
+    if op == _spec.code("barrier"):  # the synchronous path, which on one host settles it in one direct step
         return run_now(args.as_tuple())[3]
     with wait_at_once():
         h = handles.submit([args], None, lambda results: results[0][3])
@@ -211,5 +197,5 @@ _ps_counter = itertools.count()
 
 def process_set_change(op: int, aux: Sequence[int]) -> int:
     """Adds or removes a process set on every rank; returns the new id (add)."""
-    kind = "add" if op == ADD_PROCESS_SET else "remove"
+    kind = "add" if op == _spec.code("add_process_set") else "remove"
     return run_simple(op, f"process_set.{kind}.{next(_ps_counter)}", 0, aux)

@@ -137,7 +137,7 @@ def _id_of(process_set: Optional[ProcessSet]) -> int:
 
 def add_process_set(process_set: Union[ProcessSet, Sequence[int]]) -> ProcessSet:
     """Register a new process set on every rank (a collective call; needs dynamic process sets)."""
-    from lightcc.common import ops
+    from lightcc.common import op_spec, ops
 
     ps = process_set if isinstance(process_set, ProcessSet) else ProcessSet(process_set)
     if ps.process_set_id is not None:
@@ -148,20 +148,20 @@ def add_process_set(process_set: Union[ProcessSet, Sequence[int]]) -> ProcessSet
     size = core().size()
     if not ps.ranks or ps.ranks[0] < 0 or ps.ranks[-1] >= size:
         raise ValueError(f"process set ranks {ps.ranks} must lie in [0, {size})")
-    set_id = ops.process_set_change(ops.ADD_PROCESS_SET, ps.ranks)
+    set_id = ops.process_set_change(op_spec.code("add_process_set"), ps.ranks)
     _register(ps, set_id)
     return ps
 
 
 def remove_process_set(process_set: ProcessSet) -> bool:
     """Unregister a process set on every rank (collective). Returns False if it was not registered."""
-    from lightcc.common import ops
+    from lightcc.common import op_spec, ops
 
     if process_set.process_set_id is None or process_set.process_set_id == 0:
         return False
     if process_set.process_set_id not in _get_process_set_ids_and_ranks():
         return False
-    ops.process_set_change(ops.REMOVE_PROCESS_SET, [process_set.process_set_id])
+    ops.process_set_change(op_spec.code("remove_process_set"), [process_set.process_set_id])
     _registered.pop(process_set.process_set_id, None)
     process_set.process_set_id = None
     return True
@@ -198,13 +198,13 @@ def add_process_set_of_members(ranks: Sequence[int], name: str) -> int:
 def members_set_args(ranks: Sequence[int], name: str) -> TensorArgs:
     """The submission that makes a member-only set (see `add_process_set_of_members`), for callers
     that queue it asynchronously (the torch.distributed backend's point-to-point pairs)."""
-    from lightcc.common import ops
+    from lightcc.common import op_spec
     from lightcc.common.op_args import control
 
     if not isinstance(name, str) or not name:
         raise ValueError(f"a member-only process set needs a non-empty name, got {name!r}")
     members = _member_ranks(ranks)
-    return control(ops.ADD_PROCESS_SET, f"process_set.members.add.{name}", MEMBERS_ONLY_SET_ID, members)
+    return control(op_spec.code("add_process_set"), f"process_set.members.add.{name}", MEMBERS_ONLY_SET_ID, members)
 
 
 def remove_process_set_of_members(process_set_id: int) -> None:
@@ -213,14 +213,15 @@ def remove_process_set_of_members(process_set_id: int) -> None:
     Completes once every member has called it; the set then leaves every rank's table, and any
     of its tensors still pending fail.
     """
-    from lightcc.common import ops
+    from lightcc.common import op_spec, ops
 
     set_id = int(process_set_id)
     ranks = _get_process_set_ids_and_ranks().get(set_id)
     if set_id == 0 or ranks is None:
         raise ValueError(f"process set {set_id} is not a registered set other than the global one")
     _member_ranks(ranks)
-    ops.run_simple(ops.REMOVE_PROCESS_SET, f"process_set.members.remove.{set_id}", MEMBERS_ONLY_SET_ID, [set_id])
+    ops.run_simple(op_spec.code("remove_process_set"), f"process_set.members.remove.{set_id}", MEMBERS_ONLY_SET_ID,
+                   [set_id])
     stale = _registered.pop(set_id, None)
     if stale is not None:
         stale.process_set_id = None

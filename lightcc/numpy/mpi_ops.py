@@ -15,6 +15,7 @@ import numpy as np
 
 from lightcc.common import calls as _calls
 from lightcc.common import op_args as _build
+from lightcc.common import op_spec as _spec
 from lightcc.common import ops as _ops
 from lightcc.common.op_args import Adapted
 from lightcc.common.arrays import address
@@ -400,12 +401,12 @@ def synchronize(handle: int) -> Any:
 
 def join() -> int:
     """Declare this rank done; returns the last rank to join once every rank has."""
-    return _ops.run_simple(_ops.JOIN, "join")
+    return _ops.run_simple(_spec.code("join"), "join")
 
 
 def barrier(process_set: ProcessSet = global_process_set) -> None:
     """Return once every rank of the process set has reached the barrier."""
-    _ops.run_simple(_ops.BARRIER, "barrier", _id_of(process_set))
+    _ops.run_simple(_spec.code("barrier"), "barrier", _id_of(process_set))
 
 
 def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,

@@ -12,6 +12,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from lightcc.common import op_args as _build
+from lightcc.common import op_spec as _spec
 from lightcc.common import ops as _ops
 from lightcc.common.op_args import Adapted
 from lightcc.common.arrays import address
@@ -129,4 +130,4 @@ def reducescatter(arrays: Sequence[np.ndarray], name: str, op: int, prescale: fl
 
 def join() -> int:
     """Declare this rank done; returns the last rank to join."""
-    return int(_ops.run_simple(_ops.JOIN, "join"))
+    return int(_ops.run_simple(_spec.code("join"), "join"))

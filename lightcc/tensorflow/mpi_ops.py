@@ -203,7 +203,7 @@ def grouped_allgather(tensors: Sequence[Any], name: Optional[str] = None, ignore
     if not xs:
         return []
     for x in xs:
-        _check_shape(_ops.ALLGATHER, x)
+        _check_shape(_spec.code("allgather"), x)
     set_id = _set_id(process_set)
 
     @tf.custom_gradient
@@ -326,7 +326,7 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
     (output, received_splits). Gradient: alltoall of the output gradient with received_splits.
     """
     x = u.as_tensor(tensor)
-    _check_shape(_ops.ALLTOALL, x)
+    _check_shape(_spec.code("alltoall"), x)
     s = None
     if splits is not None:
         s = u.as_tensor(splits)
@@ -358,7 +358,7 @@ def _grouped_reducescatter(tensors: Sequence[Any], op: int = Sum, name: Optional
     if not xs:
         return []
     for x in xs:
-        _check_shape(_ops.REDUCESCATTER, x)
+        _check_shape(_spec.code("reducescatter"), x)
     op = _ops.resolve_op(None, op)
     set_id = _set_id(process_set)
 

@@ -12,6 +12,7 @@ import torch
 
 from lightcc.common import calls as _calls
 from lightcc.common import basics as _common_basics
+from lightcc.common import op_spec as _spec
 from lightcc.common import ops as _ops
 from lightcc.common import process_sets as _ps
 from lightcc.common.basics import (
@@ -316,12 +317,12 @@ def join(device: int = -1) -> int:
     Returns the last rank to join. `device` is accepted for Horovod compatibility (the join
     itself runs on the engine, whatever the device).
     """
-    return _ops.run_simple(_ops.JOIN, "join")
+    return _ops.run_simple(_spec.code("join"), "join")
 
 
 def barrier(process_set: ProcessSet = global_process_set) -> None:
     """Return once every rank of the process set has reached the barrier."""
-    _ops.run_simple(_ops.BARRIER, "barrier", _ps._id_of(process_set))
+    _ops.run_simple(_spec.code("barrier"), "barrier", _ps._id_of(process_set))
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-// Tests the op-traits table (engine/op_traits.h) and the edge's caller-stream decision read from it.
+// Tests the op-traits table (engine/op_traits.h, expanded from op_list.h) and the edge's caller-stream decision.
 //
 // Pure and header-only (no engine). tests/single/test_cpp_units.py builds and runs it;
 // extra_op_test.cc runs the same checks with one more op numbered past the rest.
@@ -35,6 +35,8 @@ void testRowsAreConsistent() {
     check((t.args.reduce_ops & ~kEveryReduceOp) == 0, who + ": only known reduce ops");
     // A process-set change is a control op whose arguments (the ranks, or the id) must agree.
     check(!t.changes_sets || (!t.moves_data && t.args.agrees_aux), who + ": a set change is an agreed control op");
+    // The bench sweeps every data op and needs its bus-bandwidth factor; a control op has none.
+    check(t.moves_data == (t.bus_bw != BusBw::kNone), who + ": a bus-bandwidth kind iff it moves data");
   }
 }
 
@@ -70,6 +72,13 @@ void testKnownRows() {
             !movesData(OpType::kRemoveProcessSet),
         "barrier, join and process-set changes are control ops");
   check(opTraits(OpType::kAddProcessSet).args.agrees_aux, "process-set arguments must agree");
+  check(opTraits(OpType::kAllreduce).bus_bw == BusBw::kReduced &&
+            opTraits(OpType::kBroadcast).bus_bw == BusBw::kWhole && opTraits(OpType::kAlltoall).bus_bw == BusBw::kChunked,
+        "nccl-tests' bus-bandwidth kinds: allreduce 2(p-1)/p, broadcast 1, alltoall (p-1)/p");
+  // The wire codes are the protocol with peers and Python: the list must not renumber them.
+  check(static_cast<int>(OpType::kAllreduce) == 0 && static_cast<int>(OpType::kReducescatter) == 4 &&
+            static_cast<int>(OpType::kRemoveProcessSet) == 8,
+        "wire codes 0..8 unchanged");
   check(isOpCode(0) && isOpCode(kNumOpTypes - 1) && !isOpCode(kNumOpTypes) && !isOpCode(-1), "op code range");
 }
 

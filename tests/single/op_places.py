@@ -7,7 +7,8 @@ would have to be added there too:
     name three or more ops (`allreduce`, `grouped_allreduce_async`, `ALLREDUCE` all name allreduce);
   - C++ (comments and string literals stripped): one brace-enclosed body (a switch, an enum, a
     table with its rows) holding three or more `OpType::k<Op>` / `k<Op> =` mentions directly (an
-    `if (op == OpType::kJoin)` here and there is op-specific code, not an enumeration).
+    `if (op == OpType::kJoin)` here and there is op-specific code, not an enumeration), or one
+    `#define` whose body names three or more ops as identifiers (an X-macro list: `X(Allreduce, ...)`).
 A public function per op (`def allgather`) is a call, not an enumeration, and is not counted.
 
     python tests/single/op_places.py        # every place, then the counts
@@ -26,8 +27,10 @@ CPP_ROOTS = ("csrc", "harp_plugin/src")
 OP_LABELS = ("allreduce", "allgather", "broadcast", "alltoall", "reducescatter", "barrier", "join",
              "add_process_set", "remove_process_set")
 _WORD = re.compile(r"(?i)(?:^|_|\b)(" + "|".join(OP_LABELS) + r")(?:_|\b|$)")
-_CPP_OP = re.compile(r"OpType::k(\w+)|\bk(Allreduce|Allgather|Broadcast|Alltoall|Reducescatter|Barrier|Join|"
-                     r"AddProcessSet|RemoveProcessSet)\s*=")
+_CPP_NAMES = "Allreduce|Allgather|Broadcast|Alltoall|Reducescatter|Barrier|Join|AddProcessSet|RemoveProcessSet"
+_CPP_OP = re.compile(r"OpType::k(\w+)|\bk(" + _CPP_NAMES + r")\s*=")
+_CPP_OP_IDENTIFIER = re.compile(r"\bk?(" + _CPP_NAMES + r")\b")
+_CPP_DEFINE = re.compile(r"^[ \t]*#[ \t]*define\b(?:[^\n]*\\\n)*[^\n]*", re.M)  # with its continued lines
 
 Place = Tuple[str, int, Tuple[str, ...]]  # (path, line, the ops it names)
 
@@ -98,6 +101,7 @@ def _strip_cpp(text: str) -> str:
 
 def _cpp_places(path: Path) -> Iterator[Tuple[int, Set[str]]]:
     text = _strip_cpp(path.read_text(errors="replace"))
+    yield from _macro_places(text)
     # (opening line, whether the block is a table row, op mentions directly inside); a row's
     # mentions are its table's, code blocks (function bodies, ifs) keep theirs.
     stack: List[Tuple[int, bool, Set[str]]] = [(0, False, set())]
@@ -116,6 +120,14 @@ def _cpp_places(path: Path) -> Iterator[Tuple[int, Set[str]]]:
                 stack[-1][2].update(ops)
             elif len(ops) >= 3:
                 yield opened, ops
+
+
+def _macro_places(text: str) -> Iterator[Tuple[int, Set[str]]]:
+    """`#define`s that list three or more ops (X-macros), each at its first line."""
+    for m in _CPP_DEFINE.finditer(text):
+        ops = {name.lower() for name in _CPP_OP_IDENTIFIER.findall(m.group(0))}
+        if len(ops) >= 3:
+            yield text.count("\n", 0, m.start()) + 1, ops
 
 
 def places() -> Tuple[List[Place], List[Place]]:

@@ -86,6 +86,42 @@ def test_iterations_scale_down_with_size() -> None:
 # --- metrics -------------------------------------------------------------------------------
 
 
+def test_lightcc_cases_call_each_collective_as_its_row_says() -> None:
+    """make_case reads the call off the op's row and calls.py: Sum where it reduces, root 0 where it has one,
+    the in-place form where the numpy front has one."""
+    from types import SimpleNamespace
+
+    from lightcc.bench.backend_lightcc import LightccBackend
+
+    made = []
+
+    def recorder(call):
+        return lambda *args, **kwargs: made.append((call, len(args), kwargs.get("op"), kwargs["name"])) or args[0]
+
+    backend = LightccBackend()
+    backend._hvd = SimpleNamespace(Sum="Sum", **{c: recorder(c) for c in (
+        "allreduce_", "broadcast_", "allgather", "alltoall", "reducescatter")})
+    inp = np.ones(4)
+    for op in metrics.COLLECTIVES + ("latency",):
+        case = backend.make_case(op, inp, "t")
+        case.run()
+        assert case.result() is inp
+    assert made == [("allreduce_", 1, "Sum", "bench.allreduce.t"), ("allgather", 1, None, "bench.allgather.t"),
+                    ("broadcast_", 2, None, "bench.broadcast.t"), ("alltoall", 1, None, "bench.alltoall.t"),
+                    ("reducescatter", 1, "Sum", "bench.reducescatter.t"), ("allreduce_", 1, "Sum", "bench.latency.t")]
+    with pytest.raises(ValueError, match="unknown collective"):
+        backend.make_case("barrier", inp, "t")
+
+
+def test_bench_commands_are_the_data_ops() -> None:
+    from lightcc.bench.spec import COMMANDS
+    from lightcc.common import op_spec
+
+    assert metrics.COLLECTIVES == ("allreduce", "allgather", "broadcast", "alltoall", "reducescatter")
+    assert metrics.COLLECTIVES == tuple(row.label for row in op_spec.OPS if row.moves_data)
+    assert COMMANDS == (*metrics.COLLECTIVES, "latency", "negotiation")
+
+
 def test_busbw_factors() -> None:
     assert metrics.busbw_factor("allreduce", 2) == 1.0
     assert metrics.busbw_factor("allreduce", 4) == 1.5

@@ -21,6 +21,7 @@ from torch._C._distributed_c10d import (  # the options torch hands each call (n
 
 from lightcc.c10d_backend import BACKEND_NAME
 from lightcc.common import op_args as _build
+from lightcc.common import op_spec as _spec
 from lightcc.common import ops as _ops
 from lightcc.torch import futures as _futures
 from lightcc.torch import tensors as _t
@@ -404,7 +405,7 @@ class LightccProcessGroup(dist.ProcessGroup):
     def barrier(self, opts: Optional[BarrierOptions] = None) -> Any:
         self._check_open()
         name = self._names.take("barrier", [])
-        args = [_build.control(_ops.BARRIER, name, self._set_id)]
+        args = [_build.control(_spec.code("barrier"), name, self._set_id)]
         pending = _futures.launch(args, None, lambda results: [])
         self._names.hold([name], pending.outcome)
         return self._work(pending)

@@ -14,6 +14,7 @@ from common import Checker, np_dtype
 import numpy as np
 
 import lightcc as hvd
+from lightcc.common import op_spec as _spec
 from lightcc.common import ops as _ops
 
 
@@ -167,8 +168,8 @@ def refuse(c: Checker, r: int, n: int) -> None:
     # The core refuses too (a front that skipped the Python check), on every rank, naming the size.
     a = np.ones(4, np.float32)
     try:
-        _ops.run_now((_ops.ALLREDUCE, "allreduce.raw_adasum", a.ctypes.data, a.ctypes.data, 6, a.shape, hvd.Adasum,
-                      0, 1.0, 1.0, 0, ()))
+        _ops.run_now((_spec.code("allreduce"), "allreduce.raw_adasum", a.ctypes.data, a.ctypes.data, 6, a.shape,
+                      hvd.Adasum, 0, 1.0, 1.0, 0, ()))
         c.check(False, "core should refuse Adasum")
     except ValueError as e:
         c.check("power-of-two" in str(e) and str(n) in str(e) and f"rank {r}" in str(e), f"core message: {e}")

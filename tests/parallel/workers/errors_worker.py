@@ -77,10 +77,11 @@ def main() -> None:
         else:
             hvd.broadcast(np.ones(3), 0, name="mixed")
     # The engine sees different op prefixes as different names, so use a shared raw name.
+    from lightcc.common import op_spec as _spec
     from lightcc.common import ops as _ops
     from lightcc.common.dtypes import numpy_code
     x = np.ones(3)
-    op_code = _ops.ALLREDUCE if r == 0 else _ops.BROADCAST
+    op_code = _spec.code("allreduce") if r == 0 else _spec.code("broadcast")
     args = _ops.TensorArgs(op_code, "raw.mixed", x.ctypes.data, x.ctypes.data, numpy_code(x.dtype), x.shape)
     expect(c, hvd.LightCCInternalError, lambda: _ops.handles.synchronize(_ops.handles.submit([args], x, lambda v: v)),
            "op type mismatch", "Mismatched operations")
