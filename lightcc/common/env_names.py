@@ -61,8 +61,8 @@ FOR_SCRIPTS: dict[str, str] = {
 
 # Horovod's variables that lightcc knows and deliberately ignores: setting one changes nothing.
 IGNORED: dict[str, str] = {
-    "HOROVOD_HIERARCHICAL_ALLGATHER": "lightcc has no hierarchical allgather (shared memory on one host, one ring "
-    "across hosts)",
+    "HOROVOD_HIERARCHICAL_ALLGATHER": "no separate switch: the 2D allgather follows LIGHT_2D_ALLREDUCE "
+    "(HOROVOD_HIERARCHICAL_ALLREDUCE), auto by the cost model",
     "HOROVOD_NUM_NCCL_STREAMS": "set LIGHT_NUM_STREAMS (horovodrun --num-nccl-streams does)",
     "HOROVOD_GLOO_TIMEOUT_SECONDS": "lightcc has one timeout, LIGHTCC_TIMEOUT",
     "HOROVOD_START_TIMEOUT": "lightcc has one timeout, LIGHTCC_TIMEOUT",

@@ -18,11 +18,12 @@ LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL")
 BYTES_PER_MB = 1024 * 1024
 
 
-# Horovod's --hierarchical-allgather has nothing to switch in lightcc; accepting it would be a lie.
+# Horovod switches its hierarchical allgather apart from the allreduce; lightcc's 2D allgather follows
+# the 2D allreduce's switch, so accepting a separate one would be a lie.
 HIERARCHICAL_ALLGATHER_REFUSED = (
-    "lightcc has no hierarchical allgather: allgather runs in shared memory when every rank is on one host and "
-    "as one ring over all ranks otherwise, so the flag would change nothing; drop it "
-    "(--hierarchical-allreduce is lightcc's 2D allreduce)"
+    "lightcc has no separate hierarchical allgather switch: its 2D allgather is taken where the cost model "
+    "says it pays, and --hierarchical-allreduce / --no-hierarchical-allreduce (LIGHT_2D_ALLREDUCE=1/0) force "
+    "the 2D allreduce and allgather on or off together; drop the flag"
 )
 
 

@@ -113,12 +113,7 @@ FLAGS: tuple[HorovodFlag, ...] = (
     _flag("--hierarchical-allreduce", False, SAME, "2D (hierarchical) allreduce"),
     _flag("--no-hierarchical-allreduce", False, ENV, "", "HOROVOD_HIERARCHICAL_ALLREDUCE", "0"),
     _flag("--hierarchical-allgather", False, REFUSED, HIERARCHICAL_ALLGATHER_REFUSED),
-    _flag(
-        "--no-hierarchical-allgather",
-        False,
-        IN_EFFECT,
-        "lightcc has no hierarchical allgather, so it is always off",
-    ),
+    _flag("--no-hierarchical-allgather", False, REFUSED, HIERARCHICAL_ALLGATHER_REFUSED),
     _flag(
         "--torus-allreduce",
         False,

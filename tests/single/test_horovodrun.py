@@ -109,9 +109,9 @@ def test_a_switch_and_its_no_twin_contradict(pair):
 
 def test_hierarchical_allgather_is_refused_by_both_launchers():
     out = run(["-m", "lightcc.runner.horovodrun", "--hierarchical-allgather", "-np", "1", "python", "-c", "print('RAN')"])
-    assert out.returncode == 2 and "no hierarchical allgather" in out.stderr and "RAN" not in out.stdout, out.stderr
+    assert out.returncode == 2 and "no separate hierarchical allgather switch" in out.stderr and "RAN" not in out.stdout, out.stderr
     out = run(["-m", "lightcc.runner.launch", "--hierarchical-allgather", "-np", "1", "python", "-c", "print('RAN')"])
-    assert out.returncode == 2 and "no hierarchical allgather" in out.stderr and "RAN" not in out.stdout, out.stderr
+    assert out.returncode == 2 and "no separate hierarchical allgather switch" in out.stderr and "RAN" not in out.stdout, out.stderr
     assert "HOROVOD_HIERARCHICAL_ALLGATHER" not in {f.env for f in env_flags.FLAGS}
 
 
