@@ -14,19 +14,19 @@ void FlowGovernor::configure(int max_flows, int start, bool adapt) {
 
 bool FlowGovernor::tick(bool busy, double now_s) {
   if (!adapt_) return false;
-  if (last_s_ >= 0 && was_busy_) busy_s_ += now_s - last_s_;
-  last_s_ = now_s;
-  was_busy_ = busy;
-  return busy_s_ >= kWindowSeconds;
+  if (w_.last_s >= 0 && w_.was_busy) w_.busy_s += now_s - w_.last_s;
+  w_.last_s = now_s;
+  w_.was_busy = busy;
+  return w_.busy_s >= kWindowSeconds;
 }
 
 bool FlowGovernor::closeWindow(uint64_t delivered) {
-  const double busy_s = busy_s_;
-  busy_s_ = 0;
-  const uint64_t start = window_start_;
-  window_start_ = delivered;
-  if (!have_start_ || delivered < start) {  // the baseline (or a counter that went back)
-    have_start_ = true;
+  const double busy_s = w_.busy_s;
+  w_.busy_s = 0;
+  const uint64_t start = w_.start;
+  w_.start = delivered;
+  if (!w_.have_start || delivered < start) {  // the baseline (or a counter that went back)
+    w_.have_start = true;
     return false;
   }
   last_rate_ = static_cast<double>(delivered - start) / busy_s;

@@ -58,11 +58,14 @@ class FlowGovernor {
   int hold_left_ = 0;
   int changes_ = 0;
   // The current window.
-  double last_s_ = -1;
-  bool was_busy_ = false;
-  double busy_s_ = 0;
-  bool have_start_ = false;
-  uint64_t window_start_ = 0;  // delivered bytes when the window began
+  struct Window {
+    double last_s = -1;
+    bool was_busy = false;
+    double busy_s = 0;
+    bool have_start = false;
+    uint64_t start = 0;  // delivered bytes when the window began
+  };
+  Window w_;
 };
 
 }  // namespace harp
