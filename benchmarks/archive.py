@@ -46,6 +46,8 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/elastic/results/commit-cost-s23b/)",
     "718c56a": "session 24: issue 44's busbw and DDP table on emulated hosts with the defaults, after the "
                "pipelined ring; the engine before/after (benchmarks/engine/results/s24-defaults/)",
+    "2a349ea": "session 25: the 2D allgather, a real collective, as a patch with its file count "
+               "(benchmarks/anatomy/results/hier-allgather-s25/)",
 }
 
 
