@@ -66,6 +66,10 @@ def in_thread(target, args=(), name=None, daemon=True, silent=False):
 # not installed, this stands in for it.
 _MOCK = '''"""unittest.mock under the name `mock` (written by horovod_suite; the backport is not installed)."""
 from unittest.mock import *  # noqa: F401,F403
+
+# The backport's version: `parameterized` (which test_tensorflow2_keras.py uses) reads it when `mock`
+# imports; 5 is the backport that matches Python 3.8+'s unittest.mock.
+version_info = (5, 1, 0)
 '''
 
 _PLUGIN = '''"""pytest plugin (written by horovod_suite): one JSON line per test phase outcome, flushed at once."""
