@@ -48,6 +48,9 @@ ARCHIVES: Dict[str, str] = {
                "pipelined ring; the engine before/after (benchmarks/engine/results/s24-defaults/)",
     "2a349ea": "session 25: the 2D allgather, a real collective, as a patch with its file count "
                "(benchmarks/anatomy/results/hier-allgather-s25/)",
+    "ce9837f": "session 25: one host against the bound with the TF front, DDP at 2x1 before/after, the engine "
+               "before/after (benchmarks/engine/results/s25/), HARP's adaptive flows "
+               "(benchmarks/harp/results/flows-s25/), Horovod's suites (benchmarks/compat/results/horovod-s25/)",
 }
 
 
