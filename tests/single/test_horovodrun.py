@@ -108,10 +108,13 @@ def test_a_switch_and_its_no_twin_contradict(pair):
 
 
 def test_hierarchical_allgather_is_refused_by_both_launchers():
-    out = run(["-m", "lightcc.runner.horovodrun", "--hierarchical-allgather", "-np", "1", "python", "-c", "print('RAN')"])
-    assert out.returncode == 2 and "no separate hierarchical allgather switch" in out.stderr and "RAN" not in out.stdout, out.stderr
-    out = run(["-m", "lightcc.runner.launch", "--hierarchical-allgather", "-np", "1", "python", "-c", "print('RAN')"])
-    assert out.returncode == 2 and "no separate hierarchical allgather switch" in out.stderr and "RAN" not in out.stdout, out.stderr
+    # lightcc's 2D allgather follows the 2D allreduce's switch: a separate one, on or off, is refused.
+    why = "no separate hierarchical allgather switch"
+    script = ["-np", "1", "python", "-c", "print('RAN')"]
+    for launcher, flag in [("horovodrun", "--hierarchical-allgather"), ("horovodrun", "--no-hierarchical-allgather"),
+                           ("launch", "--hierarchical-allgather")]:
+        out = run(["-m", f"lightcc.runner.{launcher}", flag, *script])
+        assert out.returncode == 2 and why in out.stderr and "RAN" not in out.stdout, (launcher, flag, out.stderr)
     assert "HOROVOD_HIERARCHICAL_ALLGATHER" not in {f.env for f in env_flags.FLAGS}
 
 
