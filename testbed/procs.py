@@ -25,9 +25,11 @@ and stop their processes here.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -104,17 +106,31 @@ def python(*args: str, prefix: Sequence[str] = ()) -> list[str]:
     return [*prefix, sys.executable, "-X", "faulthandler", *args]
 
 
+def _interruptible() -> None:
+    """Lets children be interrupted even when this process ignores SIGINT.
+
+    A non-interactive shell starts background jobs with SIGINT ignored, and an ignored signal stays
+    ignored across exec. A test run started that way would pass that on, so `interrupt` would reach
+    children that cannot clean up (a harness holding network namespaces would leak them). Python's
+    own handler, put back here, is reset to the default in every child.
+    """
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def start(cmd: Sequence[str], env: Mapping[str, str] | None = None, cwd: PathLike | None = ROOT,
           stdout: Stream = subprocess.PIPE, stderr: Stream = subprocess.PIPE,
           stdin: Stream = subprocess.DEVNULL) -> subprocess.Popen:
     """`processes.start` with the harness's defaults: text pipes, no input, the repository as the working
     directory and the rule's environment (`base_env()`) unless `env` is given."""
+    _interruptible()
     return processes.start(cmd, env if env is not None else base_env(), cwd, stdout, stderr, stdin)
 
 
 def start_all(cmds: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str] | None], cwd: PathLike | None = ROOT,
               stdout: Stream = subprocess.PIPE, stderr: Stream = subprocess.PIPE) -> list[subprocess.Popen]:
     """`processes.start_all` with `start`'s defaults (an environment left None is the rule's)."""
+    _interruptible()
     return processes.start_all(cmds, [e if e is not None else base_env() for e in envs], cwd, stdout, stderr,
                                subprocess.DEVNULL)
 
