@@ -98,15 +98,21 @@ void testCrossover() {
         "8 x 4: the crossover is the first size 2D wins");
 }
 
+// Fits a decade either side of a typical host (2 us, 0.3 ns/B) and 1 Gbit/s link (50 us, 2 ns/B).
+CostModel randomFits(std::mt19937& gen, std::uniform_real_distribution<double>& e) {
+  CostModel m;
+  m.shm = {true, 2e-6 * std::pow(10, e(gen)), 0.3e-9 * std::pow(10, e(gen))};
+  m.net = {true, 50e-6 * std::pow(10, e(gen)), 2e-9 * std::pow(10, e(gen))};
+  return m;
+}
+
 // Whatever the fits: from the crossover on 2D never loses, and just below it does.
 void testCrossoverProperty() {
   std::mt19937 gen(11);
   std::uniform_real_distribution<double> e(-1, 1);
   int bad = 0;
   for (int i = 0; i < 2000; ++i) {
-    CostModel m;
-    m.shm = {true, 2e-6 * std::pow(10, e(gen)), 0.3e-9 * std::pow(10, e(gen))};
-    m.net = {true, 50e-6 * std::pow(10, e(gen)), 2e-9 * std::pow(10, e(gen))};
+    const CostModel m = randomFits(gen, e);
     const int hosts = 2 + i % 7, group = 2 + (i / 7) % 7;
     const int64_t rd = (i % 3) * (64 << 10);
     const TwoDCosts c = costsOf(m, hosts, group, rd);
@@ -153,9 +159,7 @@ void testAllgatherCrossover() {
   std::uniform_real_distribution<double> e(-1, 1);
   int bad = 0;
   for (int i = 0; i < 2000; ++i) {
-    CostModel m;
-    m.shm = {true, 2e-6 * std::pow(10, e(gen)), 0.3e-9 * std::pow(10, e(gen))};
-    m.net = {true, 50e-6 * std::pow(10, e(gen)), 2e-9 * std::pow(10, e(gen))};
+    const CostModel m = randomFits(gen, e);
     const TwoDCosts c = costsOf(m, 2 + i % 7, 2 + (i / 7) % 7, (i % 3) * (64 << 10));
     const int64_t ag = twoDAllgatherCrossoverBytes(c);
     if ((ag == kTwoDNever) != (twoDCrossoverBytes(c) == kTwoDNever)) ++bad;
