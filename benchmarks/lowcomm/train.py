@@ -14,18 +14,21 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
-import lightcc.torch as hvd
+from benchmarks.lowcomm.methods import BACKENDS, METHODS, Runner, init, wrap
 from benchmarks.lowcomm.lm import ByteLM, bits_per_byte, load_text, loss_of, windows
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.lowcomm.train", description=__doc__.splitlines()[0])
-    p.add_argument("--method", choices=["ddp", "diloco"], required=True)
+    p.add_argument("--method", choices=METHODS, required=True,
+                   help="ddp; diloco (lightcc's); torchft-diloco (torchft 0.2.0's, on emulated hosts: race.py); "
+                   "local (every rank alone: the compute bound)")
+    p.add_argument("--backend", choices=BACKENDS, default="lightcc", help="the process group of ddp and local")
     p.add_argument("--sync-every", type=int, default=50, help="DiLoCo's H")
     p.add_argument("--fragments", type=int, default=1)
     p.add_argument("--compression", default="none")
@@ -66,24 +69,10 @@ def lr_factor(args: argparse.Namespace, step: int) -> float:
     return args.min_lr_ratio + (1.0 - args.min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * min(1.0, done)))
 
 
-def wrap(args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer) -> Any:
-    """DDP (rank 0's weights via DDP's own broadcast) or DiLoCo (its constructor broadcasts)."""
-    if args.method == "ddp":
-        return torch.nn.parallel.DistributedDataParallel(model)
-    from lightcc.torch import DiLoCo
-
-    def outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
-        return torch.optim.SGD(params, lr=args.outer_lr, momentum=args.outer_momentum,
-                               nesterov=args.outer_momentum > 0)
-
-    return DiLoCo(model, opt, sync_every=args.sync_every, outer_optimizer=outer, fragments=args.fragments,
-                  compression=args.compression, warmup_steps=args.sync_warmup)
-
-
 def main(argv: Optional[List[str]] = None) -> None:
     args = build_parser().parse_args(argv)
     torch.set_num_threads(1)
-    dist.init_process_group("lightcc")
+    init(args)
     rank, size = dist.get_rank(), dist.get_world_size()
     train, val = load_text()
     torch.manual_seed(args.seed)
@@ -91,35 +80,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     runner = wrap(args, model, opt)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(args, step))
-    forward = runner if args.method == "ddp" else model
     gen = torch.Generator().manual_seed(1000 * args.seed + rank)
-    curve: List[Dict[str, float]] = []
-    began, compute = time.perf_counter(), 0.0
-    for step in range(1, args.steps + 1):
-        t0 = time.perf_counter()
-        x, y = windows(train, torch.randint(0, len(train) - args.ctx - 2, (args.batch,), generator=gen), args.ctx)
-        loss_of(forward, x, y).backward()
-        if args.method == "ddp":
-            opt.step()
-        else:
-            runner.step()
-        opt.zero_grad()
-        schedule.step()
-        compute += time.perf_counter() - t0
-        if step % args.eval_every == 0 or step == args.steps:
-            if step == args.steps and args.method == "diloco":
-                runner.finish()
-            curve.append({"step": step, "wall_s": time.perf_counter() - began,
-                          "val_bpb": bits_per_byte(model, val, args.ctx)})
-    same = len(set(hvd.allgather_object(digest(model), name="digest"))) == 1
-    stats = runner.stats() if args.method == "diloco" else {
-        "dense_bytes_per_step": sum(p.numel() * 4 for p in model.parameters())}
+    curve, clock = train_loop(args, runner, model, opt, schedule, gen, train, val)
+    same = len(set(gathered(digest(model)))) == 1 if args.method != "local" else None
+    stats = runner.stats()
+    runner.close()
     if rank == 0:
         row = {"method": args.method, "args": {k: str(v) for k, v in vars(args).items()}, "ranks": size,
                "params": sum(p.numel() for p in model.parameters()),
                "tokens_per_rank": args.steps * args.batch * args.ctx,
-               "curve": curve, "final_val_bpb": curve[-1]["val_bpb"], "wall_s": time.perf_counter() - began,
-               "step_loop_s": compute, "identical": same, "stats": stats}
+               "curve": curve, "final_val_bpb": curve[-1]["val_bpb"], **clock, "identical": same, "stats": stats}
         line = "RESULT " + json.dumps(row)
         print(line, flush=True)
         if args.out is not None:
@@ -127,6 +97,43 @@ def main(argv: Optional[List[str]] = None) -> None:
             with args.out.open("a") as f:
                 f.write(line + "\n")
     dist.destroy_process_group()
+
+
+def train_loop(args: argparse.Namespace, runner: Runner, model: torch.nn.Module, opt: torch.optim.Optimizer,
+               schedule: Any, gen: torch.Generator, train: torch.Tensor,
+               val: torch.Tensor) -> Tuple[List[Dict[str, float]], Dict[str, float]]:
+    """Trains --steps steps; the validation curve and the clocks.
+
+    ``train_s`` is wall time without the evaluations (every rank evaluates, as a user's loop
+    would not between steps); a curve point's ``train_s`` is that clock when it was taken.
+    """
+    curve: List[Dict[str, float]] = []
+    began, compute, evals = time.perf_counter(), 0.0, 0.0
+    for step in range(1, args.steps + 1):
+        t0 = time.perf_counter()
+        x, y = windows(train, torch.randint(0, len(train) - args.ctx - 2, (args.batch,), generator=gen), args.ctx)
+        loss_of(runner.forward, x, y).backward()
+        runner.step()
+        opt.zero_grad()
+        schedule.step()
+        if step == args.steps:
+            runner.finish()
+        compute += time.perf_counter() - t0
+        if step % args.eval_every == 0 or step == args.steps:
+            t1 = time.perf_counter()
+            point = {"step": step, "wall_s": t1 - began, "train_s": t1 - began - evals,
+                     "val_bpb": bits_per_byte(model, val, args.ctx)}
+            curve.append(point)
+            evals += time.perf_counter() - t1
+    wall = time.perf_counter() - began
+    return curve, {"wall_s": wall, "train_s": wall - evals, "step_loop_s": compute}
+
+
+def gathered(value: str) -> List[str]:
+    """`value` from every rank, through the default process group."""
+    out: List[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, value)
+    return out
 
 
 if __name__ == "__main__":
