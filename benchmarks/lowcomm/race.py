@@ -23,19 +23,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from testbed import cluster, netns, procs
 
 
-def parse_runs(items: Sequence[str]) -> Dict[str, List[str]]:
-    """{label: train.py arguments} from LABEL="ARGS" items."""
-    runs: Dict[str, List[str]] = {}
+def parse_runs(items: Sequence[str]) -> Dict[str, Tuple[Dict[str, str], List[str]]]:
+    """{label: (environment, train.py arguments)} from LABEL="[VAR=VALUE ...] ARGS" items.
+
+    The ranks' environment rule (testbed/procs.py) drops lightcc's flags from this process's
+    environment, so a run that needs one (top-k) names it in its own item."""
+    runs: Dict[str, Tuple[Dict[str, str], List[str]]] = {}
     for item in items:
         label, sep, rest = item.partition("=")
         if not sep or not label:
             raise ValueError(f"--run {item!r}: expected LABEL=\"ARGUMENTS\"")
-        runs[label] = shlex.split(rest)
+        words = shlex.split(rest)
+        env = dict(w.split("=", 1) for w in words
+                   if "=" in w and not w.startswith("-") and w.split("=")[0].isupper())
+        runs[label] = (env, [w for w in words if w.split("=", 1)[0] not in env])
     return runs
 
 
@@ -64,10 +70,11 @@ def lighthouse(h: netns.Hosts, port: int, replicas: int):  # noqa: ANN201 - a Po
                        stderr=subprocess.DEVNULL)
 
 
-def run_one(h: netns.Hosts, layout: List[int], argv: List[str], timeout: float) -> Dict:
-    """One run of train.py on the hosts; rank 0's RESULT row with the bytes each host sent."""
+def run_one(h: netns.Hosts, layout: List[int], argv: List[str], flags: Dict[str, str], timeout: float) -> Dict:
+    """One run of train.py on the hosts, with `flags` in the ranks' environment; rank 0's RESULT row with the
+    bytes each host sent."""
     port = random.randint(32001, 32600)
-    env = {"MASTER_ADDR": h.addrs[0], "MASTER_PORT": str(port), "LOWCOMM_ADDRS": ",".join(h.addrs),
+    env = {**flags, "MASTER_ADDR": h.addrs[0], "MASTER_PORT": str(port), "LOWCOMM_ADDRS": ",".join(h.addrs),
            "LOWCOMM_PER_HOST": str(layout.count(0)), "TORCHFT_LIGHTHOUSE": f"http://{h.addrs[0]}:{port + 100}"}
     house = lighthouse(h, port + 100, len(layout)) if "torchft-diloco" in argv else None
     try:
@@ -107,11 +114,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     for rate in args.rates:
         with netns.hosts(args.hosts, rate=rate) as h:
             for seed in args.seeds:
-                for label, own in runs.items():
+                for label, (flags, own) in runs.items():
                     began = time.time()
-                    row = run_one(h, layout, [*common, "--seed", str(seed), *own], args.timeout)
-                    row["race"] = {"label": label, "hosts": args.hosts, "per_host": args.per_host, "rate": rate,
-                                   "cpu": cpu, "started": began, "tx_bytes": row.pop("tx_bytes")}
+                    row = run_one(h, layout, [*common, "--seed", str(seed), *own], flags, args.timeout)
+                    row["race"] = {"label": label, "flags": flags, "hosts": args.hosts, "per_host": args.per_host,
+                                   "rate": rate, "cpu": cpu, "started": began, "tx_bytes": row.pop("tx_bytes")}
                     with args.out.open("a") as f:
                         f.write(json.dumps(row) + "\n")
                     print(f"race: {rate} seed {seed} {label}: {row['final_val_bpb']:.3f} bits/byte, "
