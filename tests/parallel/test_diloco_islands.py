@@ -26,3 +26,10 @@ def test_each_codec_trains_with_islands_and_a_checkpoint_resumes_exactly(size, i
 def test_host_islands_follow_the_host_ids():
     """Two fake hosts of 2 and 1 ranks: islands="host" makes them the islands and trains across them."""
     run_ranks("diloco_islands_worker.py", 3, ["hvd", "host,reference", "host"], timeout=180, hosts=["ha", "hb", "ha"])
+
+
+def test_engine_topk_compresses_each_lane():
+    env = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.1", "LIGHT_TOPK_THRESHOLD": "512",
+           "LIGHT_TOPK_WARMUP_STEPS": "0", "LIGHT_TOPK_CLIP": "0"}
+    results = run_ranks("diloco_islands_worker.py", 4, ["hvd", "topk", "[[0,1],[2,3]]"], timeout=180, env=env)
+    print("\n".join(line for line in results[0].stdout.splitlines() if line.startswith("TRAIN")))

@@ -3,7 +3,8 @@
 The story of one training step (`DiLoCo.step`), after the data-parallel warm-up if one was asked
 for (`warmup_steps`: the gradients averaged over the ranks before each inner step, no outer step):
 
-1. the inner optimizer steps this rank's model on its own gradients (its state never travels);
+1. the inner optimizer steps this rank's model on its own gradients (its state never travels), or,
+   with islands (islands.py), on the gradients averaged over its island;
 2. each fragment whose exchange was started `delay` steps ago waits for it, steps the shared
    weights with the outer optimizer and merges them into the model (exchange.py);
 3. each fragment whose turn it is (step ≡ offset mod H, fragments.py) encodes its pseudo-gradient
@@ -218,7 +219,9 @@ class DiLoCo:
             for p in ex.params:
                 if p.grad is None:  # a parameter unused this step still takes part, or ranks' groups differ
                     p.grad = torch.zeros_like(p)
-                grads.append(p.grad)
+                # flat views: the engine's top-k leaves 1-D tensors alone (LIGHT_TOPK_MIN_DIMS=2), so
+                # these gradients stay dense when the outer step runs top-k
+                grads.append(p.grad.view(-1) if p.grad.is_contiguous() else p.grad)
         M.synchronize(M.grouped_allreduce_async_(grads, name=name, op=M.Average, process_set=process_set))
         self.inner_optimizer.step()
         return loss, sum(g.numel() * g.element_size() for g in grads)

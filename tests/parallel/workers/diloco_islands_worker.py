@@ -11,6 +11,7 @@ MODES is a comma list of
   must be this rank's slice (across islands) and the island's gradients and slices (inside);
 - ``train``: a regression under each codec (none, bf16, int8, int4, and streaming int4) with islands:
   the loss falls, every rank ends identical, wire bytes are the slice's;
+- ``topk``: the same with the engine's top-k over the lanes (the test starts the engine with it);
 - ``checkpoint``: streaming int8 with islands saved mid-exchange and resumed ends bit-identical;
 - ``bad``: bad islands raise the same ValueError on every rank; a valid DiLoCo runs afterwards.
 """
@@ -159,7 +160,7 @@ def slice_wire_bytes(m: int, compression: str) -> int:
     """Bytes one exchange of a slice of `m` elements hands to the engine (docs/lowcomm.md's formats)."""
     if m == 0:
         return 0
-    if compression == "none":
+    if compression in ("none", "topk"):  # top-k: the engine gets the dense float32 slice
         return 4 * m
     if compression == "bf16":
         return 2 * m
@@ -168,7 +169,7 @@ def slice_wire_bytes(m: int, compression: str) -> int:
     return chunks * chunk * bits // 8 + 2 * chunks
 
 
-def train_case(compression: str, fragments: int) -> None:
+def train_case(compression: str, fragments: int, outer=None) -> Dict[str, float]:
     """diloco_worker.train_case with islands: the loss falls, every rank ends identical, the slice's bytes cross."""
     torch.manual_seed(7)
     teacher = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
@@ -179,7 +180,8 @@ def train_case(compression: str, fragments: int) -> None:
     torch.manual_seed(R)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    diloco = DiLoCo(model, opt, sync_every=10, fragments=fragments, compression=compression, islands=ISLANDS)
+    diloco = DiLoCo(model, opt, sync_every=10, fragments=fragments, compression=compression, islands=ISLANDS,
+                    outer_optimizer=outer)
     groups = groups_of(diloco)
     with torch.no_grad():
         before = torch.nn.functional.mse_loss(model(x_eval), y_eval).item()
@@ -202,11 +204,23 @@ def train_case(compression: str, fragments: int) -> None:
     c.check(s["wire_bytes"] == want, f"{label}: {s['wire_bytes']} bytes handed across islands, expected {want}")
     if R == 0:
         print(f"TRAIN islands {groups} {label}: loss {before:.4f} -> {after:.4f}, {s}", flush=True)
+    return s
 
 
 def train() -> None:
     for spec, frags in (("none", 1), ("bf16", 1), ("int8:64", 1), ("int4:64", 1), ("int4:64", 2)):
         train_case(spec, frags)
+
+
+def topk() -> None:
+    """The engine's top-k (LIGHT_TOPK_ALLREDUCE=1 from the test) compresses each lane's slice, and it trains."""
+    from lightcc.common.native import core
+
+    before = core().stats()["topk_batches"]
+    s = train_case("topk", 1, outer=lambda params: torch.optim.SGD(params, lr=1.0))
+    # one host: only top-k posts on links. The island's gradients must stay dense (shared memory, not counted)
+    c.check(0 < s["engine_bytes_sent"] < s["wire_bytes"], f"topk: {s['engine_bytes_sent']} bytes on links")
+    c.check(core().stats()["topk_batches"] > before, "topk: the engine ran no top-k batch")
 
 
 def checkpoint() -> None:
@@ -287,5 +301,6 @@ if __name__ == "__main__":
     torch.set_num_threads(1)  # ranks share a few cores
     base.start()
     for mode in base.MODE.split(","):
-        {"reference": reference, "train": train, "checkpoint": checkpoint, "bad": bad, "host": host}[mode]()
+        {"reference": reference, "train": train, "checkpoint": checkpoint, "bad": bad, "host": host,
+         "topk": topk}[mode]()
     c.finish()
