@@ -27,6 +27,7 @@ from typing import List, Optional, Tuple, Union
 import torch
 
 from lightcc.common.native import core
+from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
 
 _CASTS = {"none": torch.float32, "fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
@@ -41,7 +42,7 @@ class OuterCompression(abc.ABC):
     spec: str = "?"
     lossy: bool = False
 
-    def check(self, numel: int) -> None:
+    def check(self, numel: int) -> None:  # noqa: B027  (optional: most codecs take any size)
         """Raise ValueError if a fragment of `numel` elements cannot travel this way (constructor time)."""
 
     @abc.abstractmethod
@@ -50,13 +51,13 @@ class OuterCompression(abc.ABC):
         raise NotImplementedError
 
     @abc.abstractmethod
-    def start(self, wire: List[torch.Tensor], name: str) -> int:
-        """Start the engine's exchange of `wire` (from `encode`); returns the handle."""
+    def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> int:
+        """Start the engine's exchange of `wire` (from `encode`) over `process_set`; returns the handle."""
         raise NotImplementedError
 
     @abc.abstractmethod
     def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
-        """Wait for `handle` and return the float32 average over `size` ranks, `numel` elements."""
+        """Wait for `handle` and return the float32 average over the set's `size` ranks, `numel` elements."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -77,8 +78,8 @@ class Dense(OuterCompression):
         wire = flat.to(self.dtype) if self.lossy else flat.clone()
         return [wire], wire.float() if self.lossy else flat
 
-    def start(self, wire: List[torch.Tensor], name: str) -> int:
-        return M.allreduce_async_(wire[0], name=name, op=M.Average)
+    def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> int:
+        return M.allreduce_async_(wire[0], name=name, op=M.Average, process_set=process_set)
 
     def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
         return M.synchronize(handle).float()
@@ -124,8 +125,8 @@ class Quantized(OuterCompression):
         low, high = (packed & 15).to(torch.int16) - 8, (packed >> 4).to(torch.int16) - 8
         return torch.stack([low, high], dim=-1).reshape(*packed.shape[:-1], -1).float()
 
-    def start(self, wire: List[torch.Tensor], name: str) -> int:
-        return M.grouped_allgather_async(wire, name=name)
+    def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> int:
+        return M.grouped_allgather_async(wire, name=name, process_set=process_set)
 
     def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
         packed, scales = M.synchronize(handle)
@@ -171,8 +172,8 @@ class EngineTopk(OuterCompression):
         # Enough leading 1s to meet LIGHT_TOPK_MIN_DIMS: a flat fragment is one tensor to the engine.
         return [flat.clone().view(*([1] * (max(self._dims, 1) - 1)), -1)], flat
 
-    def start(self, wire: List[torch.Tensor], name: str) -> int:
-        return M.allreduce_async_(wire[0], name=name, op=M.Average)
+    def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> int:
+        return M.allreduce_async_(wire[0], name=name, op=M.Average, process_set=process_set)
 
     def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
         return M.synchronize(handle).reshape(-1)

@@ -3,7 +3,8 @@
 The story of one training step (`DiLoCo.step`), after the data-parallel warm-up if one was asked
 for (`warmup_steps`: the gradients averaged over the ranks before each inner step, no outer step):
 
-1. the inner optimizer steps this rank's model on its own gradients (its state never travels);
+1. the inner optimizer steps this rank's model on its own gradients (its state never travels), or,
+   with islands (islands.py), on the gradients averaged over its island;
 2. each fragment whose exchange was started `delay` steps ago waits for it, steps the shared
    weights with the outer optimizer and merges them into the model (exchange.py);
 3. each fragment whose turn it is (step ≡ offset mod H, fragments.py) encodes its pseudo-gradient
@@ -16,20 +17,22 @@ before anything else is exchanged.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
-from lightcc.common.basics import is_initialized, size
+from lightcc.common.basics import is_initialized, local_size, rank, size
 from lightcc.common.native import core
+from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
 from lightcc.torch.lowcomm import checks
 from lightcc.torch.lowcomm import fragments as _frag
 from lightcc.torch.lowcomm.codecs import OuterCompression, parse_compression
 from lightcc.torch.lowcomm.exchange import FragmentExchange, OuterFactory
+from lightcc.torch.lowcomm.islands import IslandSpec, Islands, check_spec, host_groups
 
 _instances = itertools.count()
-_LABELS = ("sync_every", "delay", "mix", "compression", "fragments", "warmup_steps")
+_LABELS = ("sync_every", "delay", "mix", "compression", "fragments", "warmup_steps", "islands")
 
 
 def nesterov_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
@@ -60,6 +63,11 @@ class DiLoCo:
             codecs keep an error-feedback residual on each rank (top-k's lives in the engine).
         warmup_steps: W, inner steps trained data-parallel first (gradients averaged over the ranks
             before each inner step, one allreduce per step); outer steps start H steps after them.
+        islands: None (every rank its own DiLoCo worker), ``"host"`` (the ranks of each host) or
+            lists of ranks partitioning the job, the same on every rank. An island's ranks average
+            their gradients at every inner step (dense data parallelism over its process set) and
+            DiLoCo runs between the islands: each island's pseudo-gradient crosses between islands
+            once, sharded over its ranks, weighted by the island's rank count (islands.py).
         name: prefix of the engine's tensor names; default counts instances (build them in the
             same order on every rank).
 
@@ -72,7 +80,7 @@ class DiLoCo:
                  outer_optimizer: Optional[OuterFactory] = None,
                  fragments: _frag.FragmentSpec = 1, delay: Optional[int] = None, mix: Optional[float] = None,
                  compression: Union[str, OuterCompression, None] = None, warmup_steps: int = 0,
-                 name: Optional[str] = None) -> None:
+                 islands: IslandSpec = None, name: Optional[str] = None) -> None:
         if not is_initialized():
             raise RuntimeError("lightcc DiLoCo: lightcc is not initialised; call lightcc.torch.init() or "
                                "dist.init_process_group('lightcc') first")
@@ -85,18 +93,23 @@ class DiLoCo:
         self._fragments: List[FragmentExchange] = []
         self._warmup_exchanges = 0
         self._warmup_bytes = 0
+        self._island_steps = 0
+        self._island_bytes = 0
         self._dirty: List[bool] = []
+        self._islands = Islands.alone(self._size, rank())
         problem, sig = None, None
         try:
-            sig = self._build(outer_optimizer or nesterov_outer, fragments, delay, mix, compression)
+            sig = self._build(outer_optimizer or nesterov_outer, fragments, delay, mix, compression, islands)
         except Exception as err:  # noqa: BLE001  (any local failure is shared before raising, or peers hang)
             problem = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
         checks.agree(problem, sig, _LABELS, self.name)
+        self._form_islands()
         self._start_from_rank0()
         self._engine_bytes = int(core().stats()["bytes_sent"])
 
     def _build(self, make_outer: OuterFactory, spec: _frag.FragmentSpec, delay: Optional[int],
-               mix: Optional[float], compression: Union[str, OuterCompression, None]) -> checks.Signature:
+               mix: Optional[float], compression: Union[str, OuterCompression, None],
+               islands: IslandSpec) -> checks.Signature:
         """Check the arguments on this rank and build the fragments; returns the signature to agree on."""
         named = checks.trainable(self.model)
         checks.check_optimizer(named, self.inner_optimizer)
@@ -106,16 +119,36 @@ class DiLoCo:
         self.mix = (0.0 if self.delay == 0 else 0.5) if mix is None else float(mix)
         checks.check_settings(self.sync_every, self.delay, self.mix, len(parts))
         checks.check_warmup(self.warmup_steps)
+        self.islands = check_spec(islands, self._size)
         for f, part in enumerate(parts):
-            ex = FragmentExchange(part, make_outer, codec, f"{self.name}.f{f}")
+            ex = FragmentExchange(part, make_outer, codec, f"{self.name}.f{f}", self._islands)
             ex.check_outer()
             ex.offset = _frag.offset(f, len(parts), self.sync_every)
             self._fragments.append(ex)
         self._dirty = [False] * len(parts)
         self.compression = codec
         self._settings = (self.sync_every, self.delay, self.mix, codec.spec, [ex.names for ex in self._fragments],
-                          self.warmup_steps)
+                          self.warmup_steps, self.islands)
         return checks.signature(self._settings, named)
+
+    def _form_islands(self) -> None:
+        """After the agreement: find the islands, cut each fragment into its slices, make the process sets.
+
+        Every rank has the same islands argument by now and the groups come from data every rank
+        shares, so a fragment too small to cut fails alike on every rank, before any set is made.
+        """
+        if self.islands is None:
+            return
+        try:
+            groups = host_groups(local_size(), self.name) if self.islands == "host" else self.islands
+            layout = Islands(groups, rank())
+            for ex in self._fragments:
+                ex.place(layout)
+        except ValueError as err:
+            raise ValueError(f"lightcc DiLoCo on rank {rank()}: {err}") from None
+        self._islands = Islands(groups, rank(), self.name)  # now with its process sets
+        for ex in self._fragments:
+            ex.place(self._islands)
 
     @torch.no_grad()
     def _start_from_rank0(self) -> None:
@@ -131,11 +164,17 @@ class DiLoCo:
         """The inner optimizer's step, then any outer step due at this step; returns the inner step's result.
 
         During the first `warmup_steps` steps the gradients are averaged over the ranks before the
-        inner step (data-parallel training), and no outer step is taken.
+        inner step (data-parallel training), and no outer step is taken. With islands of more than
+        one rank, every later inner step averages the gradients over the island first.
         """
         if self._steps < self.warmup_steps:
             return self._warmup_step(closure)
-        result = self.inner_optimizer.step(closure) if closure is not None else self.inner_optimizer.step()
+        if self._islands.dense_inside:
+            result, handed = self._dense_step(closure, self._islands.island_set, f"{self.name}.island")
+            self._island_steps += 1
+            self._island_bytes += handed
+        else:
+            result = self.inner_optimizer.step(closure) if closure is not None else self.inner_optimizer.step()
         self._steps += 1
         self._dirty = [True] * len(self._fragments)
         for f, ex in enumerate(self._fragments):
@@ -150,10 +189,26 @@ class DiLoCo:
         return result
 
     def _warmup_step(self, closure: Optional[Callable[[], Any]]) -> Any:
-        """One data-parallel step: average the gradients over the ranks, then the inner step.
+        """One data-parallel step over every rank; at the warm-up's end the shared weights are the local ones.
 
         Every rank holds the same weights and the same inner-optimizer state afterwards (the same
         inputs give the same outputs), so the shared weights are just the local ones at the end.
+        """
+        loss, handed = self._dense_step(closure, global_process_set, f"{self.name}.warmup")
+        self._warmup_exchanges += 1
+        self._warmup_bytes += handed
+        self._steps += 1
+        if self._steps == self.warmup_steps:
+            for ex in self._fragments:
+                ex.reset()
+        return loss
+
+    def _dense_step(self, closure: Optional[Callable[[], Any]], process_set: ProcessSet,
+                    name: str) -> Tuple[Any, int]:
+        """Average the gradients over `process_set` (one grouped allreduce), then the inner step.
+
+        The warm-up's step over the whole job, and an island's inner step over the island. Returns
+        the closure's loss and the gradient bytes handed to the allreduce.
         """
         loss = None
         if closure is not None:  # the closure computes the gradients, which must be averaged before the step
@@ -164,19 +219,15 @@ class DiLoCo:
             for p in ex.params:
                 if p.grad is None:  # a parameter unused this step still takes part, or ranks' groups differ
                     p.grad = torch.zeros_like(p)
-                grads.append(p.grad)
-        M.synchronize(M.grouped_allreduce_async_(grads, name=f"{self.name}.warmup", op=M.Average))
-        self._warmup_exchanges += 1
-        self._warmup_bytes += sum(g.numel() * g.element_size() for g in grads)
+                # flat views: the engine's top-k leaves 1-D tensors alone (LIGHT_TOPK_MIN_DIMS=2), so
+                # these gradients stay dense when the outer step runs top-k
+                grads.append(p.grad.view(-1) if p.grad.is_contiguous() else p.grad)
+        M.synchronize(M.grouped_allreduce_async_(grads, name=name, op=M.Average, process_set=process_set))
         self.inner_optimizer.step()
-        self._steps += 1
-        if self._steps == self.warmup_steps:
-            for ex in self._fragments:
-                ex.reset()
-        return loss
+        return loss, sum(g.numel() * g.element_size() for g in grads)
 
     def _apply(self, f: int, mix: float) -> None:
-        self._fragments[f].finish(self._size, mix)
+        self._fragments[f].finish(mix)
         self._dirty[f] = mix > 0.0
 
     def finish(self) -> None:
@@ -202,7 +253,7 @@ class DiLoCo:
         and the inner optimizer's state dicts: local weights and residuals differ between ranks.
         """
         return {"steps": self._steps, "dirty": list(self._dirty), "settings": self._settings,
-                "fragments": [ex.state_dict(self._size) for ex in self._fragments]}
+                "fragments": [ex.state_dict() for ex in self._fragments]}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restore `state_dict()`'s output of this rank.
@@ -211,9 +262,12 @@ class DiLoCo:
         broadcasts rank 0's weights), then load the model's and the inner optimizer's state dicts
         and this one, so each rank gets its own local weights back.
         """
-        if tuple(state["settings"]) != tuple(self._settings):
+        saved = tuple(state["settings"])
+        if len(saved) == len(_LABELS) - 1:  # saved before islands existed: it ran without them
+            saved += (None,)
+        if saved != tuple(self._settings):
             raise ValueError(f"lightcc DiLoCo: the saved settings {state['settings']!r} are not this DiLoCo's "
-                             f"{self._settings!r} (sync_every, delay, mix, compression, fragments, warmup_steps)")
+                             f"{self._settings!r} ({', '.join(_LABELS)})")
         for ex, saved in zip(self._fragments, state["fragments"]):
             ex.load_state_dict(saved)
         self._steps, self._dirty = int(state["steps"]), list(state["dirty"])
@@ -230,8 +284,12 @@ class DiLoCo:
         - ``warmup_exchanges``, ``warmup_bytes``: the gradient allreduces of the data-parallel warm-up
           (`warmup_steps`) and the bytes of the gradients handed to them;
         - ``wire_bytes``: bytes of the tensors this rank handed to the engine for outer steps
-          (counted by DiLoCo: the encoded pseudo-gradients, scales included);
+          (counted by DiLoCo: the encoded pseudo-gradients, scales included); with islands, only its
+          slice, exchanged with the other islands: what crosses between islands;
         - ``dense_bytes``: what those exchanges would have handed over as float32;
+        - ``island_steps``, ``island_bytes``: with islands, the inner steps whose gradients were averaged
+          inside the island, and the bytes handed to collectives inside the island (those gradients,
+          and the float32 averaged slices allgathered after each outer exchange);
         - ``engine_bytes_sent``: the engine's own count of bytes this rank posted on links to other
           hosts since construction, for every collective of the process (dense collectives of ranks on
           one host go through shared memory, which it does not count; top-k's exchange is counted);
@@ -241,9 +299,11 @@ class DiLoCo:
             "inner_steps": self._steps,
             "outer_exchanges": sum(ex.exchanges for ex in self._fragments),
             "wire_bytes": sum(ex.wire_bytes for ex in self._fragments),
-            "dense_bytes": sum(ex.exchanges * ex.numel * 4 for ex in self._fragments),
+            "dense_bytes": sum(ex.dense_bytes for ex in self._fragments),
             "engine_bytes_sent": int(core().stats()["bytes_sent"]) - self._engine_bytes,
             "wait_s": sum(ex.wait_s for ex in self._fragments),
             "warmup_exchanges": self._warmup_exchanges,
             "warmup_bytes": self._warmup_bytes,
+            "island_steps": self._island_steps,
+            "island_bytes": self._island_bytes + sum(ex.island_bytes for ex in self._fragments),
         }

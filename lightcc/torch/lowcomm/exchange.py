@@ -11,6 +11,10 @@ shared weights θ) and an outer optimizer over that copy. An outer step is two h
   mix = 0 is DiLoCo's restart from θ; Streaming DiLoCo keeps some of the local steps taken while
   the exchange was in flight.
 
+With islands (islands.py) a rank encodes and exchanges only its slice of Δ, over its lane (one
+rank per island), scaled by its island's weight; the island then allgathers the averaged slices.
+Without islands the slice is the whole fragment and the lane the whole job.
+
 Only the thread that calls DiLoCo.step() touches a fragment.
 """
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import torch
 
 from lightcc.torch.lowcomm.codecs import OuterCompression
+from lightcc.torch.lowcomm.islands import Islands
 
 OuterFactory = Callable[[List[torch.Tensor]], torch.optim.Optimizer]
 
@@ -29,56 +34,81 @@ class FragmentExchange:
     """The outer-step state of one fragment of the model (owned by DiLoCo's calling thread)."""
 
     def __init__(self, params: List[Tuple[str, torch.nn.Parameter]], make_outer: OuterFactory,
-                 codec: OuterCompression, name: str) -> None:
+                 codec: OuterCompression, name: str, islands: Islands) -> None:
         self.names = [n for n, _ in params]
         self.params = [p for _, p in params]
         self.shared = [p.detach().to(torch.float32, copy=True) for p in self.params]
         self.outer = make_outer(self.shared)
         self.codec, self.name = codec, name
         self.numel = sum(p.numel() for p in self.params)
-        device = self.params[0].device
-        codec.check(self.numel)
-        self.residual: Optional[torch.Tensor] = torch.zeros(self.numel, device=device) if codec.lossy else None
         self.handle: Optional[int] = None
+        self.inflight = False  # started and not yet waited for (a rank without a slice has no handle)
         self.arrived: Optional[torch.Tensor] = None  # an average waited for before its step (state_dict)
         self.due = 0  # the inner step after which a started exchange is finished
         self.offset = 0  # this fragment syncs after inner steps t with t % H == offset (fragments.offset)
-        self.wire_bytes = 0  # bytes of the tensors this rank handed to the engine, all outer steps
+        self.wire_bytes = 0  # bytes of the tensors this rank handed to the engine across islands, all outer steps
+        self.dense_bytes = 0  # what those would have been as float32
+        self.island_bytes = 0  # bytes this rank handed to its island's allgathers of the averaged slices
         self.exchanges = 0
         self.wait_s = 0.0  # time spent blocked in finish() waiting for the engine
+        self.place(islands)
+
+    def place(self, islands: Islands) -> None:
+        """Take this rank's slice of the fragment under `islands` (raises ValueError alike on every rank)."""
+        smallest = islands.smallest_slice(self.numel)
+        if smallest < 1:
+            raise ValueError(f"fragment {self.names} has {self.numel} elements, fewer than the {islands.shards} "
+                             f"slices its islands cut it into")
+        self.codec.check(smallest)
+        self.islands = islands
+        self.lo, self.hi = islands.bounds(self.numel)
+        device = self.params[0].device
+        self.residual: Optional[torch.Tensor] = (torch.zeros(self.hi - self.lo, device=device)
+                                                 if self.codec.lossy else None)
 
     @torch.no_grad()
     def start(self, due: int) -> None:
-        """Encode this rank's pseudo-gradient and start its exchange; `finish` is due after inner step `due`."""
-        delta = torch.cat([(s - p.float()).reshape(-1) for s, p in zip(self.shared, self.params)])
+        """Encode this rank's slice of the pseudo-gradient and start its exchange; `finish` is due after step `due`."""
+        delta = torch.cat([(s - p.float()).reshape(-1) for s, p in zip(self.shared, self.params)])[self.lo:self.hi]
+        if self.islands.scale != 1.0:  # the island's weight (islands.py); 1 for islands of equal size
+            delta.mul_(self.islands.scale)
         if self.residual is not None:
             delta += self.residual
-        wire, decoded = self.codec.encode(delta)
-        if self.residual is not None:
-            self.residual = delta - decoded
-        self.handle = self.codec.start(wire, self.name)
-        self.wire_bytes += sum(w.numel() * w.element_size() for w in wire)
+        if self.hi > self.lo:
+            wire, decoded = self.codec.encode(delta)
+            if self.residual is not None:
+                self.residual = delta - decoded
+            lane = self.islands.lane_set
+            self.handle = (self.codec.start(wire, self.name) if lane is None
+                           else self.codec.start(wire, self.name, process_set=lane))
+            self.wire_bytes += sum(w.numel() * w.element_size() for w in wire)
+            self.dense_bytes += 4 * (self.hi - self.lo)
+        self.inflight = True
         self.exchanges += 1
         self.due = due
 
     @property
     def pending(self) -> bool:
         """An exchange was started and its result not applied yet (in flight, or arrived early by `wait`)."""
-        return self.handle is not None or self.arrived is not None
+        return self.inflight or self.arrived is not None
 
-    def wait(self, size: int) -> None:
+    def wait(self) -> None:
         """Wait for the exchange in flight, if any, and keep its average until `finish` applies it."""
-        if self.handle is None:
+        if not self.inflight:
             return
         began = time.perf_counter()
-        self.arrived = self.codec.finish(self.handle, self.numel, size)
+        part = torch.zeros(0, device=self.params[0].device)
+        if self.handle is not None:
+            part = self.codec.finish(self.handle, self.hi - self.lo, self.islands.lane_size)
+        self.arrived, handed = self.islands.gather(part, self.name)
+        self.island_bytes += handed
         self.wait_s += time.perf_counter() - began
-        self.handle = None
+        self.handle, self.inflight = None, False
 
     @torch.no_grad()
-    def finish(self, size: int, mix: float) -> None:
+    def finish(self, mix: float) -> None:
         """Wait for the average pseudo-gradient, take the outer step on the shared weights, merge them in."""
-        self.wait(size)
+        self.wait()
         if self.arrived is None:
             return
         average, self.arrived = self.arrived, None
@@ -94,9 +124,9 @@ class FragmentExchange:
             else:
                 p.copy_(p.float().mul_(mix).add_(s, alpha=1.0 - mix))
 
-    def state_dict(self, size: int) -> Dict[str, Any]:
+    def state_dict(self) -> Dict[str, Any]:
         """Shared weights, outer optimizer state, residual and an arrived result (waits for one in flight)."""
-        self.wait(size)
+        self.wait()
         return {"shared": [s.detach().clone() for s in self.shared], "outer": self.outer.state_dict(),
                 "residual": None if self.residual is None else self.residual.clone(),
                 "arrived": None if self.arrived is None else self.arrived.clone(), "due": self.due}

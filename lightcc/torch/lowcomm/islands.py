@@ -1,0 +1,147 @@
+"""DiLoCo's islands: groups of ranks training data-parallel inside, and where each rank's share of an outer step goes.
+
+An island is a group of ranks (one host's, by default of ``islands="host"``, or groups the user
+names) that averages its gradients at every inner step over its own process set, so its ranks hold
+bit-identical weights and therefore the same pseudo-gradient. Sending that pseudo-gradient from
+every rank across the slow link would repeat it g times, so it is sharded instead:
+
+- the flat fragment is cut into k slices, k = the smallest island's size; local rank j < k of every
+  island owns slice j and exchanges it (encoded by the codec) with the local ranks j of the other
+  islands, over the *lane* j process set (one rank per island). One payload per island crosses the
+  slow link in all, spread over k flows. Local ranks j >= k of larger islands own no slice.
+- each island then allgathers the averaged slices over its own process set (shared memory inside a
+  host), float32, so every rank of every island holds the same full average.
+
+The average is per rank, not per island: island i of s_i ranks (of N) weighs s_i / N, as if every
+rank's pseudo-gradient were averaged (an island's ranks trained on s_i shards of data). Each lane
+member scales its slice by n * s_i / N (n islands) before the codec, so the codec's plain average
+over the lane gives that weighting; with islands of equal size the factor is 1 and nothing is
+scaled. Without islands (the default) every rank is an island of one and the lane is the job.
+
+The process sets are made here by their members only (process_sets.add_process_set_of_members):
+first each island's, then each lane's, so no rank waits on a set whose members are still busy
+making another. Only the thread that calls DiLoCo.step() uses an `Islands`.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import torch
+
+from lightcc.common.process_sets import ProcessSet, add_process_set_of_members
+from lightcc.torch import mpi_ops as M
+from lightcc.torch.functions import allgather_object
+
+IslandSpec = Union[None, str, Sequence[Sequence[int]]]
+Groups = List[List[int]]
+
+
+def check_spec(spec: Any, size: int) -> Union[None, str, Groups]:
+    """The islands argument checked on this rank and made canonical: None, "host", or groups partitioning range(size).
+
+    Groups are sorted inside and by their first rank, so two ranks listing the same partition in
+    another order agree; groups that still differ between ranks are caught by the agreement.
+    """
+    if spec is None or spec == "host":
+        return spec
+    if isinstance(spec, str) or not isinstance(spec, (list, tuple)) or not spec:
+        raise ValueError(f"islands must be None, 'host' or a non-empty list of lists of ranks, got {spec!r}")
+    where: dict = {}
+    for i, group in enumerate(spec):
+        if isinstance(group, (str, bytes)) or not isinstance(group, (list, tuple)) or not group:
+            raise ValueError(f"islands: island {i} must be a non-empty list of ranks, got {group!r}")
+        for r in group:
+            if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < size:
+                raise ValueError(f"islands: island {i} names {r!r}, which is not a rank in [0, {size})")
+            if r in where:
+                raise ValueError(f"islands: rank {r} is in island {where[r]} and again in island {i}")
+            where[r] = i
+    missing = [r for r in range(size) if r not in where]
+    if missing:
+        raise ValueError(f"islands: rank {missing[0]} is in no island ({len(missing)} left out); the islands must "
+                         f"partition ranks 0..{size - 1}")
+    return sorted((sorted(int(r) for r in g) for g in spec), key=lambda g: g[0])
+
+
+def host_id() -> str:
+    """This rank's host as the launcher named it (LIGHTCC_HOSTNAME, HOROVOD_HOSTNAME), else the machine's name."""
+    return os.environ.get("LIGHTCC_HOSTNAME") or os.environ.get("HOROVOD_HOSTNAME") or socket.gethostname()
+
+
+def host_groups(local_size: int, name: str) -> Groups:
+    """The ranks of each host, from every rank's host id; the same on every rank (one allgather_object).
+
+    Raises ValueError on every rank alike when a host's rank count is not the engine's local size
+    there (the host ids this sees are not the ones the engine placed ranks by).
+    """
+    seen: List[Tuple[str, int]] = allgather_object((host_id(), local_size), name=f"{name}.hosts")
+    groups: dict = {}
+    for r, (host, _) in enumerate(seen):
+        groups.setdefault(host, []).append(r)
+    for r, (host, local) in enumerate(seen):
+        if len(groups[host]) != local:
+            raise ValueError(f"islands='host': host {host!r} has {len(groups[host])} ranks by host id but rank {r} "
+                             f"has local size {local}; pass the islands as lists of ranks")
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def _members_set(ranks: List[int], name: str) -> ProcessSet:
+    """A process set of `ranks`, registered by its members alone (every caller is one of them)."""
+    ps = ProcessSet(ranks)
+    ps.process_set_id = add_process_set_of_members(ranks, name)
+    return ps
+
+
+class Islands:
+    """This rank's island, its lane and slice, and the weight of its island (owned by DiLoCo's calling thread)."""
+
+    def __init__(self, groups: Groups, me: int, name: str = "") -> None:
+        self.groups = groups
+        mine = next(i for i, g in enumerate(groups) if me in g)
+        self.island = groups[mine]
+        self.local = self.island.index(me)
+        self.shards = min(len(g) for g in groups)  # k: one slice per local rank every island has
+        size = sum(len(g) for g in groups)
+        # n * s_i / N: the codec's plain average over the lane then weighs island i by s_i / N
+        self.scale = len(groups) * len(self.island) / size
+        self.island_set: Optional[ProcessSet] = None
+        self.lane_set: Optional[ProcessSet] = None  # None: the whole job (every island one rank)
+        self.lane_size = len(groups)
+        if name and len(self.island) > 1:
+            self.island_set = _members_set(self.island, f"{name}.island{mine}")
+        lane = sorted(g[self.local] for g in groups) if self.local < self.shards else []
+        if name and lane and len(lane) < size:
+            self.lane_set = _members_set(lane, f"{name}.lane{self.local}")
+
+    @classmethod
+    def alone(cls, size: int, me: int) -> "Islands":
+        """No islands: every rank its own island, the lane the whole job (today's DiLoCo); makes no process set."""
+        return cls([[r] for r in range(size)], me)
+
+    def bounds(self, numel: int, local: Optional[int] = None) -> Tuple[int, int]:
+        """[lo, hi) of the slice of a flat fragment of `numel` elements owned by local rank `local` (this rank's)."""
+        j = self.local if local is None else local
+        if j >= self.shards:
+            return numel, numel
+        base, extra = divmod(numel, self.shards)
+        lo = j * base + min(j, extra)
+        return lo, lo + base + (1 if j < extra else 0)
+
+    def smallest_slice(self, numel: int) -> int:
+        """Elements of the smallest non-empty slice of a fragment of `numel` (what codecs must accept)."""
+        return numel // self.shards
+
+    @property
+    def dense_inside(self) -> bool:
+        """Whether the island has more than one rank: inner steps then average gradients over it."""
+        return self.island_set is not None
+
+    def gather(self, part: torch.Tensor, name: str) -> Tuple[torch.Tensor, int]:
+        """Every slice's average in order, from this rank's (float32); returns it and the bytes handed over."""
+        if self.island_set is None:
+            return part, 0
+        whole = M.synchronize(M.allgather_async(part.contiguous(), name=f"{name}.island",
+                                                process_set=self.island_set))
+        return whole, part.numel() * part.element_size()

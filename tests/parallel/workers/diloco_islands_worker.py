@@ -1,0 +1,306 @@
+"""Runs lightcc.torch.DiLoCo with islands on real ranks: reference, islands in step, codecs, checkpoints, bad input.
+
+argv: INIT MODES ISLANDS (INIT and MODES as in diloco_worker.py, whose helpers this reuses). ISLANDS is
+``host`` or a JSON list of lists of ranks (``[[0,1],[2]]``); the test gives fake host ids for ``host``.
+MODES is a comma list of
+
+- ``reference``: plain DiLoCo, Streaming DiLoCo (2 fragments, delay 1, mix 0.5) and plain DiLoCo after
+  a data-parallel warm-up, with islands: the ranks of an island must hold identical weights after every
+  step, every rank must equal a one-process reference (island-mean gradients at each inner step, the
+  per-rank mean pseudo-gradient, Nesterov SGD written out) after `finish()`, and the counted bytes
+  must be this rank's slice (across islands) and the island's gradients and slices (inside);
+- ``train``: a regression under each codec (none, bf16, int8, int4, and streaming int4) with islands:
+  the loss falls, every rank ends identical, wire bytes are the slice's;
+- ``topk``: the same with the engine's top-k over the lanes (the test starts the engine with it);
+- ``checkpoint``: streaming int8 with islands saved mid-exchange and resumed ends bit-identical;
+- ``bad``: bad islands raise the same ValueError on every rank; a valid DiLoCo runs afterwards.
+"""
+from __future__ import annotations
+
+import io
+import json
+import sys
+from typing import Dict, List
+
+import diloco_worker as base
+import torch
+
+from lightcc.torch import DiLoCo
+from lightcc.torch.functions import allgather_object
+
+R, N, c = base.R, base.N, base.c
+SPEC = sys.argv[3]
+ISLANDS = "host" if SPEC == "host" else json.loads(SPEC)
+
+
+def groups_of(diloco: DiLoCo) -> List[List[int]]:
+    return diloco._islands.groups
+
+
+def island_identical(model: torch.nn.Module, groups: List[List[int]], label: str) -> bool:
+    digests = allgather_object(base.digest(model), name=f"{label}.island.digest")
+    return all(len({digests[r] for r in g}) == 1 for g in groups)
+
+
+def slice_numel(numel: int, groups: List[List[int]], rank: int) -> int:
+    """Elements of `rank`'s slice of a flat fragment (islands.py: k = smallest island size; local rank j < k owns j)."""
+    k = min(len(g) for g in groups)
+    j = next(g for g in groups if rank in g).index(rank)
+    return 0 if j >= k else numel // k + (1 if j < numel % k else 0)
+
+
+# ---- the one-process reference: every rank simulated ----------------------------------------
+
+def simulate(groups: List[List[int]], steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
+             warmup: int = 0) -> List[torch.nn.Module]:
+    """diloco_worker.simulate with islands: gradients averaged over the island at each inner step after the warm-up.
+
+    The outer average is per rank: island i weighs s_i / N, and its s_i ranks hold the same pseudo-gradient, so the
+    weighted mean over islands is the plain mean over ranks.
+    """
+    models = [base.mlp(100) for _ in range(N)]
+    opts = [torch.optim.AdamW(m.parameters(), lr=0.05) for m in models]
+    params = [dict(m.named_parameters()) for m in models]
+    momentum: Dict[str, torch.Tensor] = {}
+    pending: Dict[int, tuple] = {}
+    dirty = [False] * len(frags)
+
+    def mean_delta(f: int) -> Dict[str, torch.Tensor]:
+        return {k: sum(shared[k] - p[k].detach() for p in params) / N for k in frags[f]}
+
+    @torch.no_grad()
+    def outer(f: int, delta: Dict[str, torch.Tensor], a: float) -> None:
+        for k in frags[f]:
+            buf = momentum[k] = 0.9 * momentum[k] + delta[k] if k in momentum else delta[k].clone()
+            shared[k] -= 0.7 * (delta[k] + 0.9 * buf)
+            for p in params:
+                p[k].copy_(a * p[k] + (1 - a) * shared[k])
+        dirty[f] = a > 0
+
+    def dense_step(t: int, sets: List[List[int]]) -> None:
+        for r in range(N):
+            base.inner_step(models[r], r, t)
+        for g in sets:
+            for k in params[0]:
+                mean = sum(params[r][k].grad for r in g) / len(g)
+                for r in g:
+                    params[r][k].grad = mean.clone()
+        for r in range(N):
+            opts[r].step()
+            opts[r].zero_grad()
+
+    for t in range(1, warmup + 1):
+        dense_step(t, [list(range(N))])
+    with torch.no_grad():
+        shared = {k: v.detach().clone() for k, v in params[0].items()}
+    for t in range(warmup + 1, steps + 1):
+        dense_step(t, groups)
+        dirty[:] = [True] * len(frags)
+        for f in [f for f, (due, _) in pending.items() if due <= t]:
+            outer(f, pending.pop(f)[1], mix)
+        for f in range(len(frags)):
+            if (t - warmup) % H == ((f + 1) * H // len(frags)) % H:
+                pending[f] = (t + delay, mean_delta(f))
+                if delay == 0:
+                    outer(f, pending.pop(f)[1], mix)
+    for f in list(pending):
+        outer(f, pending.pop(f)[1], mix)
+    for f in range(len(frags)):
+        if dirty[f]:
+            outer(f, mean_delta(f), 0.0)
+    return models
+
+
+def check_bytes(label: str, diloco: DiLoCo, model: torch.nn.Module, groups: List[List[int]], warmup: int) -> None:
+    s = diloco.stats()
+    numel = sum(p.numel() for p in model.parameters())
+    mine = next(g for g in groups if R in g)
+    across = sum(4 * slice_numel(ex.numel, groups, R) * ex.exchanges for ex in diloco._fragments)
+    c.check(s["wire_bytes"] == s["dense_bytes"] == across, f"{label}: bytes across islands {s}, expected {across}")
+    inner = s["inner_steps"] - warmup
+    inside = 0 if len(mine) == 1 else inner * 4 * numel + sum(
+        4 * slice_numel(ex.numel, groups, R) * ex.exchanges for ex in diloco._fragments)
+    c.check(s["island_steps"] == (0 if len(mine) == 1 else inner), f"{label}: island steps {s}")
+    c.check(s["island_bytes"] == inside, f"{label}: bytes inside the island {s}, expected {inside}")
+
+
+def reference_case(label: str, steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
+                   warmup: int = 0) -> None:
+    model = base.mlp(100 + R)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.05)
+    diloco = DiLoCo(model, opt, sync_every=H, fragments=frags, delay=delay, mix=mix, warmup_steps=warmup,
+                    islands=ISLANDS, name=label)
+    groups = groups_of(diloco)
+    for t in range(1, steps + 1):
+        base.inner_step(model, R, t)
+        diloco.step()
+        opt.zero_grad()
+        c.check(island_identical(model, groups, f"{label}.{t}"), f"{label}: an island's ranks differ after step {t}")
+    diloco.finish()
+    ref = dict(simulate(groups, steps, H, frags, delay, mix, warmup)[R].named_parameters())
+    for k, p in model.named_parameters():
+        err = (p.detach() - ref[k].detach()).abs().max().item()
+        c.check(err < 2e-5, f"{label}: {k} differs from the reference by {err}")
+    c.check(base.identical(model), f"{label}: ranks ended with different weights")
+    check_bytes(label, diloco, model, groups, warmup)
+    if R == 0:
+        print(f"ISLANDS {label} {groups}: {diloco.stats()}", flush=True)
+
+
+def reference() -> None:
+    everything = [[n for n, _ in base.mlp(0).named_parameters()]]
+    reference_case("plain", 7, 3, everything, 0, 0.0)
+    reference_case("streaming", 10, 4, [["0.weight", "0.bias"], ["2.weight", "2.bias"]], 1, 0.5)
+    reference_case("warm-up", 11, 3, everything, 0, 0.0, warmup=4)
+
+
+# ---- training with each codec, checkpoints -------------------------------------------------------
+
+def slice_wire_bytes(m: int, compression: str) -> int:
+    """Bytes one exchange of a slice of `m` elements hands to the engine (docs/lowcomm.md's formats)."""
+    if m == 0:
+        return 0
+    if compression in ("none", "topk"):  # top-k: the engine gets the dense float32 slice
+        return 4 * m
+    if compression == "bf16":
+        return 2 * m
+    bits, chunk = (int(v) for v in compression[3:].split(":"))
+    chunks = -(-m // chunk)
+    return chunks * chunk * bits // 8 + 2 * chunks
+
+
+def train_case(compression: str, fragments: int, outer=None) -> Dict[str, float]:
+    """diloco_worker.train_case with islands: the loss falls, every rank ends identical, the slice's bytes cross."""
+    torch.manual_seed(7)
+    teacher = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+    x = torch.randn(256, 16, generator=torch.Generator().manual_seed(50 + R))
+    x_eval = torch.randn(256, 16, generator=torch.Generator().manual_seed(999))
+    with torch.no_grad():
+        y, y_eval = teacher(x), teacher(x_eval)
+    torch.manual_seed(R)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    diloco = DiLoCo(model, opt, sync_every=10, fragments=fragments, compression=compression, islands=ISLANDS,
+                    outer_optimizer=outer)
+    groups = groups_of(diloco)
+    with torch.no_grad():
+        before = torch.nn.functional.mse_loss(model(x_eval), y_eval).item()
+    label = f"{compression} x{fragments}"
+    for t in range(80):
+        rows = slice((t * 32) % 256, (t * 32) % 256 + 32)
+        torch.nn.functional.mse_loss(model(x[rows]), y[rows]).backward()
+        diloco.step()
+        opt.zero_grad()
+        if t % 10 == 9:
+            c.check(island_identical(model, groups, f"{label}.{t}"), f"{label}: an island's ranks differ at {t}")
+    diloco.finish()
+    with torch.no_grad():
+        after = torch.nn.functional.mse_loss(model(x_eval), y_eval).item()
+    c.check(after < 0.5 * before, f"{label}: eval loss {before:.4f} -> {after:.4f}")
+    c.check(base.identical(model), f"{label}: ranks ended with different weights")
+    s = diloco.stats()
+    want = sum(slice_wire_bytes(slice_numel(ex.numel, groups, R), compression) * ex.exchanges
+               for ex in diloco._fragments)
+    c.check(s["wire_bytes"] == want, f"{label}: {s['wire_bytes']} bytes handed across islands, expected {want}")
+    if R == 0:
+        print(f"TRAIN islands {groups} {label}: loss {before:.4f} -> {after:.4f}, {s}", flush=True)
+    return s
+
+
+def train() -> None:
+    for spec, frags in (("none", 1), ("bf16", 1), ("int8:64", 1), ("int4:64", 1), ("int4:64", 2)):
+        train_case(spec, frags)
+
+
+def topk() -> None:
+    """The engine's top-k (LIGHT_TOPK_ALLREDUCE=1 from the test) compresses each lane's slice, and it trains."""
+    from lightcc.common.native import core
+
+    before = core().stats()["topk_batches"]
+    s = train_case("topk", 1, outer=lambda params: torch.optim.SGD(params, lr=1.0))
+    # one host: only top-k posts on links. The island's gradients must stay dense (shared memory, not counted)
+    c.check(0 < s["engine_bytes_sent"] < s["wire_bytes"], f"topk: {s['engine_bytes_sent']} bytes on links")
+    c.check(core().stats()["topk_batches"] > before, "topk: the engine ran no top-k batch")
+
+
+def checkpoint() -> None:
+    """Streaming int8 with islands saved at step 6 (an exchange in flight) resumes bit-identical."""
+    kw = {"sync_every": 4, "fragments": 2, "delay": 1, "mix": 0.5, "compression": "int8:16", "islands": ISLANDS}
+
+    def fresh():
+        model = base.mlp(100 + R)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.05)
+        return model, opt, DiLoCo(model, opt, **kw)
+
+    model, opt, diloco = fresh()
+    base.run_steps(model, opt, diloco, 1, 11)
+    diloco.finish()
+    straight = [p.detach().clone() for p in model.parameters()]
+    model, opt, diloco = fresh()
+    base.run_steps(model, opt, diloco, 1, 6)
+    buf = io.BytesIO()
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "diloco": diloco.state_dict()}, buf)
+    buf.seek(0)
+    saved = torch.load(buf)
+    model, opt, diloco = fresh()
+    model.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["opt"])
+    diloco.load_state_dict(saved["diloco"])
+    base.run_steps(model, opt, diloco, 7, 11)
+    diloco.finish()
+    same = all(torch.equal(a, b.detach()) for a, b in zip(straight, model.parameters()))
+    c.check(same, "checkpoint: the resumed run differs from the straight one")
+    c.check(base.identical(model), "checkpoint: ranks ended with different weights")
+    plain = base.mlp(100 + R)
+    other = DiLoCo(plain, torch.optim.AdamW(plain.parameters(), lr=0.05), **{**kw, "islands": None})
+    try:
+        other.load_state_dict(saved["diloco"])
+        c.check(False, "checkpoint: a state saved with islands loaded into a DiLoCo without them")
+    except ValueError as err:
+        c.check("islands" in str(err), f"checkpoint: {err}")
+
+
+# ---- bad islands -----------------------------------------------------------------------------------
+
+def bad() -> None:
+    last = N - 1
+
+    def make(islands):
+        model = base.mlp(1)
+        return lambda: DiLoCo(model, torch.optim.SGD(model.parameters(), lr=0.1), sync_every=4, islands=islands)
+
+    others = list(range(1, N))
+    base.expect_error("rank missing", make([others]), "islands: rank 0 is in no island", "rank 0:")
+    base.expect_error("rank twice", make([[0, 1], list(range(1, N))]), "islands: rank 1 is in island 0 and again "
+                      "in island 1")
+    base.expect_error("out of range", make([list(range(N + 1))]), f"names {N}", f"[0, {N})")
+    base.expect_error("not lists", make("hosts"), "islands must be None, 'host'")
+    base.expect_error("empty island", make([list(range(N)), []]), "island 1 must be a non-empty list")
+    differ = [[r] for r in range(N)] if R == last else [list(range(N))]
+    base.expect_error("islands differ", make(differ), "islands is", f"on rank {last}")
+    base.expect_error("none on one rank", make(None if R == last else [list(range(N))]), "islands is",
+                      f"rank {last}")
+    model = base.mlp(1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    diloco = DiLoCo(model, opt, sync_every=2, compression="int8", islands=ISLANDS)
+    base.run_steps(model, opt, diloco, 1, 3)
+    diloco.finish()
+    c.check(base.identical(model), "after the bad islands, a valid DiLoCo ends with identical weights")
+
+
+def host() -> None:
+    """islands='host' groups the ranks by their host ids (the test gives LIGHTCC_HOSTNAME per rank)."""
+    model = base.mlp(1)
+    diloco = DiLoCo(model, torch.optim.SGD(model.parameters(), lr=0.1), sync_every=2, islands="host")
+    hosts = allgather_object(base.os.environ["LIGHTCC_HOSTNAME"], name="hosts")
+    expected = sorted(([r for r in range(N) if hosts[r] == h] for h in set(hosts)), key=lambda g: g[0])
+    c.check(groups_of(diloco) == expected, f"host islands {groups_of(diloco)}, expected {expected}")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)  # ranks share a few cores
+    base.start()
+    for mode in base.MODE.split(","):
+        {"reference": reference, "train": train, "checkpoint": checkpoint, "bad": bad, "host": host,
+         "topk": topk}[mode]()
+    c.finish()
