@@ -59,7 +59,8 @@ class LightccDiloco(Runner):
         from lightcc.torch import DiLoCo
         super().__init__(model, opt)
         self.diloco = DiLoCo(model, opt, sync_every=args.sync_every, outer_optimizer=outer_factory(args),
-                             fragments=args.fragments, compression=args.compression, warmup_steps=args.sync_warmup)
+                             fragments=args.fragments, compression=args.compression, warmup_steps=args.sync_warmup,
+                             islands=args.islands)
 
     def step(self) -> None:
         self.diloco.step()

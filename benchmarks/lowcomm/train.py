@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sync-every", type=int, default=50, help="DiLoCo's H")
     p.add_argument("--fragments", type=int, default=1)
     p.add_argument("--compression", default="none")
+    p.add_argument("--islands", choices=["host"], default=None,
+                   help="DiLoCo's islands: the ranks of each host train data-parallel, DiLoCo runs between hosts")
     p.add_argument("--sync-warmup", type=int, default=0, help="DiLoCo's warmup_steps: data-parallel steps first")
     p.add_argument("--outer-lr", type=float, default=0.7)
     p.add_argument("--outer-momentum", type=float, default=0.9)
