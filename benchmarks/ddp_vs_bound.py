@@ -85,16 +85,11 @@ def user_flags() -> Dict[str, str]:
 def emulated_hosts(args: argparse.Namespace) -> Iterator[Any]:
     """The hosts of --hosts with links shaped to --rate, removed on exit whatever happens; sets args.np."""
     from lightcc.bench.emulated import parse_hosts
-    from testbed import netns
-    from testbed.bench_hosts import parse_rate
+    from testbed.bench_hosts import shaped
 
     n_hosts, per_host = parse_hosts(args.hosts)
     args.np = n_hosts * per_host
-    link, flow = parse_rate(args.rate)
-    with netns.hosts(n_hosts, rate=None if flow else link) as h:
-        if flow:
-            for name in h.names:
-                netns.shape_flows(name, h.ifname, link, flow)
+    with shaped(n_hosts, args.rate) as h:
         yield h
 
 

@@ -12,8 +12,10 @@ results file the front end reads, as under lightccrun.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
+from typing import Iterator
 
 from lightcc.bench.emulated import parse_hosts
 from lightcc.bench.spec import GLOO_ADDR_ENV
@@ -30,6 +32,18 @@ def parse_rate(text: str | None) -> tuple[str | None, str | None]:
     return link, flow or None
 
 
+@contextlib.contextmanager
+def shaped(count: int, text: str | None) -> Iterator[netns.Hosts]:
+    """COUNT hosts shaped as `parse_rate` reads TEXT: every host's egress at the link rate, or, with a cap per
+    TCP flow (a cloud VPC), the link's rate in all and the cap per flow; removed on exit whatever happens."""
+    link, flow = parse_rate(text)
+    with netns.hosts(count, rate=None if flow else link) as h:
+        if flow:
+            for name in h.names:
+                netns.shape_flows(name, h.ifname, link, flow)
+        yield h
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m testbed.bench_hosts", description=__doc__.splitlines()[0])
     p.add_argument("--hosts", required=True, help="HOSTSxRANKS, such as 2x2")
@@ -40,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         n_hosts, per_host = parse_hosts(args.hosts)
-        link, flow = parse_rate(args.rate)
+        parse_rate(args.rate)
     except ValueError as e:
         print(f"bench_hosts: {e}", file=sys.stderr)
         return 2
@@ -49,10 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_hosts: emulated hosts need root, ip and tc: {why}", file=sys.stderr)
         return 2
     env = procs.user_flags()  # the flags the user set for the run, passed to every rank (placement is not)
-    with netns.hosts(n_hosts, rate=None if flow else link) as h:
-        if flow:  # a cloud VPC: the link's rate in all, and a cap per TCP flow
-            for name in h.names:
-                netns.shape_flows(name, h.ifname, link, flow)
+    with shaped(n_hosts, args.rate) as h:
         # cluster.Job takes a port in 20000-32000 for lightcc's rendezvous; gloo's store sits above it.
         env[GLOO_ADDR_ENV] = f"{h.addrs[0]}:{random.randint(32001, 32700)}"
         try:

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from lightcc.common.launch_info import free_port  # noqa: F401  (re-exported for the harness's callers)
 from lightcc.runner import processes
 from lightcc.runner.processes import (  # noqa: F401  (the lifecycle, for the harness's callers)
     DUMP_GRACE_S,
@@ -65,11 +65,6 @@ class Hung(AssertionError):
     """A process ran past its hard timeout; it was stopped (stacks dumped) and the message carries its output."""
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def base_env(extra: Mapping[str, str] | None = None, pythonpath: Sequence[PathLike] = (ROOT,)) -> dict[str, str]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from testbed import cluster, netns, procs
+from testbed.bench_hosts import shaped
 
 
 def parse_runs(items: Sequence[str]) -> Dict[str, Tuple[Dict[str, str], List[str]]]:
@@ -98,7 +99,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.lowcomm.race", description=__doc__.splitlines()[0])
     p.add_argument("--hosts", type=int, default=2)
     p.add_argument("--per-host", type=int, default=1, help="ranks per host")
-    p.add_argument("--rates", nargs="+", default=["100mbit"], help="egress rate of every host (tc syntax)")
+    p.add_argument("--rates", nargs="+", default=["100mbit"],
+                   help="egress rate of every host (tc syntax), or LINK/FLOW for a cap per TCP flow")
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--run", action="append", required=True, help='LABEL="train.py arguments"')
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
@@ -112,7 +114,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     cpu, layout = cpu_model(), cluster.per_host(args.hosts, args.per_host)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for rate in args.rates:
-        with netns.hosts(args.hosts, rate=rate) as h:
+        with shaped(args.hosts, rate) as h:
             for seed in args.seeds:
                 for label, (flags, own) in runs.items():
                     began = time.time()

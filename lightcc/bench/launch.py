@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from lightcc.bench.spec import GLOO_ADDR_ENV
+from lightcc.common.launch_info import free_port  # noqa: F401  (re-exported for the bench's callers)
 from lightcc.runner import processes
 
 WORKER = ["-m", "lightcc.bench.worker"]
@@ -24,11 +24,6 @@ class LaunchError(RuntimeError):
     """The workers could not be started, failed, or ran past the timeout."""
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def package_root() -> str:
