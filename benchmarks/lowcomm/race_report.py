@@ -54,6 +54,11 @@ def time_to(row: Row, target: float) -> Optional[Tuple[float, float]]:
     return None
 
 
+def link_of(row: Row) -> Tuple[int, int, str]:
+    """(hosts, ranks per host, rate) of a row."""
+    return row["race"]["hosts"], row["race"]["per_host"], row["race"]["rate"]
+
+
 def per_host_bytes(row: Row) -> float:
     return sum(row["race"]["tx_bytes"]) / len(row["race"]["tx_bytes"])
 
@@ -108,8 +113,7 @@ def table(rows: List[Row], baseline: str) -> List[str]:
     """Markdown tables, one per link."""
     links: Dict[Tuple[Any, ...], Dict[str, Dict[int, Row]]] = defaultdict(lambda: defaultdict(dict))
     for r in rows:
-        race = r["race"]
-        links[(race["hosts"], race["per_host"], race["rate"])][race["label"]][int(r["args"]["seed"])] = r
+        links[link_of(r)][r["race"]["label"]][int(r["args"]["seed"])] = r
     out: List[str] = []
     for (hosts, per_host, rate), labels in sorted(links.items()):
         bases = labels.get(baseline, {})
@@ -125,12 +129,45 @@ def table(rows: List[Row], baseline: str) -> List[str]:
     return out
 
 
+def plot(rows: List[Row], path: Path) -> None:
+    """Validation bits per byte against training time, one panel per link, one colour per run label (every seed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    links = sorted({link_of(r) for r in rows})
+    labels = list(dict.fromkeys(r["race"]["label"] for r in rows))
+    fig, axes = plt.subplots(1, len(links), figsize=(6 * len(links), 4.5), squeeze=False)
+    for ax, link in zip(axes[0], links):
+        for i, label in enumerate(labels):
+            for r in rows:
+                if link_of(r) == link and r["race"]["label"] == label:
+                    ax.plot([p["train_s"] for p in r["curve"]], [p["val_bpb"] for p in r["curve"]], color=f"C{i}",
+                            label=label if int(r["args"]["seed"]) == min_seed(rows, link, label) else None)
+        ax.set(title=f"{link[0]} hosts x {link[1]}, {link[2]}", xlabel="training time, s (evaluations excluded)",
+               ylabel="validation bits per byte", xscale="log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def min_seed(rows: List[Row], link: Tuple[Any, ...], label: str) -> int:
+    """The smallest seed of a label on a link (its curve carries the legend entry)."""
+    return min(int(r["args"]["seed"]) for r in rows
+               if link_of(r) == link and r["race"]["label"] == label)
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.lowcomm.race_report", description=__doc__.splitlines()[0])
     p.add_argument("files", type=Path, nargs="+")
     p.add_argument("--baseline", default="ddp-gloo", help="the label the others are measured against")
+    p.add_argument("--plot", type=Path, default=None, help="a PNG of loss against training time per link")
     args = p.parse_args(argv)
-    print("\n".join(table(load(args.files), args.baseline)))
+    rows = load(args.files)
+    print("\n".join(table(rows, args.baseline)))
+    if args.plot is not None:
+        plot(rows, args.plot)
 
 
 if __name__ == "__main__":
