@@ -124,7 +124,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     with args.out.open("a") as f:
                         f.write(json.dumps(row) + "\n")
                     print(f"race: {rate} seed {seed} {label}: {row['final_val_bpb']:.3f} bits/byte, "
-                          f"{row['train_s']:.1f} s, {sum(row['race']['tx_bytes']) / len(layout) / 1e6:.1f} MB/host",
+                          f"{row['train_s']:.1f} s, {sum(row['race']['tx_bytes']) / args.hosts / 1e6:.1f} MB/host",
                           flush=True)
     return 0
 
