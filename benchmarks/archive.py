@@ -40,6 +40,8 @@ ARCHIVES: Dict[str, str] = {
                "and the ETTR race with a driver on every host (benchmarks/elastic/results/ettr-s23-nomaster/)",
     "c6ce610": "session 23: DiLoCo against DDP at equal tokens, H = 50, outer optimizers, warm-ups and inner lr "
                "schedules, three seeds (benchmarks/lowcomm/results/diloco-s23/)",
+    "ef6eca3": "session 26: the low-communication race on emulated hosts, DDP, lightcc's DiLoCo variants and "
+               "torchft's DiLoCo; the idle-polling A/B (benchmarks/lowcomm/results/race-s26/)",
     "dd85741": "session 23: what a commit every step costs with copies and with live commits, 1 and 2 ranks "
                "(benchmarks/elastic/results/commit-cost-s23/)",
     "365f008": "session 23: the commit cost again, each pair led by a step in its own mode "

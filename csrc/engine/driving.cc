@@ -142,6 +142,8 @@ double Driver::idleUs(bool background) {
 }
 
 Status Driver::sleep(const std::function<bool()>& ready, double max_us, bool spin) {
+  // The engine thread with nothing pending (between steps): poll the network slowly once idle a while.
+  if (!spin && !workLeft()) return host_->waitIdle(ready, "work", max_us, negotiator_->hearsOnlyHost());
   return host_->waitUntil(ready, "work", false, max_us, spin, negotiator_->hearsOnlyHost());
 }
 

@@ -108,6 +108,12 @@ class HostGroup : public HostAreas {
   // host of many ranks, waits capped for network polling wake thousands of times a second.
   Status waitUntil(const std::function<bool()>& ready, const std::string& what, bool check_peers,
                    double max_wait_us = -1, bool spin = true, bool doorbell_only = false) const;
+  // waitUntil for an engine with nothing pending (no spin, no peer checks): network links are
+  // polled at max_sleep_us for the first kIdleFastPollUs, then only every kIdlePollUs, so an
+  // engine idle between steps does not wake thousands of times a second on a core the training
+  // thread needs. Only a message from another host is seen up to kIdlePollUs late.
+  Status waitIdle(const std::function<bool()>& ready, const std::string& what, double max_wait_us,
+                  bool doorbell_only) const;
   // waitUntil for a caller in the direct exchange, on the direct area's doorbell (peers' checks
   // included); after max_wait_us it returns OK with ready() still false.
   Status waitDirect(const std::function<bool()>& ready, const std::string& what, double max_wait_us) const;
@@ -139,8 +145,14 @@ class HostGroup : public HostAreas {
  private:
   HostGroup(const HostGroup& base, int channel);
   static void ring(Bell* b);
+  struct WaitShape {  // how waitOn sleeps besides its options_
+    bool spin = true;
+    bool doorbell_only = false;
+    bool idle = false;  // waitIdle's slower network polling once idle a while
+    int pauses = 64;
+  };
   Status waitOn(Bell* me, const std::function<bool()>& ready, const std::string& what, bool check_peers,
-                double max_wait_us, bool spin, bool doorbell_only, int pauses) const;
+                double max_wait_us, WaitShape shape) const;
 
   WaitOptions options_;
   const std::atomic<bool>* abort_ = nullptr;
