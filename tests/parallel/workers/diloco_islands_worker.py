@@ -49,68 +49,6 @@ def slice_numel(numel: int, groups: List[List[int]], rank: int) -> int:
     return 0 if j >= k else numel // k + (1 if j < numel % k else 0)
 
 
-# ---- the one-process reference: every rank simulated ----------------------------------------
-
-def simulate(groups: List[List[int]], steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
-             warmup: int = 0) -> List[torch.nn.Module]:
-    """diloco_worker.simulate with islands: gradients averaged over the island at each inner step after the warm-up.
-
-    The outer average is per rank: island i weighs s_i / N, and its s_i ranks hold the same pseudo-gradient, so the
-    weighted mean over islands is the plain mean over ranks.
-    """
-    models = [base.mlp(100) for _ in range(N)]
-    opts = [torch.optim.AdamW(m.parameters(), lr=0.05) for m in models]
-    params = [dict(m.named_parameters()) for m in models]
-    momentum: Dict[str, torch.Tensor] = {}
-    pending: Dict[int, tuple] = {}
-    dirty = [False] * len(frags)
-
-    def mean_delta(f: int) -> Dict[str, torch.Tensor]:
-        return {k: sum(shared[k] - p[k].detach() for p in params) / N for k in frags[f]}
-
-    @torch.no_grad()
-    def outer(f: int, delta: Dict[str, torch.Tensor], a: float) -> None:
-        for k in frags[f]:
-            buf = momentum[k] = 0.9 * momentum[k] + delta[k] if k in momentum else delta[k].clone()
-            shared[k] -= 0.7 * (delta[k] + 0.9 * buf)
-            for p in params:
-                p[k].copy_(a * p[k] + (1 - a) * shared[k])
-        dirty[f] = a > 0
-
-    def dense_step(t: int, sets: List[List[int]]) -> None:
-        for r in range(N):
-            base.inner_step(models[r], r, t)
-        for g in sets:
-            for k in params[0]:
-                mean = sum(params[r][k].grad for r in g) / len(g)
-                for r in g:
-                    params[r][k].grad = mean.clone()
-        for r in range(N):
-            opts[r].step()
-            opts[r].zero_grad()
-
-    for t in range(1, warmup + 1):
-        dense_step(t, [list(range(N))])
-    with torch.no_grad():
-        shared = {k: v.detach().clone() for k, v in params[0].items()}
-    for t in range(warmup + 1, steps + 1):
-        dense_step(t, groups)
-        dirty[:] = [True] * len(frags)
-        for f in [f for f, (due, _) in pending.items() if due <= t]:
-            outer(f, pending.pop(f)[1], mix)
-        for f in range(len(frags)):
-            if (t - warmup) % H == ((f + 1) * H // len(frags)) % H:
-                pending[f] = (t + delay, mean_delta(f))
-                if delay == 0:
-                    outer(f, pending.pop(f)[1], mix)
-    for f in list(pending):
-        outer(f, pending.pop(f)[1], mix)
-    for f in range(len(frags)):
-        if dirty[f]:
-            outer(f, mean_delta(f), 0.0)
-    return models
-
-
 def check_bytes(label: str, diloco: DiLoCo, model: torch.nn.Module, groups: List[List[int]], warmup: int) -> None:
     s = diloco.stats()
     numel = sum(p.numel() for p in model.parameters())
@@ -137,7 +75,7 @@ def reference_case(label: str, steps: int, H: int, frags: List[List[str]], delay
         opt.zero_grad()
         c.check(island_identical(model, groups, f"{label}.{t}"), f"{label}: an island's ranks differ after step {t}")
     diloco.finish()
-    ref = dict(simulate(groups, steps, H, frags, delay, mix, warmup)[R].named_parameters())
+    ref = dict(base.simulate(steps, H, frags, delay, mix, warmup, groups)[R].named_parameters())
     for k, p in model.named_parameters():
         err = (p.detach() - ref[k].detach()).abs().max().item()
         c.check(err < 2e-5, f"{label}: {k} differs from the reference by {err}")

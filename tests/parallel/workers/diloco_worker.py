@@ -23,7 +23,7 @@ import hashlib
 import os
 import sys
 from datetime import timedelta
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 from torch_helpers import checker
@@ -74,12 +74,18 @@ def identical(model: torch.nn.Module) -> bool:
 
 # ---- the one-process reference: every rank simulated, the outer step written out ------------
 
-def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
-             warmup: int = 0) -> List[torch.nn.Module]:
-    models = [mlp(100) for _ in range(N)]  # every rank starts from rank 0's weights
+def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float, warmup: int = 0,
+             groups: Optional[List[List[int]]] = None) -> List[torch.nn.Module]:
+    """Every rank of DiLoCo simulated in one process, the outer step written out: the reference.
+
+    `groups` are islands (default: every rank alone): after the warm-up each inner step averages the
+    gradients over the island. The outer average is per rank: island i weighs s_i / N, and its s_i ranks
+    hold the same pseudo-gradient, so the weighted mean over islands is the plain mean over ranks.
+    """
+    groups = groups or [[r] for r in range(N)]
+    models = [mlp(100) for _ in range(N)]
     opts = [torch.optim.AdamW(m.parameters(), lr=0.05) for m in models]
     params = [dict(m.named_parameters()) for m in models]
-    shared = {k: v.detach().clone() for k, v in params[0].items()}
     momentum: Dict[str, torch.Tensor] = {}
     pending: Dict[int, tuple] = {}
     dirty = [False] * len(frags)
@@ -89,30 +95,31 @@ def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
 
     @torch.no_grad()
     def outer(f: int, delta: Dict[str, torch.Tensor], a: float) -> None:
-        for k in frags[f]:  # SGD, Nesterov: buf = 0.9 buf + g; θ -= 0.7 (g + 0.9 buf)
+        for k in frags[f]:
             buf = momentum[k] = 0.9 * momentum[k] + delta[k] if k in momentum else delta[k].clone()
             shared[k] -= 0.7 * (delta[k] + 0.9 * buf)
             for p in params:
                 p[k].copy_(a * p[k] + (1 - a) * shared[k])
         dirty[f] = a > 0
 
-    for t in range(1, warmup + 1):  # data-parallel warm-up: every rank steps on the mean gradient
+    def dense_step(t: int, sets: List[List[int]]) -> None:
         for r in range(N):
             inner_step(models[r], r, t)
-        for k in params[0]:
-            mean = sum(p[k].grad for p in params) / N
-            for p in params:
-                p[k].grad = mean.clone()
+        for g in sets:
+            for k in params[0]:
+                mean = sum(params[r][k].grad for r in g) / len(g)
+                for r in g:
+                    params[r][k].grad = mean.clone()
         for r in range(N):
             opts[r].step()
             opts[r].zero_grad()
+
+    for t in range(1, warmup + 1):
+        dense_step(t, [list(range(N))])
     with torch.no_grad():
         shared = {k: v.detach().clone() for k, v in params[0].items()}
     for t in range(warmup + 1, steps + 1):
-        for r in range(N):
-            inner_step(models[r], r, t)
-            opts[r].step()
-            opts[r].zero_grad()
+        dense_step(t, groups)
         dirty[:] = [True] * len(frags)
         for f in [f for f, (due, _) in pending.items() if due <= t]:
             outer(f, pending.pop(f)[1], mix)
