@@ -154,9 +154,22 @@ Status BitExchange::exchange(std::vector<uint64_t>* bits, const std::string& wha
   if (final_.peer >= 0) LIGHTCC_RETURN_IF_ERROR(postSlot(final_, bits->size()));
   // A host's other ranks hear only from their host (shared memory rings the doorbell).
   const bool doorbell_only = tree_.hosts == 1 || !tree_.isLeader();
-  LIGHTCC_RETURN_IF_ERROR(main_.host->waitUntil([&] { return step(bits); }, what, true, -1, true, doorbell_only));
+  Status st = main_.host->waitUntil([&] { return step(bits); }, what, true, -1, true, doorbell_only);
+  if (st.code() == StatusCode::kTimeout) return Status(st.code(), st.message() + lateRanks());
+  LIGHTCC_RETURN_IF_ERROR(st);
   last_sends_ = sends_.size();
   return error_;
+}
+
+// After a timeout: the ranks whose vector the stuck stage still waits for (the driver blames the first).
+std::string BitExchange::lateRanks() const {
+  std::string late;
+  if (stage_ >= stages_.size()) return late;
+  for (int i : stages_[stage_].recv) {
+    const Slot& s = i == kFinal ? final_ : cycle_[static_cast<size_t>(i)];
+    if (!s.done) late += (late.empty() ? "; not arrived: " : ", ") + ("rank " + std::to_string(s.peer));
+  }
+  return late;
 }
 
 }  // namespace lightcc

@@ -65,6 +65,7 @@ class BitExchange {
   Status driveSends();
   bool step(std::vector<uint64_t>* acc);
   Status exchange(std::vector<uint64_t>* bits, const std::string& what);  // allreduce() but the clock
+  std::string lateRanks() const;
 
   const NegotiationTree tree_;
   Channel& main_;

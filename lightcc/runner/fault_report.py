@@ -24,6 +24,10 @@ from typing import Any, Callable, Dict, List, Optional
 
 _OP_RE = re.compile(r"\b((?:allreduce|allgather|broadcast|alltoall|reducescatter|barrier|join)[.\w/:-]*)")
 _PEER_RE = re.compile(r"\brank (\d+)\b")
+_LATE_RE = re.compile(r"not arrived: rank (\d+)\b")
+# A rank that aborts relays its own error to its peers as "rank N (host, pid) stopped: <its error>":
+# N only passed the failure on; the culprit is named inside.
+_RELAY_RE = re.compile(r"\brank \d+ \([^)]*\) stopped: ")
 _WAIT_RE = re.compile(r"while (waiting for [^:(]+)|\b(negotiation|rendezvous|bootstrap)\b")
 
 
@@ -109,8 +113,14 @@ def op_in(message: str) -> Optional[str]:
 
 
 def peer_in(message: str) -> Optional[int]:
-    """The peer rank named in an engine error, if any."""
-    m = _PEER_RE.search(message)
+    """The peer rank an engine error blames, if any: the first rank a collective waited for in vain, else
+    the first rank named in the innermost relayed error (or the message, if none is relayed)."""
+    m = _LATE_RE.search(message)
+    if m:
+        return int(m.group(1))
+    relays = list(_RELAY_RE.finditer(message))
+    # A relayed error that names nobody blames no one (the driver then suspects who did not rejoin).
+    m = _PEER_RE.search(message[relays[-1].end():] if relays else message)
     return int(m.group(1)) if m else None
 
 

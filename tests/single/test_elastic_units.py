@@ -45,6 +45,12 @@ def test_fault_classification_and_parsing():
     assert op_in("while waiting for negotiation (cycle 54): rank 2 has exited") == "waiting for negotiation"
     assert op_in("negotiation with rank 2: receive from rank 2: net plugin returned 6") == "negotiation"
     assert peer_in("rank 7 (pid 1) has exited") == 7 and peer_in("nothing here") is None
+    # rank 1's account when rank 0 gave up waiting for a stopped rank 2: 2 is to blame, not the relay 0
+    relayed = ("broadcast of 'b': while waiting for broadcast copy-out in process set 0: rank 0 (host h, pid 5) "
+               "stopped: broadcast of 'b': no progress for 3 s (LIGHTCC_TIMEOUT=3); not arrived: rank 2 (host h, pid 7)")
+    assert peer_in(relayed) == 2
+    assert peer_in("while waiting for x: rank 0 (host h, pid 5) stopped: receive from rank 3 failed") == 3
+    assert peer_in("while waiting for x: rank 0 (host h, pid 5) stopped: cancelled") is None
 
 
 def test_fault_log_writes_json_and_completes_a_report(tmp_path):
