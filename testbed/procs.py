@@ -130,9 +130,16 @@ def start_all(cmds: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str] | 
                                subprocess.DEVNULL)
 
 
+def tail(text: str, chars: int = TAIL) -> str:
+    """The last `chars` of a process's output, less faulthandler's list of extension modules: printed
+    after a hung process's stacks, that one line (thousands of characters) pushed them out of the tail."""
+    kept = [line for line in text.splitlines(keepends=True) if not line.startswith("Extension modules:")]
+    return "".join(kept)[-chars:]
+
+
 def describe(cmd: Sequence[str], returncode: int | None, out: str, err: str) -> str:
     """A failure message's part for one process: its command, exit status and output tails."""
-    return f"--- `{' '.join(map(str, cmd))[:300]}` (exit {returncode})\n{out[-TAIL:]}\n{err[-TAIL:]}"
+    return f"--- `{' '.join(map(str, cmd))[:300]}` (exit {returncode})\n{tail(out)}\n{tail(err)}"
 
 
 def run_all(cmds: Sequence[Sequence[str]], envs: Sequence[Mapping[str, str] | None], timeout: float,

@@ -91,5 +91,6 @@ def collect_ranks(procs: Sequence[subprocess.Popen], script: str, timeout: float
 
 def describe(results: Sequence[RankResult]) -> str:
     """Each rank's exit status and the tails of its stdout and stderr."""
-    return "\n".join(f"--- rank {x.rank} (exit {x.returncode})\n{x.stdout[-3000:]}\n{x.stderr[-3000:]}"
+    return "\n".join(f"--- rank {x.rank} (exit {x.returncode})\n{harness.tail(x.stdout, 3000)}\n"
+                     f"{harness.tail(x.stderr, 3000)}"
                      for x in results)

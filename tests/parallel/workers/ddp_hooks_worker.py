@@ -18,6 +18,7 @@ rank per step, DDP buckets of 10 KB (several buckets: the CNN's convs are 9 KiB 
 """
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -60,7 +61,13 @@ def start(setting: str) -> None:
                             timeout=timedelta(seconds=60))
 
 
-def stop() -> None:
+def stop(run: "Run | None") -> None:
+    """Ends a run's group. DDP goes first: a Reducer that outlived the group would destroy gloo's group
+    holding the GIL, joining a gloo thread that needs the GIL to free a finished work's tensors (a
+    deadlock seen in CI, pytorch/pytorch#56297); the group's own wrapper releases it."""
+    if run is not None:
+        run.ddp = None
+        gc.collect()
     dist.destroy_process_group()
     if basics.is_initialized():  # over gloo the hook state started lightcc's engine
         basics.shutdown()
@@ -127,6 +134,7 @@ def train(epochs: int, seeds: str, settings: list) -> None:
     for seed in (int(s) for s in seeds.split(",")):
         for setting in settings:
             start(setting)
+            run = None
             try:
                 run = Run(setting, seed, epochs)
                 run.train_until(run.total)
@@ -139,7 +147,7 @@ def train(epochs: int, seeds: str, settings: list) -> None:
                        "identical": run.identical(), "compressed": compressed, "velocities": velocities,
                        "steps": run.step_count}
             finally:
-                stop()
+                stop(run)
             if R == 0:
                 print("RESULT " + json.dumps(row), flush=True)
 
@@ -147,6 +155,7 @@ def train(epochs: int, seeds: str, settings: list) -> None:
 def checkpointed(mode: str, steps: int, where: str) -> None:
     setting, total_epochs = "topk:0.01", 3
     start(setting)
+    run = None
     try:
         run = Run(setting, 1, total_epochs, hook=mode != "resume")
         path = Path(where) / f"rank{R}.pt" if where else None
@@ -173,7 +182,7 @@ def checkpointed(mode: str, steps: int, where: str) -> None:
         row = {"mode": mode, "digest": param_digest(run.model), "identical": run.identical(),
                "steps": run.step_count, "residuals": residuals}
     finally:
-        stop()
+        stop(run)
     if R == 0:
         print("RESULT " + json.dumps(row), flush=True)
 
