@@ -67,6 +67,7 @@ def main() -> int:
     if rank == 0:
         print(f"eval {ex.eval_loss(net, features, classes):.6f}", flush=True)
         print(f"final {step} identical={identical}", flush=True)
+    del model  # DDP before its group: over gloo the reverse can deadlock (pytorch/pytorch#56297)
     dist.destroy_process_group()
     return 0 if identical else 1
 

@@ -9,6 +9,7 @@ host's address in ``LOWCOMM_ADDRS`` (one per host) and ``LOWCOMM_PER_HOST``, glo
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 from datetime import timedelta
 from typing import Any, Dict, List
@@ -50,6 +51,12 @@ class Ddp(Runner):
 
     def stats(self) -> Dict[str, Any]:
         return {"dense_bytes_per_step": self.dense}
+
+    def close(self) -> None:
+        """Drops DDP before the group goes: a Reducer outliving it destroys gloo's group holding the GIL
+        while a gloo thread may need the GIL to free a finished work (a deadlock, pytorch/pytorch#56297)."""
+        self.forward = None
+        gc.collect()
 
 
 class LightccDiloco(Runner):

@@ -69,6 +69,7 @@ def main() -> None:
     print(f"rank {rank} of {size} ({dist.get_backend()}, {os.uname().nodename}): {args.steps} steps in "
           f"{seconds:.2f} s; {'; '.join(failed) + '; ' if failed else ''}{1 - bool(failed)} passed, "
           f"{len(failed)} failed", flush=True)
+    del net  # DDP before its group: over gloo the reverse can deadlock (pytorch/pytorch#56297)
     dist.destroy_process_group()
 
 
