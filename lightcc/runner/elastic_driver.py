@@ -36,7 +36,7 @@ from lightcc.common import elastic_channel as ch
 from lightcc.common.launch_env import free_port
 from lightcc.runner import remote
 from lightcc.runner.discovery import HostDiscovery, Slot, SlotCooldown
-from lightcc.runner.fault_report import FaultLog, FaultReport, classify, peer_in, signal_name
+from lightcc.runner.fault_report import FaultLog, FaultReport, blamed, classify, signal_name
 from lightcc.runner.hosts import HostSlots
 from lightcc.runner.elastic_record import Generation, Worker
 from lightcc.runner.elastic_relays import STARTUP_LINK_S, RelayLinks
@@ -461,8 +461,9 @@ class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
             if gen in self._gen_reports:
                 self.faults.observe(self._gen_reports[gen], rank, host, message)
             elif now - seen >= UNEXPLAINED_FAILURE_S:
-                peer = peer_in(message)
                 g = self._gen
+                others = [u[3] for u in self._unexplained if u[0] == gen and u is not item]
+                peer = blamed([message, *others], self._told(gen))
                 if peer is None and g is not None and g.number == gen:
                     peer = self._suspect(gen)
                 peer_wid = g.members[peer] if g and g.number == gen and peer is not None and peer < len(
@@ -477,9 +478,13 @@ class ElasticDriver(WorkerRequests, RelayLinks, StandbyDriver):
                 continue
             self._unexplained.remove(item)
 
+    def _told(self, gen: int) -> set:
+        """Ranks that reported generation `gen`'s failure themselves (so were alive to say so)."""
+        return {u[1] for u in self._unexplained if u[0] == gen} | self._failed_ranks.get(gen, set())
+
     def _suspect(self, gen: int) -> Optional[int]:
         """The first member that neither failed nor came back to join: the likely stalled rank."""
-        told = {u[1] for u in self._unexplained if u[0] == gen} | self._failed_ranks.get(gen, set())
+        told = self._told(gen)
         for rank, wid in enumerate(self._gen.members):
             w = self._workers[wid]
             if w.alive and w.pending_after is None and rank not in told:

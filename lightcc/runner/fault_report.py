@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 _OP_RE = re.compile(r"\b((?:allreduce|allgather|broadcast|alltoall|reducescatter|barrier|join)[.\w/:-]*)")
 _PEER_RE = re.compile(r"\brank (\d+)\b")
@@ -122,6 +122,17 @@ def peer_in(message: str) -> Optional[int]:
     # A relayed error that names nobody blames no one (the driver then suspects who did not rejoin).
     m = _PEER_RE.search(message[relays[-1].end():] if relays else message)
     return int(m.group(1)) if m else None
+
+
+def blamed(messages: Sequence[str], reporters: Iterable[int]) -> Optional[int]:
+    """The rank a generation's failure reports blame, `messages[0]` first. In a timeout every rank
+    that reported is alive, and one waiting on another that waits in turn names that live rank (a
+    negotiation tree's stage peer): such names are passed over. None when no one else is named."""
+    named = [peer_in(m) for m in messages]
+    if not messages or classify(messages[0]) != "timeout":
+        return named[0] if named else None
+    alive = set(reporters)
+    return next((p for p in named if p is not None and p not in alive), None)
 
 
 class FaultLog:

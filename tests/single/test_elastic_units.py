@@ -13,7 +13,7 @@ import pytest
 from lightcc.common import elastic_channel as ch
 from lightcc.runner import elastic_args
 from lightcc.runner.discovery import SlotCooldown, parse_discovery_output
-from lightcc.runner.fault_report import FaultLog, FaultReport, classify, op_in, peer_in
+from lightcc.runner.fault_report import FaultLog, FaultReport, blamed, classify, op_in, peer_in
 from lightcc.runner.launch import build_parser
 from testbed import procs
 
@@ -47,10 +47,18 @@ def test_fault_classification_and_parsing():
     assert peer_in("rank 7 (pid 1) has exited") == 7 and peer_in("nothing here") is None
     # rank 1's account when rank 0 gave up waiting for a stopped rank 2: 2 is to blame, not the relay 0
     relayed = ("broadcast of 'b': while waiting for broadcast copy-out in process set 0: rank 0 (host h, pid 5) "
-               "stopped: broadcast of 'b': no progress for 3 s (LIGHTCC_TIMEOUT=3); not arrived: rank 2 (host h, pid 7)")
+               "stopped: broadcast of 'b': no progress for 3 s (LIGHTCC_TIMEOUT=3); "
+               "not arrived: rank 2 (host h, pid 7)")
     assert peer_in(relayed) == 2
     assert peer_in("while waiting for x: rank 0 (host h, pid 5) stopped: receive from rank 3 failed") == 3
     assert peer_in("while waiting for x: rank 0 (host h, pid 5) stopped: cancelled") is None
+
+    # a cut link to rank 2 under a negotiation tree: rank 1 waits on its stage peer 0, which waits on 2
+    t = "no progress for 3 s while waiting for negotiation (cycle 31) (LIGHTCC_TIMEOUT=3); not arrived: rank {}"
+    assert blamed([t.format(0), t.format(2)], reporters=[1, 0]) == 2
+    assert blamed([t.format(0)], reporters=[1, 0]) is None  # nobody else named: the driver suspects
+    assert blamed(["ranks disagree on allreduce.x: rank 1 sent shape [2]"], reporters=[0, 1]) == 1
+    assert blamed([], reporters=[]) is None
 
 
 def test_fault_log_writes_json_and_completes_a_report(tmp_path):
