@@ -42,6 +42,8 @@ ARCHIVES: Dict[str, str] = {
                "schedules, three seeds (benchmarks/lowcomm/results/diloco-s23/)",
     "ef6eca3": "session 26: the low-communication race on emulated hosts, DDP, lightcc's DiLoCo variants and "
                "torchft's DiLoCo; the idle-polling A/B (benchmarks/lowcomm/results/race-s26/)",
+    "6344c2b": "session 27: the idle-polling A/B in alternating rounds, DDP over lightcc and gloo at 1 Gbit/s "
+               "(benchmarks/lowcomm/results/idle-ab-s27/)",
     "dd85741": "session 23: what a commit every step costs with copies and with live commits, 1 and 2 ranks "
                "(benchmarks/elastic/results/commit-cost-s23/)",
     "365f008": "session 23: the commit cost again, each pair led by a step in its own mode "
