@@ -7,10 +7,12 @@ back into the average over ranks:
   engine's allreduce. Bytes handed to the engine: 4, 2 or 2 per element.
 - ``Quantized`` (``"int8[:CHUNK]"``, ``"int4[:CHUNK]"``): symmetric linear quantisation per chunk of
   CHUNK elements (default 1024) with a bfloat16 scale (the chunk's absolute maximum over 127 or 7);
-  int4 packs two values per byte. Integers cannot be summed without overflow, so every rank's
-  codes and scales are allgathered and each rank decodes and averages them in rank order: the
-  result is bit-identical everywhere. Bytes handed to the engine: 1 (int8) or 0.5 (int4) per
-  element plus 2 per chunk.
+  int4 packs two values per byte. Integers cannot be summed without overflow: over 2 ranks every
+  rank's codes and scales are allgathered and each rank decodes and averages them in rank order;
+  from 3 ranks on, the reduce-scatter form (scatter_gather.py) sends each shard to its owner, which
+  averages and quantises it again for an allgather. Either way the result is bit-identical
+  everywhere. Bytes handed to the engine: 1 (int8) or 0.5 (int4) per element plus 2 per chunk, and
+  in the reduce-scatter form the owned shard's again.
 - ``EngineTopk`` (``"topk"``): the float32 pseudo-gradient handed to the engine's top-k allreduce
   (LIGHT_TOPK_ALLREDUCE=1), which selects, exchanges and keeps the residual itself; what it puts on
   links is in the engine's ``topk_bytes_sent``.
@@ -22,13 +24,14 @@ from __future__ import annotations
 
 import abc
 import re
-from typing import List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 import torch
 
 from lightcc.common.native import core
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
+from lightcc.torch.lowcomm.scatter_gather import TwoPhase
 
 _CASTS = {"none": torch.float32, "fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
           "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
@@ -59,6 +62,17 @@ class OuterCompression(abc.ABC):
     def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
         """Wait for `handle` and return the float32 average over the set's `size` ranks, `numel` elements."""
         raise NotImplementedError
+
+    def progress(self, handle: Any) -> None:  # noqa: B027  (optional: one-step exchanges have nothing to do)
+        """Move an exchange of several steps on without blocking (called once per inner step)."""
+
+    def feedback(self, handle: Any) -> Optional[Tuple[int, torch.Tensor]]:
+        """After `finish`: (first element, values) to add to this rank's residual, or None."""
+        return None
+
+    def extra_bytes(self, handle: Any) -> int:
+        """After `finish`: bytes handed to the engine after `start` (later steps of the exchange)."""
+        return 0
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec!r})"
@@ -105,13 +119,30 @@ class Quantized(OuterCompression):
         n = flat.numel()
         padded = torch.zeros(self._chunks(n) * self.chunk, dtype=torch.float32, device=flat.device)
         padded[:n] = flat
-        rows = padded.view(-1, self.chunk)
+        codes, scale = self._quantize(padded.view(-1, self.chunk))
+        decoded = (codes.float() * scale.float()[:, None]).reshape(-1)[:n]
+        return [self._pack(codes.reshape(-1)), scale], decoded
+
+    def _quantize(self, rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """int8 codes and bfloat16 scales of float32 rows of one chunk each."""
         # The scale is rounded to bfloat16 before use, so decoding with the sent scale is exact.
         scale = (rows.abs().amax(dim=1) / self.levels).to(torch.bfloat16)
         safe = torch.where(scale == 0, torch.ones_like(scale), scale).float()
-        codes = torch.round(rows / safe[:, None]).clamp_(-self.levels, self.levels).to(torch.int8)
-        decoded = (codes.float() * scale.float()[:, None]).reshape(-1)[:n]
-        return [self._pack(codes.reshape(-1)), scale], decoded
+        return torch.round(rows / safe[:, None]).clamp_(-self.levels, self.levels).to(torch.int8), scale
+
+    def _rows(self, packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+        """One uint8 row per chunk: its packed codes, then its bfloat16 scale's two bytes."""
+        return torch.cat([packed.view(scales.numel(), -1), scales.view(-1, 1).view(torch.uint8)], dim=1)
+
+    def _encode_rows(self, values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(rows as `_rows` makes them, what they decode to) for float32 values of one chunk per row."""
+        codes, scale = self._quantize(values)
+        return self._rows(self._pack(codes.reshape(-1)), scale), codes.float() * scale.float()[:, None]
+
+    def _decode_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        """float32 values, one chunk per row, of rows as `_rows` makes them."""
+        packed, scale = rows[:, :-2], rows[:, -2:].contiguous().view(torch.bfloat16)
+        return self._unpack(packed) * scale.float()
 
     def _pack(self, codes: torch.Tensor) -> torch.Tensor:
         if self.bits == 8:
@@ -125,12 +156,27 @@ class Quantized(OuterCompression):
         low, high = (packed & 15).to(torch.int16) - 8, (packed >> 4).to(torch.int16) - 8
         return torch.stack([low, high], dim=-1).reshape(*packed.shape[:-1], -1).float()
 
-    def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> int:
-        return M.grouped_allgather_async(wire, name=name, process_set=process_set)
+    def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> Any:
+        size, chunks = process_set.size(), wire[1].numel()
+        if size < 3 or chunks < size:  # see scatter_gather.py: the allgather moves no more here
+            return M.grouped_allgather_async(wire, name=name, process_set=process_set)
+        return TwoPhase(self._rows(*wire), self.chunk, name, process_set)
 
-    def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
+    def progress(self, handle: Any) -> None:
+        if isinstance(handle, TwoPhase) and not handle.gathering and M.poll(handle.handle):
+            handle.advance(self._decode_rows, self._encode_rows)
+
+    def finish(self, handle: Any, numel: int, size: int) -> torch.Tensor:
+        if isinstance(handle, TwoPhase):
+            return handle.result(self._decode_rows, self._encode_rows, numel)
         packed, scales = M.synchronize(handle)
         return self.average(packed, scales, numel, size)
+
+    def feedback(self, handle: Any) -> Optional[Tuple[int, torch.Tensor]]:
+        return handle.feedback if isinstance(handle, TwoPhase) else None
+
+    def extra_bytes(self, handle: Any) -> int:
+        return handle.handed if isinstance(handle, TwoPhase) else 0
 
     def average(self, packed: torch.Tensor, scales: torch.Tensor, numel: int, size: int) -> torch.Tensor:
         """The float32 mean of `size` ranks' gathered codes and scales (rank after rank, as allgather returns them)."""

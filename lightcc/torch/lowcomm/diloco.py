@@ -177,6 +177,8 @@ class DiLoCo:
             result = self.inner_optimizer.step(closure) if closure is not None else self.inner_optimizer.step()
         self._steps += 1
         self._dirty = [True] * len(self._fragments)
+        for ex in self._fragments:
+            ex.progress()
         for f, ex in enumerate(self._fragments):
             if ex.pending and self._steps >= ex.due:
                 self._apply(f, self.mix)

@@ -87,6 +87,11 @@ class FragmentExchange:
         self.exchanges += 1
         self.due = due
 
+    def progress(self) -> None:
+        """Let an exchange of several steps (the codec's) move on without waiting."""
+        if self.inflight and self.handle is not None:
+            self.codec.progress(self.handle)
+
     @property
     def pending(self) -> bool:
         """An exchange was started and its result not applied yet (in flight, or arrived early by `wait`)."""
@@ -100,6 +105,12 @@ class FragmentExchange:
         part = torch.zeros(0, device=self.params[0].device)
         if self.handle is not None:
             part = self.codec.finish(self.handle, self.hi - self.lo, self.islands.lane_size)
+            self.wire_bytes += self.codec.extra_bytes(self.handle)
+            feedback = self.codec.feedback(self.handle)
+            if feedback is not None and self.residual is not None:
+                first, values = feedback
+                values = values[:max(0, self.residual.numel() - first)]  # the last chunk's padding
+                self.residual[first:first + values.numel()] += values
         self.arrived, handed = self.islands.gather(part, self.name)
         self.island_bytes += handed
         self.wait_s += time.perf_counter() - began

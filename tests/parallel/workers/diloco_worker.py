@@ -191,6 +191,9 @@ def wire_bytes(diloco: DiLoCo, compression: str) -> int:
             bits, chunk = (int(v) for v in compression[3:].split(":"))
             chunks = -(-n // chunk)
             per = chunks * chunk * bits // 8 + 2 * chunks
+            if N >= 3 and chunks >= N:  # the reduce-scatter form hands the owned shard's rows again
+                owned = chunks // N + (1 if R < chunks % N else 0)
+                per += owned * (chunk * bits // 8 + 2)
         total += per * ex.exchanges
     return total
 
@@ -237,7 +240,41 @@ def topk() -> None:
     c.check(core().stats()["topk_batches"] > before, "topk: the engine ran no top-k batch")
 
 
+def two_phase_case(bits: int) -> None:
+    """From 3 ranks the quantised codec takes the reduce-scatter form: its average against one computed here."""
+    from lightcc.torch.lowcomm.codecs import Quantized
+    from lightcc.torch.lowcomm.scatter_gather import TwoPhase
+
+    codec, numel, chunk = Quantized(bits, 64), 1000, 64
+    flats = [torch.randn(numel, generator=torch.Generator().manual_seed(k)) for k in range(N)]
+    wire, _ = codec.encode(flats[R])
+    handle = codec.start(wire, f"two_phase.{bits}")
+    c.check(isinstance(handle, TwoPhase), f"int{bits}: {N} ranks should take the reduce-scatter form")
+    got = codec.finish(handle, numel, N)
+    total = codec.encode(flats[0])[1].clone()
+    for k in range(1, N):  # every rank's decoded contribution, summed in rank order as the owners do
+        total += codec.encode(flats[k])[1]
+    mean = total / N
+    padded = torch.zeros(-(-numel // chunk) * chunk)
+    padded[:numel] = mean
+    step = padded.view(-1, chunk).abs().amax(dim=1) / codec.levels  # the second quantisation's step per chunk
+    err = ((got - mean).abs() - step.repeat_interleave(chunk)[:numel] * 0.51).max().item()
+    c.check(err <= 1e-6, f"int{bits}: reduce-scatter average off the decoded mean by more than half a step ({err})")
+    rows = hvd.allgather(got[None], name=f"two_phase.{bits}.check")
+    c.check(all(torch.equal(rows[0], r) for r in rows), f"int{bits}: ranks got different averages")
+    first, values = codec.feedback(handle)
+    want = (N * (mean - got))[first:first + values.numel()]
+    c.check(torch.allclose(values[:want.numel()], want, atol=1e-5), f"int{bits}: feedback is not N x the owner's loss")
+    chunks = -(-numel // chunk)
+    owned = chunks // N + (1 if R < chunks % N else 0)
+    c.check(codec.extra_bytes(handle) == owned * (chunk * bits // 8 + 2),
+            f"int{bits}: step 2 handed {codec.extra_bytes(handle)} bytes, expected {owned} rows")
+
+
 def train() -> None:
+    if N >= 3:
+        two_phase_case(8)
+        two_phase_case(4)
     for spec in ("none", "bf16", "int8:64", "int4:64"):
         train_case(spec, 1)
     train_case("int4:64", 2)
