@@ -43,10 +43,25 @@ class Runner:
 
 
 class Ddp(Runner):
-    """torch's DistributedDataParallel over the default process group (gloo or lightcc)."""
+    """torch's DistributedDataParallel over the default process group (gloo or lightcc), with --hook's compression.
 
-    def __init__(self, model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
-        super().__init__(torch.nn.parallel.DistributedDataParallel(model), opt)
+    ``powersgd``: torch's PowerSGD hook at rank --powersgd-rank, compressing from 10 % of the run
+    (torch's suggested start; its default, step 1,000, would never compress here). ``topk``:
+    lightcc's top-k hook at density --topk-ratio with plain error feedback (the inner AdamW has no
+    SGD momentum to declare); the engine's top-k flags come from the run's environment.
+    """
+
+    def __init__(self, args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        if args.hook == "powersgd":
+            from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+            state = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=args.powersgd_rank,
+                                       start_powerSGD_iter=max(2, args.steps // 10))
+            ddp.register_comm_hook(state, psgd.powerSGD_hook)
+        elif args.hook == "topk":
+            from lightcc.torch import ddp_hooks
+            ddp.register_comm_hook(ddp_hooks.TopkState(ratio=args.topk_ratio, prefix="lowcomm"), ddp_hooks.topk_hook)
+        super().__init__(ddp, opt)
         self.dense = sum(p.numel() * 4 for p in model.parameters())
 
     def stats(self) -> Dict[str, Any]:
@@ -147,7 +162,7 @@ def init(args: argparse.Namespace) -> None:
 def wrap(args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer) -> Runner:
     """The runner of --method (after `init`)."""
     if args.method == "ddp":
-        return Ddp(model, opt)
+        return Ddp(args, model, opt)
     if args.method == "diloco":
         return LightccDiloco(args, model, opt)
     if args.method == "torchft-diloco":

@@ -29,6 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ddp; diloco (lightcc's); torchft-diloco (torchft 0.2.0's, on emulated hosts: race.py); "
                    "local (every rank alone: the compute bound)")
     p.add_argument("--backend", choices=BACKENDS, default="lightcc", help="the process group of ddp and local")
+    p.add_argument("--hook", choices=["none", "powersgd", "topk"], default="none",
+                   help="ddp's compression: torch's PowerSGD hook or lightcc's top-k hook (methods.Ddp)")
+    p.add_argument("--powersgd-rank", type=int, default=2)
+    p.add_argument("--topk-ratio", type=float, default=0.01)
     p.add_argument("--sync-every", type=int, default=50, help="DiLoCo's H")
     p.add_argument("--fragments", type=int, default=1)
     p.add_argument("--compression", default="none")

@@ -1,7 +1,10 @@
-// 2D allreduce and allgather (shared-memory phases around a cross-group ring) and the host-leader allreduce.
+// 2D allreduce, allgather and reducescatter (shared-memory phases around a cross-group ring) and the host-leader allreduce.
 #include "algorithms/hierarchical.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "kernels/reduce.h"
 
 namespace lightcc {
 namespace {
@@ -101,6 +104,43 @@ Status hierAllgather(HierComm& h, const void* in, const std::vector<size_t>& pie
     }
   }
   return shmAllgatherSpans(h.intra, held).withContext("in the group");
+}
+
+Status hierReducescatter(HierComm& h, const void* in, void* out, const std::vector<int64_t>& rows,
+                         size_t row_elems, const ReduceSpec& spec) {
+  const int g = h.intra.size(), n = h.cross.size(), l = h.intra.me;
+  const size_t esize = dtypeSize(spec.dtype);
+  std::vector<size_t> start(rows.size() + 1, 0);
+  for (size_t j = 0; j < rows.size(); ++j) start[j + 1] = start[j] + static_cast<size_t>(rows[j]) * row_elems;
+  // Lane j: the blocks of members k*g + j, k = 0..n-1. Laid out lane after lane, so the group's
+  // reducescatter hands member j its lane summed over the host.
+  std::vector<int64_t> lane_rows(g, 0), cross_rows(n);
+  std::vector<char> lanes(start.back() * esize);
+  const char* src = static_cast<const char*>(in);
+  size_t at = 0;
+  for (int j = 0; j < g; ++j) {
+    for (int k = 0; k < n; ++k) {
+      const size_t m = static_cast<size_t>(k) * g + j;
+      if (start[m + 1] > start[m]) std::memcpy(lanes.data() + at, src + start[m] * esize, (start[m + 1] - start[m]) * esize);
+      at += (start[m + 1] - start[m]) * esize;
+      lane_rows[j] += rows[m];
+      if (j == l) cross_rows[k] = rows[m];
+    }
+  }
+  ReduceSpec in_host, across;
+  splitSpec(spec, &in_host, &across);
+  size_t lane_off = 0;
+  for (int j = 0; j < l; ++j) lane_off += static_cast<size_t>(lane_rows[j]) * row_elems * esize;
+  std::vector<char> mine(static_cast<size_t>(lane_rows[l]) * row_elems * esize);
+  if (g > 1) {
+    LIGHTCC_RETURN_IF_ERROR(
+        shmReducescatter(h.intra, lanes.data(), mine.data(), lane_rows, row_elems, in_host).withContext("in the group"));
+  } else {
+    kernels::scale(mine.data(), lanes.data() + lane_off, mine.size() / esize, spec.dtype, in_host.prescale);
+  }
+  // Then the lane's ring across the groups: cross member k is group k, so member k*g + l (me) ends
+  // with block k*g + l, its own, summed over every host.
+  return ringReducescatter(h.cross, mine.data(), out, cross_rows, row_elems, across).withContext("across the groups");
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// Two-level (2D) allreduce and allgather, and the per-tensor state and parameters of top-k compression.
+// Two-level (2D) allreduce, allgather and reducescatter, and the per-tensor state and parameters of top-k compression.
 //
 // 2D (LIGHT_2D_ALLREDUCE). Members form groups of LIGHT_INTRA_SIZE consecutive ranks on one
 // host. Steps: (1) shared-memory reduce-scatter inside the group, member j owning share j of
@@ -34,6 +34,16 @@ Status hierAllreduce(HierComm& h, const IoVec& io, const ReduceSpec& spec);
 // gathered bytes: about (n-1)/n * M/g, so the host's NIC carries (n-1)/n * M on g flows at once,
 // in n-1 steps instead of the flat ring's p-1 on one flow. piece_bytes: every member's block.
 Status hierAllgather(HierComm& h, const void* in, const std::vector<size_t>& piece_bytes, void* out);
+
+// 2D reducescatter, member j's output block j (rows[j] rows of row_elems). Steps: (1) the input is
+// laid out by lane, lane j holding the blocks of members j, g+j, 2g+j, ..., and the group
+// reducescatters it in shared memory so member j holds its lane summed over the host; (2) member j
+// ring-reducescatters its lane with the members of lane j in the other groups, ending with its own
+// block. Bytes over the network per rank for M input bytes: (n-1)/n * M/g, in n-1 steps, against
+// the flat ring's (p-1)/p * M in p-1. Sums are added in another order than the flat ring's, so
+// floating-point results may differ from it in the last bits (every rank's block is its own).
+Status hierReducescatter(HierComm& h, const void* in, void* out, const std::vector<int64_t>& rows,
+                         size_t row_elems, const ReduceSpec& spec);
 
 // Host leaders (LIGHTCC_RD_LEADERS), for latency-bound allreduces over a set spread over hosts
 // with several members on some. Steps: (1) shared-memory allreduce among this host's members;

@@ -1,6 +1,7 @@
 // SetComm: links on first use, the shared-memory barrier, and the driver of a batch of link operations.
 #include "algorithms/set_comm.h"
 
+#include "common/late_ranks.h"
 #include "transport/net/peer_probe.h"
 
 namespace lightcc {
@@ -34,7 +35,7 @@ Status SetComm::shmBarrier(const std::string& what) {
       late += (late.empty() ? "" : ", ") + host->describeLocal(local_index[m]);
     }
   }
-  return Status(st.code(), st.message() + "; not arrived: " + late);
+  return Status(st.code(), st.message() + kNotArrived + late);
 }
 
 Status namingPeer(const Status& st, const Link& link) {

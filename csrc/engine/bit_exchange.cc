@@ -4,6 +4,8 @@
 #include <chrono>
 #include <utility>
 
+#include "common/late_ranks.h"
+
 namespace lightcc {
 
 BitExchange::BitExchange(NegotiationTree tree, Channel& main, std::atomic<uint64_t>* wait_ns)
@@ -167,7 +169,7 @@ std::string BitExchange::lateRanks() const {
   if (stage_ >= stages_.size()) return late;
   for (int i : stages_[stage_].recv) {
     const Slot& s = i == kFinal ? final_ : cycle_[static_cast<size_t>(i)];
-    if (!s.done) late += (late.empty() ? "; not arrived: " : ", ") + ("rank " + std::to_string(s.peer));
+    if (!s.done) late += (late.empty() ? kNotArrived : ", ") + ("rank " + std::to_string(s.peer));
   }
   return late;
 }

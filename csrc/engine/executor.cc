@@ -101,10 +101,10 @@ Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set)
   if (r.op == OpType::kAllreduce && topkEligible(r, *env.config, topkThresholdFor(b, env))) {
     return two_d_set && twoDByRequest(*env.config) ? Algorithm::kTwoLevelTopk : Algorithm::kTopk;
   }
-  // Dense sums and allgathers take 2D from the crossover the cost model gave their op (0 when
-  // LIGHT_2D_ALLREDUCE=1; the dispatcher puts the op's in the batch). Only the host executor
-  // asks for allgathers: the device one leaves them to NCCL, which has its own hierarchy.
-  const bool two_d_op = r.op == OpType::kAllreduce || r.op == OpType::kAllgather;
+  // Dense sums, allgathers and reducescatters take 2D from the crossover the cost model gave their
+  // op (0 when LIGHT_2D_ALLREDUCE=1; the dispatcher puts the op's in the batch). Only the host
+  // executor asks for the last two: the device one leaves them to NCCL, which has its own hierarchy.
+  const bool two_d_op = r.op == OpType::kAllreduce || r.op == OpType::kAllgather || r.op == OpType::kReducescatter;
   const bool two_level = two_d_set && two_d_op && twoDBytes(r) >= b.two_d_from_bytes;
   if (set.members == 1) return Algorithm::kSelf;
   if (two_level) return Algorithm::kTwoLevel;
@@ -344,6 +344,9 @@ Status HostExecutor::reducescatter(Batch& b, SetComm& comm, Algorithm algo) {
     kernels::divideIntegers(result.output->data(), rows[0] * row_elems, r.dtype, spec.int_divisor);
   } else if (algo == Algorithm::kSharedMemory) {
     st = shmReducescatter(comm, p->input, result.output->data(), rows, row_elems, spec);
+  } else if (algo == Algorithm::kTwoLevel) {
+    st = hierReducescatter(channel_.hier.at(r.process_set_id), p->input, result.output->data(), rows, row_elems,
+                           spec).withContext("2D");
   } else {
     st = ringReducescatter(comm, p->input, result.output->data(), rows, row_elems, spec);
   }

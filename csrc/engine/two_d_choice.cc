@@ -74,6 +74,19 @@ double TwoDCosts::allgatherRing(double m) const {
   return (p - 1) * net.alpha + (p - 1) / p * m * net.beta;
 }
 
+double TwoDCosts::reducescatterTwoD(double m) const {
+  const double g = group, n = hosts;
+  return 2 * (g - 1) * shm.alpha + (g - 1) / g * m * shm.beta + (n - 1) * net.alpha + (n - 1) / n * m / g * net.beta;
+}
+
+double TwoDCosts::reducescatterRing(double m) const { return allgatherRing(m); }
+
+int64_t twoDReducescatterCrossoverBytes(const TwoDCosts& c) {
+  const double a2 = c.reducescatterTwoD(0), b2 = c.reducescatterTwoD(1) - a2;
+  const double ar = c.reducescatterRing(0), br = c.reducescatterRing(1) - ar;
+  return b2 >= br ? kTwoDNever : crossing(ar, br, a2, b2, 0);
+}
+
 int64_t twoDAllgatherCrossoverBytes(const TwoDCosts& c) {
   // One line each: 2D must have the smaller slope, then it wins from where the lines cross.
   const double a2 = c.allgatherTwoD(0), b2 = c.allgatherTwoD(1) - a2;
@@ -122,7 +135,8 @@ TwoDChoice chooseTwoD(const Config& config, const Topology& topo, int group, con
   if (config.two_d == TwoDMode::kOn) {
     c.from_bytes = 0;
     c.allgather_from_bytes = 0;
-    why << "LIGHT_2D_ALLREDUCE=1, groups of " << group << ", every size (allgather too)";
+    c.reducescatter_from_bytes = 0;
+    why << "LIGHT_2D_ALLREDUCE=1, groups of " << group << ", every size (allgather and reducescatter too)";
     c.reason = why.str();
     return c;
   }
@@ -135,6 +149,7 @@ TwoDChoice chooseTwoD(const Config& config, const Topology& topo, int group, con
   costs.leaders = config.links.rd_leaders;
   c.from_bytes = twoDCrossoverBytes(costs);
   c.allgather_from_bytes = twoDAllgatherCrossoverBytes(costs);
+  c.reducescatter_from_bytes = twoDReducescatterCrossoverBytes(costs);
   why.precision(3);
   why << "groups of " << group << "; model per byte: flat ring " << (costs.ring(1) - costs.ring(0)) * 1e9
       << " ns, 2D " << (costs.twoD(1) - costs.twoD(0)) * 1e9 << " ns";
@@ -147,6 +162,11 @@ TwoDChoice chooseTwoD(const Config& config, const Topology& topo, int group, con
     why << "; allgather flat";
   } else {
     why << "; allgather 2D from " << c.allgather_from_bytes << " gathered bytes";
+  }
+  if (c.reducescatter_from_bytes == kTwoDNever) {
+    why << "; reducescatter flat";
+  } else {
+    why << "; reducescatter 2D from " << c.reducescatter_from_bytes << " input bytes";
   }
   c.reason = why.str();
   return c;

@@ -1,4 +1,4 @@
-// Two-D choice: whether allreduces and allgathers go hierarchical (2D) — groups at init, sizes by the cost model.
+// Two-D choice: whether allreduces, allgathers and reducescatters go hierarchical (2D) — groups at init, sizes by the cost model.
 //
 // Pure functions of the config, the topology and the probed alpha-beta fits, so every rank (which
 // sees the same hosts and receives rank 0's fits) decides alike, and tests/cpp/two_d_choice_test.cc
@@ -6,13 +6,14 @@
 //  * at init, twoDGroupSize(): whether the 2D communicators are built at all (mesh.cc builds them,
 //    net_peers.cc connects their cross ring); symmetric because it reads only shared facts;
 //  * per batch, chooseTwoD()'s from_bytes: dense allreduces of at least that many bytes take 2D;
-//    its allgather_from_bytes: host allgathers whose gathered output is at least that large do.
+//    its allgather_from_bytes: host allgathers whose gathered output is at least that large do;
+//    its reducescatter_from_bytes: host reducescatters whose input is at least that large do.
 // LIGHT_2D_ALLREDUCE=1 forces 2D for every size (and top-k and Adasum take their two-level forms),
 // =0 forbids it; auto (unset) builds the groups only where 2D can pay — 2+ hosts with the same 2+
 // ranks each — and takes them only from the size where the model predicts 2D no slower than the
 // flat schedule (recursive doubling or the leaders' form up to LIGHTCC_RD_ALLREDUCE_BYTES, then the
-// ring). Allgathers compare the 2D allgather with the flat ring allgather alone (there is no
-// doubling for them). The formulas are docs/algorithms.md's; both crossovers are logged at init.
+// ring). Allgathers and reducescatters compare their 2D form with the flat ring alone (there is
+// no doubling for them). The formulas are docs/algorithms.md's; the crossovers are logged at init.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,9 @@ struct TwoDCosts {
   // Allgathers of m gathered bytes (hierAllgather against ringAllgather):
   double allgatherTwoD(double m) const;  // 2(g-1)a_s + (g-1)/g m b_s + (n-1)a_n + (n-1)/n m b_n
   double allgatherRing(double m) const;  // (p-1)a_n + (p-1)/p m b_n
+  // Reducescatters of m input bytes per rank (hierReducescatter against ringReducescatter):
+  double reducescatterTwoD(double m) const;  // 2(g-1)a_s + (g-1)/g m b_s + (n-1)a_n + (n-1)/n m/g b_n
+  double reducescatterRing(double m) const;  // (p-1)a_n + (p-1)/p m b_n
 };
 
 // Smallest size from which 2D is predicted no slower than flat at every larger size; kTwoDNever
@@ -60,12 +64,16 @@ int64_t twoDCrossoverBytes(const TwoDCosts& c);
 // slower than the ring at every larger size, else kTwoDNever. Its per-byte terms are half the
 // allreduce's, so it pays wherever the allreduce's 2D does: the engine takes it only where 2D is on.
 int64_t twoDAllgatherCrossoverBytes(const TwoDCosts& c);
+// The same for reducescatters, by input bytes per rank: the network carries 1/g of the ring's
+// bytes in n-1 steps instead of p-1, so it too pays wherever the allreduce's 2D does.
+int64_t twoDReducescatterCrossoverBytes(const TwoDCosts& c);
 
 struct TwoDChoice {
   TwoDMode mode = TwoDMode::kAuto;
   int group = 0;                  // ranks per 2D group; 0 = no 2D communicators
   int64_t from_bytes = kTwoDNever;  // dense allreduces of at least this many bytes take 2D
   int64_t allgather_from_bytes = kTwoDNever;  // host allgathers gathering at least this many bytes take 2D
+  int64_t reducescatter_from_bytes = kTwoDNever;  // host reducescatters of inputs at least this large take 2D
   bool by_request = false;        // twoDByRequest(): top-k and Adasum may go two-level
   std::string reason;             // the init log line's "why"
   bool on() const { return group > 0 && from_bytes != kTwoDNever; }

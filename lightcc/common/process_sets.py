@@ -86,6 +86,13 @@ class _GlobalProcessSet(ProcessSet):
     def ranks(self, value: List[int]) -> None:
         pass
 
+    def __repr__(self) -> str:
+        # Shown in signatures and tracebacks, also before init, when the ranks are not known yet.
+        try:
+            return super().__repr__()
+        except ValueError:
+            return "ProcessSet(process_set_id=0, ranks=<every rank, after init>)"
+
 
 global_process_set: ProcessSet = _GlobalProcessSet()
 _registered: Dict[int, ProcessSet] = {}

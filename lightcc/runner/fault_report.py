@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 _OP_RE = re.compile(r"\b((?:allreduce|allgather|broadcast|alltoall|reducescatter|barrier|join)[.\w/:-]*)")
 _PEER_RE = re.compile(r"\brank (\d+)\b")
+# The engine lists the ranks a timed-out wait still waited for this way (csrc/common/late_ranks.h).
 _LATE_RE = re.compile(r"not arrived: rank (\d+)\b")
 # A rank that aborts relays its own error to its peers as "rank N (host, pid) stopped: <its error>":
 # N only passed the failure on; the culprit is named inside.

@@ -175,10 +175,42 @@ void testAllgatherCrossover() {
   check(bad == 0, "allgather crossover property over random fits: " + std::to_string(bad) + " violations");
 }
 
+// Reducescatters: the 2D form against the flat ring, by input bytes per rank.
+void testReducescatterCrossover() {
+  const TwoDCosts g = costsOf(gigabit(), 2, 2, 64 << 10);
+  check(twoDReducescatterCrossoverBytes(g) == 0, "reducescatter, 2 x 2, 1 Gbit/s: 2D from 0 bytes, got " +
+                                                     std::to_string(twoDReducescatterCrossoverBytes(g)));
+  // 2 x 2: the network carries (n-1)/n M/g = M/4 against the ring's (p-1)/p M = 3M/4.
+  check(g.reducescatterTwoD(64 << 20) < 0.4 * g.reducescatterRing(64 << 20), "reducescatter 2 x 2: M/4 against 3M/4");
+  CostModel fast = gigabit();
+  fast.net = {true, 5e-6, 0.1e-9};
+  fast.shm = {true, 5e-6, 0.2e-9};
+  check(twoDReducescatterCrossoverBytes(costsOf(fast, 2, 2, 64 << 10)) == kTwoDNever,
+        "reducescatter, net faster than shm: never");
+  std::mt19937 gen(13);
+  std::uniform_real_distribution<double> e(-1, 1);
+  int bad = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const TwoDCosts c = costsOf(randomFits(gen, e), 2 + i % 7, 2 + (i / 7) % 7, 0);
+    const int64_t rs = twoDReducescatterCrossoverBytes(c);
+    if (rs == kTwoDNever) continue;
+    for (double mult : {1.0, 1.5, 3.0, 100.0, 1e4}) {
+      const double at = std::max(1.0, static_cast<double>(rs)) * mult;
+      if (c.reducescatterTwoD(at) > c.reducescatterRing(at) * (1 + 1e-9)) ++bad;
+    }
+    if (rs > 0 && c.reducescatterTwoD(static_cast<double>(rs - 1)) <=
+                      c.reducescatterRing(static_cast<double>(rs - 1)) * (1 - 1e-9)) {
+      ++bad;
+    }
+  }
+  check(bad == 0, "reducescatter crossover property over random fits: " + std::to_string(bad) + " violations");
+}
+
 void testChoice() {
   TwoDChoice on = chooseTwoD(mode(TwoDMode::kOn), topo(2, 2), 2, CostModel{});
-  check(on.on() && on.from_bytes == 0 && on.allgather_from_bytes == 0 && on.by_request,
-        "forced: every size, allgathers, top-k and Adasum too");
+  check(on.on() && on.from_bytes == 0 && on.allgather_from_bytes == 0 && on.reducescatter_from_bytes == 0 &&
+            on.by_request,
+        "forced: every size, allgathers, reducescatters, top-k and Adasum too");
   TwoDChoice one = chooseTwoD(mode(TwoDMode::kAuto), topo(1, 2), 0, CostModel{});
   check(!one.on() && one.reason.find("one host") != std::string::npos, "one host: off, says why: " + one.reason);
   TwoDChoice flat = chooseTwoD(mode(TwoDMode::kAuto), topo(2, 1), 0, CostModel{});
@@ -186,7 +218,8 @@ void testChoice() {
   TwoDChoice off = chooseTwoD(mode(TwoDMode::kOff), topo(2, 2), 0, CostModel{});
   check(!off.on() && off.reason.find("LIGHT_2D_ALLREDUCE=0") != std::string::npos, "forced off: " + off.reason);
   check(off.allgather_from_bytes == kTwoDNever && one.allgather_from_bytes == kTwoDNever &&
-            flat.allgather_from_bytes == kTwoDNever,
+            flat.allgather_from_bytes == kTwoDNever && off.reducescatter_from_bytes == kTwoDNever &&
+            one.reducescatter_from_bytes == kTwoDNever && flat.reducescatter_from_bytes == kTwoDNever,
         "no groups (forced off, one host, one rank per host): allgathers flat");
   TwoDChoice a = chooseTwoD(mode(TwoDMode::kAuto), topo(2, 2), 2, gigabit());
   check(a.on() && a.group == 2 && a.from_bytes == (64 << 10) + 1 && !a.by_request,
@@ -196,6 +229,8 @@ void testChoice() {
         "the reason names the hosts, ranks per host and crossover: " + a.reason);
   check(a.allgather_from_bytes == 0 && a.reason.find("allgather 2D from 0 gathered bytes") != std::string::npos,
         "auto, 2 x 2 at 1 Gbit/s: allgathers 2D at every size, logged: " + a.reason);
+  check(a.reducescatter_from_bytes == 0 && a.reason.find("reducescatter 2D from 0 input bytes") != std::string::npos,
+        "auto, 2 x 2 at 1 Gbit/s: reducescatters 2D at every size, logged: " + a.reason);
   CostModel fast = gigabit();
   fast.net = {true, 5e-6, 0.2e-9};
   TwoDChoice f = chooseTwoD(mode(TwoDMode::kAuto), topo(2, 2), 2, fast);
@@ -214,6 +249,7 @@ int main() {
   testCrossover();
   testCrossoverProperty();
   testAllgatherCrossover();
+  testReducescatterCrossover();
   testChoice();
   return lightcc::testing::summary();
 }

@@ -1,0 +1,60 @@
+"""The 2D reducescatter with real ranks: forced on it runs every reducescatter 2D, forced off none, with
+exact results (integer-valued data) in several dtypes and ops, uneven and empty blocks; on emulated hosts
+of two ranks each it is chosen without a flag, from the crossover the init log names."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Dict, List, Tuple
+
+import pytest
+
+from testbed import netns
+from tests.ranks import run_ranks
+
+needs_netns = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
+# Small staging so the large case takes several shared-memory rounds.
+BASE = {"LIGHTCC_TIMEOUT": "60", "LIGHTCC_SHM_CHUNK_BYTES": "65536"}
+
+
+def run(env: Dict[str, str], size: int, **placement) -> Tuple[List[Tuple[Dict, Dict]], str]:
+    out = []
+    results = run_ranks("two_d_reducescatter_worker.py", size, timeout=240, env={**BASE, **env}, **placement)
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr[-3000:]
+        lines = dict(line.split(" ", 1) for line in res.stdout.splitlines() if line.startswith("TWO_D_"))
+        out.append((json.loads(lines["TWO_D_INFO"]), json.loads(lines["TWO_D_ROWS"])))
+    return out, results[0].stderr
+
+
+def assert_ran(ranks, two_d: bool) -> None:
+    for info, rows in ranks:
+        assert rows["two_d_batches"] == (rows["cases"] if two_d else 0), (info, rows)
+
+
+@pytest.mark.parametrize("size,intra", [(4, 2), (6, 3), (3, 1)])
+def test_forced_2d_reducescatter_is_exact(size, intra):
+    # 4 = 2 groups of 2, 6 = 2 groups of 3, 3 = groups of one (the cross ring alone).
+    forced, _ = run({"LIGHT_2D_ALLREDUCE": "1", "LIGHT_INTRA_SIZE": str(intra)}, size)
+    off, _ = run({"LIGHT_2D_ALLREDUCE": "0", "LIGHT_INTRA_SIZE": str(intra)}, size)
+    assert_ran(forced, True)
+    assert_ran(off, False)
+
+
+def test_fake_hosts_forced_2d_reducescatter_is_exact():
+    # Two host ids on one machine: flat is the ring over links, 2D crosses them per lane.
+    forced, _ = run({"LIGHT_2D_ALLREDUCE": "1"}, 4, hosts=["ha", "ha", "hb", "hb"])
+    assert_ran(forced, True)
+
+
+@needs_netns
+def test_two_hosts_of_two_take_2d_reducescatter_without_the_flag():
+    with netns.hosts(2, rate="1gbit") as h:
+        auto, log = run({"HARP_IFNAME": h.ifname, "LIGHTCC_LOG_LEVEL": "info"}, 4, **h.placement([0, 0, 1, 1]))
+    for info, rows in auto:
+        found = re.search(r"reducescatter 2D from (\d+) input bytes", info["reason"])
+        assert info["on"] and found, info
+        start = int(found.group(1))
+        assert rows["took"] == {k: int(b >= start) for k, b in rows["inputs"].items()}, (start, rows)
+        assert rows["took"]["large"] == 1, rows
+    assert "reducescatter 2D from" in log, log[-3000:]
