@@ -52,7 +52,10 @@ class Ddp(Runner):
     """
 
     def __init__(self, args: argparse.Namespace, model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
-        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        # PowerSGD over gloo needs one bucket: with more, its callbacks issue allreduces in an order that
+        # can differ between ranks and gloo aborts (docs/topk.md); 25 MB given explicitly holds this model.
+        buckets = {"bucket_cap_mb": 25} if args.hook == "powersgd" else {}
+        ddp = torch.nn.parallel.DistributedDataParallel(model, **buckets)
         if args.hook == "powersgd":
             from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
             state = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=args.powersgd_rank,

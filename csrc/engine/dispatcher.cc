@@ -12,13 +12,13 @@
 namespace lightcc {
 namespace {
 
-// From which size a batch takes 2D where it is on. Allgathers and reducescatters have their own
-// crossovers, fixed at init; where autotune switches on a 2D the model never chose, every size
-// takes it, as for allreduces (tuning.cc).
+// From which size a batch takes 2D where it is on. Allgathers have their own crossover, fixed at
+// init; where autotune switches on a 2D the model never chose, every size takes it, as for
+// allreduces (tuning.cc). Reducescatters take 2D only when forced (two_d_choice.h).
 int64_t twoDFromBytes(const Response& r, const Tuning& tuning) {
-  if (r.op != OpType::kAllgather && r.op != OpType::kReducescatter) return tuning.live().two_d_from_bytes;
-  const int64_t from = r.op == OpType::kAllgather ? tuning.twoD().allgather_from_bytes
-                                                  : tuning.twoD().reducescatter_from_bytes;
+  if (r.op == OpType::kReducescatter) return tuning.twoD().reducescatter_from_bytes;
+  if (r.op != OpType::kAllgather) return tuning.live().two_d_from_bytes;
+  const int64_t from = tuning.twoD().allgather_from_bytes;
   return from == kTwoDNever ? 0 : from;
 }
 

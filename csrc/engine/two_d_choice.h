@@ -7,7 +7,8 @@
 //    net_peers.cc connects their cross ring); symmetric because it reads only shared facts;
 //  * per batch, chooseTwoD()'s from_bytes: dense allreduces of at least that many bytes take 2D;
 //    its allgather_from_bytes: host allgathers whose gathered output is at least that large do;
-//    its reducescatter_from_bytes: host reducescatters whose input is at least that large do.
+//    its reducescatter_from_bytes: host reducescatters whose input is at least that large do
+//    (0 when forced on; in auto mode not yet taken, see twoDReducescatterCrossoverBytes).
 // LIGHT_2D_ALLREDUCE=1 forces 2D for every size (and top-k and Adasum take their two-level forms),
 // =0 forbids it; auto (unset) builds the groups only where 2D can pay — 2+ hosts with the same 2+
 // ranks each — and takes them only from the size where the model predicts 2D no slower than the
@@ -65,7 +66,8 @@ int64_t twoDCrossoverBytes(const TwoDCosts& c);
 // allreduce's, so it pays wherever the allreduce's 2D does: the engine takes it only where 2D is on.
 int64_t twoDAllgatherCrossoverBytes(const TwoDCosts& c);
 // The same for reducescatters, by input bytes per rank: the network carries 1/g of the ring's
-// bytes in n-1 steps instead of p-1, so it too pays wherever the allreduce's 2D does.
+// bytes in n-1 steps instead of p-1. Logged at init but not yet taken in auto mode (only forced):
+// the measured 2D reducescatter did not win at every size the model gives it (docs/tuning.md).
 int64_t twoDReducescatterCrossoverBytes(const TwoDCosts& c);
 
 struct TwoDChoice {

@@ -1,6 +1,6 @@
 """The 2D reducescatter with real ranks: forced on it runs every reducescatter 2D, forced off none, with
 exact results (integer-valued data) in several dtypes and ops, uneven and empty blocks; on emulated hosts
-of two ranks each it is chosen without a flag, from the crossover the init log names."""
+of two ranks each, auto mode logs the model's crossover and stays flat (not yet measured to pay)."""
 from __future__ import annotations
 
 import json
@@ -48,13 +48,15 @@ def test_fake_hosts_forced_2d_reducescatter_is_exact():
 
 
 @needs_netns
-def test_two_hosts_of_two_take_2d_reducescatter_without_the_flag():
+def test_two_hosts_of_two_keep_reducescatter_flat_without_the_flag_and_log_the_model():
+    # The model predicts 2D from 0 bytes here, but measured it lost at 16 MiB (docs/tuning.md): auto
+    # mode logs the prediction and stays flat; the flag still forces it over real links.
     with netns.hosts(2, rate="1gbit") as h:
-        auto, log = run({"HARP_IFNAME": h.ifname, "LIGHTCC_LOG_LEVEL": "info"}, 4, **h.placement([0, 0, 1, 1]))
-    for info, rows in auto:
-        found = re.search(r"reducescatter 2D from (\d+) input bytes", info["reason"])
-        assert info["on"] and found, info
-        start = int(found.group(1))
-        assert rows["took"] == {k: int(b >= start) for k, b in rows["inputs"].items()}, (start, rows)
-        assert rows["took"]["large"] == 1, rows
-    assert "reducescatter 2D from" in log, log[-3000:]
+        place = h.placement([0, 0, 1, 1])
+        auto, log = run({"HARP_IFNAME": h.ifname, "LIGHTCC_LOG_LEVEL": "info"}, 4, **place)
+        forced, _ = run({"HARP_IFNAME": h.ifname, "LIGHT_2D_ALLREDUCE": "1"}, 4, **place)
+    for info, _ in auto:
+        assert info["on"] and re.search(r"reducescatter flat \(2D predicted from \d+ input bytes", info["reason"]), info
+    assert_ran(auto, False)
+    assert_ran(forced, True)
+    assert "reducescatter flat (2D predicted" in log, log[-3000:]
