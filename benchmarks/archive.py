@@ -55,6 +55,10 @@ ARCHIVES: Dict[str, str] = {
     "ce9837f": "session 25: one host against the bound with the TF front, DDP at 2x1 before/after, the engine "
                "before/after (benchmarks/engine/results/s25/), HARP's adaptive flows "
                "(benchmarks/harp/results/flows-s25/), Horovod's suites (benchmarks/compat/results/horovod-s25/)",
+    "44fc93a": "session 28: streaming DiLoCo at 1 Gbit/s over 3 seeds, quantised DiLoCo at 4 hosts in the "
+               "reduce-scatter form, PowerSGD and the top-k hook in the race (benchmarks/lowcomm/results/s28/); "
+               "issue 44's table with the defaults and the 2D reducescatter (benchmarks/engine/results/s28-defaults/); "
+               "one host's knobs and the cross-memory attempt (benchmarks/engine/results/s28/onehost-knobs/)",
 }
 
 
