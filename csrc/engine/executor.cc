@@ -8,6 +8,7 @@
 #include "algorithms/adasum.h"
 #include "algorithms/collectives.h"
 #include "engine/fusion.h"
+#include "engine/op_traits.h"
 #include "engine/two_d_choice.h"
 #include "kernels/reduce.h"
 
@@ -90,6 +91,10 @@ int64_t twoDBytes(const Response& r) {
   return rows * rowElements(r.shapes.front()) * static_cast<int64_t>(dtypeSize(r.dtype));
 }
 
+// The symmetric collectives (no root, no per-rank splits: allreduce, allgather, reducescatter)
+// are the ones with a 2D host schedule (hierarchical.h).
+constexpr bool hasTwoDForm(OpType op) { return movesData(op) && !hasRoot(op) && !takesSplits(op); }
+
 }  // namespace
 
 Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set) {
@@ -104,7 +109,7 @@ Algorithm pickAlgorithm(const Batch& b, const ExecEnv& env, const SetShape& set)
   // Dense sums, allgathers and reducescatters take 2D from the crossover the cost model gave their
   // op (0 when LIGHT_2D_ALLREDUCE=1; the dispatcher puts the op's in the batch). Only the host
   // executor asks for the last two: the device one leaves them to NCCL, which has its own hierarchy.
-  const bool two_d_op = r.op == OpType::kAllreduce || r.op == OpType::kAllgather || r.op == OpType::kReducescatter;
+  const bool two_d_op = hasTwoDForm(r.op);
   const bool two_level = two_d_set && two_d_op && twoDBytes(r) >= b.two_d_from_bytes;
   if (set.members == 1) return Algorithm::kSelf;
   if (two_level) return Algorithm::kTwoLevel;

@@ -35,6 +35,9 @@ TAKEOVER_S = 1.5  # the leader silent this long is lost
 ADOPT_GRACE_S = 1.0
 HOLD_S = TAKEOVER_S + RECORD_WAIT_S
 PROBE_S = 0.5  # how often a leader asks the other drivers whether one leads in a later term
+# A driver that met another with a different secret stays up this long before it stops, so that the
+# other (whose probes reach it every PROBE_S) meets the mismatch too and stops instead of running on.
+MISMATCH_LINGER_S = 4 * PROBE_S
 
 
 class StandbyDriver:
@@ -174,6 +177,7 @@ class StandbyDriver:
                     self._mirror()
         except RuntimeError as err:
             self._log(f"{err}; this driver stops")
+            time.sleep(MISMATCH_LINGER_S)
             self._failure = 1
 
     def _start_standby(self) -> None:

@@ -158,7 +158,9 @@ def test_drivers_without_the_same_secret_stop_with_a_clear_error(tmp_path):
     mark = uuid.uuid4().hex
     drivers = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
     flags = ["-np", "2", "--min-np", "2", "--max-np", "2", "-H", "localhost:2", "--drivers", drivers]
-    args = ["--steps", "20"]
+    # A job that outlives both drivers' start: with 20 steps (0.2 s) a leader up before the standby
+    # listens could finish its job before its probe ever met the standby (seen under load in CI).
+    args = ["--steps", "100000"]
     try:
         with ElasticJob([*flags, "--driver-index", "1"], EXAMPLE, args, _env(mark)) as standby, \
                 ElasticJob([*flags, "--driver-index", "0"], EXAMPLE, args, _env(mark)) as leader:  # two secrets
