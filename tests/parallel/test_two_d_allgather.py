@@ -17,9 +17,11 @@ needs_netns = pytest.mark.skipif(netns.unavailable() is not None, reason=str(net
 BASE = {"LIGHTCC_TIMEOUT": "60", "LIGHTCC_SHM_CHUNK_BYTES": "65536"}
 
 
-def run(env: Dict[str, str], size: int, **placement) -> Tuple[List[Tuple[Dict, Dict]], str]:
+def run(env: Dict[str, str], size: int, script: str = "two_d_allgather_worker.py",
+        **placement) -> Tuple[List[Tuple[Dict, Dict]], str]:
+    """Each rank's (two_d_info, TWO_D_ROWS) from `script` (the 2D allgather's or reducescatter's worker)."""
     out = []
-    results = run_ranks("two_d_allgather_worker.py", size, timeout=240, env={**BASE, **env}, **placement)
+    results = run_ranks(script, size, timeout=240, env={**BASE, **env}, **placement)
     for res in results:
         assert " 0 failed" in res.stdout, res.stdout + res.stderr[-3000:]
         lines = dict(line.split(" ", 1) for line in res.stdout.splitlines() if line.startswith("TWO_D_"))

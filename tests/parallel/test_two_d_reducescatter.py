@@ -3,33 +3,20 @@ exact results (integer-valued data) in several dtypes and ops, uneven and empty 
 of two ranks each, auto mode logs the model's crossover and stays flat (not yet measured to pay)."""
 from __future__ import annotations
 
-import json
 import re
 from typing import Dict, List, Tuple
 
 import pytest
 
 from testbed import netns
-from tests.ranks import run_ranks
+from tests.parallel import test_two_d_allgather as two_d
+from tests.parallel.test_two_d_allgather import assert_ran
 
 needs_netns = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
-# Small staging so the large case takes several shared-memory rounds.
-BASE = {"LIGHTCC_TIMEOUT": "60", "LIGHTCC_SHM_CHUNK_BYTES": "65536"}
 
 
 def run(env: Dict[str, str], size: int, **placement) -> Tuple[List[Tuple[Dict, Dict]], str]:
-    out = []
-    results = run_ranks("two_d_reducescatter_worker.py", size, timeout=240, env={**BASE, **env}, **placement)
-    for res in results:
-        assert " 0 failed" in res.stdout, res.stdout + res.stderr[-3000:]
-        lines = dict(line.split(" ", 1) for line in res.stdout.splitlines() if line.startswith("TWO_D_"))
-        out.append((json.loads(lines["TWO_D_INFO"]), json.loads(lines["TWO_D_ROWS"])))
-    return out, results[0].stderr
-
-
-def assert_ran(ranks, two_d: bool) -> None:
-    for info, rows in ranks:
-        assert rows["two_d_batches"] == (rows["cases"] if two_d else 0), (info, rows)
+    return two_d.run(env, size, "two_d_reducescatter_worker.py", **placement)
 
 
 @pytest.mark.parametrize("size,intra", [(4, 2), (6, 3), (3, 1)])

@@ -65,6 +65,16 @@ def close(a: np.ndarray, b: np.ndarray, dtype: str) -> bool:
     return np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=tol, atol=tol)
 
 
+def two_d_batches() -> int:
+    """The engine's count of batches that ran 2D, after a barrier (which drains the executors, so every
+    batch before it has been counted)."""
+    import lightcc as hvd
+    from lightcc.common.native import core
+
+    hvd.barrier()
+    return int(core().stats()["two_d_batches"])
+
+
 class Checker:
     """Collects failures instead of stopping at the first, then exits non-zero."""
 

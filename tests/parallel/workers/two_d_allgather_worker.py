@@ -5,7 +5,7 @@ import hashlib
 import json
 
 import common  # noqa: F401  (puts the repo on sys.path)
-from common import Checker
+from common import Checker, two_d_batches
 
 import numpy as np
 
@@ -32,11 +32,6 @@ def block(case: str, dtype: str, row: tuple, k: int, n: int) -> np.ndarray:
     shape = (rows_of(case, k, n),) + row
     v = np.random.default_rng(7919 * k + len(case)).integers(-100, 100, size=shape)
     return v.astype(dtype)
-
-
-def two_d_batches() -> int:
-    hvd.barrier()  # drains the executors: every batch before it has been counted
-    return int(core().stats()["two_d_batches"])
 
 
 def main() -> None:
