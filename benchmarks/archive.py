@@ -59,6 +59,8 @@ ARCHIVES: Dict[str, str] = {
                "reduce-scatter form, PowerSGD and the top-k hook in the race (benchmarks/lowcomm/results/s28/); "
                "issue 44's table with the defaults and the 2D reducescatter (benchmarks/engine/results/s28-defaults/); "
                "one host's knobs and the cross-memory attempt (benchmarks/engine/results/s28/onehost-knobs/)",
+    "ac7bf16": "session 29: the pipelined ring reducescatter before/after and the 2D reducescatter against the "
+               "flat ring and gloo (benchmarks/engine/results/s29/)",
 }
 
 

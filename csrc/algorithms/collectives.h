@@ -44,6 +44,9 @@ Status shmBroadcast(SetComm& c, const void* in, void* out, size_t bytes, int roo
 // Member j receives rows [start_j, start_j + rows_j) of the reduced tensor.
 Status shmReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
                         size_t row_elems, const ReduceSpec& spec);
+// The same with member j's share of this member's input given as shares[j] (its bytes in order,
+// wherever they lie); `out` receives this member's share reduced.
+Status shmReducescatterShares(SetComm& c, const std::vector<IoVec>& shares, void* out, const ReduceSpec& spec);
 using SplitMatrix = std::vector<std::vector<int64_t>>;  // [j][k]: rows member j sends member k
 Status shmExchangeSplits(SetComm& c, const std::vector<int64_t>& send_rows, SplitMatrix* matrix);
 Status shmAlltoallData(SetComm& c, const void* in, size_t row_bytes, const SplitMatrix& matrix,

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <chrono>
+#include <cstdio>
 
 #include "kernels/reduce.h"
 
@@ -112,31 +114,26 @@ Status hierReducescatter(HierComm& h, const void* in, void* out, const std::vect
   const size_t esize = dtypeSize(spec.dtype);
   std::vector<size_t> start(rows.size() + 1, 0);
   for (size_t j = 0; j < rows.size(); ++j) start[j + 1] = start[j] + static_cast<size_t>(rows[j]) * row_elems;
-  // Lane j: the blocks of members k*g + j, k = 0..n-1. Laid out lane after lane, so the group's
-  // reducescatter hands member j its lane summed over the host.
-  std::vector<int64_t> lane_rows(g, 0), cross_rows(n);
-  std::vector<char> lanes(start.back() * esize);
+  // Lane j: the blocks of members k*g + j, k = 0..n-1, in that order. The group's reducescatter
+  // gathers each lane from where its blocks lie and hands member j its lane summed over the host.
+  std::vector<IoVec> lanes(g);
+  std::vector<int64_t> cross_rows(n);
   const char* src = static_cast<const char*>(in);
-  size_t at = 0;
   for (int j = 0; j < g; ++j) {
     for (int k = 0; k < n; ++k) {
       const size_t m = static_cast<size_t>(k) * g + j;
-      if (start[m + 1] > start[m]) std::memcpy(lanes.data() + at, src + start[m] * esize, (start[m + 1] - start[m]) * esize);
-      at += (start[m + 1] - start[m]) * esize;
-      lane_rows[j] += rows[m];
+      lanes[j].add(src + start[m] * esize, nullptr, (start[m + 1] - start[m]) * esize);
       if (j == l) cross_rows[k] = rows[m];
     }
   }
   ReduceSpec in_host, across;
   splitSpec(spec, &in_host, &across);
-  size_t lane_off = 0;
-  for (int j = 0; j < l; ++j) lane_off += static_cast<size_t>(lane_rows[j]) * row_elems * esize;
-  std::vector<char> mine(static_cast<size_t>(lane_rows[l]) * row_elems * esize);
+  std::vector<char> mine(lanes[l].total());
   if (g > 1) {
-    LIGHTCC_RETURN_IF_ERROR(
-        shmReducescatter(h.intra, lanes.data(), mine.data(), lane_rows, row_elems, in_host).withContext("in the group"));
+    LIGHTCC_RETURN_IF_ERROR(shmReducescatterShares(h.intra, lanes, mine.data(), in_host).withContext("in the group"));
   } else {
-    kernels::scale(mine.data(), lanes.data() + lane_off, mine.size() / esize, spec.dtype, in_host.prescale);
+    lanes[l].gather(0, mine.size(), mine.data());
+    kernels::scale(mine.data(), mine.data(), mine.size() / esize, spec.dtype, in_host.prescale);
   }
   // Then the lane's ring across the groups: cross member k is group k, so member k*g + l (me) ends
   // with block k*g + l, its own, summed over every host.

@@ -11,7 +11,8 @@ namespace lightcc {
 namespace {
 
 // Message i of the stream is chunk j = i % n of step s = i / n; steps below p-1 reduce-scatter,
-// the rest allgather. Sent on the link to me+1, received on the link from me-1.
+// the rest allgather (phases = 2; a reducescatter alone has phases = 1). Sent on the link to
+// me+1, received on the link from me-1.
 struct RingSchedule {
   int p;
   int me;
@@ -19,8 +20,9 @@ struct RingSchedule {
   size_t esize;
   const std::vector<size_t>& start;
   const std::vector<size_t>& len;
+  int phases = 2;
 
-  size_t total() const { return 2 * static_cast<size_t>(p - 1) * n; }
+  size_t total() const { return static_cast<size_t>(phases) * static_cast<size_t>(p - 1) * n; }
   int step(size_t i) const { return static_cast<int>(i / n); }
   bool reduces(size_t i) const { return step(i) < p - 1; }
   int mod(int v) const { return ((v % p) + p) % p; }
@@ -231,20 +233,35 @@ size_t ringChunks(size_t max_segment_bytes, size_t chunk_bytes) {
   return std::max<size_t>(1, max_segment_bytes / piece);
 }
 
-Status pipelinedRingAllreduce(SetComm& c, char* buf, const IoVec* io, const std::vector<size_t>& start,
-                              const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec) {
-  const RingSchedule s{c.size(), c.me, chunks, dtypeSize(spec.dtype), start, len};
-  const size_t max_len = *std::max_element(len.begin(), len.end());
+namespace {
+
+Status runPipeline(SetComm& c, char* buf, const IoVec* io, const RingSchedule& s, const ReduceSpec& spec,
+                   const std::string& what) {
+  const size_t max_len = *std::max_element(s.len.begin(), s.len.end());
   // Reused by this thread's later calls: a fresh buffer would fault its pages in on every call.
   thread_local std::vector<char> slots;
-  const size_t slot_bytes = (max_len / chunks + 1) * s.esize;
+  const size_t slot_bytes = (max_len / s.n + 1) * s.esize;
   if (slots.size() < slot_bytes * kRingWindow) slots.resize(slot_bytes * kRingWindow);
   const Staging stage{io, buf, spec};
   RingPipeline pipe(c, stage, s, spec, slots);
   const bool doorbell_only = c.link((c.me + 1) % c.size())->ringsDoorbell() &&
                              c.link((c.me - 1 + c.size()) % c.size())->ringsDoorbell();
-  return driveLinks(c, doorbell_only, [&] { return pipe.progress(); }, "pipelined ring allreduce",
-                    [&] { return pipe.pending(); }, pipe.error());
+  return driveLinks(c, doorbell_only, [&] { return pipe.progress(); }, what, [&] { return pipe.pending(); },
+                    pipe.error());
+}
+
+}  // namespace
+
+Status pipelinedRingAllreduce(SetComm& c, char* buf, const IoVec* io, const std::vector<size_t>& start,
+                              const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec) {
+  return runPipeline(c, buf, io, RingSchedule{c.size(), c.me, chunks, dtypeSize(spec.dtype), start, len}, spec,
+                     "pipelined ring allreduce");
+}
+
+Status pipelinedRingReducescatter(SetComm& c, char* buf, const std::vector<size_t>& start,
+                                  const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec) {
+  return runPipeline(c, buf, nullptr, RingSchedule{c.size(), c.me, chunks, dtypeSize(spec.dtype), start, len, 1},
+                     spec, "pipelined ring reducescatter");
 }
 
 }  // namespace lightcc

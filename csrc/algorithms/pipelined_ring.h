@@ -1,4 +1,4 @@
-// Pipelined ring allreduce: both ring phases cut into chunks, reduce and forward as chunks arrive.
+// Pipelined ring allreduce and reducescatter: ring phases cut into chunks, reduced and forwarded as chunks arrive.
 //
 // DESIGN. The plain ring (ring_collectives.cc) runs 2(p-1) steps of one whole segment each and
 // reduces a segment only once all of it has arrived, so between steps every link idles while the
@@ -41,5 +41,11 @@ size_t ringChunks(size_t max_segment_bytes, size_t chunk_bytes);
 // that each chunk is staged into from `io` (and prescaled) on first use and out of once final.
 Status pipelinedRingAllreduce(SetComm& c, char* buf, const IoVec* io, const std::vector<size_t>& start,
                               const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec);
+
+// The reduce-scatter half alone, on `buf` (prescale is the caller's): afterwards member c.me's
+// segment holds the full reduction with spec's postscale and integer divisor applied, the others
+// partial sums. Every chunk of every segment must hold at least one element.
+Status pipelinedRingReducescatter(SetComm& c, char* buf, const std::vector<size_t>& start,
+                                  const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec);
 
 }  // namespace lightcc

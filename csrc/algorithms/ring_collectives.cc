@@ -188,6 +188,14 @@ Status ringReducescatter(SetComm& c, const void* in, void* out, const std::vecto
   }
   std::vector<char> work(total * esize);
   kernels::scale(work.data(), in, total, spec.dtype, spec.prescale);
+  // Large segments take the chunked pipeline (the link never idles between steps); it applies the
+  // postscale itself. Chunks are cut from the smallest segment so every chunk holds elements.
+  const size_t chunks = p > 1 ? ringChunks(*std::min_element(len.begin(), len.end()) * esize, c.chunk_bytes) : 1;
+  if (chunks > 1) {
+    LIGHTCC_RETURN_IF_ERROR(pipelinedRingReducescatter(c, work.data(), start, len, chunks, spec));
+    std::memcpy(out, work.data() + start[c.me] * esize, len[c.me] * esize);
+    return Status::OK();
+  }
   if (p > 1) LIGHTCC_RETURN_IF_ERROR(ringReduceScatterPhase(c, work.data(), start, len, spec));
   kernels::scale(out, work.data() + start[c.me] * esize, len[c.me], spec.dtype, spec.postscale);
   kernels::divideIntegers(out, len[c.me], spec.dtype, spec.int_divisor);

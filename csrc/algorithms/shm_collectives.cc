@@ -187,34 +187,47 @@ Status shmAlltoallData(SetComm& c, const void* in, size_t row_bytes, const Split
   return Status::OK();
 }
 
-Status shmReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
-                        size_t row_elems, const ReduceSpec& spec) {
+Status shmReducescatterShares(SetComm& c, const std::vector<IoVec>& shares, void* out, const ReduceSpec& spec) {
   LIGHTCC_RETURN_IF_ERROR(c.claimStaging());
   const int p = c.size();
   const size_t esize = dtypeSize(spec.dtype);
-  size_t total = 0, my_start = 0;
-  for (int j = 0; j < p; ++j) {
-    if (j == c.me) my_start = total;
-    total += static_cast<size_t>(rows[j]) * row_elems;
-  }
-  const size_t my_end = my_start + static_cast<size_t>(rows[c.me]) * row_elems;
-  const size_t win = (2 * c.chunk_bytes) / esize;
+  // Each window holds a piece of every member's share, so all members reduce at once (a window
+  // cut from the flat input would hand one member all the work while the others wait). Pieces
+  // start on cache lines.
+  const size_t per = std::max<size_t>(64, (2 * c.chunk_bytes / p) / 64 * 64);
+  size_t most = 0;
+  for (const IoVec& v : shares) most = std::max(most, v.total());
+  const size_t mine = shares[c.me].total();
   std::vector<const void*> srcs(p);
-  for (size_t w0 = 0; w0 < total; w0 += win) {
-    const size_t wn = std::min(win, total - w0);
-    std::memcpy(c.staging(c.me, 0), static_cast<const char*>(in) + w0 * esize, wn * esize);
+  for (size_t base = 0; base < most; base += per) {
+    char* stage = c.staging(c.me, 0);
+    for (int j = 0; j < p; ++j) {
+      if (base < shares[j].total()) shares[j].gather(base, std::min(per, shares[j].total() - base), stage + j * per);
+    }
     LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("reducescatter copy-in"));
-    const size_t a = std::max(my_start, w0), b = std::min(my_end, w0 + wn);
-    if (b > a) {
-      for (int j = 0; j < p; ++j) srcs[j] = c.staging(j, 0) + (a - w0) * esize;
-      kernels::reduceN(static_cast<char*>(out) + (a - my_start) * esize, srcs.data(), p, b - a,
-                       spec.dtype, spec.op, spec.prescale, spec.postscale);
-      kernels::divideIntegers(static_cast<char*>(out) + (a - my_start) * esize, b - a, spec.dtype,
-                              spec.int_divisor);
+    if (base < mine) {
+      const size_t n = std::min(per, mine - base) / esize;
+      for (int k = 0; k < p; ++k) srcs[k] = c.staging(k, 0) + c.me * per;
+      char* dst = static_cast<char*>(out) + base;
+      kernels::reduceN(dst, srcs.data(), p, n, spec.dtype, spec.op, spec.prescale, spec.postscale);
+      kernels::divideIntegers(dst, n, spec.dtype, spec.int_divisor);
     }
     LIGHTCC_RETURN_IF_ERROR(c.shmBarrier("reducescatter reduce"));
   }
   return Status::OK();
+}
+
+Status shmReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
+                        size_t row_elems, const ReduceSpec& spec) {
+  const size_t row_bytes = row_elems * dtypeSize(spec.dtype);
+  std::vector<IoVec> shares(c.size());
+  const char* at = static_cast<const char*>(in);
+  for (int j = 0; j < c.size(); ++j) {
+    const size_t bytes = static_cast<size_t>(rows[j]) * row_bytes;
+    shares[j].add(at, nullptr, bytes);
+    at += bytes;
+  }
+  return shmReducescatterShares(c, shares, out, spec);
 }
 
 }  // namespace lightcc

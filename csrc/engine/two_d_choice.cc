@@ -149,9 +149,7 @@ TwoDChoice chooseTwoD(const Config& config, const Topology& topo, int group, con
   costs.leaders = config.links.rd_leaders;
   c.from_bytes = twoDCrossoverBytes(costs);
   c.allgather_from_bytes = twoDAllgatherCrossoverBytes(costs);
-  // Predicted, logged, not taken: measured at 2 x 2 and 1 Gbit/s the 2D reducescatter won at 1 and
-  // 64 MiB and lost at 16 MiB (docs/tuning.md), its cross step being an unpipelined ring.
-  const int64_t reducescatter_model = twoDReducescatterCrossoverBytes(costs);
+  c.reducescatter_from_bytes = twoDReducescatterCrossoverBytes(costs);
   why.precision(3);
   why << "groups of " << group << "; model per byte: flat ring " << (costs.ring(1) - costs.ring(0)) * 1e9
       << " ns, 2D " << (costs.twoD(1) - costs.twoD(0)) * 1e9 << " ns";
@@ -165,9 +163,10 @@ TwoDChoice chooseTwoD(const Config& config, const Topology& topo, int group, con
   } else {
     why << "; allgather 2D from " << c.allgather_from_bytes << " gathered bytes";
   }
-  why << "; reducescatter flat";
-  if (reducescatter_model != kTwoDNever) {
-    why << " (2D predicted from " << reducescatter_model << " input bytes; LIGHT_2D_ALLREDUCE=1 takes it)";
+  if (c.reducescatter_from_bytes == kTwoDNever) {
+    why << "; reducescatter flat";
+  } else {
+    why << "; reducescatter 2D from " << c.reducescatter_from_bytes << " input bytes";
   }
   c.reason = why.str();
   return c;

@@ -7,8 +7,7 @@
 //    net_peers.cc connects their cross ring); symmetric because it reads only shared facts;
 //  * per batch, chooseTwoD()'s from_bytes: dense allreduces of at least that many bytes take 2D;
 //    its allgather_from_bytes: host allgathers whose gathered output is at least that large do;
-//    its reducescatter_from_bytes: host reducescatters whose input is at least that large do
-//    (0 when forced on; in auto mode not yet taken, see twoDReducescatterCrossoverBytes).
+//    its reducescatter_from_bytes: host reducescatters whose input is at least that large do.
 // LIGHT_2D_ALLREDUCE=1 forces 2D for every size (and top-k and Adasum take their two-level forms),
 // =0 forbids it; auto (unset) builds the groups only where 2D can pay — 2+ hosts with the same 2+
 // ranks each — and takes them only from the size where the model predicts 2D no slower than the

@@ -339,6 +339,15 @@ void testReductions(ThreadWorld& w) {
   // Large enough for vector kernels and more than one 64 KiB segment per rank.
   testAllreduce(w, DataType::kFloat32, ReduceOp::kSum, 1.0, 1.0, 100003);
   testAllreduce(w, DataType::kInt64, ReduceOp::kAverage, 1.0, 1.0, 40009);
+  // Shares of two or more 16 KiB pieces take the chunked reduce-scatter: with scales, an integer
+  // mean, and uneven shares whose chunks are cut from the smallest.
+  for (int r = 0; r < p; ++r) w.rank(r).comm.chunk_bytes = 4096;
+  testReducescatter(w, DataType::kFloat32, ReduceOp::kSum, 0.5, 0.25, reducescatterRows(3 * p + 1, p), 9001);
+  testReducescatter(w, DataType::kInt64, ReduceOp::kAverage, 1.0, 1.0, reducescatterRows(2 * p, p), 4099);
+  std::vector<int64_t> lopsided(p);
+  for (int j = 0; j < p; ++j) lopsided[j] = 2 + 3 * j;
+  testReducescatter(w, DataType::kFloat32, ReduceOp::kMax, 1.0, 1.0, lopsided, 4097);
+  for (int r = 0; r < p; ++r) w.rank(r).comm.chunk_bytes = 4 << 20;
 }
 
 void testExchanges(ThreadWorld& w) {

@@ -229,9 +229,8 @@ void testChoice() {
         "the reason names the hosts, ranks per host and crossover: " + a.reason);
   check(a.allgather_from_bytes == 0 && a.reason.find("allgather 2D from 0 gathered bytes") != std::string::npos,
         "auto, 2 x 2 at 1 Gbit/s: allgathers 2D at every size, logged: " + a.reason);
-  check(a.reducescatter_from_bytes == kTwoDNever &&
-            a.reason.find("reducescatter flat (2D predicted from 0 input bytes") != std::string::npos,
-        "auto, 2 x 2 at 1 Gbit/s: reducescatters stay flat, the model's crossover logged: " + a.reason);
+  check(a.reducescatter_from_bytes == 0 && a.reason.find("reducescatter 2D from 0 input bytes") != std::string::npos,
+        "auto, 2 x 2 at 1 Gbit/s: reducescatters 2D at every size, logged: " + a.reason);
   CostModel fast = gigabit();
   fast.net = {true, 5e-6, 0.2e-9};
   TwoDChoice f = chooseTwoD(mode(TwoDMode::kAuto), topo(2, 2), 2, fast);
