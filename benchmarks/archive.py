@@ -61,6 +61,8 @@ ARCHIVES: Dict[str, str] = {
                "one host's knobs and the cross-memory attempt (benchmarks/engine/results/s28/onehost-knobs/)",
     "ac7bf16": "session 29: the pipelined ring reducescatter before/after and the 2D reducescatter against the "
                "flat ring and gloo (benchmarks/engine/results/s29/)",
+    "ebd5d5c": "session 29: SparseLoCo's codec in the race, its settings on seed 0 and its defaults against DiLoCo "
+               "over 3 seeds (benchmarks/lowcomm/results/s29/)",
 }
 
 

@@ -6,6 +6,7 @@ import torch
 
 from lightcc.torch.lowcomm import fragments
 from lightcc.torch.lowcomm.codecs import Dense, Quantized, parse_compression
+from lightcc.torch.lowcomm.sparse_codec import SparseLowBit
 
 
 @pytest.mark.parametrize("spec,bits,chunk", [("int8", 8, 1024), ("INT4:64", 4, 64), ("int8:2", 8, 2)])
@@ -101,3 +102,63 @@ def test_listed_fragments_are_checked():
         fragments.build(ps, [["p0", "p1", "p2", "nope"]])
     with pytest.raises(ValueError, match="a tensor of shape"):
         fragments.build(ps, [["p0", "p1", "p2", torch.zeros(3)]])
+
+
+# ---- SparseLoCo's codec -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec,density,chunk,k", [("sparseloco", 0.08, 4096, 328), ("SPARSELOCO:0.1:256", 0.1, 256, 28),
+                                                  ("sparseloco:1:4", 1.0, 4, 4), ("sparseloco:0.001:64", 0.001, 64, 4)])
+def test_sparse_specs_parse(spec, density, chunk, k):
+    codec = parse_compression(spec)
+    assert isinstance(codec, SparseLowBit) and (codec.density, codec.chunk, codec.k) == (density, chunk, k)
+    assert codec.lossy and codec.feedback_decay == 0.95
+
+
+@pytest.mark.parametrize("spec", ["sparseloco:0", "sparseloco:1.5", "sparseloco:0.1:3", "sparseloco:0.1:70000",
+                                  "sparseloco:", "sparseloco:x", "sparse"])
+def test_bad_sparse_specs_are_refused_with_the_grammar(spec):
+    with pytest.raises(ValueError, match="compression"):
+        parse_compression(spec)
+
+
+def test_sparse_rows_bytes_selection_and_two_levels():
+    codec = SparseLowBit(0.25, 64)
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(3))
+    wire, decoded = codec.encode(x)
+    rows = -(-1000 // 64)
+    assert codec.k == 16 and wire[0].dtype == torch.uint8
+    assert wire[0].numel() == rows * (2 * 16 + 16 // 4 + 4) == rows * codec.row_bytes()
+    padded = torch.zeros(rows * 64)
+    padded[:1000] = x
+    for r in range(rows):
+        chunk, got = padded[r * 64:(r + 1) * 64], torch.zeros(64)
+        got[:min(64, 1000 - r * 64)] = decoded[r * 64:(r + 1) * 64]
+        kept = got != 0
+        assert set(kept.nonzero().flatten().tolist()) <= set(chunk.abs().topk(16).indices.tolist())
+        assert torch.equal(torch.sign(got[kept]), torch.sign(chunk[kept]))
+        assert len(set(got[kept].abs().tolist())) <= 2  # two magnitudes a chunk
+    # What the rows decode to on another rank is what this rank keeps as sent.
+    assert torch.equal(codec.decode_rows(wire[0].view(rows, -1)).view(-1)[:1000], decoded)
+
+
+def test_sparse_average_sums_ranks_in_order():
+    codec = SparseLowBit(0.1, 128)
+    xs = [torch.randn(300, generator=torch.Generator().manual_seed(r)) for r in range(3)]
+    encoded = [codec.encode(x) for x in xs]
+    mean = codec.average(torch.cat([w[0] for w, _ in encoded]), 300, 3)
+    assert torch.equal(mean, (encoded[0][1] + encoded[1][1] + encoded[2][1]) / 3)
+
+
+@pytest.mark.parametrize("decay", [1.0, 0.9])
+def test_sparse_error_feedback_decays_what_was_not_sent(decay):
+    """e <- decay * e + delta; sent = Q(topk(e)); e <- e - sent: unrolled, sent + e is the decayed sum of deltas."""
+    codec = SparseLowBit(0.05, 64, decay=decay)
+    residual, sent, meant = torch.zeros(500), torch.zeros(500), torch.zeros(500)
+    for step in range(15):
+        delta = torch.randn(500, generator=torch.Generator().manual_seed(step))
+        x = delta + codec.feedback_decay * residual  # what exchange.py hands the codec
+        _, decoded = codec.encode(x)
+        residual = x - decoded
+        sent = decay * sent + decoded
+        meant = decay * meant + delta
+    assert torch.allclose(sent + residual, meant, atol=1e-4)

@@ -50,7 +50,8 @@ class DiLoCo:
         sync_every: H, inner steps between two outer steps of a fragment (>= 1).
         outer_optimizer: ``params -> torch.optim.Optimizer``, called once per fragment with that
             fragment's shared float32 weights; default `nesterov_outer` (SGD, Nesterov, lr 0.7,
-            momentum 0.9).
+            momentum 0.9), or the codec's own (``"sparseloco"``: `sparse_outer`, SGD without
+            momentum, whose place the codec's decaying residual takes).
         fragments: an int F (contiguous runs of parameters of about equal size) or lists of
             parameters or names covering each trainable parameter once. Fragment f syncs at
             steps t with t % H == ((f + 1) * H // F) % H.
@@ -59,8 +60,10 @@ class DiLoCo:
         mix: α of the merge local ← α·local + (1 − α)·shared after an outer step; default 0
             (restart from the shared weights) when delay is 0, else 0.5.
         compression: outer-gradient codec or spec ("none", "bf16", "fp16", "int8[:CHUNK]",
-            "int4[:CHUNK]", "topk": the engine's top-k, which needs LIGHT_TOPK_ALLREDUCE=1); lossy
-            codecs keep an error-feedback residual on each rank (top-k's lives in the engine).
+            "int4[:CHUNK]", "topk": the engine's top-k, which needs LIGHT_TOPK_ALLREDUCE=1,
+            "sparseloco[:DENSITY[:CHUNK]]": SparseLoCo's top-k with 2-bit values, to pair with a
+            momentum-free outer SGD); lossy codecs keep an error-feedback residual on each rank
+            (top-k's lives in the engine).
         warmup_steps: W, inner steps trained data-parallel first (gradients averaged over the ranks
             before each inner step, one allreduce per step); outer steps start H steps after them.
         islands: None (every rank its own DiLoCo worker), ``"host"`` (the ranks of each host) or
@@ -99,7 +102,7 @@ class DiLoCo:
         self._islands = Islands.alone(self._size, rank())
         problem, sig = None, None
         try:
-            sig = self._build(outer_optimizer or nesterov_outer, fragments, delay, mix, compression, islands)
+            sig = self._build(outer_optimizer, fragments, delay, mix, compression, islands)
         except Exception as err:  # noqa: BLE001  (any local failure is shared before raising, or peers hang)
             problem = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
         checks.agree(problem, sig, _LABELS, self.name)
@@ -107,13 +110,14 @@ class DiLoCo:
         self._start_from_rank0()
         self._engine_bytes = int(core().stats()["bytes_sent"])
 
-    def _build(self, make_outer: OuterFactory, spec: _frag.FragmentSpec, delay: Optional[int],
+    def _build(self, make_outer: Optional[OuterFactory], spec: _frag.FragmentSpec, delay: Optional[int],
                mix: Optional[float], compression: Union[str, OuterCompression, None],
                islands: IslandSpec) -> checks.Signature:
         """Check the arguments on this rank and build the fragments; returns the signature to agree on."""
         named = checks.trainable(self.model)
         checks.check_optimizer(named, self.inner_optimizer)
         codec = parse_compression(compression)
+        make_outer = make_outer or codec.default_outer or nesterov_outer
         parts = _frag.build(named, spec)
         self.delay = (0 if len(parts) == 1 else 1) if delay is None else delay
         self.mix = (0.0 if self.delay == 0 else 0.5) if mix is None else float(mix)

@@ -73,7 +73,7 @@ class FragmentExchange:
         if self.islands.scale != 1.0:  # the island's weight (islands.py); 1 for islands of equal size
             delta.mul_(self.islands.scale)
         if self.residual is not None:
-            delta += self.residual
+            delta.add_(self.residual, alpha=self.codec.feedback_decay)
         if self.hi > self.lo:
             wire, decoded = self.codec.encode(delta)
             if self.residual is not None:

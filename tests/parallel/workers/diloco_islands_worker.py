@@ -9,7 +9,7 @@ MODES is a comma list of
   step, every rank must equal a one-process reference (island-mean gradients at each inner step, the
   per-rank mean pseudo-gradient, Nesterov SGD written out) after `finish()`, and the counted bytes
   must be this rank's slice (across islands) and the island's gradients and slices (inside);
-- ``train``: a regression under each codec (none, bf16, int8, int4, and streaming int4) with islands:
+- ``train``: a regression under each codec (none, bf16, int8, int4, sparseloco, and streaming int4) with islands:
   the loss falls, every rank ends identical, wire bytes are the slice's;
 - ``topk``: the same with the engine's top-k over the lanes (the test starts the engine with it);
 - ``checkpoint``: streaming int8 with islands saved mid-exchange and resumed ends bit-identical;
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import sys
 from typing import Dict, List
 
@@ -102,6 +103,10 @@ def slice_wire_bytes(m: int, compression: str) -> int:
         return 4 * m
     if compression == "bf16":
         return 2 * m
+    if compression.startswith("sparseloco:"):  # a row a chunk: 16-bit indices, 2-bit codes, 2 magnitudes
+        density, chunk = float(compression.split(":")[1]), int(compression.split(":")[2])
+        k = min(chunk - chunk % 4, max(4, 4 * math.ceil(chunk * density / 4)))
+        return -(-m // chunk) * (2 * k + k // 4 + 4)
     bits, chunk = (int(v) for v in compression[3:].split(":"))
     chunks = -(-m // chunk)
     return chunks * chunk * bits // 8 + 2 * chunks
@@ -148,6 +153,7 @@ def train_case(compression: str, fragments: int, outer=None) -> Dict[str, float]
 def train() -> None:
     for spec, frags in (("none", 1), ("bf16", 1), ("int8:64", 1), ("int4:64", 1), ("int4:64", 2)):
         train_case(spec, frags)
+    train_case("sparseloco:0.25:64", 1, outer=lambda params: torch.optim.SGD(params, lr=1.0))
 
 
 def topk() -> None:

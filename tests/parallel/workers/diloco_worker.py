@@ -8,7 +8,7 @@ with torch's TCPStore on PORT). MODES is a comma list (one process start runs se
   per-rank data; each rank's weights after `finish()` must equal a reference computed in this
   process by simulating every rank (mean gradient in the warm-up, mean pseudo-gradient, Nesterov SGD
   written out), and the counted bytes must be what the exchanges handed over;
-- ``train``: a teacher-student regression under each codec (none, bf16, int8, int4) and streaming
+- ``train``: a teacher-student regression under each codec (none, bf16, int8, int4, sparseloco) and streaming
   with int4: the loss must fall to under half and every rank must end with identical weights;
 - ``topk``: the same regression with the engine's top-k as the codec (the test starts the engine with
   LIGHT_TOPK_ALLREDUCE=1): it trains, ranks stay identical, the engine ran top-k batches;
@@ -20,6 +20,7 @@ with torch's TCPStore on PORT). MODES is a comma list (one process start runs se
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sys
 from datetime import timedelta
@@ -187,6 +188,10 @@ def wire_bytes(diloco: DiLoCo, compression: str) -> int:
             per = 4 * n
         elif compression == "bf16":
             per = 2 * n
+        elif compression.startswith("sparseloco:"):  # a row a chunk: 16-bit indices, 2-bit codes, 2 magnitudes
+            density, chunk = float(compression.split(":")[1]), int(compression.split(":")[2])
+            k = min(chunk - chunk % 4, max(4, 4 * math.ceil(chunk * density / 4)))
+            per = -(-n // chunk) * (2 * k + k // 4 + 4)
         else:  # intB:CHUNK: codes of the padded chunks plus one bfloat16 scale per chunk
             bits, chunk = (int(v) for v in compression[3:].split(":"))
             chunks = -(-n // chunk)
@@ -278,6 +283,15 @@ def train() -> None:
     for spec in ("none", "bf16", "int8:64", "int4:64"):
         train_case(spec, 1)
     train_case("int4:64", 2)
+    # SparseLoCo: a momentum-free outer SGD, the decaying residual in momentum's place
+    for frags in (1, 2):
+        train_case("sparseloco:0.25:64", frags, outer=lambda params: torch.optim.SGD(params, lr=1.0))
+    # Named no outer optimizer, "sparseloco" takes its own: SGD without momentum (sparse_codec.sparse_outer)
+    model = mlp(100 + R)
+    diloco = DiLoCo(model, torch.optim.AdamW(model.parameters(), lr=1e-2), sync_every=10, compression="sparseloco")
+    outer = diloco._fragments[0].outer
+    c.check(type(outer) is torch.optim.SGD and outer.defaults["momentum"] == 0 and outer.defaults["lr"] == 2.0,
+            f"sparseloco's default outer optimizer: {outer}")
 
 
 # ---- checkpoints ------------------------------------------------------------------------------
