@@ -63,6 +63,8 @@ ARCHIVES: Dict[str, str] = {
                "flat ring and gloo (benchmarks/engine/results/s29/)",
     "ebd5d5c": "session 29: SparseLoCo's codec in the race, its settings on seed 0 and its defaults against DiLoCo "
                "over 3 seeds (benchmarks/lowcomm/results/s29/)",
+    "a88bbff": "session 29: the reducescatter after staging chunk by chunk into a kept work area, 2x1 and 2x2 "
+               "against gloo (benchmarks/engine/results/s29/rs-kept/)",
 }
 
 

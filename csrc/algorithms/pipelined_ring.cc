@@ -258,9 +258,9 @@ Status pipelinedRingAllreduce(SetComm& c, char* buf, const IoVec* io, const std:
                      "pipelined ring allreduce");
 }
 
-Status pipelinedRingReducescatter(SetComm& c, char* buf, const std::vector<size_t>& start,
+Status pipelinedRingReducescatter(SetComm& c, char* buf, const IoVec* io, const std::vector<size_t>& start,
                                   const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec) {
-  return runPipeline(c, buf, nullptr, RingSchedule{c.size(), c.me, chunks, dtypeSize(spec.dtype), start, len, 1},
+  return runPipeline(c, buf, io, RingSchedule{c.size(), c.me, chunks, dtypeSize(spec.dtype), start, len, 1},
                      spec, "pipelined ring reducescatter");
 }
 

@@ -42,10 +42,12 @@ size_t ringChunks(size_t max_segment_bytes, size_t chunk_bytes);
 Status pipelinedRingAllreduce(SetComm& c, char* buf, const IoVec* io, const std::vector<size_t>& start,
                               const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec);
 
-// The reduce-scatter half alone, on `buf` (prescale is the caller's): afterwards member c.me's
+// The reduce-scatter half alone, in the work area `buf`: with `io` (one segment, its input apart
+// from `buf`) each chunk is copied in and prescaled when first needed, as the allreduce stages
+// its tensors; with nullptr `buf` holds the prescaled input already. Afterwards member c.me's
 // segment holds the full reduction with spec's postscale and integer divisor applied, the others
 // partial sums. Every chunk of every segment must hold at least one element.
-Status pipelinedRingReducescatter(SetComm& c, char* buf, const std::vector<size_t>& start,
+Status pipelinedRingReducescatter(SetComm& c, char* buf, const IoVec* io, const std::vector<size_t>& start,
                                   const std::vector<size_t>& len, size_t chunks, const ReduceSpec& spec);
 
 }  // namespace lightcc

@@ -175,6 +175,10 @@ Status linkAlltoallData(SetComm& c, const void* in, size_t row_bytes, const Spli
   return runP2P(c, ops, "alltoall exchange");
 }
 
+namespace {
+constexpr size_t kKeptWorkBytes = size_t{256} << 20;
+}  // namespace
+
 Status ringReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
                          size_t row_elems, const ReduceSpec& spec) {
   const int p = c.size();
@@ -186,16 +190,24 @@ Status ringReducescatter(SetComm& c, const void* in, void* out, const std::vecto
     len[j] = static_cast<size_t>(rows[j]) * row_elems;
     total += len[j];
   }
-  std::vector<char> work(total * esize);
-  kernels::scale(work.data(), in, total, spec.dtype, spec.prescale);
-  // Large segments take the chunked pipeline (the link never idles between steps); it applies the
-  // postscale itself. Chunks are cut from the smallest segment so every chunk holds elements.
+  // The work area is kept by this thread for the next call up to kKeptWorkBytes: a fresh one would
+  // fault its pages in every time.
+  thread_local std::vector<char> kept;
+  std::vector<char> once;
+  std::vector<char>& work = total * esize <= kKeptWorkBytes ? kept : once;
+  if (work.size() < total * esize) work.resize(total * esize);
+  // Large segments take the chunked pipeline (the link never idles between steps), which copies
+  // and prescales each chunk of the input as it first needs it and applies the postscale itself.
+  // Chunks are cut from the smallest segment so every chunk holds elements.
   const size_t chunks = p > 1 ? ringChunks(*std::min_element(len.begin(), len.end()) * esize, c.chunk_bytes) : 1;
   if (chunks > 1) {
-    LIGHTCC_RETURN_IF_ERROR(pipelinedRingReducescatter(c, work.data(), start, len, chunks, spec));
+    IoVec io;
+    io.add(in, work.data(), total * esize);
+    LIGHTCC_RETURN_IF_ERROR(pipelinedRingReducescatter(c, work.data(), &io, start, len, chunks, spec));
     std::memcpy(out, work.data() + start[c.me] * esize, len[c.me] * esize);
     return Status::OK();
   }
+  kernels::scale(work.data(), in, total, spec.dtype, spec.prescale);
   if (p > 1) LIGHTCC_RETURN_IF_ERROR(ringReduceScatterPhase(c, work.data(), start, len, spec));
   kernels::scale(out, work.data() + start[c.me] * esize, len[c.me], spec.dtype, spec.postscale);
   kernels::divideIntegers(out, len[c.me], spec.dtype, spec.int_divisor);
