@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from lightcc.torch.lowcomm import fragments
-from lightcc.torch.lowcomm.codecs import Dense, Quantized, parse_compression
+from lightcc.torch.lowcomm.codecs import Dense, Quantized
+from lightcc.torch.lowcomm.compression_specs import parse_compression
 from lightcc.torch.lowcomm.sparse_codec import SparseLowBit
 
 

@@ -1,5 +1,8 @@
 """Training over slow links with rare, compressed outer steps: DiLoCo and Streaming DiLoCo (docs/lowcomm.md)."""
-from lightcc.torch.lowcomm.codecs import Dense, EngineTopk, OuterCompression, Quantized, parse_compression
+from lightcc.torch.lowcomm.codecs import Dense, EngineTopk, OuterCompression, Quantized
+from lightcc.torch.lowcomm.compression_specs import parse_compression
+from lightcc.torch.lowcomm.sparse_codec import SparseLowBit
 from lightcc.torch.lowcomm.diloco import DiLoCo, nesterov_outer
 
-__all__ = ["DiLoCo", "Dense", "EngineTopk", "OuterCompression", "Quantized", "nesterov_outer", "parse_compression"]
+__all__ = ["DiLoCo", "Dense", "EngineTopk", "OuterCompression", "Quantized", "SparseLowBit", "nesterov_outer",
+           "parse_compression"]

@@ -1,4 +1,4 @@
-"""Outer-gradient codecs of DiLoCo: what one fragment's pseudo-gradient looks like on the wire, and its spec strings.
+"""Outer-gradient codecs of DiLoCo: what one fragment's pseudo-gradient looks like on the wire.
 
 A codec turns a flat float32 pseudo-gradient into the tensors handed to lightcc's engine and
 back into the average over ranks:
@@ -20,14 +20,14 @@ back into the average over ranks:
   top-k with 2-bit values, allgathered. Bytes handed to the engine: 2.25 per kept element plus 4
   per chunk (density 0.08 of chunks of 4096 elements by default: about 1/22 of float32's).
 
-Lossy codecs report the value this rank's contribution decodes to, so the caller keeps the error
-(input minus decoded) as an error-feedback residual and adds it to the next pseudo-gradient.
+Spec strings name them (compression_specs.py). Lossy codecs report the value this rank's
+contribution decodes to, so the caller keeps the error (input minus decoded) as an error-feedback
+residual and adds it to the next pseudo-gradient.
 """
 from __future__ import annotations
 
 import abc
-import re
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 
@@ -36,12 +36,6 @@ from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
 from lightcc.torch.lowcomm.scatter_gather import TwoPhase
 
-_CASTS = {"none": torch.float32, "fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
-          "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
-_QUANT = re.compile(r"^int(8|4)(?::(\d+))?$")
-_SPARSE = re.compile(r"^sparseloco(?::([0-9.e-]+))?(?::(\d+))?(?::([0-9.e-]+))?$")
-SPECS = ("none, bf16, fp16, int8[:CHUNK], int4[:CHUNK] (CHUNK: elements per scale, default 1024), topk or "
-         "sparseloco[:DENSITY[:CHUNK[:DECAY]]] (default 0.08 of each 4096 elements, residual decay 0.95)")
 
 
 class OuterCompression(abc.ABC):
@@ -231,33 +225,3 @@ class EngineTopk(OuterCompression):
 
     def finish(self, handle: int, numel: int, size: int) -> torch.Tensor:
         return M.synchronize(handle).reshape(-1)
-
-
-def parse_compression(spec: Union[str, OuterCompression, None]) -> OuterCompression:
-    """An `OuterCompression` from a spec string (see `SPECS`), an instance (returned as is) or None (dense float32)."""
-    if spec is None:
-        return Dense()
-    if isinstance(spec, OuterCompression):
-        return spec
-    if not isinstance(spec, str):
-        raise ValueError(f"compression must be a spec string or an OuterCompression, not {type(spec).__name__}")
-    text = spec.strip().lower()
-    if text in _CASTS:
-        return Dense(_CASTS[text])
-    if text == "topk":
-        return EngineTopk()
-    sparse = _SPARSE.match(text)
-    if sparse is not None:
-        from lightcc.torch.lowcomm.sparse_codec import SparseLowBit  # it subclasses OuterCompression
-
-        try:
-            density = float(sparse.group(1)) if sparse.group(1) else 0.08
-            return SparseLowBit(density, int(sparse.group(2)) if sparse.group(2) else 4096,
-                                float(sparse.group(3)) if sparse.group(3) else 0.95)
-        except ValueError as e:
-            raise ValueError(f"cannot parse compression spec {spec!r}: {e}; expected {SPECS}") from None
-    m = _QUANT.match(text)
-    chunk: Optional[int] = int(m.group(2)) if m and m.group(2) else None
-    if m is None or (chunk is not None and (chunk < 2 or chunk % 2)):
-        raise ValueError(f"cannot parse compression spec {spec!r}: expected {SPECS}")
-    return Quantized(int(m.group(1)), chunk or 1024)

@@ -27,7 +27,8 @@ from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
 from lightcc.torch.lowcomm import checks
 from lightcc.torch.lowcomm import fragments as _frag
-from lightcc.torch.lowcomm.codecs import OuterCompression, parse_compression
+from lightcc.torch.lowcomm.codecs import OuterCompression
+from lightcc.torch.lowcomm.compression_specs import parse_compression
 from lightcc.torch.lowcomm.exchange import FragmentExchange, OuterFactory
 from lightcc.torch.lowcomm.islands import IslandSpec, Islands, check_spec, host_groups
 
