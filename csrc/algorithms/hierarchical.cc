@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <chrono>
-#include <cstdio>
 
 #include "kernels/reduce.h"
 

@@ -62,8 +62,8 @@ class DiLoCo:
             (restart from the shared weights) when delay is 0, else 0.5.
         compression: outer-gradient codec or spec ("none", "bf16", "fp16", "int8[:CHUNK]",
             "int4[:CHUNK]", "topk": the engine's top-k, which needs LIGHT_TOPK_ALLREDUCE=1,
-            "sparseloco[:DENSITY[:CHUNK]]": SparseLoCo's top-k with 2-bit values, to pair with a
-            momentum-free outer SGD); lossy codecs keep an error-feedback residual on each rank
+            "sparseloco[:DENSITY[:CHUNK[:DECAY]]]": SparseLoCo's top-k with 2-bit values, which
+            brings its own momentum-free outer SGD); lossy codecs keep an error-feedback residual on each rank
             (top-k's lives in the engine).
         warmup_steps: W, inner steps trained data-parallel first (gradients averaged over the ranks
             before each inner step, one allreduce per step); outer steps start H steps after them.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import sys
 from typing import Dict, List
 
@@ -103,10 +102,8 @@ def slice_wire_bytes(m: int, compression: str) -> int:
         return 4 * m
     if compression == "bf16":
         return 2 * m
-    if compression.startswith("sparseloco:"):  # a row a chunk: 16-bit indices, 2-bit codes, 2 magnitudes
-        density, chunk = float(compression.split(":")[1]), int(compression.split(":")[2])
-        k = min(chunk - chunk % 4, max(4, 4 * math.ceil(chunk * density / 4)))
-        return -(-m // chunk) * (2 * k + k // 4 + 4)
+    if compression.startswith("sparseloco:"):
+        return base.sparse_bytes(m, compression)
     bits, chunk = (int(v) for v in compression[3:].split(":"))
     chunks = -(-m // chunk)
     return chunks * chunk * bits // 8 + 2 * chunks

@@ -179,6 +179,13 @@ def reference() -> None:
 
 # ---- training with each codec ------------------------------------------------------------------
 
+def sparse_bytes(n: int, compression: str) -> int:
+    """Bytes "sparseloco:DENSITY:CHUNK" hands over for n elements: a row a chunk (indices, codes, magnitudes)."""
+    density, chunk = float(compression.split(":")[1]), int(compression.split(":")[2])
+    k = min(chunk - chunk % 4, max(4, 4 * math.ceil(chunk * density / 4)))
+    return -(-n // chunk) * (2 * k + k // 4 + 4)
+
+
 def wire_bytes(diloco: DiLoCo, compression: str) -> int:
     """What each exchange of each fragment must hand to the engine, from the format (docs/lowcomm.md)."""
     total = 0
@@ -188,10 +195,8 @@ def wire_bytes(diloco: DiLoCo, compression: str) -> int:
             per = 4 * n
         elif compression == "bf16":
             per = 2 * n
-        elif compression.startswith("sparseloco:"):  # a row a chunk: 16-bit indices, 2-bit codes, 2 magnitudes
-            density, chunk = float(compression.split(":")[1]), int(compression.split(":")[2])
-            k = min(chunk - chunk % 4, max(4, 4 * math.ceil(chunk * density / 4)))
-            per = -(-n // chunk) * (2 * k + k // 4 + 4)
+        elif compression.startswith("sparseloco:"):
+            per = sparse_bytes(n, compression)
         else:  # intB:CHUNK: codes of the padded chunks plus one bfloat16 scale per chunk
             bits, chunk = (int(v) for v in compression[3:].split(":"))
             chunks = -(-n // chunk)
