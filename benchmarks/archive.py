@@ -65,6 +65,8 @@ ARCHIVES: Dict[str, str] = {
                "over 3 seeds (benchmarks/lowcomm/results/s29/)",
     "a88bbff": "session 29: the reducescatter after staging chunk by chunk into a kept work area, 2x1 and 2x2 "
                "against gloo (benchmarks/engine/results/s29/rs-kept/)",
+    "c288876": "session 30: the GPU checks at commit 90ce733 on an H100 under MPS "
+               "(benchmarks/gpu/results/2026-11-27-h100-mps/)",
 }
 
 

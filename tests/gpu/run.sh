@@ -27,7 +27,10 @@ if [ "${LIGHTCC_GPU_MPS:-1}" = 1 ] && command -v nvidia-cuda-mps-control >/dev/n
   export CUDA_MPS_PIPE_DIRECTORY=${TMPDIR:-/tmp}/lightcc-mps-pipe.$$ CUDA_MPS_LOG_DIRECTORY=${TMPDIR:-/tmp}/lightcc-mps-log.$$
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if nvidia-cuda-mps-control -d; then
-    trap 'echo quit | nvidia-cuda-mps-control; rm -rf "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"' EXIT
+    # Its logs come back with the run: a server that died mid-run (error 805 in every later
+    # client, seen 2026-11-27 in the features phase) says why in server.log.
+    trap 'echo quit | nvidia-cuda-mps-control; for f in "$CUDA_MPS_LOG_DIRECTORY"/*.log; do cp "$f" "$OUT/mps-$(basename "$f")"; done; \
+      rm -rf "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"' EXIT
     echo "=== MPS: on (LIGHTCC_GPU_MPS=0 turns it off)"
   else
     unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
@@ -71,13 +74,13 @@ for phase in "${phases[@]}"; do
       step nccl-net 420 $PY -m benchmarks.gpu.nccl_net --out "$OUT/net"
       ;;
     torch)
-      step torch-device 420 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k torch
+      step torch-device 420 $PY -m pytest -q -p no:cacheprovider tests/gpu -k torch
       ;;
     cupy)
-      step cupy 300 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k cupy
+      step cupy 300 $PY -m pytest -q -p no:cacheprovider tests/gpu -k cupy
       ;;
     jax)
-      step jax 240 $PY -m pytest -x -q -p no:cacheprovider tests/gpu -k jax
+      step jax 240 $PY -m pytest -q -p no:cacheprovider tests/gpu -k jax
       ;;
     harp)
       step harp-nccl 180 $PY -m pytest -x -q -p no:cacheprovider tests/gpu/test_harp_nccl.py
