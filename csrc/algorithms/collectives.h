@@ -68,6 +68,9 @@ Status linkAlltoallData(SetComm& c, const void* in, size_t row_bytes, const Spli
                         void* out);
 Status ringReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
                          size_t row_elems, const ReduceSpec& spec);
+// The same over a scratch input the caller gives up: the ring works in `buf` (no copy of it).
+Status ringReducescatterInPlace(SetComm& c, void* buf, void* out, const std::vector<int64_t>& rows,
+                                size_t row_elems, const ReduceSpec& spec);
 
 // Rows of a reducescatter per member: dim0 / p each, the first dim0 % p members one more.
 std::vector<int64_t> reducescatterRows(int64_t dim0, int members);

@@ -135,7 +135,8 @@ Status hierReducescatter(HierComm& h, const void* in, void* out, const std::vect
   }
   // Then the lane's ring across the groups: cross member k is group k, so member k*g + l (me) ends
   // with block k*g + l, its own, summed over every host.
-  return ringReducescatter(h.cross, mine.data(), out, cross_rows, row_elems, across).withContext("across the groups");
+  return ringReducescatterInPlace(h.cross, mine.data(), out, cross_rows, row_elems, across)
+      .withContext("across the groups");
 }
 
 namespace {

@@ -177,41 +177,63 @@ Status linkAlltoallData(SetComm& c, const void* in, size_t row_bytes, const Spli
 
 namespace {
 constexpr size_t kKeptWorkBytes = size_t{256} << 20;
+
+struct Segments {
+  std::vector<size_t> start, len;
+  size_t total = 0;
+};
+
+Segments segmentsOf(const std::vector<int64_t>& rows, size_t row_elems) {
+  Segments s;
+  for (int64_t r : rows) {
+    s.start.push_back(s.total);
+    s.len.push_back(static_cast<size_t>(r) * row_elems);
+    s.total += s.len.back();
+  }
+  return s;
+}
+
+// The ring over `work`: the input is `in`, copied in as needed, or `work` itself (then it is
+// overwritten). Large segments take the chunked pipeline (the link never idles between steps),
+// which copies and prescales each chunk of the input as it first needs it and applies the
+// postscale itself. Chunks are cut from the smallest segment so every chunk holds elements.
+Status reducescatterOver(SetComm& c, const void* in, char* work, void* out, const Segments& s,
+                         const ReduceSpec& spec) {
+  const int p = c.size();
+  const size_t esize = dtypeSize(spec.dtype);
+  const size_t chunks = p > 1 ? ringChunks(*std::min_element(s.len.begin(), s.len.end()) * esize, c.chunk_bytes) : 1;
+  if (chunks > 1) {
+    IoVec io;
+    io.add(in, work, s.total * esize);
+    LIGHTCC_RETURN_IF_ERROR(pipelinedRingReducescatter(c, work, &io, s.start, s.len, chunks, spec));
+    std::memcpy(out, work + s.start[c.me] * esize, s.len[c.me] * esize);
+    return Status::OK();
+  }
+  kernels::scale(work, in, s.total, spec.dtype, spec.prescale);
+  if (p > 1) LIGHTCC_RETURN_IF_ERROR(ringReduceScatterPhase(c, work, s.start, s.len, spec));
+  kernels::scale(out, work + s.start[c.me] * esize, s.len[c.me], spec.dtype, spec.postscale);
+  kernels::divideIntegers(out, s.len[c.me], spec.dtype, spec.int_divisor);
+  return Status::OK();
+}
+
 }  // namespace
 
 Status ringReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
                          size_t row_elems, const ReduceSpec& spec) {
-  const int p = c.size();
-  const size_t esize = dtypeSize(spec.dtype);
-  std::vector<size_t> start(p, 0), len(p);
-  size_t total = 0;
-  for (int j = 0; j < p; ++j) {
-    start[j] = total;
-    len[j] = static_cast<size_t>(rows[j]) * row_elems;
-    total += len[j];
-  }
+  const Segments s = segmentsOf(rows, row_elems);
+  const size_t bytes = s.total * dtypeSize(spec.dtype);
   // The work area is kept by this thread for the next call up to kKeptWorkBytes: a fresh one would
   // fault its pages in every time.
   thread_local std::vector<char> kept;
   std::vector<char> once;
-  std::vector<char>& work = total * esize <= kKeptWorkBytes ? kept : once;
-  if (work.size() < total * esize) work.resize(total * esize);
-  // Large segments take the chunked pipeline (the link never idles between steps), which copies
-  // and prescales each chunk of the input as it first needs it and applies the postscale itself.
-  // Chunks are cut from the smallest segment so every chunk holds elements.
-  const size_t chunks = p > 1 ? ringChunks(*std::min_element(len.begin(), len.end()) * esize, c.chunk_bytes) : 1;
-  if (chunks > 1) {
-    IoVec io;
-    io.add(in, work.data(), total * esize);
-    LIGHTCC_RETURN_IF_ERROR(pipelinedRingReducescatter(c, work.data(), &io, start, len, chunks, spec));
-    std::memcpy(out, work.data() + start[c.me] * esize, len[c.me] * esize);
-    return Status::OK();
-  }
-  kernels::scale(work.data(), in, total, spec.dtype, spec.prescale);
-  if (p > 1) LIGHTCC_RETURN_IF_ERROR(ringReduceScatterPhase(c, work.data(), start, len, spec));
-  kernels::scale(out, work.data() + start[c.me] * esize, len[c.me], spec.dtype, spec.postscale);
-  kernels::divideIntegers(out, len[c.me], spec.dtype, spec.int_divisor);
-  return Status::OK();
+  std::vector<char>& work = bytes <= kKeptWorkBytes ? kept : once;
+  if (work.size() < bytes) work.resize(bytes);
+  return reducescatterOver(c, in, work.data(), out, s, spec);
+}
+
+Status ringReducescatterInPlace(SetComm& c, void* buf, void* out, const std::vector<int64_t>& rows,
+                                size_t row_elems, const ReduceSpec& spec) {
+  return reducescatterOver(c, buf, static_cast<char*>(buf), out, segmentsOf(rows, row_elems), spec);
 }
 
 }  // namespace lightcc

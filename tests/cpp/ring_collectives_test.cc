@@ -200,8 +200,9 @@ void testAllreduce(ThreadWorld& w, DataType t, ReduceOp op, double pre, double p
                                          " ranks: the reference, exactly, on every rank" + out.what());
 }
 
+// in_place: ringReducescatterInPlace over a scratch copy of the input, which it may overwrite.
 void testReducescatter(ThreadWorld& w, DataType t, ReduceOp op, double pre, double post,
-                       const std::vector<int64_t>& rows, size_t row_elems) {
+                       const std::vector<int64_t>& rows, size_t row_elems, bool in_place = false) {
   const int p = w.size();
   const ReduceSpec spec = specFor(t, op, p, pre, post);
   const size_t es = dtypeSize(t);
@@ -216,7 +217,12 @@ void testReducescatter(ThreadWorld& w, DataType t, ReduceOp op, double pre, doub
   Outcome out;
   w.run([&](ThreadRank& r) {
     const int me = r.comm.me;
-    out.note(r, ringReducescatter(r.comm, in[me].data(), got[me].data(), rows, row_elems, spec));
+    if (!in_place) {
+      out.note(r, ringReducescatter(r.comm, in[me].data(), got[me].data(), rows, row_elems, spec));
+      return;
+    }
+    std::vector<char> scratch = in[me];
+    out.note(r, ringReducescatterInPlace(r.comm, scratch.data(), got[me].data(), rows, row_elems, spec));
   });
   bool exact = true;
   std::string rows_text;
@@ -226,7 +232,8 @@ void testReducescatter(ThreadWorld& w, DataType t, ReduceOp op, double pre, doub
     exact = exact && got[r] == want;
     rows_text += (r ? "," : "") + std::to_string(rows[r]);
   }
-  check(out.errors.empty() && exact, "ringReducescatter " + dtypeLabel(t) + " " + opLabel(op) + " pre " +
+  check(out.errors.empty() && exact, std::string(in_place ? "ringReducescatterInPlace " : "ringReducescatter ") +
+                                         dtypeLabel(t) + " " + opLabel(op) + " pre " +
                                          std::to_string(pre) + ", rows {" + rows_text + "} of " +
                                          std::to_string(row_elems) + " at " + std::to_string(p) +
                                          " ranks: each rank's share of the reference, exactly" + out.what());
@@ -342,11 +349,18 @@ void testReductions(ThreadWorld& w) {
   // Shares of two or more 16 KiB pieces take the chunked reduce-scatter: with scales, an integer
   // mean, and uneven shares whose chunks are cut from the smallest.
   for (int r = 0; r < p; ++r) w.rank(r).comm.chunk_bytes = 4096;
-  testReducescatter(w, DataType::kFloat32, ReduceOp::kSum, 0.5, 0.25, reducescatterRows(3 * p + 1, p), 9001);
-  testReducescatter(w, DataType::kInt64, ReduceOp::kAverage, 1.0, 1.0, reducescatterRows(2 * p, p), 4099);
+  // The in-place entry (the 2D reducescatter's ring over its host-summed lane) takes both paths too.
   std::vector<int64_t> lopsided(p);
   for (int j = 0; j < p; ++j) lopsided[j] = 2 + 3 * j;
-  testReducescatter(w, DataType::kFloat32, ReduceOp::kMax, 1.0, 1.0, lopsided, 4097);
+  for (bool in_place : {false, true}) {
+    testReducescatter(w, DataType::kFloat32, ReduceOp::kSum, 0.5, 0.25, reducescatterRows(3 * p + 1, p), 9001,
+                      in_place);
+    testReducescatter(w, DataType::kInt64, ReduceOp::kAverage, 1.0, 1.0, reducescatterRows(2 * p, p), 4099,
+                      in_place);
+    testReducescatter(w, DataType::kFloat32, ReduceOp::kMax, 1.0, 1.0, lopsided, 4097, in_place);
+    testReducescatter(w, DataType::kBFloat16, ReduceOp::kSum, 0.5, 2.0, reducescatterRows(2 * p + 1, p), 3,
+                      in_place);
+  }
   for (int r = 0; r < p; ++r) w.rank(r).comm.chunk_bytes = 4 << 20;
 }
 
