@@ -46,6 +46,9 @@ step() {  # step NAME TIMEOUT CMD...: runs one check, logs its verdict
   timeout --kill-after=10 "$limit" "$@"
   local rc=$?
   echo "=== $name: $([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc") in $((SECONDS - t0)) s"
+  # What a step leaves behind: leaked ranks are MPS clients too (the daemon takes a bounded number).
+  echo "=== after $name: $(pgrep -c -f "$PY" || true) $PY processes alive$( [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && \
+    echo "; MPS servers: $(echo get_server_list | nvidia-cuda-mps-control 2>&1 | tr '\n' ' ')")"
   [ $rc -eq 0 ] || status=1
 }
 for phase in "${phases[@]}"; do
