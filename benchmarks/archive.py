@@ -67,6 +67,8 @@ ARCHIVES: Dict[str, str] = {
                "against gloo (benchmarks/engine/results/s29/rs-kept/)",
     "c288876": "session 30: the GPU checks at commit 90ce733 on an H100 under MPS "
                "(benchmarks/gpu/results/2026-11-27-h100-mps/)",
+    "843faa5": "session 30: one host against the compute bound, torch and TF fronts, and the 2D "
+               "reducescatter's in-place ring A/B (benchmarks/engine/results/s30/)",
 }
 
 

@@ -60,7 +60,8 @@ def check_settings(sync_every: Any, delay: int, mix: float, fragment_count: int)
 def check_warmup(warmup_steps: Any) -> None:
     """warmup_steps is an int >= 0."""
     if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
-        raise ValueError(f"warmup_steps must be an int >= 0 (data-parallel steps before DiLoCo's), got {warmup_steps!r}")
+        raise ValueError(f"warmup_steps must be an int >= 0 (data-parallel steps before DiLoCo's), "
+                         f"got {warmup_steps!r}")
 
 
 def signature(settings: Tuple[Any, ...], named: Sequence[Tuple[str, torch.Tensor]]) -> Signature:
