@@ -17,10 +17,8 @@ back into the average over ranks:
   (LIGHT_TOPK_ALLREDUCE=1), which selects, exchanges and keeps the residual itself; what it puts on
   links is in the engine's ``topk_bytes_sent``.
 - ``SparseLowBit`` (``"sparseloco[:DENSITY[:CHUNK[:DECAY]]]"``, sparse_codec.py): SparseLoCo's per-chunk
-  top-k with 2-bit values, allgathered over 2 ranks and in the reduce-scatter form from 3 on (the
-  owner keeps the top-k of the shard's mean). Bytes handed to the engine: 2.25 per kept element
-  plus 4 per chunk (density 0.08 of chunks of 4096 elements by default: about 1/22 of float32's),
-  and in the reduce-scatter form the owned shard's again.
+  top-k with 2-bit values, allgathered. Bytes handed to the engine: 2.25 per kept element plus 4
+  per chunk (density 0.08 of chunks of 4096 elements by default: about 1/22 of float32's).
 
 Spec strings name them (compression_specs.py). Lossy codecs report the value this rank's
 contribution decodes to, so the caller keeps the error (input minus decoded) as an error-feedback
@@ -36,7 +34,7 @@ import torch
 from lightcc.common.native import core
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
-from lightcc.torch.lowcomm.scatter_gather import RowExchange
+from lightcc.torch.lowcomm.scatter_gather import TwoPhase
 
 
 
@@ -103,7 +101,7 @@ class Dense(OuterCompression):
         return M.synchronize(handle).float()
 
 
-class Quantized(RowExchange, OuterCompression):
+class Quantized(OuterCompression):
     """Symmetric `bits`-bit (8 or 4) linear quantisation per chunk of `chunk` elements, exchanged by allgather."""
 
     def __init__(self, bits: int = 8, chunk: int = 1024) -> None:
@@ -160,15 +158,27 @@ class Quantized(RowExchange, OuterCompression):
         low, high = (packed & 15).to(torch.int16) - 8, (packed >> 4).to(torch.int16) - 8
         return torch.stack([low, high], dim=-1).reshape(*packed.shape[:-1], -1).float()
 
-    def _as_rows(self, wire: List[torch.Tensor]) -> torch.Tensor:
-        return self._rows(*wire)
+    def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> Any:
+        size, chunks = process_set.size(), wire[1].numel()
+        if size < 3 or chunks < size:  # see scatter_gather.py: the allgather moves no more here
+            return M.grouped_allgather_async(wire, name=name, process_set=process_set)
+        return TwoPhase(self._rows(*wire), self.chunk, name, process_set)
 
-    def _gather(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet) -> Any:
-        return M.grouped_allgather_async(wire, name=name, process_set=process_set)
+    def progress(self, handle: Any) -> None:
+        if isinstance(handle, TwoPhase) and not handle.gathering and M.poll(handle.handle):
+            handle.advance(self._decode_rows, self._encode_rows)
 
-    def _gathered(self, handle: Any, numel: int, size: int) -> torch.Tensor:
+    def finish(self, handle: Any, numel: int, size: int) -> torch.Tensor:
+        if isinstance(handle, TwoPhase):
+            return handle.result(self._decode_rows, self._encode_rows, numel)
         packed, scales = M.synchronize(handle)
         return self.average(packed, scales, numel, size)
+
+    def feedback(self, handle: Any) -> Optional[Tuple[int, torch.Tensor]]:
+        return handle.feedback if isinstance(handle, TwoPhase) else None
+
+    def extra_bytes(self, handle: Any) -> int:
+        return handle.handed if isinstance(handle, TwoPhase) else 0
 
     def average(self, packed: torch.Tensor, scales: torch.Tensor, numel: int, size: int) -> torch.Tensor:
         """The float32 mean of `size` ranks' gathered codes and scales (rank after rank, as allgather returns them)."""

@@ -1,7 +1,6 @@
-"""The reduce-scatter form of a coded outer exchange: rows to their shard's owner, its re-coded mean to all.
+"""The reduce-scatter form of a quantised outer exchange: codes to their shard's owner, its re-quantised mean to all.
 
-Codes (integers, or SparseLoCo's sparse 2-bit rows) cannot be summed by the engine, so a coded
-exchange over N ranks either
+Integer codes cannot be summed by the engine, so a quantised exchange over N ranks either
 allgathers every rank's codes ((N - 1) × payload on each rank's link) or, as here, takes two
 steps that move 2 (N - 1)/N × payload, as a ring allreduce does:
 
@@ -11,19 +10,19 @@ steps that move 2 (N - 1)/N × payload, as a ring allreduce does:
    that mean again; an allgather hands every rank every owner's re-quantised shard, which each
    rank decodes alike: the average is bit-identical everywhere.
 
-The second coding loses something too: the owner feeds N times that loss back into its own
-residual for the shard (`feedback`), so the next outer step's mean makes up for it.
+The second quantisation loses something too: the owner feeds N times that loss back into its
+own residual for the shard (`feedback`), so the next outer step's mean makes up for it.
 
-At N = 2 both forms move one payload per rank and the allgather codes once, so a codec
-(`RowExchange`) uses this form only from N = 3 on, and only when every rank owns at least one chunk.
+At N = 2 both forms move one payload per rank and the allgather quantises once, so the codec
+uses this form only from N = 3 on, and only when every rank owns at least one chunk.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import torch
 
-from lightcc.common.process_sets import ProcessSet, global_process_set
+from lightcc.common.process_sets import ProcessSet
 from lightcc.torch import mpi_ops as M
 
 # (rows of codes and scales) -> float32 values, one row per chunk
@@ -71,50 +70,3 @@ class TwoPhase:
         self.advance(decode, encode)
         rows = M.synchronize(self.handle)
         return decode(rows).reshape(-1)[:numel]
-
-
-class RowExchange:
-    """The exchange of a codec whose wire is one row per chunk: the allgather at N <= 2, else `TwoPhase`.
-
-    A codec mixes it in before OuterCompression and supplies `chunk`, `_as_rows` (its wire as
-    rows), `_decode_rows`, `_encode_rows`, `_gather` (the allgather form's start) and `_gathered`
-    (that form's average).
-    """
-
-    chunk: int
-
-    def _as_rows(self, wire: List[torch.Tensor]) -> torch.Tensor:
-        raise NotImplementedError
-
-    def _decode_rows(self, rows: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
-
-    def _encode_rows(self, values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        raise NotImplementedError
-
-    def _gather(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet) -> Any:
-        raise NotImplementedError
-
-    def _gathered(self, handle: Any, numel: int, size: int) -> torch.Tensor:
-        raise NotImplementedError
-
-    def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> Any:
-        rows = self._as_rows(wire)
-        if process_set.size() < 3 or rows.shape[0] < process_set.size():  # the allgather moves no more here
-            return self._gather(wire, name, process_set)
-        return TwoPhase(rows, self.chunk, name, process_set)
-
-    def progress(self, handle: Any) -> None:
-        if isinstance(handle, TwoPhase) and not handle.gathering and M.poll(handle.handle):
-            handle.advance(self._decode_rows, self._encode_rows)
-
-    def finish(self, handle: Any, numel: int, size: int) -> torch.Tensor:
-        if isinstance(handle, TwoPhase):
-            return handle.result(self._decode_rows, self._encode_rows, numel)
-        return self._gathered(handle, numel, size)
-
-    def feedback(self, handle: Any) -> Optional[Tuple[int, torch.Tensor]]:
-        return handle.feedback if isinstance(handle, TwoPhase) else None
-
-    def extra_bytes(self, handle: Any) -> int:
-        return handle.handed if isinstance(handle, TwoPhase) else 0

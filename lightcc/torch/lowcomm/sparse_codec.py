@@ -1,4 +1,4 @@
-"""SparseLoCo's outer-gradient codec: per-chunk top-k, 2-bit values, 16-bit in-chunk indices.
+"""SparseLoCo's outer-gradient codec: per-chunk top-k, 2-bit values, 16-bit in-chunk indices, allgathered.
 
 SparseLoCo (arXiv 2508.15706) keeps an error-feedback accumulator e on every rank, e ← β·e + Δ,
 sends Q(top-k(e)) per chunk and keeps e minus what it sent; the ranks average what they sent
@@ -12,13 +12,9 @@ selection; each value takes the nearer one, and what that rounding loses stays i
 
 Why not the engine's top-k (``"topk"``): its merge adds pairs at every recursive-doubling round
 and sends float values with 32-bit indices; 2-bit values cannot be added without quantising
-again at every round. Over 2 ranks this codec gathers every rank's rows (SparseLoCo's own
-exchange) and each rank decodes and sums them in rank order: bit-identical everywhere. An
-allgather puts (N − 1) rows on each rank's link, so from 3 ranks on it takes the reduce-scatter
-form (scatter_gather.py): each shard's rows go to its owner, which decodes and averages them and
-keeps the top-k of that mean, 2-bit coded, for an allgather; what that second selection drops, N
-times over, goes back into the owner's residual. That moves 2 (N − 1)/N rows a rank. The engine
-carries and counts the bytes.
+again at every round, so this codec gathers every rank's rows (SparseLoCo's own exchange) and
+each rank decodes and sums them in rank order: bit-identical everywhere. The engine carries and
+counts the bytes (an allgather: (N − 1) rows a rank).
 """
 from __future__ import annotations
 
@@ -27,10 +23,9 @@ from typing import Any, List, Tuple
 
 import torch
 
-from lightcc.common.process_sets import ProcessSet
+from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
 from lightcc.torch.lowcomm.codecs import OuterCompression
-from lightcc.torch.lowcomm.scatter_gather import RowExchange
 
 
 def sparse_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
@@ -38,7 +33,7 @@ def sparse_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
     return torch.optim.SGD(params, lr=2.0)
 
 
-class SparseLowBit(RowExchange, OuterCompression):
+class SparseLowBit(OuterCompression):
     """Per-chunk top-k of `density` with 2-bit values; its residual decays by `decay` before each exchange."""
 
     lossy = True
@@ -63,15 +58,11 @@ class SparseLowBit(RowExchange, OuterCompression):
         return 2 * self.k + self.k // 4 + 4
 
     def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
-        n, c = flat.numel(), self.chunk
-        padded = torch.zeros(-(-n // c) * c, dtype=torch.float32, device=flat.device)
+        n, c, k = flat.numel(), self.chunk, self.k
+        rows = -(-n // c)
+        padded = torch.zeros(rows * c, dtype=torch.float32, device=flat.device)
         padded[:n] = flat
-        rows, decoded = self._encode_rows(padded.view(-1, c))
-        return [rows.reshape(-1)], decoded.view(-1)[:n]
-
-    def _encode_rows(self, values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(one wire row per chunk, what the rows decode to) for float32 values, one chunk per row."""
-        rows, k = values.shape[0], self.k
+        values = padded.view(rows, c)
         mag, idx = values.abs().topk(k, dim=1)  # sorted: the larger half first
         levels = torch.stack([mag[:, :k // 2].mean(dim=1), mag[:, k // 2:].mean(dim=1)], dim=1).to(torch.bfloat16)
         big, small = levels[:, 0:1].float(), levels[:, 1:2].float()
@@ -79,12 +70,12 @@ class SparseLowBit(RowExchange, OuterCompression):
         negative = (values.gather(1, idx) < 0).to(torch.uint8)
         codes = negative * 2 + use_big
         kept = torch.where(use_big.bool(), big, small) * (1 - 2 * negative.float())
-        decoded = torch.zeros_like(values).scatter_(1, idx, kept)
+        decoded = torch.zeros_like(values).scatter_(1, idx, kept).view(-1)[:n]
         quads = codes.view(rows, k // 4, 4)
         packed = quads[..., 0] | (quads[..., 1] << 2) | (quads[..., 2] << 4) | (quads[..., 3] << 6)
-        wire = torch.cat([idx.to(torch.int16).view(torch.uint8).view(rows, 2 * k), packed,
-                          levels.contiguous().view(torch.uint8).view(rows, 4)], dim=1)
-        return wire, decoded
+        row = torch.cat([idx.to(torch.int16).view(torch.uint8).view(rows, 2 * k), packed,
+                         levels.contiguous().view(torch.uint8).view(rows, 4)], dim=1)
+        return [row.reshape(-1)], decoded
 
     def decode_rows(self, rows: torch.Tensor) -> torch.Tensor:
         """The dense float32 chunks (one per row) of rows as `encode` lays them out."""
@@ -96,15 +87,10 @@ class SparseLowBit(RowExchange, OuterCompression):
         kept = torch.where((codes & 1).bool(), levels[:, 0:1], levels[:, 1:2]) * (1 - (codes >> 1).float() * 2)
         return torch.zeros(rows.shape[0], self.chunk, device=rows.device).scatter_(1, idx, kept)
 
-    _decode_rows = decode_rows
-
-    def _as_rows(self, wire: List[torch.Tensor]) -> torch.Tensor:
-        return wire[0].view(-1, self.row_bytes())
-
-    def _gather(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet) -> Any:
+    def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> Any:
         return M.allgather_async(wire[0], name=name, process_set=process_set)
 
-    def _gathered(self, handle: Any, numel: int, size: int) -> torch.Tensor:
+    def finish(self, handle: Any, numel: int, size: int) -> torch.Tensor:
         return self.average(M.synchronize(handle), numel, size)
 
     def average(self, gathered: torch.Tensor, numel: int, size: int) -> torch.Tensor:
