@@ -69,6 +69,8 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/gpu/results/2026-11-27-h100-mps/)",
     "843faa5": "session 30: one host against the compute bound, torch and TF fronts, and the 2D "
                "reducescatter's in-place ring A/B (benchmarks/engine/results/s30/)",
+    "25e7b0b": "session 30: DiLoCo, torchft and sparseloco at 4 emulated hosts, 3 seeds; sparseloco's density, "
+               "outer lr and reduce-scatter form (benchmarks/lowcomm/results/s30/)",
 }
 
 
