@@ -88,7 +88,14 @@ LinkFit fitAlphaBeta(const std::vector<double>& bytes, const std::vector<double>
     sxy += (bytes[i] - mx) * (seconds[i] - my);
   }
   f.present = true;
-  f.beta = sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0;
+  f.beta = sxx > 0 ? sxy / sxx : 0.0;
+  if (f.beta <= 0.0) {
+    // Noise hid the slope (on a busy machine the small probes also wait for the peer to be
+    // scheduled, seen with 3 ranks on 2 cores): price every byte at the largest probe's rate, an
+    // upper bound, rather than call bytes free.
+    const size_t big = static_cast<size_t>(std::max_element(bytes.begin(), bytes.begin() + n) - bytes.begin());
+    f.beta = bytes[big] > 0 ? seconds[big] / bytes[big] : 0.0;
+  }
   f.alpha = std::max(0.0, my - f.beta * mx);
   // A negative intercept (noise) would claim free messages; the smallest probe bounds alpha.
   if (f.alpha == 0.0) f.alpha = *std::min_element(seconds.begin(), seconds.begin() + n) * 0.5;

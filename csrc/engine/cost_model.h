@@ -22,7 +22,8 @@ struct LinkFit {
   double beta = 0.0;   // seconds per byte
 };
 
-// Least-squares line through (bytes, seconds), with alpha and beta clamped at zero.
+// Least-squares line through (bytes, seconds), alpha clamped at zero; a slope noise made zero or
+// negative becomes the largest sample's seconds per byte (an upper bound: bytes are never free).
 LinkFit fitAlphaBeta(const std::vector<double>& bytes, const std::vector<double>& seconds);
 
 struct CostModel {
