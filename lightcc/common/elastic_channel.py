@@ -107,7 +107,11 @@ class WorkerChannel:
     def __init__(self, environ: Optional[Mapping[str, str]] = None) -> None:
         env = os.environ if environ is None else environ
         self.addresses = parse_addrs(env[ADDR_VAR])
-        self._current = 0  # the driver that answered last
+        # The driver that answered last. A request walks the list from there with a cursor of its own:
+        # the watch thread and the main thread fail on a lost driver together, and a shared cursor that
+        # each stepped on would step twice and send both back to the lost driver, every round, until
+        # REQUEST_TIMEOUT_S (a 30 s stall seen under load with the leader's host lost).
+        self._current = 0
         self.worker = env[WORKER_VAR]
         self._key = env.get(SECRET_VAR, "").encode()
         if not self._key:
@@ -129,8 +133,9 @@ class WorkerChannel:
         deadline = time.monotonic() + REQUEST_TIMEOUT_S
         payload = json.dumps({**message, "worker": self.worker}).encode()
         read_s = reply_s if self.standbys else None
+        index = self._current
         while True:
-            address = self.address
+            address = self.addresses[index]
             try:
                 conn = connect(address, self._key, read_s)
                 try:
@@ -139,6 +144,7 @@ class WorkerChannel:
                 finally:
                     conn.close()
                 if reply.get("status") != "standby":
+                    self._current = index
                     return reply
                 err: Exception = OSError("a standby driver that has not taken over")
             except AuthenticationError as failure:
@@ -149,7 +155,7 @@ class WorkerChannel:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no elastic driver answers (last tried {address[0]}:{address[1]}: {err})") from err
             if self.standbys:
-                self._current = (self._current + 1) % len(self.addresses)
+                index = (index + 1) % len(self.addresses)
                 time.sleep(POLL_S)
             else:
                 time.sleep(0.2)

@@ -251,6 +251,50 @@ def test_channel_moves_past_a_dead_driver_and_a_standby_to_the_leader():
     leader.close()
 
 
+def test_two_threads_failing_on_a_lost_driver_together_both_move_on(monkeypatch):
+    """A worker's watch thread and main thread ask at once, and the first driver drops both together
+    (as a lost leader does): each must go on to the next driver, not step a shared cursor twice
+    and land on the lost one again, every round, until the request times out."""
+    monkeypatch.setattr(ch, "REQUEST_TIMEOUT_S", 3.0)
+    lost = Listener(("127.0.0.1", 0), authkey=b"s3cret")
+    leader = Listener(("127.0.0.1", 0), authkey=b"s3cret")
+
+    def drop_in_pairs():
+        while True:
+            pair = []
+            try:
+                pair.append(lost._listener._socket.accept()[0])
+                lost._listener._socket.settimeout(1.0)  # a thread alone is dropped too, a second later
+                pair.append(lost._listener._socket.accept()[0])
+            except OSError:
+                pass
+            lost._listener._socket.settimeout(None)
+            for sock in pair:
+                sock.close()
+
+    threading.Thread(target=drop_in_pairs, daemon=True).start()
+    _serve(leader, [{"updated": True}, {"updated": True}])
+    addrs = f"127.0.0.1:{lost.address[1]},127.0.0.1:{leader.address[1]}"
+    c = ch.WorkerChannel({ch.ADDR_VAR: addrs, ch.WORKER_VAR: "w1", ch.SECRET_VAR: "s3cret"})
+    answers, errors = [], []
+
+    def ask():
+        try:
+            answers.append(c.poll(1))
+        except RuntimeError as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert errors == [] and answers == [True, True]
+    assert c.address == ("127.0.0.1", leader.address[1])
+    lost.close()
+    leader.close()
+
+
 def test_a_silent_driver_fails_the_read_instead_of_blocking_it():
     silent = Listener(("127.0.0.1", 0), authkey=b"s3cret")  # accepts in the kernel, never answers
     with pytest.raises(OSError):
