@@ -128,7 +128,8 @@ def test_sparse_rows_bytes_selection_and_two_levels():
     wire, decoded = codec.encode(x)
     rows = -(-1000 // 64)
     assert codec.k == 16 and wire[0].dtype == torch.uint8
-    assert wire[0].numel() == rows * (2 * 16 + 16 // 4 + 4) == rows * codec.row_bytes()
+    # Elias-Fano indices: b = 2 low bits each (4 bytes), 16 + 64/4 high bits (4 bytes); 4 code bytes; 4 of magnitudes
+    assert codec.low_bits == 2 and wire[0].numel() == rows * (4 + 4 + 16 // 4 + 4) == rows * codec.row_bytes()
     padded = torch.zeros(rows * 64)
     padded[:1000] = x
     for r in range(rows):
@@ -140,6 +141,28 @@ def test_sparse_rows_bytes_selection_and_two_levels():
         assert len(set(got[kept].abs().tolist())) <= 2  # two magnitudes a chunk
     # What the rows decode to on another rank is what this rank keeps as sent.
     assert torch.equal(codec.decode_rows(wire[0].view(rows, -1)).view(-1)[:1000], decoded)
+
+
+@pytest.mark.parametrize("density,chunk,low_bits,row", [(0.08, 4096, 3, 123 + 105 + 82 + 4), (1.0, 4, 0, 0 + 1 + 1 + 4),
+                                                         (0.001, 64, 4, 2 + 1 + 1 + 4), (0.5, 8, 1, 1 + 1 + 1 + 4)])
+def test_sparse_indices_are_elias_fano_and_exact(density, chunk, low_bits, row):
+    """Any set of k in-chunk indices, the chunk's last element and a whole chunk included, reads back exactly."""
+    codec = SparseLowBit(density, chunk)
+    assert (codec.low_bits, codec.row_bytes()) == (low_bits, row)
+    g = torch.Generator().manual_seed(chunk)
+    idx = torch.stack([torch.randperm(chunk, generator=g)[:codec.k].sort().values for _ in range(50)])
+    idx[0] = torch.arange(chunk - codec.k, chunk)  # the highest indices: every high bit at the end
+    idx[1] = torch.arange(codec.k)
+    assert torch.equal(codec._read_indices(codec._indices(idx)), idx)
+
+
+def test_a_malformed_sparse_row_is_refused():
+    codec = SparseLowBit(0.25, 64)
+    wire, _ = codec.encode(torch.randn(64))
+    row = wire[0].view(1, -1).clone()
+    row[0, 4] ^= 0x40  # one more high bit: 17 indices in a row of 16
+    with pytest.raises(ValueError, match="malformed row"):
+        codec.decode_rows(row)
 
 
 def test_sparse_average_sums_ranks_in_order():

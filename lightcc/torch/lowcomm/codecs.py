@@ -17,8 +17,9 @@ back into the average over ranks:
   (LIGHT_TOPK_ALLREDUCE=1), which selects, exchanges and keeps the residual itself; what it puts on
   links is in the engine's ``topk_bytes_sent``.
 - ``SparseLowBit`` (``"sparseloco[:DENSITY[:CHUNK[:DECAY]]]"``, sparse_codec.py): SparseLoCo's per-chunk
-  top-k with 2-bit values, allgathered. Bytes handed to the engine: 2.25 per kept element plus 4
-  per chunk (density 0.08 of chunks of 4096 elements by default: about 1/22 of float32's).
+  top-k with 2-bit values and Elias-Fano indices, allgathered. Bytes handed to the engine: (4 + b) / 8
+  per kept element with b = ⌊log2(1 / density)⌋, plus about 4 + CHUNK / 2^(b+3) per chunk (density
+  0.08 of chunks of 4096 elements by default: 314 bytes a chunk, 1/52 of float32's).
 
 Spec strings name them (compression_specs.py). Lossy codecs report the value this rank's
 contribution decodes to, so the caller keeps the error (input minus decoded) as an error-feedback

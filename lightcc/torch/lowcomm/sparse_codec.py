@@ -1,14 +1,19 @@
-"""SparseLoCo's outer-gradient codec: per-chunk top-k, 2-bit values, 16-bit in-chunk indices, allgathered.
+"""SparseLoCo's outer-gradient codec: per-chunk top-k, 2-bit values, Elias-Fano in-chunk indices, allgathered.
 
 SparseLoCo (arXiv 2508.15706) keeps an error-feedback accumulator e on every rank, e ← β·e + Δ,
 sends Q(top-k(e)) per chunk and keeps e minus what it sent; the ranks average what they sent
 and a plain outer SGD step (no momentum: the accumulator takes its place) applies it.
 
-Wire format, one row per chunk of ``chunk`` elements (the fragment zero-padded to whole chunks):
-``k`` uint16 indices within the chunk, ``k`` 2-bit codes (four to a byte: sign and which of two
-magnitudes), and the chunk's two magnitudes in bfloat16 — 2.25 bytes a kept element plus 4 a
-chunk. The two magnitudes are the mean |value| of the larger and of the smaller half of the
-selection; each value takes the nearer one, and what that rounding loses stays in the residual.
+Wire format, one row of fixed size per chunk of ``chunk`` elements (the fragment zero-padded to
+whole chunks), the kept elements in ascending index order:
+- their indices in Elias-Fano form: with b = ⌊log2(chunk / k)⌋, the low b bits of each index
+  (k × b bits), then the high parts as a bit vector of k + ⌈chunk / 2^b⌉ bits with bit
+  high_i + i set for the i-th index. That is 2 + b bits a kept element and at most ⌈chunk / 2^b⌉
+  more a chunk: 5.4 bits at the default density against 16 for plain 16-bit indices, and exact;
+- ``k`` 2-bit codes (four to a byte: sign and which of two magnitudes);
+- the chunk's two magnitudes in bfloat16.
+The two magnitudes are the mean |value| of the larger and of the smaller half of the selection;
+each value takes the nearer one, and what that rounding loses stays in the residual.
 
 Why not the engine's top-k (``"topk"``): its merge adds pairs at every recursive-doubling round
 and sends float values with 32-bit indices; 2-bit values cannot be added without quantising
@@ -28,6 +33,19 @@ from lightcc.torch import mpi_ops as M
 from lightcc.torch.lowcomm.codecs import OuterCompression
 
 
+def _pack_bits(bits: torch.Tensor) -> torch.Tensor:
+    """(rows, n) zeros and ones as (rows, ⌈n / 8⌉) bytes, the first bit in each byte's lowest."""
+    rows, n = bits.shape
+    bits = torch.nn.functional.pad(bits, (0, -n % 8)).view(rows, -1, 8)
+    return (bits << torch.arange(8, device=bits.device)).sum(dim=-1).to(torch.uint8)
+
+
+def _unpack_bits(packed: torch.Tensor, n: int) -> torch.Tensor:
+    """The first `n` bits of each row of `_pack_bits`'s bytes, as int64 zeros and ones."""
+    shifts = torch.arange(8, device=packed.device)
+    return ((packed.to(torch.int64).unsqueeze(-1) >> shifts) & 1).view(packed.shape[0], -1)[:, :n]
+
+
 def sparse_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
     """SparseLoCo's outer step: SGD without momentum, lr 2 (the best of 1, 2, 2.5, 3, 4 in docs/lowcomm.md's race)."""
     return torch.optim.SGD(params, lr=2.0)
@@ -43,8 +61,7 @@ class SparseLowBit(OuterCompression):
         if not 0.0 < density <= 1.0:
             raise ValueError(f"sparseloco compression needs a density in (0, 1], not {density}")
         if not 4 <= chunk <= 65536:
-            raise ValueError(f"sparseloco compression needs a chunk of 4 to 65536 elements (16-bit indices), "
-                             f"not {chunk}")
+            raise ValueError(f"sparseloco compression needs a chunk of 4 to 65536 elements, not {chunk}")
         if not 0.0 <= decay <= 1.0:
             raise ValueError(f"sparseloco compression needs an error-feedback decay in [0, 1], not {decay}")
         self.chunk, self.density = chunk, density
@@ -52,10 +69,34 @@ class SparseLowBit(OuterCompression):
         self.k = min(chunk - chunk % 4, max(4, 4 * math.ceil(chunk * density / 4)))
         self.feedback_decay = decay
         self.spec = f"sparseloco:{density:g}:{chunk}:{decay:g}"
+        # Elias-Fano: b low bits an index; the high parts (index >> b, at most (chunk - 1) >> b) in unary.
+        self.low_bits = (chunk // self.k).bit_length() - 1
+        self.high_bits = self.k + ((chunk - 1) >> self.low_bits) + 1
 
     def row_bytes(self) -> int:
         """Bytes of one chunk's row on the wire."""
-        return 2 * self.k + self.k // 4 + 4
+        return -(-self.k * self.low_bits // 8) + -(-self.high_bits // 8) + self.k // 4 + 4
+
+    def _indices(self, idx: torch.Tensor) -> torch.Tensor:
+        """The Elias-Fano bytes of each row's ascending in-chunk indices (rows, k)."""
+        rows, k, b = idx.shape[0], self.k, self.low_bits
+        shifts = torch.arange(b, device=idx.device)
+        low = ((idx.unsqueeze(-1) >> shifts) & 1).view(rows, k * b)
+        high = torch.zeros(rows, self.high_bits, dtype=torch.int64, device=idx.device)
+        high.scatter_(1, (idx >> b) + torch.arange(k, device=idx.device), 1)
+        return torch.cat([_pack_bits(low), _pack_bits(high)], dim=1)
+
+    def _read_indices(self, rows: torch.Tensor) -> torch.Tensor:
+        """The (rows, k) int64 indices of `_indices`'s bytes at the start of each row."""
+        n, k, b = rows.shape[0], self.k, self.low_bits
+        low_bytes = -(-k * b // 8)
+        low = _unpack_bits(rows[:, :low_bytes], k * b).view(n, k, b)
+        low = (low << torch.arange(b, device=rows.device)).sum(dim=-1)
+        high = _unpack_bits(rows[:, low_bytes:low_bytes + -(-self.high_bits // 8)], self.high_bits)
+        ones = high.nonzero()[:, 1]
+        if ones.numel() != n * k:
+            raise ValueError(f"sparseloco: a malformed row: {ones.numel()} index bits set in {n} rows of {k}")
+        return ((ones.view(n, k) - torch.arange(k, device=rows.device)) << b) | low
 
     def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
         n, c, k = flat.numel(), self.chunk, self.k
@@ -66,6 +107,8 @@ class SparseLowBit(OuterCompression):
         mag, idx = values.abs().topk(k, dim=1)  # sorted: the larger half first
         levels = torch.stack([mag[:, :k // 2].mean(dim=1), mag[:, k // 2:].mean(dim=1)], dim=1).to(torch.bfloat16)
         big, small = levels[:, 0:1].float(), levels[:, 1:2].float()
+        idx, order = idx.sort(dim=1)  # Elias-Fano codes ascending indices; the codes follow them
+        mag = mag.gather(1, order)
         use_big = (mag >= (big + small) / 2).to(torch.uint8)
         negative = (values.gather(1, idx) < 0).to(torch.uint8)
         codes = negative * 2 + use_big
@@ -73,15 +116,14 @@ class SparseLowBit(OuterCompression):
         decoded = torch.zeros_like(values).scatter_(1, idx, kept).view(-1)[:n]
         quads = codes.view(rows, k // 4, 4)
         packed = quads[..., 0] | (quads[..., 1] << 2) | (quads[..., 2] << 4) | (quads[..., 3] << 6)
-        row = torch.cat([idx.to(torch.int16).view(torch.uint8).view(rows, 2 * k), packed,
-                         levels.contiguous().view(torch.uint8).view(rows, 4)], dim=1)
+        row = torch.cat([self._indices(idx), packed, levels.contiguous().view(torch.uint8).view(rows, 4)], dim=1)
         return [row.reshape(-1)], decoded
 
     def decode_rows(self, rows: torch.Tensor) -> torch.Tensor:
         """The dense float32 chunks (one per row) of rows as `encode` lays them out."""
         k = self.k
-        idx = rows[:, :2 * k].contiguous().view(torch.int16).to(torch.int64) & 0xFFFF
-        packed = rows[:, 2 * k:2 * k + k // 4]
+        idx = self._read_indices(rows)
+        packed = rows[:, -4 - k // 4:-4]
         codes = torch.stack([(packed >> s) & 3 for s in (0, 2, 4, 6)], dim=-1).reshape(rows.shape[0], k)
         levels = rows[:, -4:].contiguous().view(torch.bfloat16).float()
         kept = torch.where((codes & 1).bool(), levels[:, 0:1], levels[:, 1:2]) * (1 - (codes >> 1).float() * 2)

@@ -180,10 +180,12 @@ def reference() -> None:
 # ---- training with each codec ------------------------------------------------------------------
 
 def sparse_bytes(n: int, compression: str) -> int:
-    """Bytes "sparseloco:DENSITY:CHUNK" hands over for n elements: a row a chunk (indices, codes, magnitudes)."""
+    """Bytes "sparseloco:DENSITY:CHUNK" hands over for n elements: a row a chunk (Elias-Fano indices: b low bits
+    each and k + ceil(chunk / 2^b) high bits; 2-bit codes; two bfloat16 magnitudes)."""
     density, chunk = float(compression.split(":")[1]), int(compression.split(":")[2])
     k = min(chunk - chunk % 4, max(4, 4 * math.ceil(chunk * density / 4)))
-    return -(-n // chunk) * (2 * k + k // 4 + 4)
+    b = int(math.floor(math.log2(chunk / k)))
+    return -(-n // chunk) * (math.ceil(k * b / 8) + math.ceil((k + math.ceil(chunk / 2 ** b)) / 8) + k // 4 + 4)
 
 
 def wire_bytes(diloco: DiLoCo, compression: str) -> int:
