@@ -66,6 +66,12 @@ Status chainBroadcast(SetComm& c, void* buf, size_t bytes, int root_member);
 Status linkExchangeSplits(SetComm& c, const std::vector<int64_t>& send_rows, SplitMatrix* matrix);
 Status linkAlltoallData(SetComm& c, const void* in, size_t row_bytes, const SplitMatrix& matrix,
                         void* out);
+// Where each member's block of a reducescatter's input lies: element offsets and counts, and their sum.
+struct RowSegments {
+  std::vector<size_t> start, len;
+  size_t total = 0;
+};
+RowSegments rowSegments(const std::vector<int64_t>& rows, size_t row_elems);
 Status ringReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
                          size_t row_elems, const ReduceSpec& spec);
 // The same over a scratch input the caller gives up: the ring works in `buf` (no copy of it).

@@ -110,8 +110,7 @@ Status hierReducescatter(HierComm& h, const void* in, void* out, const std::vect
                          size_t row_elems, const ReduceSpec& spec) {
   const int g = h.intra.size(), n = h.cross.size(), l = h.intra.me;
   const size_t esize = dtypeSize(spec.dtype);
-  std::vector<size_t> start(rows.size() + 1, 0);
-  for (size_t j = 0; j < rows.size(); ++j) start[j + 1] = start[j] + static_cast<size_t>(rows[j]) * row_elems;
+  const RowSegments blocks = rowSegments(rows, row_elems);
   // Lane j: the blocks of members k*g + j, k = 0..n-1, in that order. The group's reducescatter
   // gathers each lane from where its blocks lie and hands member j its lane summed over the host.
   std::vector<IoVec> lanes(g);
@@ -120,7 +119,7 @@ Status hierReducescatter(HierComm& h, const void* in, void* out, const std::vect
   for (int j = 0; j < g; ++j) {
     for (int k = 0; k < n; ++k) {
       const size_t m = static_cast<size_t>(k) * g + j;
-      lanes[j].add(src + start[m] * esize, nullptr, (start[m + 1] - start[m]) * esize);
+      lanes[j].add(src + blocks.start[m] * esize, nullptr, blocks.len[m] * esize);
       if (j == l) cross_rows[k] = rows[m];
     }
   }

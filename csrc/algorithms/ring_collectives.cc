@@ -175,16 +175,8 @@ Status linkAlltoallData(SetComm& c, const void* in, size_t row_bytes, const Spli
   return runP2P(c, ops, "alltoall exchange");
 }
 
-namespace {
-constexpr size_t kKeptWorkBytes = size_t{256} << 20;
-
-struct Segments {
-  std::vector<size_t> start, len;
-  size_t total = 0;
-};
-
-Segments segmentsOf(const std::vector<int64_t>& rows, size_t row_elems) {
-  Segments s;
+RowSegments rowSegments(const std::vector<int64_t>& rows, size_t row_elems) {
+  RowSegments s;
   for (int64_t r : rows) {
     s.start.push_back(s.total);
     s.len.push_back(static_cast<size_t>(r) * row_elems);
@@ -193,11 +185,14 @@ Segments segmentsOf(const std::vector<int64_t>& rows, size_t row_elems) {
   return s;
 }
 
+namespace {
+constexpr size_t kKeptWorkBytes = size_t{256} << 20;
+
 // The ring over `work`: the input is `in`, copied in as needed, or `work` itself (then it is
 // overwritten). Large segments take the chunked pipeline (the link never idles between steps),
 // which copies and prescales each chunk of the input as it first needs it and applies the
 // postscale itself. Chunks are cut from the smallest segment so every chunk holds elements.
-Status reducescatterOver(SetComm& c, const void* in, char* work, void* out, const Segments& s,
+Status reducescatterOver(SetComm& c, const void* in, char* work, void* out, const RowSegments& s,
                          const ReduceSpec& spec) {
   const int p = c.size();
   const size_t esize = dtypeSize(spec.dtype);
@@ -220,7 +215,7 @@ Status reducescatterOver(SetComm& c, const void* in, char* work, void* out, cons
 
 Status ringReducescatter(SetComm& c, const void* in, void* out, const std::vector<int64_t>& rows,
                          size_t row_elems, const ReduceSpec& spec) {
-  const Segments s = segmentsOf(rows, row_elems);
+  const RowSegments s = rowSegments(rows, row_elems);
   const size_t bytes = s.total * dtypeSize(spec.dtype);
   // The work area is kept by this thread for the next call up to kKeptWorkBytes: a fresh one would
   // fault its pages in every time.
@@ -233,7 +228,7 @@ Status ringReducescatter(SetComm& c, const void* in, void* out, const std::vecto
 
 Status ringReducescatterInPlace(SetComm& c, void* buf, void* out, const std::vector<int64_t>& rows,
                                 size_t row_elems, const ReduceSpec& spec) {
-  return reducescatterOver(c, buf, static_cast<char*>(buf), out, segmentsOf(rows, row_elems), spec);
+  return reducescatterOver(c, buf, static_cast<char*>(buf), out, rowSegments(rows, row_elems), spec);
 }
 
 }  // namespace lightcc
