@@ -71,6 +71,8 @@ ARCHIVES: Dict[str, str] = {
                "reducescatter's in-place ring A/B (benchmarks/engine/results/s30/)",
     "25e7b0b": "session 30: DiLoCo, torchft and sparseloco at 4 emulated hosts, 3 seeds; sparseloco's density, "
                "outer lr and reduce-scatter form (benchmarks/lowcomm/results/s30/)",
+    "66abbba": "session 31: sparseloco with Elias-Fano indices at 4 and 2 emulated hosts, density 0.08 and 0.1, "
+               "3 seeds (benchmarks/lowcomm/results/s31/)",
 }
 
 

@@ -107,7 +107,7 @@ def test_listed_fragments_are_checked():
 
 # ---- SparseLoCo's codec -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("spec,density,chunk,k", [("sparseloco", 0.08, 4096, 328), ("SPARSELOCO:0.1:256", 0.1, 256, 28),
+@pytest.mark.parametrize("spec,density,chunk,k", [("sparseloco", 0.1, 4096, 412), ("SPARSELOCO:0.1:256", 0.1, 256, 28),
                                                   ("sparseloco:1:4", 1.0, 4, 4), ("sparseloco:0.001:64", 0.001, 64, 4)])
 def test_sparse_specs_parse(spec, density, chunk, k):
     codec = parse_compression(spec)
@@ -143,7 +143,7 @@ def test_sparse_rows_bytes_selection_and_two_levels():
     assert torch.equal(codec.decode_rows(wire[0].view(rows, -1)).view(-1)[:1000], decoded)
 
 
-@pytest.mark.parametrize("density,chunk,low_bits,row", [(0.08, 4096, 3, 123 + 105 + 82 + 4), (1.0, 4, 0, 0 + 1 + 1 + 4),
+@pytest.mark.parametrize("density,chunk,low_bits,row", [(0.1, 4096, 3, 155 + 116 + 103 + 4), (0.08, 4096, 3, 123 + 105 + 82 + 4), (1.0, 4, 0, 0 + 1 + 1 + 4),
                                                          (0.001, 64, 4, 2 + 1 + 1 + 4), (0.5, 8, 1, 1 + 1 + 1 + 4)])
 def test_sparse_indices_are_elias_fano_and_exact(density, chunk, low_bits, row):
     """Any set of k in-chunk indices, the chunk's last element and a whole chunk included, reads back exactly."""

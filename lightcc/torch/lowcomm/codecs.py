@@ -19,7 +19,7 @@ back into the average over ranks:
 - ``SparseLowBit`` (``"sparseloco[:DENSITY[:CHUNK[:DECAY]]]"``, sparse_codec.py): SparseLoCo's per-chunk
   top-k with 2-bit values and Elias-Fano indices, allgathered. Bytes handed to the engine: (4 + b) / 8
   per kept element with b = ⌊log2(1 / density)⌋, plus about 4 + CHUNK / 2^(b+3) per chunk (density
-  0.08 of chunks of 4096 elements by default: 314 bytes a chunk, 1/52 of float32's).
+  0.1 of chunks of 4096 elements by default: 378 bytes a chunk, 1/43 of float32's).
 
 Spec strings name them (compression_specs.py). Lossy codecs report the value this rank's
 contribution decodes to, so the caller keeps the error (input minus decoded) as an error-feedback

@@ -14,7 +14,7 @@ _CASTS = {"none": torch.float32, "fp32": torch.float32, "float32": torch.float32
 _QUANT = re.compile(r"^int(8|4)(?::(\d+))?$")
 _SPARSE = re.compile(r"^sparseloco(?::([0-9.e-]+))?(?::(\d+))?(?::([0-9.e-]+))?$")
 SPECS = ("none, bf16, fp16, int8[:CHUNK], int4[:CHUNK] (CHUNK: elements per scale, default 1024), topk or "
-         "sparseloco[:DENSITY[:CHUNK[:DECAY]]] (default 0.08 of each 4096 elements, residual decay 0.95)")
+         "sparseloco[:DENSITY[:CHUNK[:DECAY]]] (default 0.1 of each 4096 elements, residual decay 0.95)")
 
 
 def parse_compression(spec: Union[str, OuterCompression, None]) -> OuterCompression:
@@ -33,7 +33,7 @@ def parse_compression(spec: Union[str, OuterCompression, None]) -> OuterCompress
     sparse = _SPARSE.match(text)
     if sparse is not None:
         try:
-            density = float(sparse.group(1)) if sparse.group(1) else 0.08
+            density = float(sparse.group(1)) if sparse.group(1) else 0.1
             return SparseLowBit(density, int(sparse.group(2)) if sparse.group(2) else 4096,
                                 float(sparse.group(3)) if sparse.group(3) else 0.95)
         except ValueError as e:

@@ -9,7 +9,7 @@ whole chunks), the kept elements in ascending index order:
 - their indices in Elias-Fano form: with b = ⌊log2(chunk / k)⌋, the low b bits of each index
   (k × b bits), then the high parts as a bit vector of k + ⌈chunk / 2^b⌉ bits with bit
   high_i + i set for the i-th index. That is 2 + b bits a kept element and at most ⌈chunk / 2^b⌉
-  more a chunk: 5.4 bits at the default density against 16 for plain 16-bit indices, and exact;
+  more a chunk: 5.2 bits at the default density against 16 for plain 16-bit indices, and exact;
 - ``k`` 2-bit codes (four to a byte: sign and which of two magnitudes);
 - the chunk's two magnitudes in bfloat16.
 The two magnitudes are the mean |value| of the larger and of the smaller half of the selection;
@@ -57,7 +57,7 @@ class SparseLowBit(OuterCompression):
     lossy = True
     default_outer = staticmethod(sparse_outer)
 
-    def __init__(self, density: float = 0.08, chunk: int = 4096, decay: float = 0.95) -> None:
+    def __init__(self, density: float = 0.1, chunk: int = 4096, decay: float = 0.95) -> None:
         if not 0.0 < density <= 1.0:
             raise ValueError(f"sparseloco compression needs a density in (0, 1], not {density}")
         if not 4 <= chunk <= 65536:
