@@ -93,9 +93,11 @@ class Rank:
         return None
 
     def tail(self) -> str:
-        """The rank's exit status and the ends of its stdout and stderr."""
+        """The rank's exit status and the ends of its stdout and stderr (without the list of extension
+        modules a fatal error prints after its stacks, which alone would fill the tail)."""
+        stderr = "\n".join(line for line in self.stderr.splitlines() if not line.startswith("Extension modules:"))
         return (f"--- rank {self.rank} (host {self.host}, exit {self.returncode})\n"
-                f"{self.stdout[-2000:]}\n{self.stderr[-3000:]}")
+                f"{self.stdout[-2000:]}\n{stderr[-3000:]}")
 
 
 def describe(ranks: Sequence[Rank], most: int = 4) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from datetime import timedelta
@@ -117,8 +118,6 @@ def _compressed(prefix: str) -> List[str]:
 
 def main(spec_json: str) -> int:
     """Trains every seed of the spec on this rank; rank 0 prints a RESULT line per seed."""
-    import os
-
     import torch
     import torch.distributed as dist
 
@@ -164,4 +163,13 @@ def main(spec_json: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    code = main(sys.argv[1])
+    if json.loads(sys.argv[1])["method"]["backend"] != "lightcc":
+        # torch's gloo ranks abort now and then in the interpreter's teardown, after destroy_process_group
+        # and every result ("terminate called without an active exception", no Python frame; about 1 run
+        # in 10 of `tta --ddp-hooks` on 2 cores, in its PowerSGD settings): a peer's exit, not its run, so
+        # they leave without the teardown. lightcc's ranks take the normal exit, which its tests check.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
