@@ -73,6 +73,8 @@ ARCHIVES: Dict[str, str] = {
                "outer lr and reduce-scatter form (benchmarks/lowcomm/results/s30/)",
     "66abbba": "session 31: sparseloco with Elias-Fano indices at 4 and 2 emulated hosts, density 0.08 and 0.1, "
                "3 seeds (benchmarks/lowcomm/results/s31/)",
+    "094cb78": "session 31: int8 and int4 outer steps at 4 emulated hosts, seeds 1 and 2 "
+               "(benchmarks/lowcomm/results/s31-int/)",
 }
 
 
