@@ -37,13 +37,13 @@ def _pack_bits(bits: torch.Tensor) -> torch.Tensor:
     """(rows, n) zeros and ones as (rows, ⌈n / 8⌉) bytes, the first bit in each byte's lowest."""
     rows, n = bits.shape
     bits = torch.nn.functional.pad(bits, (0, -n % 8)).view(rows, -1, 8)
-    return (bits << torch.arange(8, device=bits.device)).sum(dim=-1).to(torch.uint8)
+    return (bits << torch.arange(8, dtype=bits.dtype, device=bits.device)).sum(dim=-1).to(torch.uint8)
 
 
 def _unpack_bits(packed: torch.Tensor, n: int) -> torch.Tensor:
-    """The first `n` bits of each row of `_pack_bits`'s bytes, as int64 zeros and ones."""
-    shifts = torch.arange(8, device=packed.device)
-    return ((packed.to(torch.int64).unsqueeze(-1) >> shifts) & 1).view(packed.shape[0], -1)[:, :n]
+    """The first `n` bits of each row of `_pack_bits`'s bytes, as uint8 zeros and ones."""
+    shifts = torch.arange(8, dtype=torch.uint8, device=packed.device)
+    return ((packed.unsqueeze(-1) >> shifts) & 1).view(packed.shape[0], -1)[:, :n]
 
 
 def sparse_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
@@ -81,8 +81,9 @@ class SparseLowBit(OuterCompression):
         """The Elias-Fano bytes of each row's ascending in-chunk indices (rows, k)."""
         rows, k, b = idx.shape[0], self.k, self.low_bits
         shifts = torch.arange(b, device=idx.device)
-        low = ((idx.unsqueeze(-1) >> shifts) & 1).view(rows, k * b)
-        high = torch.zeros(rows, self.high_bits, dtype=torch.int64, device=idx.device)
+        low = ((idx.unsqueeze(-1) >> shifts) & 1).to(torch.uint8).view(rows, k * b)
+        # Bits as bytes: a row's bit vectors stay an eighth of what int64 would hold on a large model.
+        high = torch.zeros(rows, self.high_bits, dtype=torch.uint8, device=idx.device)
         high.scatter_(1, (idx >> b) + torch.arange(k, device=idx.device), 1)
         return torch.cat([_pack_bits(low), _pack_bits(high)], dim=1)
 
@@ -90,7 +91,7 @@ class SparseLowBit(OuterCompression):
         """The (rows, k) int64 indices of `_indices`'s bytes at the start of each row."""
         n, k, b = rows.shape[0], self.k, self.low_bits
         low_bytes = -(-k * b // 8)
-        low = _unpack_bits(rows[:, :low_bytes], k * b).view(n, k, b)
+        low = _unpack_bits(rows[:, :low_bytes], k * b).view(n, k, b).to(torch.int64)
         low = (low << torch.arange(b, device=rows.device)).sum(dim=-1)
         high = _unpack_bits(rows[:, low_bytes:low_bytes + -(-self.high_bits // 8)], self.high_bits)
         ones = high.nonzero()[:, 1]
