@@ -75,6 +75,8 @@ ARCHIVES: Dict[str, str] = {
                "3 seeds (benchmarks/lowcomm/results/s31/)",
     "094cb78": "session 31: int8 and int4 outer steps at 4 emulated hosts, seeds 1 and 2 "
                "(benchmarks/lowcomm/results/s31-int/)",
+    "95f3f3c": "session 32: the GPU checks at 87cba93 on one H200 under MPS "
+               "(benchmarks/gpu/results/2026-11-27-h200-mps/)",
 }
 
 

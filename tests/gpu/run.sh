@@ -39,11 +39,17 @@ if [ "${LIGHTCC_GPU_MPS:-1}" = 1 ] && command -v nvidia-cuda-mps-control >/dev/n
 else
   echo "=== MPS: off; ranks sharing the GPU are time-sliced"
 fi
+child=
+trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; echo "=== stopped by a signal"; exit 143' TERM INT
 step() {  # step NAME TIMEOUT CMD...: runs one check, logs its verdict
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
   echo "=== $name ($(date -u +%H:%M:%S))"
-  timeout --kill-after=10 "$limit" "$@"
+  # In the background and waited for, so a TERM from an outer limit runs the trap below at once
+  # (bash defers traps while a foreground child runs) and the MPS logs still come back.
+  timeout --kill-after=10 "$limit" "$@" &
+  child=$!
+  wait "$child"
   local rc=$?
   echo "=== $name: $([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc") in $((SECONDS - t0)) s"
   # What a step leaves behind: leaked ranks are MPS clients too (the daemon takes a bounded number).
@@ -89,7 +95,7 @@ for phase in "${phases[@]}"; do
       step harp-nccl 180 $PY -m pytest -x -q -p no:cacheprovider tests/gpu/test_harp_nccl.py
       ;;
     features)  # streams, order/cost fusion, pacing off, autotune converging, elastic kill -9
-      step features 580 $PY -m pytest -q -p no:cacheprovider tests/gpu/test_features_gpu.py
+      step features 580 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_features_gpu.py
       ;;
     wheel)
       step wheel 300 bash -c "set -e; ls wheelhouse/lightcc-*manylinux*.whl wheelhouse/lightcc_cuda*.whl; \
