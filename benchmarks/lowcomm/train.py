@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topk-ratio", type=float, default=0.01)
     p.add_argument("--sync-every", type=int, default=50, help="DiLoCo's H")
     p.add_argument("--fragments", type=int, default=1)
+    p.add_argument("--delay", type=int, default=None,
+                   help="DiLoCo's delay: inner steps an exchange overlaps (default 0 with one fragment, else 1)")
     p.add_argument("--compression", default="none")
     p.add_argument("--islands", choices=["host"], default=None,
                    help="DiLoCo's islands: the ranks of each host train data-parallel, DiLoCo runs between hosts")

@@ -25,6 +25,12 @@ def test_each_codec_trains_and_a_checkpoint_resumes_exactly():
     print("\n".join(line for line in results[0].stdout.splitlines() if line.startswith("TRAIN")))
 
 
+@pytest.mark.parametrize("size,style", [(2, "hvd"), (3, "c10d")])
+def test_elastic_rollback_and_resync_are_exact_and_a_new_worker_takes_the_shared_weights(size, style):
+    """The elastic handler without a failure (the driver's cases are in test_elastic_diloco.py)."""
+    run_ranks("diloco_worker.py", size, [init_arg(style), "elastic"], timeout=120)
+
+
 def test_engine_topk_compresses_the_outer_step():
     env = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.1", "LIGHT_TOPK_THRESHOLD": "512",
            "LIGHT_TOPK_WARMUP_STEPS": "0", "LIGHT_TOPK_CLIP": "0"}

@@ -4,7 +4,8 @@ TorchState keeps the script's own objects: `state.model`, `state.optimizer` and 
 type the handler registry names (a module, an optimizer, an ElasticSampler by default) are the
 very objects the script holds, saved by value at commit and restored in place; other keywords are
 plain picklable attributes. As in Horovod, `set_handler_registry` lets a script add handlers for
-its own types, and assigning `state.model = other` hands the new object to its handler.
+its own types, and assigning `state.model = other` hands the new object to its handler. A value
+whose type has an `elastic_state_handler` method brings its own handler (`lightcc.torch.DiLoCo`).
 
 A commit's copy overlaps the next step (`TorchState.async_commit`, on by default): `save` copies
 the model's buffers and the optimizer's plain values at once, and hands the big in-memory copies
@@ -362,7 +363,9 @@ def _get_handler(value: Any) -> Optional[StateHandler]:
     for handler_type, handler_cls in _handler_registry:
         if isinstance(value, handler_type):
             return handler_cls(value)
-    return None
+    # An object that brings its own handler (lightcc.torch.DiLoCo), so this module need not know it.
+    make = getattr(type(value), "elastic_state_handler", None)
+    return make(value) if callable(make) else None
 
 
 class TorchState(ObjectState):

@@ -64,6 +64,15 @@ def check_warmup(warmup_steps: Any) -> None:
                          f"got {warmup_steps!r}")
 
 
+# The settings of a signature, in order (DiLoCo._settings).
+LABELS = ("sync_every", "delay", "mix", "compression", "fragments", "warmup_steps", "islands")
+
+
+def mismatch(r: int, mine: Signature, theirs: Signature) -> Optional[str]:
+    """How rank r's signature differs from the reference one (said as rank 0's), or None."""
+    return _mismatch(r, mine, theirs, LABELS)
+
+
 def signature(settings: Tuple[Any, ...], named: Sequence[Tuple[str, torch.Tensor]]) -> Signature:
     """What must match on every rank: the exchange settings and each trainable parameter's name, shape, dtype."""
     return settings, [(n, tuple(p.shape), str(p.dtype).replace("torch.", "")) for n, p in named]

@@ -33,7 +33,7 @@ from lightcc.torch.lowcomm.exchange import FragmentExchange, OuterFactory
 from lightcc.torch.lowcomm.islands import IslandSpec, Islands, check_spec, host_groups
 
 _instances = itertools.count()
-_LABELS = ("sync_every", "delay", "mix", "compression", "fragments", "warmup_steps", "islands")
+_LABELS = checks.LABELS
 
 
 def nesterov_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
@@ -94,6 +94,14 @@ class DiLoCo:
         self.name = name if name is not None else f"diloco{next(_instances)}"
         self._size = size()
         self._steps = 0
+        # Inner steps this rank's optimizer really took, and the step count they reached: after an
+        # elastic rollback (elastic_diloco.py) a re-run step below it skips the inner step it took.
+        self._taken = 0
+        self._high = 0
+        self._member = False  # has trained in this job (elastic_diloco.py: a new worker is not)
+        self._recoveries = 0
+        self._redone = 0
+        self._engine_prior = 0  # bytes counted by engines before the last re-formation
         self._fragments: List[FragmentExchange] = []
         self._warmup_exchanges = 0
         self._warmup_bytes = 0
@@ -178,9 +186,13 @@ class DiLoCo:
             result, handed = self._dense_step(closure, self._islands.island_set, f"{self.name}.island")
             self._island_steps += 1
             self._island_bytes += handed
+        elif self._steps < self._high:  # taken before a failure rolled the count back (elastic_diloco.py)
+            result = closure() if closure is not None else None
         else:
             result = self.inner_optimizer.step(closure) if closure is not None else self.inner_optimizer.step()
+            self._taken += 1
         self._steps += 1
+        self._high = max(self._high, self._steps)
         self._dirty = [True] * len(self._fragments)
         for ex in self._fragments:
             ex.progress()
@@ -190,7 +202,7 @@ class DiLoCo:
         for f, ex in enumerate(self._fragments):
             # periods count from the warm-up's end, so the first outer step comes H steps after it
             if (self._steps - self.warmup_steps) % self.sync_every == ex.offset:
-                ex.start(self._steps + self.delay)
+                ex.start(self._steps + self.delay, at=self._steps)
                 if self.delay == 0:
                     self._apply(f, self.mix)
         return result
@@ -205,6 +217,7 @@ class DiLoCo:
         self._warmup_exchanges += 1
         self._warmup_bytes += handed
         self._steps += 1
+        self._high = max(self._high, self._steps)
         if self._steps == self.warmup_steps:
             for ex in self._fragments:
                 ex.reset()
@@ -230,7 +243,9 @@ class DiLoCo:
                 # these gradients stay dense when the outer step runs top-k
                 grads.append(p.grad.view(-1) if p.grad.is_contiguous() else p.grad)
         M.synchronize(M.grouped_allreduce_async_(grads, name=name, op=M.Average, process_set=process_set))
-        self.inner_optimizer.step()
+        if self._steps >= self._high:  # not taken before a failure rolled the count back
+            self.inner_optimizer.step()
+            self._taken += 1
         return loss, sum(g.numel() * g.element_size() for g in grads)
 
     def _apply(self, f: int, mix: float) -> None:
@@ -249,7 +264,7 @@ class DiLoCo:
                 self._apply(f, self.mix)
         for f, ex in enumerate(self._fragments):
             if self._dirty[f]:
-                ex.start(self._steps)
+                ex.start(self._steps, at=self._steps)
                 self._apply(f, 0.0)
 
     def state_dict(self) -> Dict[str, Any]:
@@ -278,6 +293,22 @@ class DiLoCo:
         for ex, saved in zip(self._fragments, state["fragments"]):
             ex.load_state_dict(saved)
         self._steps, self._dirty = int(state["steps"]), list(state["dirty"])
+        self._high = self._steps
+
+    def elastic_state_handler(self) -> Any:
+        """The handler `lightcc.torch.elastic.TorchState(diloco=this)` commits, restores and syncs it with.
+
+        Survivors of a failure keep their local progress, a lost worker's pseudo-gradient is left out
+        of the outer step it missed, and a new worker starts from the shared weights
+        (elastic_diloco.py, docs/lowcomm.md "Elastic DiLoCo").
+        """
+        from lightcc.torch.lowcomm.elastic_diloco import DiLoCoStateHandler
+
+        return DiLoCoStateHandler(self)
+
+    def shared_weights(self) -> List[torch.Tensor]:
+        """The float32 weights every rank last agreed on (θ), fragment by fragment; the same on every rank."""
+        return [s for ex in self._fragments for s in ex.shared]
 
     @property
     def fragments(self) -> List[List[str]]:
@@ -300,17 +331,24 @@ class DiLoCo:
         - ``engine_bytes_sent``: the engine's own count of bytes this rank posted on links to other
           hosts since construction, for every collective of the process (dense collectives of ranks on
           one host go through shared memory, which it does not count; top-k's exchange is counted);
-        - ``wait_s``: seconds `step`/`finish` spent blocked waiting for outer exchanges.
+        - ``wait_s``: seconds `step`/`finish` spent blocked waiting for outer exchanges;
+        - ``inner_taken``: inner optimizer steps this rank took (under elastic `run`, a step re-run
+          after a failure does not take its inner step twice); ``recoveries``: re-formations this
+          DiLoCo went through; ``redone_exchanges``: outer exchanges started again after one, without
+          the workers that were lost (elastic_diloco.py).
         """
         return {
             "inner_steps": self._steps,
             "outer_exchanges": sum(ex.exchanges for ex in self._fragments),
             "wire_bytes": sum(ex.wire_bytes for ex in self._fragments),
             "dense_bytes": sum(ex.dense_bytes for ex in self._fragments),
-            "engine_bytes_sent": int(core().stats()["bytes_sent"]) - self._engine_bytes,
+            "engine_bytes_sent": self._engine_prior + int(core().stats()["bytes_sent"]) - self._engine_bytes,
             "wait_s": sum(ex.wait_s for ex in self._fragments),
             "warmup_exchanges": self._warmup_exchanges,
             "warmup_bytes": self._warmup_bytes,
             "island_steps": self._island_steps,
             "island_bytes": self._island_bytes + sum(ex.island_bytes for ex in self._fragments),
+            "inner_taken": self._taken,
+            "recoveries": self._recoveries,
+            "redone_exchanges": self._redone,
         }

@@ -51,6 +51,9 @@ class FragmentExchange:
         self.island_bytes = 0  # bytes this rank handed to its island's allgathers of the averaged slices
         self.exchanges = 0
         self.wait_s = 0.0  # time spent blocked in finish() waiting for the engine
+        self.started_at = 0  # the step the last exchange started after (elastic_diloco.py)
+        self.residual_before: Optional[torch.Tensor] = None  # the residual before that exchange's encoding
+        self.redo = False  # dropped by a failed engine and to be started again (elastic_diloco.py)
         self.place(islands)
 
     def place(self, islands: Islands) -> None:
@@ -67,13 +70,20 @@ class FragmentExchange:
                                                  if self.codec.lossy else None)
 
     @torch.no_grad()
-    def start(self, due: int) -> None:
-        """Encode this rank's slice of the pseudo-gradient and start its exchange; `finish` is due after step `due`."""
+    def start(self, due: int, at: int = 0, weight: float = 1.0) -> None:
+        """Encode this rank's slice of the pseudo-gradient and start its exchange; `finish` is due after step `due`.
+
+        `at` is the step it starts after (what `drop` is told of); `weight` scales this rank's
+        pseudo-gradient before the codec (elastic_diloco.py: N / contributors when new workers add
+        nothing to an exchange redone after a failure).
+        """
         delta = torch.cat([(s - p.float()).reshape(-1) for s, p in zip(self.shared, self.params)])[self.lo:self.hi]
-        if self.islands.scale != 1.0:  # the island's weight (islands.py); 1 for islands of equal size
-            delta.mul_(self.islands.scale)
+        scale = self.islands.scale * weight  # the island's weight (islands.py); 1 for islands of equal size
+        if scale != 1.0:
+            delta.mul_(scale)
         if self.residual is not None:
             delta.add_(self.residual, alpha=self.codec.feedback_decay)
+        self.started_at, self.residual_before = at, self.residual
         if self.hi > self.lo:
             wire, decoded = self.codec.encode(delta)
             if self.residual is not None:
@@ -86,6 +96,18 @@ class FragmentExchange:
         self.inflight = True
         self.exchanges += 1
         self.due = due
+
+    def drop(self) -> None:
+        """Forget an exchange in flight on an engine that failed; the residual goes back to before it was sent.
+
+        Whether it is started again (elastic_diloco.py) or never happens, what it would have sent is
+        again in the residual, as it was.
+        """
+        if self.inflight:
+            self.handle, self.inflight = None, False
+            self.exchanges -= 1
+            if self.residual is not None and self.residual_before is not None:
+                self.residual = self.residual_before
 
     def progress(self) -> None:
         """Let an exchange of several steps (the codec's) move on without waiting."""

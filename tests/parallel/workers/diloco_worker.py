@@ -14,6 +14,8 @@ with torch's TCPStore on PORT). MODES is a comma list (one process start runs se
   LIGHT_TOPK_ALLREDUCE=1): it trains, ranks stay identical, the engine ran top-k batches;
 - ``checkpoint``: a streaming int8 run saved mid-exchange and resumed in fresh objects ends bit-identical
   to the run that never stopped;
+- ``elastic``: the elastic handler's rollback and re-sync, without a failure, leave a streaming int8 run
+  bit-identical; a rank posing as a new worker takes the shared weights and rank 0's optimizer states;
 - ``bad``: each bad input raises ValueError on every rank, naming the rank and the parameter; then a
   valid DiLoCo still runs (nothing left hanging in the engine).
 """
@@ -350,6 +352,81 @@ def checkpoint() -> None:
         c.check("sync_every" in str(err), f"checkpoint: {err}")
 
 
+# ---- elastic rollback ----------------------------------------------------------------------------
+
+def elastic() -> None:
+    """The elastic handler's restore, reset and sync without a failure change nothing: a streaming int8 run
+    rolled back once after starting an exchange (step 8 re-run) and once after committing with one in flight
+    (started again in sync) ends bit-identical to the straight run; a rank posing as a new worker takes
+    the shared weights and rank 0's optimizer states, and every rank still ends identical."""
+    kw = {"sync_every": 4, "fragments": 2, "delay": 1, "mix": 0.5, "compression": "int8:16"}
+
+    def fresh():
+        model = mlp(100 + R)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.05)
+        return model, opt, DiLoCo(model, opt, **kw)
+
+    def recover(h) -> None:
+        h.restore()
+        h.reset()
+        h.sync()
+
+    model, opt, diloco = fresh()
+    run_steps(model, opt, diloco, 1, 11)
+    diloco.finish()
+    straight = [p.detach().clone() for p in model.parameters()]
+    model, opt, diloco = fresh()
+    h = diloco.elastic_state_handler()
+    h.sync()  # the job's start: every rank new, nothing exchanged
+    run_steps(model, opt, diloco, 1, 7)
+    h.save()
+    run_steps(model, opt, diloco, 8, 8)  # fragment 1's exchange starts after step 8, then a "failure"
+    recover(h)
+    run_steps(model, opt, diloco, 8, 8)  # the re-run: no inner step, the exchange starts again
+    h.save()
+    recover(h)  # committed with fragment 1's exchange in flight: sync starts it again
+    run_steps(model, opt, diloco, 9, 11)
+    diloco.finish()
+    same = all(torch.equal(a, b.detach()) for a, b in zip(straight, model.parameters()))
+    c.check(same, "elastic: the run rolled back twice differs from the straight one")
+    st = diloco.stats()
+    c.check((st["inner_taken"], st["recoveries"], st["redone_exchanges"]) == (11, 2, 1), f"elastic: stats {st}")
+    # A new worker (rank N - 1 poses as one): it takes θ and rank 0's optimizer states.
+    run_steps(model, opt, diloco, 12, 14)  # fragment 1's exchange after step 12 applied; 14: fragment 0's in flight
+    h.save()
+    if R == N - 1:
+        diloco._member = False
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(7.0)
+    recover(h)
+    shared = diloco.shared_weights()
+    if R == N - 1:
+        c.check(all(torch.equal(p.detach(), s) for p, s in zip(model.parameters(), shared)),
+                "elastic: the new worker's weights are not the shared ones")
+    inner = hvd.allgather_object(sorted((k, float(v["exp_avg"].sum())) for k, v in opt.state_dict()["state"].items()),
+                                 name="elastic.inner")
+    c.check(inner[N - 1] == inner[0], "elastic: the new worker did not take rank 0's inner optimizer state")
+    run_steps(model, opt, diloco, 15, 17)
+    diloco.finish()
+    c.check(identical(model), "elastic: ranks ended with different weights after a worker joined")
+    st = diloco.stats()
+    c.check(st["redone_exchanges"] == 2, f"elastic: the exchange in flight when the worker joined: {st}")
+    c.check(st["inner_taken"] == 17, f"elastic: inner steps after the join: {st}")
+    # A worker that joins with another DiLoCo: every rank raises, naming it, and nothing is left waiting.
+    settings = diloco._settings
+    if R == N - 1:
+        diloco._settings = (99,) + settings[1:]
+    try:
+        h.sync()
+        c.check(False, "elastic: a worker with another sync_every joined")
+    except ValueError as err:
+        c.check(f"rank {N - 1} joined with another DiLoCo" in str(err) and "sync_every is 4 on rank 0 but 99" in str(err),
+                f"elastic: {err}")
+    diloco._settings = settings
+    c.check(identical(model), "elastic: a collective after the refused join")
+
+
 # ---- bad input ---------------------------------------------------------------------------------
 
 def expect_error(label: str, build, *needles: str) -> None:
@@ -406,5 +483,6 @@ if __name__ == "__main__":
     torch.set_num_threads(1)  # ranks share a few cores
     start()
     for mode in MODE.split(","):
-        {"reference": reference, "train": train, "bad": bad, "topk": topk, "checkpoint": checkpoint}[mode]()
+        {"reference": reference, "train": train, "bad": bad, "topk": topk, "checkpoint": checkpoint,
+         "elastic": elastic}[mode]()
     c.finish()

@@ -1,0 +1,161 @@
+"""DiLoCo under elastic `run`: survivors keep their progress, a lost worker is left out, a new one starts from θ.
+
+`lightcc.torch.elastic.TorchState(diloco=diloco, step=0)` takes `DiLoCoStateHandler` for the
+DiLoCo object (`DiLoCo.elastic_state_handler`). What each of `run`'s moves does to it:
+
+- **commit** (`save`): records the step count. Nothing is copied: the shared weights θ change only
+  in outer steps, which every rank takes alike, and the local weights are this rank's own progress,
+  which a failure must not take away.
+- **failure** (`restore`, before the re-formation): exchanges in flight on the failed engine are
+  dropped and their residuals put back as they were before encoding. The step count goes back to
+  the commit, so the script's re-run of the failed step starts again the exchanges that step had
+  started; a rank that took the step's inner step already does not take it again (DiLoCo.step
+  skips inner steps below the count it reached), so local weights keep every inner step once.
+- **re-formation** (`reset`, `sync`): one `allgather_object` tells who has trained in this job (a
+  *member*) and checks that every rank runs the same DiLoCo (settings, parameters), then rank 0 of
+  the new world (or the rank TorchState names) gives everyone its step count, θ and the state of
+  its exchanges. An exchange that had started before the commit and was dropped is started again
+  at once: members send θ − local scaled by N / members, new workers nothing (their local weights
+  are θ), so the average is the members' and the lost workers' pseudo-gradients are left out.
+  New workers take θ as their weights, and rank 0's outer-optimizer state, inner-optimizer state
+  and buffers; their residuals start at zero.
+
+Not covered: islands (their process sets belong to the old world), and `compression="topk"`, whose
+residuals live in the engine and are lost with it. Both are refused when the handler is made.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Tuple
+
+import torch
+
+from lightcc.common.basics import rank, size
+from lightcc.common.native import core
+from lightcc.torch import mpi_ops as M
+from lightcc.torch.elastic.state import StateHandler
+from lightcc.torch.functions import allgather_object, broadcast_object
+from lightcc.torch.lowcomm import checks
+from lightcc.torch.lowcomm.islands import Islands
+
+
+class DiLoCoStateHandler(StateHandler):
+    """Commits, restores and syncs one `DiLoCo` for lightcc's elastic `run` (module docstring)."""
+
+    def __init__(self, diloco: Any) -> None:
+        if diloco.islands is not None:
+            raise ValueError("lightcc DiLoCo: elastic training with islands is not supported yet "
+                             "(their process sets belong to the world that made them)")
+        if diloco.compression.spec == "topk":
+            raise ValueError("lightcc DiLoCo: elastic training with compression='topk' is not supported "
+                             "(its residuals live in the engine, which a re-formation replaces)")
+        super().__init__(diloco)
+        self._committed = 0
+        self.save()
+
+    def save(self) -> None:
+        self._committed = self.value._steps
+        self._count_bytes()
+
+    def _count_bytes(self) -> None:
+        """The engine's byte count now: an engine replaced later took its count with it."""
+        try:
+            self._engine_now = int(core().stats()["bytes_sent"])
+        except Exception:  # noqa: BLE001  (an engine already gone counts nothing more)
+            pass
+
+    def _drop_inflight(self) -> None:
+        for ex in self.value._fragments:
+            if ex.inflight:
+                # Started by a step the script will run again: that step starts it again.
+                ex.redo = ex.started_at <= self._committed
+                ex.drop()
+
+    def restore(self) -> None:
+        self._count_bytes()
+        for ex in self.value._fragments:
+            ex.redo = False
+        self._drop_inflight()
+        self.value._steps = self._committed
+
+    def reset(self) -> None:
+        """The new world: its size, exchanges of the old engine dropped, the engine's byte count from zero.
+
+        A re-formation for new hosts (a commit saw them) comes here without `restore`: the commit
+        has just been saved, so every exchange in flight is started again in `sync`.
+        """
+        d = self.value
+        self._drop_inflight()
+        d._engine_prior += getattr(self, "_engine_now", d._engine_bytes) - d._engine_bytes
+        d._size = size()
+        d._islands = Islands.alone(d._size, rank())
+        for ex in d._fragments:
+            ex.islands = d._islands
+        d._engine_bytes = self._engine_now = int(core().stats()["bytes_sent"])
+        d._recoveries += 1
+
+    @torch.no_grad()
+    def sync(self, root_rank: int = 0) -> None:
+        d = self.value
+        members = _agree(d, root_rank)
+        if not any(members):  # the job's start: the constructor's broadcast made every rank alike
+            d._member = True
+            return
+        joining = not d._member
+        state = broadcast_object(_root_state(d, heavy=not all(members)) if rank() == root_rank else None,
+                                 root_rank=root_rank, name=f"{d.name}.elastic.state")
+        for ex in d._fragments:  # θ: alike on members already, unless an exchange reached some and not others
+            for h in [M.broadcast_async_(s, root_rank, name=f"{ex.name}.elastic.shared.{i}")
+                      for i, s in enumerate(ex.shared)]:
+                M.synchronize(h)
+        d._steps, d._dirty = state["steps"], list(state["dirty"])
+        d._high = max(d._high, d._steps) if not joining else d._steps
+        if joining:
+            _join(d, state)
+        weight = len(members) / sum(members)
+        for f, (ex, (status, due, arrived)) in enumerate(zip(d._fragments, state["fragments"])):
+            ex.due, ex.arrived = due, arrived
+            ex.redo = False
+            if status == "redo":
+                ex.start(due, at=d._steps, weight=0.0 if joining else weight)
+                d._redone += 1
+                if due <= d._steps:
+                    d._apply(f, d.mix)
+        d._member = True
+
+
+def _agree(d: Any, root_rank: int) -> List[bool]:
+    """Who has trained in this job; every rank raises alike if one runs another DiLoCo than the root."""
+    sig = checks.signature(d._settings, checks.trainable(d.model))
+    seen: List[Tuple[bool, Any]] = allgather_object((d._member, sig), name=f"{d.name}.elastic.members")
+    for r, (_, other) in enumerate(seen):
+        diff = checks.mismatch(r, seen[root_rank][1], other)
+        if diff is not None:
+            raise ValueError(f"lightcc DiLoCo on rank {rank()}: rank {r} joined with another DiLoCo than rank "
+                             f"{root_rank}'s: {diff.replace('rank 0', f'rank {root_rank}')}")
+    return [m for m, _ in seen]
+
+
+def _root_state(d: Any, heavy: bool) -> Dict[str, Any]:
+    """What every rank takes from the root; `heavy` adds what only new workers need."""
+    frags = [("redo" if ex.redo else "none", ex.due, None if ex.arrived is None else ex.arrived.clone())
+             for ex in d._fragments]
+    state: Dict[str, Any] = {"steps": d._steps, "dirty": list(d._dirty), "fragments": frags}
+    if heavy:
+        params = {n for n, _ in d.model.named_parameters()}
+        warm = d._steps < d.warmup_steps  # θ is set at the warm-up's end; until then every rank holds the same weights
+        state["model"] = {k: v.clone() for k, v in d.model.state_dict().items() if warm or k not in params}
+        state["inner"] = d.inner_optimizer.state_dict()
+        state["outer"] = [ex.outer.state_dict() for ex in d._fragments]
+    return state
+
+
+def _join(d: Any, state: Dict[str, Any]) -> None:
+    """A new worker: θ (or, in the warm-up, the root's weights), the root's buffers and optimizer states."""
+    for ex, outer in zip(d._fragments, state["outer"]):
+        for s, p in zip(ex.shared, ex.params):
+            p.copy_(s)
+        ex.outer.load_state_dict(outer)
+        if ex.residual is not None:
+            ex.residual.zero_()
+    d.model.load_state_dict(state["model"], strict=False)
+    d.inner_optimizer.load_state_dict(state["inner"])

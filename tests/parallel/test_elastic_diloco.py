@@ -1,0 +1,89 @@
+"""Elastic DiLoCo under lightccrun's elastic driver: kill -9 of a worker, rank 0 lost with a warm standby.
+
+Each test runs examples/pytorch/elastic_diloco.py (testbed/elastic_job.py) with a hard timeout; a
+hang fails. What is checked: the job ends with every rank holding the same weights; the survivors
+keep their ranks and took every inner step exactly once (none lost to a rollback, none taken twice);
+the outer exchange the lost worker missed was started again without it; a warm standby joins and
+trains from the step it joined at.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from testbed.elastic_job import ROOT, ElasticJob
+
+EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_diloco.py")
+STEP = r"\[w\d+\]<stdout>:step (\d+) ([\d.]+) (\d+) (\w+)"
+STATS = r"\[(w\d+)\]<stdout>:stats rank=(\d+) inner_taken=(\d+) recoveries=(\d+) redone=(\d+) member_since=(\d+)"
+
+
+def _discovery(tmp: Path, slots: int) -> List[str]:
+    script = tmp / "hosts.sh"
+    script.write_text(f"#!/bin/sh\necho localhost:{slots}\n")
+    script.chmod(0o755)
+    return ["--host-discovery-script", str(script)]
+
+
+def _kill(job: ElasticJob, rank: int, after_step: int) -> Tuple[float, str]:
+    job.wait_for(rf"<stdout>:step {after_step} ", 120)
+    wid = job.members(1)[rank]
+    t0 = time.monotonic()
+    os.kill(job.worker_pids()[wid], signal.SIGKILL)
+    return t0, wid
+
+
+def _finish(job: ElasticJob, steps: int) -> Dict[str, Tuple[int, int, int, int, int]]:
+    code = job.finish(240)
+    assert code == 0, job.text()[-5000:]
+    job.wait_for(rf"<stdout>:final {steps} identical=True", 1)
+    stats = {m.group(1): tuple(int(m.group(i)) for i in range(2, 7)) for m in job.matches(STATS)}
+    return stats
+
+
+def test_kill9_worker_left_out_survivors_keep_progress(tmp_path):
+    """3 workers, H = 5, plain DiLoCo; rank 1 is killed mid-period: two survivors finish in place."""
+    steps = 60
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 3),
+             "--blacklist-cooldown-range", "1000", "1000"]
+    with ElasticJob(flags, EXAMPLE, ["--steps", str(steps), "--sync-every", "5", "--step-time", "0.05"]) as job:
+        t0, victim = _kill(job, rank=1, after_step=17)
+        job.wait_for(r"<stdout>:step \d+ [\d.]+ 2 ", 60, after=t0)
+        stats = _finish(job, steps)
+    survivors = [w for w in job.members(1) if w != victim]
+    assert job.members(2) == survivors, (job.members(1), job.members(2))
+    assert set(stats) == set(survivors), stats
+    for w in survivors:
+        _rank, taken, recoveries, _redone, since = stats[w]
+        # every inner step once: the step the failure interrupted is re-run without its inner step
+        assert (taken, recoveries, since) == (steps, 1, 0), (w, stats[w])
+    # the lost worker's last outer exchange (at step 20) is the one the survivors start again or re-run
+    seen = [int(m.group(1)) for m in job.matches(STEP)]
+    assert seen[-1] == steps and set(range(1, steps + 1)) <= set(seen), seen
+
+
+def test_streaming_rank0_lost_standby_joins_from_shared_weights(tmp_path):
+    """Streaming DiLoCo (2 fragments, delay 1) with int8 outer steps; rank 0 dies, the warm standby takes part."""
+    steps = 80
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4),
+             "--blacklist-cooldown-range", "1000", "1000"]
+    args = ["--steps", str(steps), "--sync-every", "6", "--fragments", "2", "--compression", "int8",
+            "--step-time", "0.05"]
+    with ElasticJob(flags, EXAMPLE, args) as job:
+        job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
+        step = max(int(m.group(1)) for m in job.matches(STEP))
+        t0, victim = _kill(job, rank=0, after_step=step + 4)
+        job.wait_for(r"<stdout>:step \d+ [\d.]+ 3 ", 60, after=t0)
+        stats = _finish(job, steps)
+    g1, g2 = job.members(1), job.members(2)
+    assert victim == g1[0] and g2[:2] == g1[1:] and g2[2] == "w3", (g1, g2)
+    for w in g1[1:]:
+        assert stats[w][1] == steps and stats[w][2] == 1, (w, stats[w])
+    _rank, taken, _recoveries, _redone, since = stats["w3"]
+    assert 0 < since < steps and taken == steps - since, stats["w3"]
+    text = job.text()
+    assert not re.search(r"Traceback", text), text[-3000:]
