@@ -421,8 +421,9 @@ def elastic() -> None:
         h.sync()
         c.check(False, "elastic: a worker with another sync_every joined")
     except ValueError as err:
-        c.check(f"rank {N - 1} joined with another DiLoCo" in str(err) and "sync_every is 4 on rank 0 but 99" in str(err),
-                f"elastic: {err}")
+        text = str(err)
+        c.check(f"rank {N - 1} joined with another DiLoCo" in text and "sync_every is 4 on rank 0 but 99" in text,
+                f"elastic: {text}")
     diloco._settings = settings
     c.check(identical(model), "elastic: a collective after the refused join")
 
