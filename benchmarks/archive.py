@@ -77,6 +77,8 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/lowcomm/results/s31-int/)",
     "95f3f3c": "session 32: the GPU checks at 87cba93 on one H200 under MPS "
                "(benchmarks/gpu/results/2026-11-27-h200-mps/)",
+    "6e1801a": "session 32: Streaming DiLoCo at 4 emulated hosts, 3 seeds, delay 1 and 2, beside DiLoCo "
+               "(benchmarks/lowcomm/results/s32/)",
 }
 
 

@@ -61,9 +61,12 @@ def test_kill9_worker_left_out_survivors_keep_progress(tmp_path):
         _rank, taken, recoveries, _redone, since = stats[w]
         # every inner step once: the step the failure interrupted is re-run without its inner step
         assert (taken, recoveries, since) == (steps, 1, 0), (w, stats[w])
-    # the lost worker's last outer exchange (at step 20) is the one the survivors start again or re-run
-    seen = [int(m.group(1)) for m in job.matches(STEP)]
-    assert seen[-1] == steps and set(range(1, steps + 1)) <= set(seen), seen
+    seen = [(int(m.group(1)), float(m.group(2))) for m in job.matches(STEP)]
+    assert seen[-1][0] == steps and set(range(1, steps + 1)) <= {n for n, _ in seen}, seen
+    # the figure is a benchmark's; this only catches a stall
+    gap = max(b - a for (_, a), (_, b) in zip(seen, seen[1:]))
+    print(f"\nDiLoCo kill -9: longest gap between committed steps {gap:.3f} s")
+    assert gap < 10, gap
 
 
 def test_streaming_rank0_lost_standby_joins_from_shared_weights(tmp_path):
