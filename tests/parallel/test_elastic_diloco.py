@@ -90,3 +90,41 @@ def test_streaming_rank0_lost_standby_joins_from_shared_weights(tmp_path):
     assert 0 < since < steps and taken == steps - since, stats["w3"]
     text = job.text()
     assert not re.search(r"Traceback", text), text[-3000:]
+
+
+def test_whole_host_lost_the_standby_host_joins(tmp_path):
+    """2 hosts x 2 workers train DiLoCo over HARP between emulated hosts, a third host waits with two warm
+    standbys; the first host's workers are killed and its link cut: the standbys join from the shared weights."""
+    import pytest
+
+    from testbed import netns
+    from testbed.elastic_job import netns_flags
+
+    if netns.unavailable() is not None:
+        pytest.skip(str(netns.unavailable()))
+    steps = 120
+    env = {"HARP_IFNAME": "eth0", "HARP_NFLOWS": "1", "HARP_NINSTANCES": "1"}
+    with netns.hosts(4) as h:
+        flags = ["-np", "4", "--min-np", "2", "--max-np", "4", "--blacklist-cooldown-range", "1000", "1000",
+                 *netns_flags(h, tmp_path, 2)]
+        args = ["--steps", str(steps), "--sync-every", "8", "--fragments", "2", "--step-time", "0.03"]
+        with ElasticJob(flags, EXAMPLE, args, env=env, prefix=h.prefix(0)) as job:
+            job.wait_for(r"worker w5 \(host [\d.]+\) waits as a warm standby", 180)
+            step = max(int(m.group(1)) for m in job.matches(STEP))
+            job.wait_for(rf"<stdout>:step {step + 3} ", 60)
+            g1, lost = job.members(1), h.addrs[1]
+            victims = [w for w in g1 if job.matches(rf"{w}@{lost}\b")]
+            pids = job.worker_pids()
+            t0 = time.monotonic()
+            for w in victims:
+                os.kill(pids[w], signal.SIGKILL)
+            h.cut(1)
+            job.wait_for(r"<stdout>:step \d+ [\d.]+ 4 ", 90, after=t0 + 0.001)
+            stats = _finish(job, steps)
+    last = max(int(m.group(1)) for m in job.matches(r"generation (\d+): \d+ worker"))
+    g2 = job.members(last)
+    assert len(victims) == 2 and not set(victims) & set(g2) and len(g2) == 4, (g1, g2)
+    for w in g2:
+        _rank, taken, _recoveries, _redone, since = stats[w]
+        assert taken == steps - since, (w, stats[w])  # survivors since 0: every inner step once
+    assert sum(1 for w in g2 if stats[w][4] > 0) == 2, stats  # the two standbys joined mid-run

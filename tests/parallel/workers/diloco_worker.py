@@ -14,8 +14,8 @@ with torch's TCPStore on PORT). MODES is a comma list (one process start runs se
   LIGHT_TOPK_ALLREDUCE=1): it trains, ranks stay identical, the engine ran top-k batches;
 - ``checkpoint``: a streaming int8 run saved mid-exchange and resumed in fresh objects ends bit-identical
   to the run that never stopped;
-- ``elastic``: the elastic handler's rollback and re-sync, without a failure, leave a streaming int8 run
-  bit-identical; a rank posing as a new worker takes the shared weights and rank 0's optimizer states;
+- ``elastic``: the elastic handler's rollback and re-sync (and a re-formation for new hosts), without a
+  failure, leave a streaming int8 run bit-identical; a rank posing as a new worker takes the shared weights and rank 0's optimizer states;
 - ``bad``: each bad input raises ValueError on every rank, naming the rank and the parameter; then a
   valid DiLoCo still runs (nothing left hanging in the engine).
 """
@@ -385,12 +385,16 @@ def elastic() -> None:
     run_steps(model, opt, diloco, 8, 8)  # the re-run: no inner step, the exchange starts again
     h.save()
     recover(h)  # committed with fragment 1's exchange in flight: sync starts it again
-    run_steps(model, opt, diloco, 9, 11)
+    run_steps(model, opt, diloco, 9, 10)
+    h.save()
+    h.reset()  # new hosts seen at a commit: a re-formation without a failure (no restore)
+    h.sync()  # fragment 0's exchange, started after step 10, starts again
+    run_steps(model, opt, diloco, 11, 11)
     diloco.finish()
     same = all(torch.equal(a, b.detach()) for a, b in zip(straight, model.parameters()))
-    c.check(same, "elastic: the run rolled back twice differs from the straight one")
+    c.check(same, "elastic: the run re-formed three times differs from the straight one")
     st = diloco.stats()
-    c.check((st["inner_taken"], st["recoveries"], st["redone_exchanges"]) == (11, 2, 1), f"elastic: stats {st}")
+    c.check((st["inner_taken"], st["recoveries"], st["redone_exchanges"]) == (11, 3, 2), f"elastic: stats {st}")
     # A new worker (rank N - 1 poses as one): it takes θ and rank 0's optimizer states.
     run_steps(model, opt, diloco, 12, 14)  # fragment 1's exchange after step 12 applied; 14: fragment 0's in flight
     h.save()
@@ -411,7 +415,7 @@ def elastic() -> None:
     diloco.finish()
     c.check(identical(model), "elastic: ranks ended with different weights after a worker joined")
     st = diloco.stats()
-    c.check(st["redone_exchanges"] == 2, f"elastic: the exchange in flight when the worker joined: {st}")
+    c.check(st["redone_exchanges"] == 3, f"elastic: the exchange in flight when the worker joined: {st}")
     c.check(st["inner_taken"] == 17, f"elastic: inner steps after the join: {st}")
     # A worker that joins with another DiLoCo: every rank raises, naming it, and nothing is left waiting.
     settings = diloco._settings
