@@ -33,6 +33,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--sync-every", type=int, default=10, help="H: inner steps between outer steps")
     p.add_argument("--fragments", type=int, default=1, help="> 1: Streaming DiLoCo")
     p.add_argument("--compression", default="none", help="outer-gradient codec (docs/lowcomm.md)")
+    p.add_argument("--islands", choices=["none", "host"], default="none",
+                   help="host: each host's ranks train data-parallel, DiLoCo runs between hosts")
     p.add_argument("--batch", type=int, default=16, help="samples per rank per step")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
@@ -75,7 +77,7 @@ def main() -> int:
                                 torch.nn.ReLU(), torch.nn.Linear(256, 10))
     inner = torch.optim.AdamW(model.parameters(), lr=args.lr)
     diloco = DiLoCo(model, inner, sync_every=args.sync_every, fragments=args.fragments,
-                    compression=args.compression)
+                    compression=args.compression, islands=None if args.islands == "none" else args.islands)
     # Neither the model nor the inner optimizer goes in the state: DiLoCo's handler keeps them per rank.
     state = LoggedState(diloco=diloco, step=0)
     joined = {"step": None}

@@ -33,3 +33,8 @@ def test_engine_topk_compresses_each_lane():
            "LIGHT_TOPK_WARMUP_STEPS": "0", "LIGHT_TOPK_CLIP": "0"}
     results = run_ranks("diloco_islands_worker.py", 4, ["hvd", "topk", "[[0,1],[2,3]]"], timeout=180, env=env)
     print("\n".join(line for line in results[0].stdout.splitlines() if line.startswith("TRAIN")))
+
+
+def test_host_islands_under_the_elastic_handler():
+    """islands='host' re-formed without a failure stays exact; a new worker copies its island (2 + 1 fake hosts)."""
+    run_ranks("diloco_islands_worker.py", 3, ["hvd", "elastic", "host"], timeout=180, hosts=["ha", "hb", "ha"])

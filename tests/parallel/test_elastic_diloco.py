@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+import pytest
+
 from testbed.elastic_job import ROOT, ElasticJob
 
 EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_diloco.py")
@@ -92,11 +94,11 @@ def test_streaming_rank0_lost_standby_joins_from_shared_weights(tmp_path):
     assert not re.search(r"Traceback", text), text[-3000:]
 
 
-def test_whole_host_lost_the_standby_host_joins(tmp_path):
-    """2 hosts x 2 workers train DiLoCo over HARP between emulated hosts, a third host waits with two warm
-    standbys; the first host's workers are killed and its link cut: the standbys join from the shared weights."""
-    import pytest
-
+@pytest.mark.parametrize("islands", ["none", "host"])
+def test_whole_host_lost_the_standby_host_joins(tmp_path, islands):
+    """2 hosts x 2 workers train DiLoCo over HARP between emulated hosts (with islands='host': dense inside each
+    host), a third host waits with two warm standbys; the first host's workers are killed and its link cut:
+    the standbys join from the shared weights (as a new island)."""
     from testbed import netns
     from testbed.elastic_job import netns_flags
 
@@ -107,7 +109,8 @@ def test_whole_host_lost_the_standby_host_joins(tmp_path):
     with netns.hosts(4) as h:
         flags = ["-np", "4", "--min-np", "2", "--max-np", "4", "--blacklist-cooldown-range", "1000", "1000",
                  *netns_flags(h, tmp_path, 2)]
-        args = ["--steps", str(steps), "--sync-every", "8", "--fragments", "2", "--step-time", "0.03"]
+        args = ["--steps", str(steps), "--sync-every", "8", "--fragments", "2", "--step-time", "0.03",
+                "--islands", islands]
         with ElasticJob(flags, EXAMPLE, args, env=env, prefix=h.prefix(0)) as job:
             job.wait_for(r"worker w5 \(host [\d.]+\) waits as a warm standby", 180)
             step = max(int(m.group(1)) for m in job.matches(STEP))

@@ -15,13 +15,18 @@ DiLoCo object (`DiLoCo.elastic_state_handler`). What each of `run`'s moves does 
   *member*) and checks that every rank runs the same DiLoCo (settings, parameters), then rank 0 of
   the new world (or the rank TorchState names) gives everyone its step count, θ and the state of
   its exchanges. An exchange that had started before the commit and was dropped is started again
-  at once: members send θ − local scaled by N / members, new workers nothing (their local weights
-  are θ), so the average is the members' and the lost workers' pseudo-gradients are left out.
+  at once: members send θ − local scaled by N / (ranks of islands with a member), new islands
+  nothing (their local weights are θ), so the average is the members' and the lost workers'
+  pseudo-gradients are left out.
   New workers take θ as their weights, and rank 0's outer-optimizer state, inner-optimizer state
   and buffers; their residuals start at zero.
 
-Not covered: islands (their process sets belong to the old world), and `compression="topk"`, whose
-residuals live in the engine and are lost with it. Both are refused when the handler is made.
+With islands="host" the islands are found again in the new world (new process sets: the old ones
+died with the old engine); a new worker in an island with members copies a member (weights,
+buffers, inner state) so the island stays identical, and a new island starts from θ. Not covered:
+islands given as lists of ranks (a re-formation renumbers the ranks they name), and
+`compression="topk"`, whose residuals live in the engine and are lost with it. Both are refused
+when the handler is made.
 """
 from __future__ import annotations
 
@@ -29,22 +34,22 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
-from lightcc.common.basics import rank, size
+from lightcc.common.basics import local_size, rank, size
 from lightcc.common.native import core
 from lightcc.torch import mpi_ops as M
 from lightcc.torch.elastic.state import StateHandler
-from lightcc.torch.functions import allgather_object, broadcast_object
+from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_parameters
 from lightcc.torch.lowcomm import checks
-from lightcc.torch.lowcomm.islands import Islands
+from lightcc.torch.lowcomm.islands import Islands, host_groups
 
 
 class DiLoCoStateHandler(StateHandler):
     """Commits, restores and syncs one `DiLoCo` for lightcc's elastic `run` (module docstring)."""
 
     def __init__(self, diloco: Any) -> None:
-        if diloco.islands is not None:
-            raise ValueError("lightcc DiLoCo: elastic training with islands is not supported yet "
-                             "(their process sets belong to the world that made them)")
+        if diloco.islands not in (None, "host"):
+            raise ValueError("lightcc DiLoCo: elastic training takes islands=None or 'host', not lists of ranks "
+                             "(a re-formation renumbers the ranks they name)")
         if diloco.compression.spec == "topk":
             raise ValueError("lightcc DiLoCo: elastic training with compression='topk' is not supported "
                              "(its residuals live in the engine, which a re-formation replaces)")
@@ -87,9 +92,12 @@ class DiLoCoStateHandler(StateHandler):
         self._drop_inflight()
         d._engine_prior += getattr(self, "_engine_now", d._engine_bytes) - d._engine_bytes
         d._size = size()
-        d._islands = Islands.alone(d._size, rank())
-        for ex in d._fragments:
-            ex.islands = d._islands
+        if d.islands is None:
+            d._islands = Islands.alone(d._size, rank())
+            for ex in d._fragments:
+                ex.islands = d._islands
+        else:  # the hosts are found again in sync (a collective); the old sets died with the old engine
+            d._islands = None
         d._engine_bytes = self._engine_now = int(core().stats()["bytes_sent"])
         d._recoveries += 1
 
@@ -97,30 +105,57 @@ class DiLoCoStateHandler(StateHandler):
     def sync(self, root_rank: int = 0) -> None:
         d = self.value
         members = _agree(d, root_rank)
+        if d._islands is None:
+            _regroup(d)
         if not any(members):  # the job's start: the constructor's broadcast made every rank alike
             d._member = True
             return
-        joining = not d._member
-        state = broadcast_object(_root_state(d, heavy=not all(members)) if rank() == root_rank else None,
+        groups = d._islands.groups
+        # A new island has no member (a new host); a new worker in an island with members copies them.
+        fresh = [g for g in groups if not any(members[r] for r in g)]
+        contributing = sum(len(g) for g in groups if any(members[r] for r in g))
+        mine = d._islands.island
+        state = broadcast_object(_root_state(d, heavy=bool(fresh)) if rank() == root_rank else None,
                                  root_rank=root_rank, name=f"{d.name}.elastic.state")
         for ex in d._fragments:  # θ: alike on members already, unless an exchange reached some and not others
             for h in [M.broadcast_async_(s, root_rank, name=f"{ex.name}.elastic.shared.{i}")
                       for i, s in enumerate(ex.shared)]:
                 M.synchronize(h)
         d._steps, d._dirty = state["steps"], list(state["dirty"])
-        d._high = max(d._high, d._steps) if not joining else d._steps
-        if joining:
+        d._high = max(d._high, d._steps) if d._member else d._steps
+        if mine in fresh:
             _join(d, state)
-        weight = len(members) / sum(members)
+        elif not all(members[r] for r in mine):
+            _join_island(d, min(r for r in mine if members[r]))
+        weight = 0.0 if mine in fresh else len(members) / contributing
         for f, (ex, (status, due, arrived)) in enumerate(zip(d._fragments, state["fragments"])):
             ex.due, ex.arrived = due, arrived
             ex.redo = False
             if status == "redo":
-                ex.start(due, at=d._steps, weight=0.0 if joining else weight)
+                ex.start(due, at=d._steps, weight=weight)
                 d._redone += 1
                 if due <= d._steps:
                     d._apply(f, d.mix)
         d._member = True
+
+
+def _regroup(d: Any) -> None:
+    """islands='host' in the new world: the hosts' ranks found again, new process sets, each rank's slices.
+
+    A residual whose slice did not move stays; the others start from zero (what they held belonged
+    to the old slices). Raises ValueError alike on every rank if a fragment is too small to cut.
+    """
+    tag = f"{d.name}.r{d._recoveries}"
+    groups = host_groups(local_size(), tag)
+    try:
+        layout = Islands(groups, rank())
+        for ex in d._fragments:
+            ex.place(layout, keep_residual=True)
+    except ValueError as err:
+        raise ValueError(f"lightcc DiLoCo on rank {rank()}: {err}") from None
+    d._islands = Islands(groups, rank(), tag)
+    for ex in d._fragments:
+        ex.place(d._islands, keep_residual=True)
 
 
 def _agree(d: Any, root_rank: int) -> List[bool]:
@@ -159,3 +194,17 @@ def _join(d: Any, state: Dict[str, Any]) -> None:
             ex.residual.zero_()
     d.model.load_state_dict(state["model"], strict=False)
     d.inner_optimizer.load_state_dict(state["inner"])
+
+
+def _join_island(d: Any, source: int) -> None:
+    """Every rank of an island that new workers joined takes `source`'s weights, buffers and inner state.
+
+    The island's ranks must stay identical (they average their gradients at every inner step), so the
+    newcomers copy a member of their island rather than θ. Collective over the island.
+    """
+    island = d._islands.island_set
+    broadcast_parameters(d.model.state_dict(), root_rank=source, process_set=island)
+    inner = broadcast_object(d.inner_optimizer.state_dict() if rank() == source else None, root_rank=source,
+                             name=f"{d.name}.elastic.island_inner", process_set=island)
+    if not d._member:
+        d.inner_optimizer.load_state_dict(inner)

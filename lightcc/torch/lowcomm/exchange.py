@@ -56,8 +56,12 @@ class FragmentExchange:
         self.redo = False  # dropped by a failed engine and to be started again (elastic_diloco.py)
         self.place(islands)
 
-    def place(self, islands: Islands) -> None:
-        """Take this rank's slice of the fragment under `islands` (raises ValueError alike on every rank)."""
+    def place(self, islands: Islands, keep_residual: bool = False) -> None:
+        """Take this rank's slice of the fragment under `islands` (raises ValueError alike on every rank).
+
+        With `keep_residual` (a re-formation, elastic_diloco.py) a residual whose slice is unchanged stays.
+        """
+        old = (getattr(self, "lo", None), getattr(self, "hi", None), getattr(self, "residual", None))
         smallest = islands.smallest_slice(self.numel)
         if smallest < 1:
             raise ValueError(f"fragment {self.names} has {self.numel} elements, fewer than the {islands.shards} "
@@ -68,6 +72,8 @@ class FragmentExchange:
         device = self.params[0].device
         self.residual: Optional[torch.Tensor] = (torch.zeros(self.hi - self.lo, device=device)
                                                  if self.codec.lossy else None)
+        if keep_residual and old[2] is not None and (old[0], old[1]) == (self.lo, self.hi):
+            self.residual = old[2]
 
     @torch.no_grad()
     def start(self, due: int, at: int = 0, weight: float = 1.0) -> None:

@@ -13,6 +13,8 @@ MODES is a comma list of
   the loss falls, every rank ends identical, wire bytes are the slice's;
 - ``topk``: the same with the engine's top-k over the lanes (the test starts the engine with it);
 - ``checkpoint``: streaming int8 with islands saved mid-exchange and resumed ends bit-identical;
+- ``elastic``: islands='host' under the elastic handler: re-formed without a failure, bit-identical to the
+  straight run; a rank posing as a new worker copies its island;
 - ``bad``: bad islands raise the same ValueError on every rank; a valid DiLoCo runs afterwards.
 """
 from __future__ import annotations
@@ -238,10 +240,73 @@ def host() -> None:
     c.check(groups_of(diloco) == expected, f"host islands {groups_of(diloco)}, expected {expected}")
 
 
+def elastic() -> None:
+    """islands='host' under the elastic handler: a rollback, a re-formation (the hosts found again, new process
+    sets) and a re-sync without a failure leave a streaming int8 run bit-identical to the straight one; a rank
+    posing as a new worker in an island with members copies its island, which stays identical."""
+    kw = {"sync_every": 4, "fragments": 2, "delay": 1, "mix": 0.5, "compression": "int8:16", "islands": ISLANDS}
+
+    def fresh():
+        model = base.mlp(100 + R)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.05)
+        return model, opt, DiLoCo(model, opt, **kw)
+
+    def recover(h) -> None:
+        h.restore()
+        h.reset()
+        h.sync()
+
+    model, opt, diloco = fresh()
+    base.run_steps(model, opt, diloco, 1, 11)
+    diloco.finish()
+    straight = [p.detach().clone() for p in model.parameters()]
+    model, opt, diloco = fresh()
+    h = diloco.elastic_state_handler()
+    h.sync()
+    base.run_steps(model, opt, diloco, 1, 7)
+    h.save()
+    base.run_steps(model, opt, diloco, 8, 8)
+    recover(h)
+    base.run_steps(model, opt, diloco, 8, 8)
+    h.save()
+    recover(h)
+    base.run_steps(model, opt, diloco, 9, 11)
+    diloco.finish()
+    same = all(torch.equal(a, b.detach()) for a, b in zip(straight, model.parameters()))
+    c.check(same, "elastic islands: the run re-formed twice differs from the straight one")
+    groups = groups_of(diloco)
+    island = next(g for g in groups if R in g)
+    c.check(island_identical(model, groups, "elastic"), "elastic islands: an island's ranks differ")
+    base.run_steps(model, opt, diloco, 12, 14)
+    h.save()
+    newcomer = max(max(g) for g in groups if len(g) > 1)
+    if R == newcomer:
+        diloco._member = False
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(7.0)
+        for st in opt.state.values():
+            st["exp_avg"].zero_()
+    recover(h)
+    digests = allgather_object(base.digest(model), name="elastic.island.digest")
+    c.check(len({digests[r] for r in island}) == 1, "elastic islands: the new worker did not copy its island")
+    inner = allgather_object(sorted((k, float(v["exp_avg"].sum())) for k, v in opt.state_dict()["state"].items()),
+                             name="elastic.island.inner")
+    c.check(len({str(inner[r]) for r in island}) == 1, "elastic islands: the new worker's inner state differs")
+    base.run_steps(model, opt, diloco, 15, 17)
+    diloco.finish()
+    c.check(base.identical(model), "elastic islands: ranks ended with different weights")
+    try:
+        DiLoCo(model, opt, sync_every=4, islands=[[r] for r in range(N)]).elastic_state_handler()
+        c.check(False, "elastic islands: islands as lists of ranks were taken")
+    except ValueError as err:
+        c.check("islands=None or 'host'" in str(err), f"elastic islands: {err}")
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)  # ranks share a few cores
     base.start()
     for mode in base.MODE.split(","):
         {"reference": reference, "train": train, "checkpoint": checkpoint, "bad": bad, "host": host,
-         "topk": topk}[mode]()
+         "topk": topk, "elastic": elastic}[mode]()
     c.finish()
