@@ -15,7 +15,8 @@ with torch's TCPStore on PORT). MODES is a comma list (one process start runs se
 - ``checkpoint``: a streaming int8 run saved mid-exchange and resumed in fresh objects ends bit-identical
   to the run that never stopped;
 - ``elastic``: the elastic handler's rollback and re-sync (and a re-formation for new hosts), without a
-  failure, leave a streaming int8 run bit-identical; a rank posing as a new worker takes the shared weights and rank 0's optimizer states;
+  failure, leave a streaming int8 run bit-identical; a rank posing as a new worker takes the shared
+  weights and rank 0's optimizer states; one joining with other settings fails on every rank;
 - ``bad``: each bad input raises ValueError on every rank, naming the rank and the parameter; then a
   valid DiLoCo still runs (nothing left hanging in the engine).
 """
