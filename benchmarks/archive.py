@@ -79,6 +79,8 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/gpu/results/2026-11-27-h200-mps/)",
     "6e1801a": "session 32: Streaming DiLoCo at 4 emulated hosts, 3 seeds, delay 1 and 2, beside DiLoCo "
                "(benchmarks/lowcomm/results/s32/)",
+    "9ff6f4f": "session 32: the same folder with Streaming DiLoCo at 2 emulated hosts, 3 seeds, added "
+               "(benchmarks/lowcomm/results/s32/)",
 }
 
 

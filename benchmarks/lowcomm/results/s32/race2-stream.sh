@@ -1,7 +1,0 @@
-#!/usr/bin/env bash
-# Session 32: plain and Streaming DiLoCo (5 fragments, delay 1) at 2 emulated hosts x 1, 100 Mbit/s, seeds 0-2, one invocation.
-cd /work/main
-python -m benchmarks.lowcomm.race --hosts 2 --rates 100mbit --seeds 0 1 2 \
-  --run diloco="--method diloco --steps 600" \
-  --run streaming="--method diloco --steps 600 --fragments 5" \
-  --out /work/results/s32/race2-stream.jsonl -- --sync-every 50 --eval-every 25
