@@ -131,3 +131,24 @@ def test_whole_host_lost_the_standby_host_joins(tmp_path, islands):
         _rank, taken, _recoveries, _redone, since = stats[w]
         assert taken == steps - since, (w, stats[w])  # survivors since 0: every inner step once
     assert sum(1 for w in g2 if stats[w][4] > 0) == 2, stats  # the two standbys joined mid-run
+
+
+def test_rank0_dies_while_sending_the_state_to_the_standby(tmp_path):
+    """Rank 1 is killed; in generation 2 the new rank 0 dies as it starts sending DiLoCo's state to the standby.
+    Generation 3 forms from the one survivor and the standby: the survivor holds θ and sends it."""
+    steps = 80
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4),
+             "--blacklist-cooldown-range", "1000", "1000"]
+    args = ["--steps", str(steps), "--sync-every", "6", "--fragments", "2", "--step-time", "0.05"]
+    with ElasticJob(flags, EXAMPLE, args, env={"ELASTIC_DDP_TEST_DIE_IN_SYNC": "2"}) as job:
+        job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
+        step = max(int(m.group(1)) for m in job.matches(STEP))
+        t0, _victim = _kill(job, rank=1, after_step=step + 4)
+        job.wait_for(r"generation 3: 2 worker\(s\)", 60, after=t0)
+        stats = _finish(job, steps)
+    g1, g2, g3 = job.members(1), job.members(2), job.members(3)
+    assert g2 == [g1[0], g1[2], "w3"] and g3 == [g1[2], "w3"], (g1, g2, g3)
+    assert set(stats) == set(g3), stats
+    assert stats[g1[2]][1] == steps, stats  # the survivor took every inner step once
+    _rank, taken, _recoveries, _redone, since = stats["w3"]
+    assert 0 < since < steps and taken == steps - since, stats["w3"]

@@ -76,9 +76,8 @@ class DiLoCoStateHandler(StateHandler):
                 ex.drop()
 
     def restore(self) -> None:
+        # Redo marks stay until a sync succeeds: a failure during the re-sync must not forget them.
         self._count_bytes()
-        for ex in self.value._fragments:
-            ex.redo = False
         self._drop_inflight()
         self.value._steps = self._committed
 
