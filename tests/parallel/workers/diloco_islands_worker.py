@@ -168,24 +168,14 @@ def topk() -> None:
 
 def checkpoint() -> None:
     """Streaming int8 with islands saved at step 6 (an exchange in flight) resumes bit-identical."""
-    kw = {"sync_every": 4, "fragments": 2, "delay": 1, "mix": 0.5, "compression": "int8:16", "islands": ISLANDS}
-
-    def fresh():
-        model = base.mlp(100 + R)
-        opt = torch.optim.AdamW(model.parameters(), lr=0.05)
-        return model, opt, DiLoCo(model, opt, **kw)
-
-    model, opt, diloco = fresh()
-    base.run_steps(model, opt, diloco, 1, 11)
-    diloco.finish()
-    straight = [p.detach().clone() for p in model.parameters()]
-    model, opt, diloco = fresh()
+    straight = base.straight_run(islands=ISLANDS)
+    model, opt, diloco = base.fresh_streaming(islands=ISLANDS)
     base.run_steps(model, opt, diloco, 1, 6)
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "diloco": diloco.state_dict()}, buf)
     buf.seek(0)
     saved = torch.load(buf)
-    model, opt, diloco = fresh()
+    model, opt, diloco = base.fresh_streaming(islands=ISLANDS)
     model.load_state_dict(saved["model"])
     opt.load_state_dict(saved["opt"])
     diloco.load_state_dict(saved["diloco"])
@@ -194,8 +184,7 @@ def checkpoint() -> None:
     same = all(torch.equal(a, b.detach()) for a, b in zip(straight, model.parameters()))
     c.check(same, "checkpoint: the resumed run differs from the straight one")
     c.check(base.identical(model), "checkpoint: ranks ended with different weights")
-    plain = base.mlp(100 + R)
-    other = DiLoCo(plain, torch.optim.AdamW(plain.parameters(), lr=0.05), **{**kw, "islands": None})
+    _, _, other = base.fresh_streaming()  # the same settings without islands
     try:
         other.load_state_dict(saved["diloco"])
         c.check(False, "checkpoint: a state saved with islands loaded into a DiLoCo without them")
@@ -241,39 +230,11 @@ def host() -> None:
 
 
 def elastic() -> None:
-    """islands='host' under the elastic handler: a rollback, a re-formation (the hosts found again, new process
-    sets) and a re-sync without a failure leave a streaming int8 run bit-identical to the straight one; a rank
-    posing as a new worker in an island with members copies its island, which stays identical."""
-    kw = {"sync_every": 4, "fragments": 2, "delay": 1, "mix": 0.5, "compression": "int8:16", "islands": ISLANDS}
-
-    def fresh():
-        model = base.mlp(100 + R)
-        opt = torch.optim.AdamW(model.parameters(), lr=0.05)
-        return model, opt, DiLoCo(model, opt, **kw)
-
-    def recover(h) -> None:
-        h.restore()
-        h.reset()
-        h.sync()
-
-    model, opt, diloco = fresh()
-    base.run_steps(model, opt, diloco, 1, 11)
-    diloco.finish()
-    straight = [p.detach().clone() for p in model.parameters()]
-    model, opt, diloco = fresh()
-    h = diloco.elastic_state_handler()
-    h.sync()
-    base.run_steps(model, opt, diloco, 1, 7)
-    h.save()
-    base.run_steps(model, opt, diloco, 8, 8)
-    recover(h)
-    base.run_steps(model, opt, diloco, 8, 8)
-    h.save()
-    recover(h)
-    base.run_steps(model, opt, diloco, 9, 11)
-    diloco.finish()
-    same = all(torch.equal(a, b.detach()) for a, b in zip(straight, model.parameters()))
-    c.check(same, "elastic islands: the run re-formed twice differs from the straight one")
+    """islands='host' under the elastic handler: rollbacks, re-formations (the hosts found again, new process
+    sets) and re-syncs without a failure leave a streaming int8 run bit-identical to the straight one
+    (diloco_worker.rolled_back_run); a rank posing as a new worker in an island with members copies its
+    island, which stays identical."""
+    model, opt, diloco, h = base.rolled_back_run("elastic islands", islands=ISLANDS)
     groups = groups_of(diloco)
     island = next(g for g in groups if R in g)
     c.check(island_identical(model, groups, "elastic"), "elastic islands: an island's ranks differ")
@@ -287,7 +248,7 @@ def elastic() -> None:
                 p.fill_(7.0)
         for st in opt.state.values():
             st["exp_avg"].zero_()
-    recover(h)
+    base.recover(h)
     digests = allgather_object(base.digest(model), name="elastic.island.digest")
     c.check(len({digests[r] for r in island}) == 1, "elastic islands: the new worker did not copy its island")
     inner = allgather_object(sorted((k, float(v["exp_avg"].sum())) for k, v in opt.state_dict()["state"].items()),

@@ -313,29 +313,36 @@ def run_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, diloco: DiLoCo
         opt.zero_grad()
 
 
+def fresh_streaming(**extra):
+    """(model, AdamW, DiLoCo) of the streaming int8 case the checkpoint and elastic modes share (H = 4, 2
+    fragments, delay 1, mix 0.5); `extra` adds DiLoCo arguments (islands)."""
+    model = mlp(100 + R)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.05)
+    kw = {"sync_every": 4, "fragments": 2, "delay": 1, "mix": 0.5, "compression": "int8:16", **extra}
+    return model, opt, DiLoCo(model, opt, **kw)
+
+
+def straight_run(**extra) -> List[torch.Tensor]:
+    """The weights after 11 steps and `finish()` of `fresh_streaming(**extra)`, never interrupted."""
+    model, opt, diloco = fresh_streaming(**extra)
+    run_steps(model, opt, diloco, 1, 11)
+    diloco.finish()
+    return [p.detach().clone() for p in model.parameters()]
+
+
 def checkpoint() -> None:
     """Streaming int8 DiLoCo saved at step 6 (fragment 0's exchange in flight) and resumed in fresh objects
     ends bit-identical to the run that never stopped."""
     import io
 
-    kw = {"sync_every": 4, "fragments": 2, "delay": 1, "mix": 0.5, "compression": "int8:16"}
-
-    def fresh():
-        model = mlp(100 + R)
-        opt = torch.optim.AdamW(model.parameters(), lr=0.05)
-        return model, opt, DiLoCo(model, opt, **kw)
-
-    model, opt, diloco = fresh()
-    run_steps(model, opt, diloco, 1, 11)
-    diloco.finish()
-    straight = [p.detach().clone() for p in model.parameters()]
-    model, opt, diloco = fresh()
+    straight = straight_run()
+    model, opt, diloco = fresh_streaming()
     run_steps(model, opt, diloco, 1, 6)
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "diloco": diloco.state_dict()}, buf)
     buf.seek(0)
     saved = torch.load(buf)
-    model, opt, diloco = fresh()
+    model, opt, diloco = fresh_streaming()
     model.load_state_dict(saved["model"])
     opt.load_state_dict(saved["opt"])
     diloco.load_state_dict(saved["diloco"])
@@ -355,28 +362,20 @@ def checkpoint() -> None:
 
 # ---- elastic rollback ----------------------------------------------------------------------------
 
-def elastic() -> None:
-    """The elastic handler's restore, reset and sync without a failure change nothing: a streaming int8 run
-    rolled back once after starting an exchange (step 8 re-run) and once after committing with one in flight
-    (started again in sync) ends bit-identical to the straight run; a rank posing as a new worker takes
-    the shared weights and rank 0's optimizer states, and every rank still ends identical."""
-    kw = {"sync_every": 4, "fragments": 2, "delay": 1, "mix": 0.5, "compression": "int8:16"}
+def recover(h) -> None:
+    """What elastic `run` does to a state handler after a failure: restore, re-form, re-sync."""
+    h.restore()
+    h.reset()
+    h.sync()
 
-    def fresh():
-        model = mlp(100 + R)
-        opt = torch.optim.AdamW(model.parameters(), lr=0.05)
-        return model, opt, DiLoCo(model, opt, **kw)
 
-    def recover(h) -> None:
-        h.restore()
-        h.reset()
-        h.sync()
-
-    model, opt, diloco = fresh()
-    run_steps(model, opt, diloco, 1, 11)
-    diloco.finish()
-    straight = [p.detach().clone() for p in model.parameters()]
-    model, opt, diloco = fresh()
+def rolled_back_run(label: str, **islands):
+    """A streaming int8 run (H = 4, 2 fragments, delay 1) interrupted three times without a failure must end
+    bit-identical to the straight run: rolled back after starting an exchange (step 8 re-run), after
+    committing with one in flight (started again in sync), and re-formed for new hosts without a restore.
+    Returns (model, inner optimizer, DiLoCo, its elastic handler) after `finish()`."""
+    straight = straight_run(**islands)
+    model, opt, diloco = fresh_streaming(**islands)
     h = diloco.elastic_state_handler()
     h.sync()  # the job's start: every rank new, nothing exchanged
     run_steps(model, opt, diloco, 1, 7)
@@ -393,7 +392,15 @@ def elastic() -> None:
     run_steps(model, opt, diloco, 11, 11)
     diloco.finish()
     same = all(torch.equal(a, b.detach()) for a, b in zip(straight, model.parameters()))
-    c.check(same, "elastic: the run re-formed three times differs from the straight one")
+    c.check(same, f"{label}: the run re-formed three times differs from the straight one")
+    return model, opt, diloco, h
+
+
+def elastic() -> None:
+    """The elastic handler's restore, reset and sync without a failure change nothing (rolled_back_run); a
+    rank posing as a new worker takes the shared weights and rank 0's optimizer states, and every rank
+    still ends identical; one joining with other settings fails on every rank."""
+    model, opt, diloco, h = rolled_back_run("elastic")
     st = diloco.stats()
     c.check((st["inner_taken"], st["recoveries"], st["redone_exchanges"]) == (11, 3, 2), f"elastic: stats {st}")
     # A new worker (rank N - 1 poses as one): it takes θ and rank 0's optimizer states.
