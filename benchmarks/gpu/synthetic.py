@@ -292,6 +292,13 @@ def main() -> int:
     args = parse_args()
     if args.worker:
         worker(args)
+        if args.config.startswith("ddp") and args.device != "cuda":
+            # torch's gloo ranks abort now and then in the interpreter's teardown, after their RESULT line
+            # and the group's close ("Fatal Python error: Aborted", no Python frame; seen in CI, as in
+            # benchmarks/quality/ddp_worker.py): they leave without it. lightcc's ranks exit normally.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         return 0
     configs = [c for c in args.configs.split(",") if c]
     unknown = set(configs) - set(CONFIGS)
