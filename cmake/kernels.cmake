@@ -20,7 +20,8 @@ function(lightcc_add_kernel_sources target)
       "${k}/dispatch.cc"
       "${k}/reduce_generic.cc"
       "${k}/reduce_scaled_int.cc"
-      "${k}/integer_average.cc")
+      "${k}/integer_average.cc"
+      "${k}/sparse_lowbit.cc")
   file(GLOB portable CONFIGURE_DEPENDS ${portable} "${k}/topk_*.cc")  # + top-k, see topk_avx2.cc
   target_sources(${target} PRIVATE ${portable} "${LIGHTCC_CSRC_DIR}/common/dtype.cc")
   target_include_directories(${target} PRIVATE "${LIGHTCC_CSRC_DIR}")

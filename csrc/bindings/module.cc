@@ -1,5 +1,5 @@
 // lightcc._core: the thin pybind11 edge — addresses in, handle ids out, Status -> exception.
-// Each subject binds its own functions: lifecycle.cc, submissions.cc, info.cc.
+// Each subject binds its own functions: lifecycle.cc, submissions.cc, info.cc, op_spec.cc, codecs.cc.
 #include <pybind11/pybind11.h>
 
 #include "bindings/completions.h"
@@ -44,4 +44,5 @@ PYBIND11_MODULE(_core, m) {
   bindSubmissions(m);
   bindInfo(m);
   bindOpSpec(m);
+  bindCodecs(m);
 }

@@ -60,5 +60,6 @@ void bindLifecycle(pybind11::module_& m);    // lifecycle.cc: init, shutdown, to
 void bindSubmissions(pybind11::module_& m);  // submissions.cc: submit, run, poll, synchronize
 void bindInfo(pybind11::module_& m);         // info.cc: counters, tuning, flags, builds, top-k state
 void bindOpSpec(pybind11::module_& m);       // op_spec.cc: the op, reduce-op and dtype tables
+void bindCodecs(pybind11::module_& m);       // codecs.cc: the outer-gradient codecs' CPU kernels
 
 }  // namespace lightcc::bindings

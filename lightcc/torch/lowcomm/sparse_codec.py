@@ -15,8 +15,16 @@ whole chunks), the kept elements in ascending index order:
 The two magnitudes are the mean |value| of the larger and of the smaller half of the selection;
 each value takes the nearer one, and what that rounding loses stays in the residual.
 
-Why not the engine's top-k (``"topk"``): its merge adds pairs at every recursive-doubling round
-and sends float values with 32-bit indices; 2-bit values cannot be added without quantising
+Where it runs: rows of a CPU tensor are encoded and decoded by the engine's kernels
+(csrc/kernels/sparse_lowbit.h), whose selection is the top-k allreduce's own (``selectTopk``: the
+k largest |v|, ties toward lower indices). Rows of a GPU tensor go through the same format in torch
+(``torch.topk`` per row), until a CUDA twin of the kernel exists. A row decodes to the same values
+either way; the two encoders may differ only in which of tied entries they keep and, rarely, in a
+level's last bfloat16 bit (their float means sum in different orders). The ranks of one job encode
+on one kind of device, so every rank still decodes and sums the same rows to the same bits.
+
+Why not the engine's top-k allreduce (``"topk"``): its merge adds pairs at every recursive-doubling
+round and sends float values with 32-bit indices; 2-bit values cannot be added without quantising
 again at every round, so this codec gathers every rank's rows (SparseLoCo's own exchange) and
 each rank decodes and sums them in rank order: bit-identical everywhere. The engine carries and
 counts the bytes (an allgather: (N − 1) rows a rank).
@@ -28,6 +36,7 @@ from typing import Any, List, Tuple
 
 import torch
 
+from lightcc.common.native import core
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
 from lightcc.torch.lowcomm.codecs import OuterCompression
@@ -72,6 +81,7 @@ class SparseLowBit(OuterCompression):
         # Elias-Fano: b low bits an index; the high parts (index >> b, at most (chunk - 1) >> b) in unary.
         self.low_bits = (chunk // self.k).bit_length() - 1
         self.high_bits = self.k + ((chunk - 1) >> self.low_bits) + 1
+        self._encodes = 0
 
     def row_bytes(self) -> int:
         """Bytes of one chunk's row on the wire."""
@@ -100,11 +110,27 @@ class SparseLowBit(OuterCompression):
         return ((ones.view(n, k) - torch.arange(k, device=rows.device)) << b) | low
 
     def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
-        n, c, k = flat.numel(), self.chunk, self.k
+        n, c = flat.numel(), self.chunk
         rows = -(-n // c)
-        padded = torch.zeros(rows * c, dtype=torch.float32, device=flat.device)
-        padded[:n] = flat
-        values = padded.view(rows, c)
+        if n == rows * c and flat.dtype == torch.float32 and flat.is_contiguous():
+            padded = flat  # whole chunks already: no copy
+        else:
+            padded = torch.zeros(rows * c, dtype=torch.float32, device=flat.device)
+            padded[:n] = flat
+        if padded.device.type == "cpu":
+            return self._encode_in_engine(padded, rows, n)
+        return self._encode_in_torch(padded.view(rows, c), n)
+
+    def _encode_in_engine(self, padded: torch.Tensor, rows: int, n: int) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        wire = torch.empty(rows * self.row_bytes(), dtype=torch.uint8)
+        decoded = torch.empty(rows * self.chunk, dtype=torch.float32)
+        self._encodes += 1  # places the selection's threshold sample; never changes the rows
+        core().sparse_lowbit_encode(padded.data_ptr(), rows, self.chunk, self.k, self._encodes, wire.data_ptr(),
+                                    decoded.data_ptr())
+        return [wire], decoded[:n]
+
+    def _encode_in_torch(self, values: torch.Tensor, n: int) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        rows, k = values.shape[0], self.k
         mag, idx = values.abs().topk(k, dim=1)  # sorted: the larger half first
         levels = torch.stack([mag[:, :k // 2].mean(dim=1), mag[:, k // 2:].mean(dim=1)], dim=1).to(torch.bfloat16)
         big, small = levels[:, 0:1].float(), levels[:, 1:2].float()
@@ -122,6 +148,20 @@ class SparseLowBit(OuterCompression):
 
     def decode_rows(self, rows: torch.Tensor) -> torch.Tensor:
         """The dense float32 chunks (one per row) of rows as `encode` lays them out."""
+        if rows.device.type == "cpu":
+            return self._add_in_engine(rows, torch.zeros(rows.shape[0], self.chunk))
+        return self._decode_in_torch(rows)
+
+    def _add_in_engine(self, rows: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+        """`total` (rows × chunk float32) plus the rows' decoded chunks, in place."""
+        if rows.dtype != torch.uint8 or rows.dim() != 2 or rows.shape[1] != self.row_bytes():
+            raise ValueError(f"sparseloco: rows must be uint8 of {self.row_bytes()} bytes each, not "
+                             f"{rows.dtype} of shape {tuple(rows.shape)}")
+        rows = rows.contiguous()
+        core().sparse_lowbit_add(rows.data_ptr(), rows.shape[0], self.chunk, self.k, total.data_ptr())
+        return total
+
+    def _decode_in_torch(self, rows: torch.Tensor) -> torch.Tensor:
         k = self.k
         idx = self._read_indices(rows)
         packed = rows[:, -4 - k // 4:-4]
@@ -139,7 +179,12 @@ class SparseLowBit(OuterCompression):
     def average(self, gathered: torch.Tensor, numel: int, size: int) -> torch.Tensor:
         """The float32 mean of `size` ranks' rows, gathered rank after rank, summed in rank order."""
         per_rank = gathered.view(size, -1, self.row_bytes())
-        total = self.decode_rows(per_rank[0])
-        for r in range(1, size):  # rank order: the same float32 sum on every rank
-            total += self.decode_rows(per_rank[r])
+        if gathered.device.type == "cpu":
+            total = torch.zeros(per_rank.shape[1], self.chunk)
+            for r in range(size):  # rank order: the same float32 sum on every rank
+                self._add_in_engine(per_rank[r], total)
+        else:
+            total = self._decode_in_torch(per_rank[0])
+            for r in range(1, size):
+                total += self._decode_in_torch(per_rank[r])
         return (total / size).view(-1)[:numel]
