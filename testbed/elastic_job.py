@@ -153,6 +153,25 @@ class ElasticJob:
             self.kill()
 
 
+def local_flags(tmp: Path, slots: int) -> list[str]:
+    """lightccrun's flag for a discovery script that lists this host alone, with `slots` slots."""
+    script = tmp / "hosts.sh"
+    script.write_text(f"#!/bin/sh\necho localhost:{slots}\n")
+    script.chmod(0o755)
+    return ["--host-discovery-script", str(script)]
+
+
+def kill_rank(job: ElasticJob, rank: int, after_step: int, signum: int = signal.SIGKILL) -> tuple[float, float, str]:
+    """Sends `signum` to generation 1's `rank` once the worker printed "step AFTER_STEP ": (monotonic time,
+    unix time, worker id)."""
+    job.wait_for(rf"<stdout>:step {after_step} ", 120)
+    wid = job.members(1)[rank]
+    pid = job.worker_pids()[wid]
+    t_unix, t0 = time.time(), time.monotonic()
+    os.kill(pid, signum)
+    return t0, t_unix, wid
+
+
 def netns_flags(h: Any, tmp: Path, slots: int = 1) -> list[str]:
     """lightccrun's flags that put workers on emulated hosts 1..n of `h` (testbed.netns.Hosts; the
     driver stays in host 0): a launch template mapping each address to its namespace, and a

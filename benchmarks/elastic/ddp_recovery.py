@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 from benchmarks.output import default_out
-from testbed.elastic_job import ROOT, ElasticJob
+from testbed.elastic_job import ROOT, ElasticJob, local_flags
 
 EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_ddp.py")
 STEP = r"<stdout>:step (\d+) ([\d.]+) (\d+) (\w+)"
@@ -53,13 +53,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
-
-
-def _discovery(tmp: Path, slots: int) -> List[str]:
-    script = tmp / "hosts.sh"
-    script.write_text(f"#!/bin/sh\necho localhost:{slots}\n")
-    script.chmod(0o755)
-    return ["--host-discovery-script", str(script)]
 
 
 def _steps(job: ElasticJob) -> List[tuple]:
@@ -123,7 +116,7 @@ def commit_cost(args: argparse.Namespace, tmp: Path) -> Dict:
     worker = str(Path(__file__).resolve().parent / "commit_cost_worker.py")
     runs: Dict[str, Dict] = {}
     for np_ in (1, args.ranks):
-        flags = ["-np", str(np_), "--min-np", str(np_), "--max-np", str(np_), *_discovery(tmp, np_)]
+        flags = ["-np", str(np_), "--min-np", str(np_), "--max-np", str(np_), *local_flags(tmp, np_)]
         with ElasticJob(flags, worker, ["--rounds", str(args.rounds), "--sparse-every", str(args.sparse_every), "--pairs", str(args.pairs),
                                         "--batch", str(args.batch), "--warmup", str(args.warmup)]) as job:
             code = job.finish(1800)
@@ -146,7 +139,7 @@ def heal(args: argparse.Namespace, tmp: Path) -> Dict:
     rows = []
     for trial in range(args.trials):
         slots = 4 if args.standby else 3
-        flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp, slots),
+        flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *local_flags(tmp, slots),
                  "--blacklist-cooldown-range", "1000", "1000"]
         with ElasticJob(flags, EXAMPLE, ["--steps", "400", "--step-time", "0.02"]) as job:
             if args.standby:

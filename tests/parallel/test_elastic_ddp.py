@@ -10,34 +10,16 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 from typing import List, Tuple
 
-from testbed.elastic_job import ROOT, ElasticJob, netns_flags
+from testbed.elastic_job import ROOT, ElasticJob, kill_rank, local_flags, netns_flags
 
 EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_ddp.py")
 STEP = r"\[w\d+\]<stdout>:step (\d+) ([\d.]+) (\d+) (\w+)"
 
 
-def _discovery(tmp: Path, slots: int) -> List[str]:
-    script = tmp / "hosts.sh"
-    script.write_text(f"#!/bin/sh\necho localhost:{slots}\n")
-    script.chmod(0o755)
-    return ["--host-discovery-script", str(script)]
-
-
 def _steps(job: ElasticJob) -> List[Tuple[int, float, int, str]]:
     return [(int(m.group(1)), float(m.group(2)), int(m.group(3)), m.group(4)) for m in job.matches(STEP)]
-
-
-def _kill_rank(job: ElasticJob, rank: int, after_step: int, signum: int = signal.SIGKILL) -> Tuple[float, float, str]:
-    """Sends `signum` to generation 1's `rank` once step `after_step` is committed: (monotonic, unix time, worker)."""
-    job.wait_for(rf"<stdout>:step {after_step} ", 120)
-    wid = job.members(1)[rank]
-    pid = job.worker_pids()[wid]
-    t_unix, t0 = time.time(), time.monotonic()
-    os.kill(pid, signum)
-    return t0, t_unix, wid
 
 
 def _check_run(job: ElasticJob, steps: int, rank0_killed: bool = False) -> List[Tuple[int, float, int, str]]:
@@ -63,10 +45,10 @@ def _longest_gap(seen: List[Tuple[int, float, int, str]], t_kill: float) -> floa
 def test_kill9_one_rank_heals_in_place(tmp_path):
     """The acceptance run: -np 3 --min-np 2 --max-np 3 with a discovery script, a worker killed mid-run."""
     report = tmp_path / "faults.json"
-    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 3),
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *local_flags(tmp_path, 3),
              "--blacklist-cooldown-range", "1000", "1000", "--fault-report", str(report)]
     with ElasticJob(flags, EXAMPLE, ["--steps", "60", "--step-time", "0.03"]) as job:
-        t0, t_kill, victim = _kill_rank(job, rank=1, after_step=15)
+        t0, t_kill, victim = kill_rank(job, rank=1, after_step=15)
         job.wait_for(r"FAULT process_exit: rank 1 \(host localhost, pid \d+, generation 1\) was killed by SIGKILL",
                      20, after=t0)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 2 ", 30, after=t0)
@@ -82,12 +64,12 @@ def test_kill9_one_rank_heals_in_place(tmp_path):
 
 def test_rank0_lost_and_warm_standby_takes_its_place(tmp_path):
     """Rank 0 (which served generation 1's stores) is killed; the standby waiting on the 4th slot joins at once."""
-    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4),
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *local_flags(tmp_path, 4),
              "--blacklist-cooldown-range", "1000", "1000"]
     with ElasticJob(flags, EXAMPLE, ["--steps", "300", "--step-time", "0.01"]) as job:
         job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
         step = max(int(m.group(1)) for m in job.matches(STEP))
-        t0, t_kill, victim = _kill_rank(job, rank=0, after_step=step + 2)
+        t0, t_kill, victim = kill_rank(job, rank=0, after_step=step + 2)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 3 ", 30, after=t0)
         seen = _check_run(job, 300, rank0_killed=True)
     g1, g2 = job.members(1), job.members(2)
@@ -100,12 +82,12 @@ def test_rank0_lost_and_warm_standby_takes_its_place(tmp_path):
 def test_stopped_rank_is_timed_out_and_replaced_by_the_standby(tmp_path):
     """SIGSTOP a rank: the engine's timeout names it, the driver kills it, the standby takes its place."""
     report = tmp_path / "faults.json"
-    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4), "--elastic-timeout", "4",
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *local_flags(tmp_path, 4), "--elastic-timeout", "4",
              "--blacklist-cooldown-range", "1000", "1000", "--fault-report", str(report)]
     with ElasticJob(flags, EXAMPLE, ["--steps", "300", "--step-time", "0.01"], env={"LIGHTCC_TIMEOUT": "3"}) as job:
         job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
         step = max(int(m.group(1)) for m in job.matches(STEP))
-        t0, _, stopped = _kill_rank(job, rank=2, after_step=step + 2, signum=signal.SIGSTOP)
+        t0, _, stopped = kill_rank(job, rank=2, after_step=step + 2, signum=signal.SIGSTOP)
         job.wait_for(r"FAULT timeout: rank 2 \(host localhost, pid \d+, generation 1\)", 40, after=t0)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 3 ", 40, after=t0)
         _check_run(job, 300)
@@ -158,13 +140,13 @@ def test_whole_host_lost_across_hosts_the_standby_host_takes_part(tmp_path):
 def test_rank0_dies_while_sending_the_state(tmp_path):
     """Rank 1 is killed; in generation 2 the new rank 0 dies as it starts sending the state to the standby.
     Generation 3 forms from the one survivor and the standby: the survivor holds the commit and sends it."""
-    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4),
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *local_flags(tmp_path, 4),
              "--blacklist-cooldown-range", "1000", "1000"]
     with ElasticJob(flags, EXAMPLE, ["--steps", "200", "--step-time", "0.01"],
                     env={"ELASTIC_DDP_TEST_DIE_IN_SYNC": "2"}) as job:
         job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
         step = max(int(m.group(1)) for m in job.matches(STEP))
-        t0, _, _victim = _kill_rank(job, rank=1, after_step=step + 2)
+        t0, _, _victim = kill_rank(job, rank=1, after_step=step + 2)
         job.wait_for(r"generation 3: 2 worker\(s\)", 60, after=t0)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 2 ", 60, after=t0)
         _check_run(job, 200)

@@ -12,31 +12,15 @@ import os
 import re
 import signal
 import time
-from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 import pytest
 
-from testbed.elastic_job import ROOT, ElasticJob
+from testbed.elastic_job import ROOT, ElasticJob, kill_rank, local_flags
 
 EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_diloco.py")
 STEP = r"\[w\d+\]<stdout>:step (\d+) ([\d.]+) (\d+) (\w+)"
 STATS = r"\[(w\d+)\]<stdout>:stats rank=(\d+) inner_taken=(\d+) recoveries=(\d+) redone=(\d+) member_since=(\d+)"
-
-
-def _discovery(tmp: Path, slots: int) -> List[str]:
-    script = tmp / "hosts.sh"
-    script.write_text(f"#!/bin/sh\necho localhost:{slots}\n")
-    script.chmod(0o755)
-    return ["--host-discovery-script", str(script)]
-
-
-def _kill(job: ElasticJob, rank: int, after_step: int) -> Tuple[float, str]:
-    job.wait_for(rf"<stdout>:step {after_step} ", 120)
-    wid = job.members(1)[rank]
-    t0 = time.monotonic()
-    os.kill(job.worker_pids()[wid], signal.SIGKILL)
-    return t0, wid
 
 
 def _finish(job: ElasticJob, steps: int) -> Dict[str, Tuple[int, int, int, int, int]]:
@@ -50,10 +34,10 @@ def _finish(job: ElasticJob, steps: int) -> Dict[str, Tuple[int, int, int, int, 
 def test_kill9_worker_left_out_survivors_keep_progress(tmp_path):
     """3 workers, H = 5, plain DiLoCo; rank 1 is killed mid-period: two survivors finish in place."""
     steps = 60
-    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 3),
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *local_flags(tmp_path, 3),
              "--blacklist-cooldown-range", "1000", "1000"]
     with ElasticJob(flags, EXAMPLE, ["--steps", str(steps), "--sync-every", "5", "--step-time", "0.05"]) as job:
-        t0, victim = _kill(job, rank=1, after_step=17)
+        t0, _, victim = kill_rank(job, rank=1, after_step=17)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 2 ", 60, after=t0)
         stats = _finish(job, steps)
     survivors = [w for w in job.members(1) if w != victim]
@@ -74,14 +58,14 @@ def test_kill9_worker_left_out_survivors_keep_progress(tmp_path):
 def test_streaming_rank0_lost_standby_joins_from_shared_weights(tmp_path):
     """Streaming DiLoCo (2 fragments, delay 1) with int8 outer steps; rank 0 dies, the warm standby takes part."""
     steps = 80
-    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4),
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *local_flags(tmp_path, 4),
              "--blacklist-cooldown-range", "1000", "1000"]
     args = ["--steps", str(steps), "--sync-every", "6", "--fragments", "2", "--compression", "int8",
             "--step-time", "0.05"]
     with ElasticJob(flags, EXAMPLE, args) as job:
         job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
         step = max(int(m.group(1)) for m in job.matches(STEP))
-        t0, victim = _kill(job, rank=0, after_step=step + 4)
+        t0, _, victim = kill_rank(job, rank=0, after_step=step + 4)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 3 ", 60, after=t0)
         stats = _finish(job, steps)
     g1, g2 = job.members(1), job.members(2)
@@ -137,13 +121,13 @@ def test_rank0_dies_while_sending_the_state_to_the_standby(tmp_path):
     """Rank 1 is killed; in generation 2 the new rank 0 dies as it starts sending DiLoCo's state to the standby.
     Generation 3 forms from the one survivor and the standby: the survivor holds θ and sends it."""
     steps = 80
-    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *_discovery(tmp_path, 4),
+    flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *local_flags(tmp_path, 4),
              "--blacklist-cooldown-range", "1000", "1000"]
     args = ["--steps", str(steps), "--sync-every", "6", "--fragments", "2", "--step-time", "0.05"]
     with ElasticJob(flags, EXAMPLE, args, env={"ELASTIC_DDP_TEST_DIE_IN_SYNC": "2"}) as job:
         job.wait_for(r"worker w3 \(host localhost\) waits as a warm standby", 120)
         step = max(int(m.group(1)) for m in job.matches(STEP))
-        t0, _victim = _kill(job, rank=1, after_step=step + 4)
+        t0, _, _victim = kill_rank(job, rank=1, after_step=step + 4)
         job.wait_for(r"generation 3: 2 worker\(s\)", 60, after=t0)
         stats = _finish(job, steps)
     g1, g2, g3 = job.members(1), job.members(2), job.members(3)
