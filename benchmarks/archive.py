@@ -81,6 +81,9 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/lowcomm/results/s32/)",
     "9ff6f4f": "session 32: the same folder with Streaming DiLoCo at 2 emulated hosts, 3 seeds, added "
                "(benchmarks/lowcomm/results/s32/)",
+    "e722bf2": "session 33: the DiLoCo ETTR race, lightcc's elastic DiLoCo against torchft's DiLoCo "
+               "(benchmarks/elastic/results/ettr-diloco-s33/), and sparseloco's engine codec "
+               "(benchmarks/lowcomm/results/s33/)",
 }
 
 

@@ -2,6 +2,7 @@
 
     sudo python -m benchmarks.elastic.ettr [--systems lightcc,torchrun,torchft] [--steps 400]
         [--kill-every 100] [--step-time 0.25] [--active 4] [--spares 1] [--repair-after 20] [--out DIR]
+    sudo python -m benchmarks.elastic.ettr --systems lightcc-diloco,torchft-diloco --sync-every 10 ...
 
 On emulated hosts (testbed.netns: host 0 holds the control planes, hosts 1..active train, the rest
 are spares), each system trains examples/pytorch/elastic_ddp.py's model on the same global batch
@@ -14,6 +15,11 @@ stall (last step before the kill -> first step after), the time until the world 
 the steps lost; whether every rank ended with identical weights; the final loss on a fixed batch
 against the failure-free run's. Raw lines and a JSON summary go to --out (default
 lightcc-results/elastic/ettr/), with the CPU model and load beside the table.
+
+The DiLoCo systems train examples/pytorch/elastic_diloco.py's task instead (each worker its own
+batches, an outer step every `--sync-every` steps). A step there is an inner step; torchft's DiLoCo
+trains a failed period's steps again, which shows as steps lost, and the final loss says what each
+way of surviving cost the model.
 """
 from __future__ import annotations
 
@@ -47,7 +53,7 @@ def steps_of(lines: List[Line]) -> List[tuple]:
 
 def run_once(name: str, h: netns.Hosts, args: argparse.Namespace, kills: List[int], tmp: Path) -> Dict[str, Any]:
     """One run of system NAME; kills a host each time training passes a step in KILLS."""
-    task = ["--steps", str(args.steps), "--step-time", str(args.step_time), "--model", args.model]
+    task = SYSTEMS[name].task_flags(args.steps, args.step_time, args.model, args.sync_every)
     system: System = SYSTEMS[name](name, h, tmp, task, args.active, random.randint(20000, 30000))
     events: List[Dict[str, Any]] = []
     repairs: List[tuple] = []
@@ -101,7 +107,8 @@ def summarise(lines: List[Line], events: List[Dict[str, Any]], steps: int, activ
     seen = steps_of(lines)
     if not seen:
         return {"reached": 0}
-    first = next(t for n, t, _, _ in seen if n == 1)
+    # the first step line (step 1 unless the system printed none for it)
+    first = min(seen, key=lambda s: (s[0], s[1]))[1]
     last_n = max(n for n, _, _, _ in seen)
     end = max(t for n, t, _, _ in seen if n == last_n)
     per_kill = []
@@ -146,7 +153,7 @@ def summarise(lines: List[Line], events: List[Dict[str, Any]], steps: int, activ
 def table(results: List[Dict[str, Any]], cpu: str, args: argparse.Namespace) -> str:
     rows = [f"CPU: {cpu}; {args.active} training hosts + {args.spares} spare, 1 rank each; {args.steps} steps, "
             f"a host lost every {args.kill_every} steps, back after {args.repair_after} s; step time "
-            f"+{args.step_time} s (model {args.model})", "",
+            f"+{args.step_time} s (model {args.model}; DiLoCo systems: their own, H = {args.sync_every})", "",
             "| system | run | steps | wall s | step median s | ETTR (failure-free median / own) | stalls s (per loss) | kill -> whole world s | "
             "steps lost | identical | final loss (failure-free) | load |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -208,6 +215,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--kill-every", type=int, default=100)
     p.add_argument("--step-time", type=float, default=0.25)
     p.add_argument("--model", default="small")
+    p.add_argument("--sync-every", type=int, default=10, help="H of the DiLoCo systems (steps: a multiple of it)")
     p.add_argument("--active", type=int, default=4)
     p.add_argument("--spares", type=int, default=1)
     p.add_argument("--seed", type=int, default=1, help="seeds the failure schedule's jitter")

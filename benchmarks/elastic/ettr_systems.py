@@ -1,6 +1,7 @@
 """How the ETTR race starts, kills and repairs each system on emulated hosts: lightcc, torchrun, torchft.
 
-The systems: lightcc elastic DDP, torchrun restarts, torchft.
+The systems: lightcc elastic DDP, torchrun restarts, torchft; and for DiLoCo, lightcc's elastic
+DiLoCo against torchft's DiLoCo (``lightcc-diloco``, ``torchft-diloco``).
 
 Host 0 of the testbed holds each system's control plane (lightccrun's driver, torchrun's
 rendezvous TCPStore, torchft's lighthouse); hosts 1..n train or wait as spares. Every process's
@@ -26,6 +27,7 @@ from testbed import netns, procs
 from testbed.elastic_job import ROOT, ElasticJob, job_env, netns_flags
 
 EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_ddp.py")
+DILOCO_EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_diloco.py")
 Line = Tuple[float, int, str]  # (arrival time, host index, text)
 
 
@@ -100,6 +102,11 @@ class System(abc.ABC):
     out: Output = field(default_factory=Output)
     procs: List[Proc] = field(default_factory=list)
 
+    @staticmethod
+    def task_flags(steps: int, step_time: float, model: str, sync_every: int) -> List[str]:
+        """The training script's flags for the race's task (the DDP example's by default)."""
+        return ["--steps", str(steps), "--step-time", str(step_time), "--model", model]
+
     @abc.abstractmethod
     def start(self) -> None:
         """Starts the control plane on host 0 and the training processes."""
@@ -143,13 +150,15 @@ class Lightcc(System):
     """lightccrun's elastic driver on host 0; a discovery script lists hosts 1..n, one slot each;
     `--max-np active` leaves the rest as warm standbys."""
 
+    example: str = EXAMPLE
+
     def start(self) -> None:
         flags = ["-np", str(self.active), "--min-np", str(self.active - 1), "--max-np", str(self.active),
                  "--blacklist-cooldown-range", "1", "1", *netns_flags(self.h, self.tmp, 1)]
         self.hosts_file = self.tmp / "hosts.txt"
         self.listed = list(range(1, len(self.h.addrs)))
         env = {"HARP_IFNAME": "eth0", "HARP_NFLOWS": "1", "HARP_NINSTANCES": "1"}
-        self.job = ElasticJob(flags, EXAMPLE, self.task, env=env, prefix=self.h.prefix(0))
+        self.job = ElasticJob(flags, self.example, self.task, env=env, prefix=self.h.prefix(0))
 
     def lines(self) -> List[Line]:
         by_addr = {a: i for i, a in enumerate(self.h.addrs)}
@@ -215,7 +224,7 @@ class LightccNoMaster(Lightcc):
         self.jobs = {}
         for index, host in reversed(list(enumerate(hosts))):  # the standbys first, the leader last
             flags = [*common, "--rendezvous-addr", self.h.addrs[host], "--driver-index", str(index)]
-            self.jobs[host] = ElasticJob(flags, EXAMPLE, self.task, env=env, prefix=self.h.prefix(host))
+            self.jobs[host] = ElasticJob(flags, self.example, self.task, env=env, prefix=self.h.prefix(host))
         self.job = self.jobs[hosts[0]]
 
     def _raw(self) -> List[Tuple[float, str]]:
@@ -317,10 +326,13 @@ class Torchft(ReplacedOnSpare):
     (torchft has no standby: a started replica joins the quorum)."""
 
     min_replicas: int = 3
+    worker: str = "benchmarks.elastic.ettr_torchft_worker"
+    join_timeout_ms: int = 1000
 
     def start(self) -> None:
         lighthouse = ["torchft_lighthouse", "--min_replicas", str(self.min_replicas), "--bind",
-                      f"0.0.0.0:{self.port}", "--heartbeat_timeout_ms", "1000", "--join_timeout_ms", "1000"]
+                      f"0.0.0.0:{self.port}", "--heartbeat_timeout_ms", "1000",
+                      "--join_timeout_ms", str(self.join_timeout_ms)]
         self.procs.append(start(self.h, 0, lighthouse, self.out))
         self.replicas = 0
         time.sleep(1)
@@ -331,7 +343,7 @@ class Torchft(ReplacedOnSpare):
         # torchft's checkpoint server advertises socket.gethostname(): every namespace shares this
         # machine's, so each replica gets a UTS namespace whose hostname is its host's address.
         uts = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', self.h.addrs[host]]
-        argv = [*uts, sys.executable, "-m", "benchmarks.elastic.ettr_torchft_worker", *self.task,
+        argv = [*uts, sys.executable, "-m", self.worker, *self.task,
                 "--addr", self.h.addrs[host], "--store-port", str(self.port + 1),
                 "--replica-id", f"r{self.replicas}", "--min-replicas", str(self.min_replicas)]
         env = {"TORCHFT_LIGHTHOUSE": f"http://{self.h.addrs[0]}:{self.port}", "GLOO_SOCKET_IFNAME": self.h.ifname,
@@ -347,4 +359,36 @@ class Torchft(ReplacedOnSpare):
         return len(finals) >= len(self.live) and bool(finals)
 
 
-SYSTEMS = {"lightcc": Lightcc, "lightcc-nomaster": LightccNoMaster, "torchrun": Torchrun, "torchft": Torchft}
+def _diloco_flags(steps: int, step_time: float, model: str, sync_every: int) -> List[str]:
+    """The DiLoCo task's flags: examples/pytorch/elastic_diloco.py's (its own model; H inner steps an outer step)."""
+    return ["--steps", str(steps), "--step-time", str(step_time), "--sync-every", str(sync_every)]
+
+
+class LightccDiLoCo(Lightcc):
+    """lightcc's elastic DiLoCo (examples/pytorch/elastic_diloco.py) under the same driver and standbys as
+    `Lightcc`: a lost worker is left out of the outer step it missed, survivors keep their inner steps."""
+
+    example = DILOCO_EXAMPLE
+    task_flags = staticmethod(_diloco_flags)
+
+
+class TorchftDiLoCo(Torchft):
+    """torchft 0.2.0's DiLoCo (ettr_torchft_diloco_worker.py), replicas placed and replaced as `Torchft`'s:
+    a failed outer step puts every replica back to the last one's weights."""
+
+    worker = "benchmarks.elastic.ettr_torchft_diloco_worker"
+    task_flags = staticmethod(_diloco_flags)
+
+
+class TorchftDiLoCoJoin60(TorchftDiLoCo):
+    """`TorchftDiLoCo` with the lighthouse's default join timeout (60 s): a quorum waits for every replica
+    that heartbeats, a replacement included, instead of forming with the first three after 1 s. With
+    1 s, a replacement out of step with the others' outer steps left a different replica out of each
+    quorum for a while, and each one left out healed from a peer, losing its inner steps (session 33)."""
+
+    join_timeout_ms = 60000
+
+
+SYSTEMS = {"lightcc": Lightcc, "lightcc-nomaster": LightccNoMaster, "torchrun": Torchrun, "torchft": Torchft,
+           "lightcc-diloco": LightccDiLoCo, "torchft-diloco": TorchftDiLoCo,
+           "torchft-diloco-join60": TorchftDiLoCoJoin60}
