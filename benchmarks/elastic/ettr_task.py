@@ -13,11 +13,13 @@ from pathlib import Path
 from types import ModuleType
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pytorch" / "elastic_ddp.py"
+DILOCO_EXAMPLE = EXAMPLE.with_name("elastic_diloco.py")
 
 
-def example() -> ModuleType:
-    """The example module (build, batch, digest, eval_loss), loaded from its file."""
-    spec = importlib.util.spec_from_file_location("elastic_ddp_example", EXAMPLE)
+def example(path: Path = EXAMPLE) -> ModuleType:
+    """An example module loaded from its file: the DDP one (build, batch, digest, eval_loss) by default,
+    or DILOCO_EXAMPLE (build, batch, digest) for the DiLoCo race."""
+    spec = importlib.util.spec_from_file_location(path.stem + "_example", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     return mod
@@ -31,4 +33,14 @@ def task_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--step-time", type=float, default=0.0)
+    return p
+
+
+def replica_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The flags of a torchft replica (ettr_torchft_worker.py, ettr_torchft_diloco_worker.py)."""
+    p.add_argument("--addr", required=True, help="this host's address (for the store, the manager and gloo)")
+    p.add_argument("--store-port", type=int, default=29600)
+    p.add_argument("--replica-id", required=True)
+    p.add_argument("--min-replicas", type=int, default=3)
+    p.add_argument("--timeout", type=float, default=10.0, help="collective and quorum timeouts, seconds")
     return p

@@ -19,50 +19,33 @@ replica=<id> digest=<digest>`` at the end.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import time
 from datetime import timedelta
-from pathlib import Path
-from types import ModuleType
 
 import torch
 import torch.distributed as dist
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pytorch" / "elastic_diloco.py"
-
-
-def example() -> ModuleType:
-    """The elastic DiLoCo example (batch, digest), loaded from its file."""
-    spec = importlib.util.spec_from_file_location("elastic_diloco_example", EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+from benchmarks.elastic.ettr_task import DILOCO_EXAMPLE, example, replica_args
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = replica_args(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     p.add_argument("--steps", type=int, default=200, help="inner steps (a multiple of --sync-every)")
     p.add_argument("--sync-every", type=int, default=10)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--step-time", type=float, default=0.0)
-    p.add_argument("--addr", required=True, help="this host's address (for the store, the manager and gloo)")
-    p.add_argument("--store-port", type=int, default=29600)
-    p.add_argument("--replica-id", required=True)
-    p.add_argument("--min-replicas", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=10.0, help="collective and quorum timeouts, seconds")
     args = p.parse_args()
     from torchft import Manager
     from torchft.local_sgd import DiLoCo
     from torchft.process_group import ProcessGroupGloo
 
-    ex = example()
+    ex = example(DILOCO_EXAMPLE)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     store = dist.TCPStore(args.addr, args.store_port, is_master=True, wait_for_workers=False)  # noqa: F841
-    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
-                                torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    model = ex.build()
     inner = torch.optim.AdamW(model.parameters(), lr=args.lr)
     outer = torch.optim.SGD(model.parameters(), lr=0.7, momentum=0.9, nesterov=True)
     timeout = timedelta(seconds=args.timeout)

@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as TorchDDP
 
-from benchmarks.elastic.ettr_task import example, task_args
+from benchmarks.elastic.ettr_task import example, replica_args, task_args
 
 
 def patched_hook(manager: Any, bucket):  # noqa: ANN001 (DDP checks an annotation against the class itself)
@@ -41,12 +41,7 @@ def patched_hook(manager: Any, bucket):  # noqa: ANN001 (DDP checks an annotatio
 
 
 def main() -> int:
-    p = task_args(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
-    p.add_argument("--addr", required=True, help="this host's address (for the store, the manager and gloo)")
-    p.add_argument("--store-port", type=int, default=29600)
-    p.add_argument("--replica-id", required=True)
-    p.add_argument("--min-replicas", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=10.0, help="collective and quorum timeouts, seconds")
+    p = replica_args(task_args(argparse.ArgumentParser(description=__doc__.split("\n")[0])))
     p.add_argument("--hook", choices=["patched", "stock"], default="patched")
     args = p.parse_args()
     from torchft import Manager

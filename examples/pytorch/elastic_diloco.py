@@ -51,6 +51,12 @@ def batch(step: int, rank: int, n: int, features: int = 64, classes: int = 10):
     return x, (x @ teacher).argmax(1)
 
 
+def build() -> torch.nn.Module:
+    """The model: an MLP from 64 features to 10 classes (the DiLoCo ETTR race's torchft worker builds it too)."""
+    return torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                               torch.nn.ReLU(), torch.nn.Linear(256, 10))
+
+
 def digest(tensors) -> str:
     h = hashlib.sha1()
     for t in tensors:
@@ -73,8 +79,7 @@ def main() -> int:
     torch.manual_seed(args.seed)
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     dist.init_process_group("lightcc")
-    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
-                                torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    model = build()
     inner = torch.optim.AdamW(model.parameters(), lr=args.lr)
     diloco = DiLoCo(model, inner, sync_every=args.sync_every, fragments=args.fragments,
                     compression=args.compression, islands=None if args.islands == "none" else args.islands)
