@@ -84,6 +84,7 @@ ARCHIVES: Dict[str, str] = {
     "e722bf2": "session 33: the DiLoCo ETTR race, lightcc's elastic DiLoCo against torchft's DiLoCo "
                "(benchmarks/elastic/results/ettr-diloco-s33/), and sparseloco's engine codec "
                "(benchmarks/lowcomm/results/s33/)",
+    "625c98a": "session 33: the same sparseloco folder with the 4-host race added (benchmarks/lowcomm/results/s33/)",
 }
 
 
