@@ -80,3 +80,6 @@ def test_rows_of_the_wrong_size_are_refused_before_the_engine_reads_them():
     codec = SparseLowBit(0.1, 128)
     with pytest.raises(ValueError, match="rows must be uint8"):
         codec.decode_rows(torch.zeros(2, codec.row_bytes() - 1, dtype=torch.uint8))
+    rows = torch.zeros(2, codec.row_bytes(), dtype=torch.uint8)
+    with pytest.raises(ValueError, match="the sum must be 2 × 128 contiguous float32"):
+        codec._add_in_engine(rows, torch.zeros(2, 127))

@@ -157,6 +157,11 @@ class SparseLowBit(OuterCompression):
         if rows.dtype != torch.uint8 or rows.dim() != 2 or rows.shape[1] != self.row_bytes():
             raise ValueError(f"sparseloco: rows must be uint8 of {self.row_bytes()} bytes each, not "
                              f"{rows.dtype} of shape {tuple(rows.shape)}")
+        # The kernel writes rows × chunk floats at total's address: anything else would be written past.
+        if (total.dtype != torch.float32 or total.device.type != "cpu" or not total.is_contiguous()
+                or total.numel() != rows.shape[0] * self.chunk):
+            raise ValueError(f"sparseloco: the sum must be {rows.shape[0]} × {self.chunk} contiguous float32 on the "
+                             f"CPU, not {total.dtype} of shape {tuple(total.shape)} on {total.device}")
         rows = rows.contiguous()
         core().sparse_lowbit_add(rows.data_ptr(), rows.shape[0], self.chunk, self.k, total.data_ptr())
         return total
