@@ -55,7 +55,7 @@ def measure(numel: int, ranks: List[int], repeats: int, spec: Dict[str, float]) 
     rows = -(-numel // codec.chunk)
     values = torch.randn(rows * codec.chunk, generator=torch.Generator().manual_seed(0))
     records = [
-        {"path": "engine", "phase": "encode", **_times(lambda: codec._encode_in_engine(values, rows, numel), repeats)},
+        {"path": "engine", "phase": "encode", **_times(lambda: codec._encode_in_engine(values[:numel]), repeats)},
         {"path": "torch", "phase": "encode",
          **_times(lambda: codec._encode_in_torch(values.view(rows, -1), numel), repeats)},
     ]

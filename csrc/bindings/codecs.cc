@@ -27,17 +27,18 @@ void bindCodecs(py::module_& m) {
       py::arg("chunk"), py::arg("k"), "Bytes of one SparseLoCo row (kernels/sparse_lowbit.h).");
   m.def(
       "sparse_lowbit_encode",
-      [](uintptr_t values, size_t rows, size_t chunk, size_t k, uint64_t seed, uintptr_t wire, uintptr_t decoded) {
+      [](uintptr_t values, size_t count, size_t chunk, size_t k, uint64_t seed, uintptr_t wire, uintptr_t decoded) {
         const kernels::SparseLowBitLayout layout = layoutOf(chunk, k);
         py::gil_scoped_release released;
         thread_local kernels::SparseLowBitScratch scratch;
-        kernels::encodeSparseLowBit(reinterpret_cast<const float*>(values), rows, layout, seed,
+        kernels::encodeSparseLowBit(reinterpret_cast<const float*>(values), count, layout, seed,
                                     reinterpret_cast<uint8_t*>(wire), reinterpret_cast<float*>(decoded), scratch);
       },
-      py::arg("values"), py::arg("rows"), py::arg("chunk"), py::arg("k"), py::arg("seed"), py::arg("wire"),
+      py::arg("values"), py::arg("count"), py::arg("chunk"), py::arg("k"), py::arg("seed"), py::arg("wire"),
       py::arg("decoded"),
-      "Encode rows x chunk float32 at `values` into rows x row_bytes at `wire`; what a receiver decodes goes to "
-      "`decoded` (rows x chunk float32). Addresses of host memory the caller sized.");
+      "Encode `count` float32 at `values` (the last chunk read as zero-padded) into rows = ceil(count / chunk) "
+      "rows of row_bytes at `wire`; what a receiver decodes goes to `decoded` (rows x chunk float32). Addresses "
+      "of host memory the caller sized.");
   m.def(
       "sparse_lowbit_add",
       [](uintptr_t wire, size_t rows, size_t chunk, size_t k, uintptr_t dst) {

@@ -121,10 +121,18 @@ Status makeSparseLowBitLayout(size_t chunk, size_t k, SparseLowBitLayout* out) {
   return Status::OK();
 }
 
-void encodeSparseLowBit(const float* values, size_t rows, const SparseLowBitLayout& layout, uint64_t seed,
+void encodeSparseLowBit(const float* values, size_t count, const SparseLowBitLayout& layout, uint64_t seed,
                         uint8_t* wire, float* decoded, SparseLowBitScratch& scratch) {
+  const size_t rows = (count + layout.chunk - 1) / layout.chunk;
   for (size_t r = 0; r < rows; ++r) {
-    encodeRow(values + r * layout.chunk, layout, seed + r * 0x9e3779b97f4a7c15ull, wire + r * layout.rowBytes(),
+    const float* row = values + r * layout.chunk;
+    const size_t have = std::min(layout.chunk, count - r * layout.chunk);
+    if (have < layout.chunk) {  // the last chunk, short: only it is copied, zero-padded
+      scratch.lastChunk.assign(layout.chunk, 0.0f);
+      std::copy(row, row + have, scratch.lastChunk.begin());
+      row = scratch.lastChunk.data();
+    }
+    encodeRow(row, layout, seed + r * 0x9e3779b97f4a7c15ull, wire + r * layout.rowBytes(),
               decoded + r * layout.chunk, scratch);
   }
 }

@@ -43,14 +43,15 @@ Status makeSparseLowBitLayout(size_t chunk, size_t k, SparseLowBitLayout* out);
 struct SparseLowBitScratch {
   TopkScratch topk;
   std::vector<uint32_t> indices, keys;
-  std::vector<float> values;
+  std::vector<float> values, lastChunk;
 };
 
-// Encodes rows × chunk floats (the caller zero-pads the last chunk) into rows × rowBytes() bytes
-// of `wire`, and writes what a receiver will decode into `decoded` (rows × chunk floats: the kept
-// entries rounded to their level, zero elsewhere), so the caller's residual keeps the difference.
-// `seed` only places selectTopk's threshold sample.
-void encodeSparseLowBit(const float* values, size_t rows, const SparseLowBitLayout& layout, uint64_t seed,
+// Encodes `count` floats as rows = ⌈count / chunk⌉ rows (the last chunk read as if zero-padded,
+// so the caller copies nothing) into rows × rowBytes() bytes of `wire`, and writes what a receiver
+// will decode into `decoded` (rows × chunk floats: the kept entries rounded to their level, zero
+// elsewhere), so the caller's residual keeps the difference. `seed` only places selectTopk's
+// threshold sample.
+void encodeSparseLowBit(const float* values, size_t count, const SparseLowBitLayout& layout, uint64_t seed,
                         uint8_t* wire, float* decoded, SparseLowBitScratch& scratch);
 
 // dst (rows × chunk floats) += each row's decoded chunk, row by row. A row whose high bits do not

@@ -15,20 +15,20 @@ _GENERATION = int(os.environ["ELASTIC_DDP_TEST_DIE_IN_SYNC"])
 _sync = _state.ModelStateHandler.sync
 
 
-def _dying_sync(self: _state.ModelStateHandler, root_rank: int = 0) -> None:
+def _dies_here() -> None:
+    """SIGKILL to this process when it is in the generation under test."""
     s = session()
-    if s is not None and s.generation == _GENERATION and basics.rank() == root_rank:
+    if s is not None and s.generation == _GENERATION:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _dying_sync(self: _state.ModelStateHandler, root_rank: int = 0) -> None:
+    if basics.rank() == root_rank:
+        _dies_here()
     _sync(self, root_rank)
 
 
 _state.ModelStateHandler.sync = _dying_sync
-
-
-def _dies_here() -> None:
-    s = session()
-    if s is not None and s.generation == _GENERATION:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 try:

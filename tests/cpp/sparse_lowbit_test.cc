@@ -42,7 +42,7 @@ void roundTrip(const std::vector<float>& values, size_t chunk, size_t k, const s
   std::vector<uint8_t> wire(rows * L.rowBytes(), 0xee);
   std::vector<float> decoded(values.size(), 7.0f), summed(values.size(), 0.0f);
   lk::SparseLowBitScratch scratch;
-  lk::encodeSparseLowBit(values.data(), rows, L, 42, wire.data(), decoded.data(), scratch);
+  lk::encodeSparseLowBit(values.data(), values.size(), L, 42, wire.data(), decoded.data(), scratch);
   std::vector<uint32_t> idx;
   check(lk::addSparseLowBitRows(wire.data(), rows, L, summed.data(), idx).ok(), what + ": decodes");
   check(std::equal(decoded.begin(), decoded.end(), summed.begin()), what + ": decoded = what the encoder kept");
@@ -84,9 +84,17 @@ void malformed() {
   std::vector<float> decoded(100), dst(100);
   lk::SparseLowBitScratch scratch;
   std::vector<uint32_t> idx;
-  lk::encodeSparseLowBit(v.data(), 1, L, 1, row.data(), decoded.data(), scratch);
+  lk::encodeSparseLowBit(v.data(), v.size(), L, 1, row.data(), decoded.data(), scratch);
   check(lk::addSparseLowBitRows(row.data(), 1, L, dst.data(), idx).ok(), "100/4 decodes");
   check(idx == std::vector<uint32_t>({3, 40, 41, 99}), "100/4 indices");
+  // A short last chunk reads as zero-padded: 98 elements encode as the 100 with the last two zero.
+  std::vector<float> padded(v.begin(), v.begin() + 98), cut(v.begin(), v.begin() + 98);
+  padded.resize(100, 0.0f);
+  std::vector<uint8_t> rowPadded(L.rowBytes()), rowCut(L.rowBytes());
+  std::vector<float> decodedPadded(100), decodedCut(100, 7.0f);
+  lk::encodeSparseLowBit(padded.data(), padded.size(), L, 1, rowPadded.data(), decodedPadded.data(), scratch);
+  lk::encodeSparseLowBit(cut.data(), cut.size(), L, 1, rowCut.data(), decodedCut.data(), scratch);
+  check(rowPadded == rowCut && decodedPadded == decodedCut, "a short last chunk encodes as zero-padded");
   const size_t high = L.lowBytes();
   auto refused = [&](std::vector<uint8_t> bad, const std::string& what, const std::string& says) {
     const lightcc::Status s = lk::addSparseLowBitRows(bad.data(), 1, L, dst.data(), idx);

@@ -11,7 +11,7 @@ def _both(codec: SparseLowBit, x: torch.Tensor):
     rows = -(-x.numel() // codec.chunk)
     padded = torch.zeros(rows * codec.chunk)
     padded[:x.numel()] = x
-    engine = codec._encode_in_engine(padded, rows, x.numel())
+    engine = codec._encode_in_engine(x)
     torch_path = codec._encode_in_torch(padded.view(rows, -1), x.numel())
     return rows, engine, torch_path
 
@@ -83,3 +83,16 @@ def test_rows_of_the_wrong_size_are_refused_before_the_engine_reads_them():
     rows = torch.zeros(2, codec.row_bytes(), dtype=torch.uint8)
     with pytest.raises(ValueError, match="the sum must be 2 × 128 contiguous float32"):
         codec._add_in_engine(rows, torch.zeros(2, 127))
+
+
+def test_a_short_last_chunk_and_other_dtypes_encode_as_the_zero_padded_float32():
+    codec = SparseLowBit(0.1, 128)
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(5))
+    padded = torch.zeros(1024)
+    padded[:1000] = x
+    (wire,), kept = codec.encode(x)
+    (wire_padded,), kept_padded = codec.encode(padded)
+    assert torch.equal(wire, wire_padded) and torch.equal(kept, kept_padded[:1000])
+    (wire64,), _ = codec.encode(x.double()[::1])
+    (strided,), _ = codec.encode(torch.stack([x, x], dim=1)[:, 0])
+    assert torch.equal(wire64, wire) and torch.equal(strided, wire)

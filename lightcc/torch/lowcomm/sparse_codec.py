@@ -110,22 +110,23 @@ class SparseLowBit(OuterCompression):
         return ((ones.view(n, k) - torch.arange(k, device=rows.device)) << b) | low
 
     def encode(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        if flat.device.type == "cpu":
+            return self._encode_in_engine(flat)
         n, c = flat.numel(), self.chunk
         rows = -(-n // c)
-        if n == rows * c and flat.dtype == torch.float32 and flat.is_contiguous():
-            padded = flat  # whole chunks already: no copy
-        else:
-            padded = torch.zeros(rows * c, dtype=torch.float32, device=flat.device)
-            padded[:n] = flat
-        if padded.device.type == "cpu":
-            return self._encode_in_engine(padded, rows, n)
+        padded = torch.zeros(rows * c, dtype=torch.float32, device=flat.device)
+        padded[:n] = flat
         return self._encode_in_torch(padded.view(rows, c), n)
 
-    def _encode_in_engine(self, padded: torch.Tensor, rows: int, n: int) -> Tuple[List[torch.Tensor], torch.Tensor]:
+    def _encode_in_engine(self, flat: torch.Tensor) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        """The rows of a CPU tensor, read in place (the kernel pads the last chunk itself)."""
+        values = flat.detach().to(torch.float32).contiguous().view(-1)  # no copy when float32 and contiguous
+        n = values.numel()
+        rows = -(-n // self.chunk)
         wire = torch.empty(rows * self.row_bytes(), dtype=torch.uint8)
         decoded = torch.empty(rows * self.chunk, dtype=torch.float32)
         self._encodes += 1  # places the selection's threshold sample; never changes the rows
-        core().sparse_lowbit_encode(padded.data_ptr(), rows, self.chunk, self.k, self._encodes, wire.data_ptr(),
+        core().sparse_lowbit_encode(values.data_ptr(), n, self.chunk, self.k, self._encodes, wire.data_ptr(),
                                     decoded.data_ptr())
         return [wire], decoded[:n]
 
