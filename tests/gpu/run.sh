@@ -2,8 +2,9 @@
 # Builds lightcc on the GPU machine and runs every GPU check in one call; prints one log.
 # Usage (repo root, on a machine with an NVIDIA GPU, torch+CUDA, nvidia-nccl, CuPy, nvcc):
 #   OUT=/some/dir tests/gpu/run.sh [phase ...]
-#   phases: env build kernels smoke net torch cupy jax harp features wheel ddp-cpu bench-resnet50 bench-vgg16
-#           bench-2d
+#   phases: env build kernels smoke net torch cupy jax harp lowcomm features wheel ddp-cpu bench-resnet50
+#           bench-vgg16 bench-2d
+#   FEATURES_K=EXPR runs only the feature tests that pytest's -k EXPR selects (a budget's remainder).
 #   (bench = the three bench phases; each fits one 10-minute call of the device tool on its own)
 #   torch includes the torch.distributed backend on CUDA tensors (tests/gpu/test_c10d_gpu.py).
 #   wheel installs the binary wheels from wheelhouse/ (built on a machine with PyPI: packaging/
@@ -17,7 +18,7 @@ mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net cupy jax torch harp features wheel ddp-cpu bench)
+[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net cupy jax torch harp lowcomm features wheel ddp-cpu bench)
 status=0
 # Ranks that share one GPU from separate processes are time-sliced by the driver: a collective
 # waits for its peer's kernel to get the GPU, about 5 ms a call whatever the network. Under MPS
@@ -94,8 +95,11 @@ for phase in "${phases[@]}"; do
     harp)
       step harp-nccl 180 $PY -m pytest -x -q -p no:cacheprovider tests/gpu/test_harp_nccl.py
       ;;
+    lowcomm)  # SparseLoCo's rows from CUDA tensors against the engine's from CPU tensors
+      step lowcomm 120 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_sparse_codec_gpu.py
+      ;;
     features)  # streams, order/cost fusion, pacing off, autotune converging, elastic kill -9
-      step features 580 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_features_gpu.py
+      step features 580 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_features_gpu.py ${FEATURES_K:+-k "$FEATURES_K"}
       ;;
     wheel)
       step wheel 300 bash -c "set -e; ls wheelhouse/lightcc-*manylinux*.whl wheelhouse/lightcc_cuda*.whl; \
