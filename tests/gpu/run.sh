@@ -2,8 +2,8 @@
 # Builds lightcc on the GPU machine and runs every GPU check in one call; prints one log.
 # Usage (repo root, on a machine with an NVIDIA GPU, torch+CUDA, nvidia-nccl, CuPy, nvcc):
 #   OUT=/some/dir tests/gpu/run.sh [phase ...]
-#   phases: env build kernels smoke net torch cupy jax harp lowcomm features wheel ddp-cpu bench-resnet50
-#           bench-vgg16 bench-2d
+#   phases: env build kernels smoke net torch cupy jax harp lowcomm features elastic wheel ddp-cpu
+#           bench-resnet50 bench-vgg16 bench-2d
 #   FEATURES_K=EXPR runs only the feature tests that pytest's -k EXPR selects (a budget's remainder).
 #   (bench = the three bench phases; each fits one 10-minute call of the device tool on its own)
 #   torch includes the torch.distributed backend on CUDA tensors (tests/gpu/test_c10d_gpu.py).
@@ -18,28 +18,42 @@ mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net cupy jax torch harp lowcomm features wheel ddp-cpu bench)
+[ ${#phases[@]} -eq 0 ] && phases=(env build kernels smoke net cupy jax torch harp lowcomm features elastic wheel ddp-cpu bench)
 status=0
 # Ranks that share one GPU from separate processes are time-sliced by the driver: a collective
 # waits for its peer's kernel to get the GPU, about 5 ms a call whatever the network. Under MPS
 # their kernels run side by side, as on separate GPUs, so the network is what gets measured.
-# The daemon is this run's own (private pipe directory) and quits when the run ends.
-if [ "${LIGHTCC_GPU_MPS:-1}" = 1 ] && command -v nvidia-cuda-mps-control >/dev/null; then
-  export CUDA_MPS_PIPE_DIRECTORY=${TMPDIR:-/tmp}/lightcc-mps-pipe.$$ CUDA_MPS_LOG_DIRECTORY=${TMPDIR:-/tmp}/lightcc-mps-log.$$
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d; then
-    # Its logs come back with the run: a server that died mid-run (error 805 in every later
-    # client, seen 2026-11-27 in the features phase) says why in server.log.
-    trap 'echo quit | nvidia-cuda-mps-control; for f in "$CUDA_MPS_LOG_DIRECTORY"/*.log; do cp "$f" "$OUT/mps-$(basename "$f")"; done; \
-      rm -rf "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"' EXIT
+# The daemon is this run's own (private pipe directory) and quits when the run ends. Phases that
+# kill a rank run with it stopped: under MPS a client killed mid-work takes a fatal error to
+# every client of the GPU (seen 2026-11-27: the survivors got "illegal memory access"), which
+# separate GPUs or hosts never see.
+MPS_PIPE=${TMPDIR:-/tmp}/lightcc-mps-pipe.$$ MPS_LOG=${TMPDIR:-/tmp}/lightcc-mps-log.$$
+mps_wanted=0
+[ "${LIGHTCC_GPU_MPS:-1}" = 1 ] && command -v nvidia-cuda-mps-control >/dev/null && mps_wanted=1
+mps_start() {  # this run's daemon, where wanted and not running
+  [ $mps_wanted = 1 ] && [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || return 0
+  mkdir -p "$MPS_PIPE" "$MPS_LOG"
+  if CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE CUDA_MPS_LOG_DIRECTORY=$MPS_LOG nvidia-cuda-mps-control -d; then
+    export CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE CUDA_MPS_LOG_DIRECTORY=$MPS_LOG
     echo "=== MPS: on (LIGHTCC_GPU_MPS=0 turns it off)"
   else
-    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
     echo "=== MPS: could not start; ranks are time-sliced"
   fi
-else
-  echo "=== MPS: off; ranks sharing the GPU are time-sliced"
-fi
+}
+mps_stop() {
+  [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || return 0
+  echo quit | nvidia-cuda-mps-control
+  # quit returns before the server has gone; a client started meanwhile would still join it
+  for _ in $(seq 50); do pgrep -f "nvidia-cuda-mps-(control|server)" >/dev/null || break; sleep 0.2; done
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  echo "=== MPS: stopped"
+}
+# Its logs come back with the run: a server that died mid-run (error 805 in every later client,
+# seen 2026-11-27 in the features phase) says why in server.log.
+trap 'mps_stop; for f in "$MPS_LOG"/*.log; do [ -e "$f" ] && cp "$f" "$OUT/mps-$(basename "$f")"; done; \
+  rm -rf "$MPS_PIPE" "$MPS_LOG"' EXIT
+[ $mps_wanted = 1 ] || echo "=== MPS: off; ranks sharing the GPU are time-sliced"
+mps_start
 child=
 trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; echo "=== stopped by a signal"; exit 143' TERM INT
 step() {  # step NAME TIMEOUT CMD...: runs one check, logs its verdict
@@ -98,8 +112,13 @@ for phase in "${phases[@]}"; do
     lowcomm)  # SparseLoCo's rows from CUDA tensors against the engine's from CPU tensors
       step lowcomm 120 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_sparse_codec_gpu.py
       ;;
-    features)  # streams, order/cost fusion, pacing off, autotune converging, elastic kill -9
+    features)  # streams, order/cost fusion, pacing off, autotune converging (elastic skips itself under MPS)
       step features 580 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_features_gpu.py ${FEATURES_K:+-k "$FEATURES_K"}
+      ;;
+    elastic)  # a rank killed with SIGKILL, communicators rebuilt: without MPS (see mps_stop)
+      mps_stop
+      step elastic 180 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_features_gpu.py -k elastic
+      mps_start
       ;;
     wheel)
       step wheel 300 bash -c "set -e; ls wheelhouse/lightcc-*manylinux*.whl wheelhouse/lightcc_cuda*.whl; \

@@ -48,6 +48,10 @@ def test_autotune_converges_on_gpu_job():
     assert len(states[0]["history"]) >= 5, states[0]
 
 
+@pytest.mark.skipif(bool(os.environ.get("CUDA_MPS_PIPE_DIRECTORY")) and os.environ.get("GPU_TEST_DEVICE") != "cpu",
+                    reason="under MPS a client killed mid-work takes a fatal error to every client of the GPU, "
+                           "survivors too (MPS fault containment); tests/gpu/run.sh runs this as phase elastic, "
+                           "without MPS")
 def test_elastic_gpu_rank_killed_communicators_rebuilt():
     """kill -9 one of three GPU workers mid-epoch: the survivors rebuild NCCL and finish with equal weights."""
     env = {**net_env(), "ELASTIC_TEST_DEVICE":

@@ -170,7 +170,7 @@ def test_sparse_average_sums_ranks_in_order():
     xs = [torch.randn(300, generator=torch.Generator().manual_seed(r)) for r in range(3)]
     encoded = [codec.encode(x) for x in xs]
     mean = codec.average(torch.cat([w[0] for w, _ in encoded]), 300, 3)
-    assert torch.equal(mean, (encoded[0][1] + encoded[1][1] + encoded[2][1]) / 3)
+    assert torch.equal(mean, (encoded[0][1] + encoded[1][1] + encoded[2][1]) * (1 / 3))
 
 
 @pytest.mark.parametrize("decay", [1.0, 0.9])

@@ -42,8 +42,8 @@ def test_engine_average_sums_ranks_as_the_torch_path_does():
     total = codec._decode_in_torch(per_rank[0])
     for r in (1, 2):
         total += codec._decode_in_torch(per_rank[r])
-    assert torch.equal(engine, (total / 3).view(-1)[:5000])
-    assert torch.equal(engine, (encoded[0][1] + encoded[1][1] + encoded[2][1]) / 3)
+    assert torch.equal(engine, (total * (1 / 3)).view(-1)[:5000])
+    assert torch.equal(engine, (encoded[0][1] + encoded[1][1] + encoded[2][1]) * (1 / 3))
 
 
 def test_ties_go_to_the_lowest_indices_as_in_the_top_k_allreduce():

@@ -21,7 +21,8 @@ k largest |v|, ties toward lower indices). Rows of a GPU tensor go through the s
 (``torch.topk`` per row), until a CUDA twin of the kernel exists. A row decodes to the same values
 either way; the two encoders may differ only in which of tied entries they keep and, rarely, in a
 level's last bfloat16 bit (their float means sum in different orders). The ranks of one job encode
-on one kind of device, so every rank still decodes and sums the same rows to the same bits.
+on one kind of device, so every rank still decodes and sums the same rows to the same bits; the
+mean of the gathered rows is the same bits on either device (tests/gpu/test_sparse_codec_gpu.py).
 
 Why not the engine's top-k allreduce (``"topk"``): its merge adds pairs at every recursive-doubling
 round and sends float values with 32-bit indices; 2-bit values cannot be added without quantising
@@ -193,4 +194,6 @@ class SparseLowBit(OuterCompression):
             total = self._decode_in_torch(per_rank[0])
             for r in range(1, size):
                 total += self._decode_in_torch(per_rank[r])
-        return (total / size).view(-1)[:numel]
+        # Times the float32 reciprocal, not divided: CUDA divides a tensor by a number that way, so a
+        # CPU rank and a GPU rank would otherwise hold means a last bit apart (seen on an H100).
+        return total.mul_(1.0 / size).view(-1)[:numel]
