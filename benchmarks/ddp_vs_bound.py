@@ -7,11 +7,14 @@
 With --hosts HxR the ranks run on H emulated hosts of R ranks (testbed/: network namespaces, links
 shaped to --rate, LINK/FLOW for a cap per TCP flow), made once for all rounds; --np is then H x R.
 
-Each round is one launch of examples/pytorch/pytorch_synthetic_benchmark.py with the four
-contenders interleaved in the same processes (`--contenders bound,lightcc,ddp-gloo,ddp-lightcc`):
+Each round is one launch of examples/pytorch/pytorch_synthetic_benchmark.py with the five
+contenders interleaved in the same processes (`--contenders bound,barrier,lightcc,ddp-gloo,ddp-lightcc`):
 the bound is the same training with no communication, so every share of it is taken in the
-same run, under the same load. Writes every round's rows (`<model>.json`, with `lscpu`'s model
-name, the core count and the load averages) and a table (`<model>.md`): each contender's median
+same run, under the same load. The barrier is the bound with one 4-byte allreduce a step: what
+synchronous training costs before any gradient moves (each step waits for the slower rank), so
+the gap from the barrier to a contender is what its gradient exchange costs. Writes every
+round's rows (`<model>.json`, with `lscpu`'s model name, the core count and the load averages)
+and a table (`<model>.md`): each contender's median
 total throughput with its min–max over the rounds, and its median share of the bound with the
 shares' min–max.
 
@@ -41,7 +44,7 @@ from benchmarks.output import default_out
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "pytorch" / "pytorch_synthetic_benchmark.py"
 TF_SCRIPT = ROOT / "examples" / "tensorflow2" / "tensorflow2_synthetic_benchmark.py"
-CONTENDERS = ("bound", "lightcc", "ddp-gloo", "ddp-lightcc")
+CONTENDERS = ("bound", "barrier", "lightcc", "ddp-gloo", "ddp-lightcc")
 TF_CONTENDERS = ("tf-bound", "tf-lightcc")
 
 

@@ -14,9 +14,10 @@ see the same machine load (DDP's store then defaults to the rendezvous port + 1)
 rates and their ratio. Memory is twice the single mode's.
 
 --contenders picks any of: lightcc (the DistributedOptimizer), ddp-gloo, ddp-lightcc (DDP over
-torch.distributed's "lightcc" backend, on lightcc's engine) and bound (the same training with no
-communication at all: the compute bound). All run interleaved in the same processes, in rotating
-order, one model copy each:
+torch.distributed's "lightcc" backend, on lightcc's engine), bound (the same training with no
+communication at all: the compute bound) and barrier (the bound plus one 4-byte allreduce a step:
+every step then waits for the slower rank, as synchronous training does, but moves no gradient).
+All run interleaved in the same processes, in rotating order, one model copy each:
 
     lightccrun -np 2 python examples/pytorch/pytorch_synthetic_benchmark.py --model mlp25m \
         --num-threads 1 --contenders bound,lightcc,ddp-gloo,ddp-lightcc
@@ -50,8 +51,8 @@ def parse_args() -> argparse.Namespace:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--ddp", action="store_true", help="run on torch DistributedDataParallel (gloo) instead")
     mode.add_argument("--compare-ddp", action="store_true", help="run lightcc and DDP interleaved, print the ratio")
-    mode.add_argument("--contenders", default="", help="comma-separated, interleaved: bound, lightcc, ddp-gloo, "
-                      "ddp-lightcc")
+    mode.add_argument("--contenders", default="", help="comma-separated, interleaved: bound, barrier, lightcc, "
+                      "ddp-gloo, ddp-lightcc")
     p.add_argument("--ddp-port", type=int, default=0, help="torch.distributed store port for --ddp")
     p.add_argument("--num-threads", type=int, default=0, help="torch threads per rank (0: cores / local ranks)")
     p.add_argument("--json", default="", help="rank 0 writes its results to this file")
@@ -153,19 +154,47 @@ class Bound(Lightcc):
         pass
 
 
+class Barrier(Bound):
+    """The bound with the ranks in step: one 4-byte allreduce before each optimizer step, no gradients.
+
+    Between it and the bound lies what synchronous training costs whatever the allreduce: each step
+    waits for the slower rank. Between it and the contenders lies what moving the gradients costs."""
+
+    name = "barrier"
+
+    def wrap(self, model: torch.nn.Module, optimizer: Any, fp16: bool) -> Tuple[torch.nn.Module, Any]:
+        return model, _InStep(optimizer, self.hvd)
+
+
+class _InStep:
+    """An optimizer whose step first waits for every rank (a one-element allreduce)."""
+
+    def __init__(self, optimizer: Any, hvd: Any) -> None:
+        self.optimizer, self.hvd, self.token = optimizer, hvd, torch.zeros(1)
+
+    def zero_grad(self) -> None:
+        self.optimizer.zero_grad()
+
+    def step(self) -> None:
+        self.hvd.allreduce_(self.token, name="barrier.step")
+        self.optimizer.step()
+
+
 def make_backends(args: argparse.Namespace) -> List[Any]:
     """The contenders, in the order asked; lightcc's engine and the gloo group are shared."""
     names = [n.strip() for n in args.contenders.split(",") if n.strip()]
     if not names:
         names = ["lightcc", "ddp-gloo"] if args.compare_ddp else ["ddp-gloo"] if args.ddp else ["lightcc"]
-    known = {"bound", "lightcc", "ddp-gloo", "ddp-lightcc"}
+    known = {"bound", "barrier", "lightcc", "ddp-gloo", "ddp-lightcc"}
     if set(names) - known or len(set(names)) != len(names):
         raise SystemExit(f"--contenders takes distinct names among {', '.join(sorted(known))}; got {args.contenders}")
-    hvd_side = Lightcc() if {"lightcc", "bound", "ddp-lightcc"} & set(names) else None
+    hvd_side = Lightcc() if {"lightcc", "bound", "barrier", "ddp-lightcc"} & set(names) else None
     gloo = DDP(args.ddp_port, port_offset=1 if hvd_side else 0) if {"ddp-gloo", "ddp-lightcc"} & set(names) else None
     made = {"lightcc": hvd_side, "ddp-gloo": gloo}
     if "bound" in names:
         made["bound"] = Bound(hvd_side)
+    if "barrier" in names:
+        made["barrier"] = Barrier(hvd_side)
     if "ddp-lightcc" in names:
         made["ddp-lightcc"] = DDPOverLightcc(gloo)
     return [made[n] for n in names]
@@ -269,7 +298,7 @@ def main() -> None:
     if args.json and first.rank == 0:
         Path(args.json).write_text(json.dumps(results[0] if len(results) == 1 else results, indent=1))
     # DDP over lightcc's group first, then gloo's (the default torch group), lightcc's engine last.
-    closing = {"ddp-lightcc": 0, "bound": 1, "ddp-gloo": 2, "lightcc": 3}
+    closing = {"ddp-lightcc": 0, "bound": 1, "barrier": 1, "ddp-gloo": 2, "lightcc": 3}
     for b in sorted(backends, key=lambda b: closing[b.name]):
         b.close()
 

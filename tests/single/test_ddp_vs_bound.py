@@ -30,3 +30,12 @@ def test_without_tf_rows_the_table_is_torch_only():
     rounds = [[{"backend": "bound", "total": 300.0}, {"backend": "lightcc", "total": 240.0},
                {"backend": "ddp-gloo", "total": 150.0}, {"backend": "ddp-lightcc", "total": 210.0}]]
     assert list(summarise(rounds)) == ["bound", "lightcc", "ddp-gloo", "ddp-lightcc"]
+
+
+def test_the_barrier_row_is_a_share_of_the_bound_listed_after_it():
+    rounds = [[{"backend": "bound", "total": 300.0}, {"backend": "barrier", "total": 294.0},
+               {"backend": "lightcc", "total": 240.0}]]
+    table = summarise(rounds, step_images=64)
+    assert list(table) == ["bound", "barrier", "lightcc"]
+    assert table["barrier"]["share_median"] == pytest.approx(0.98)
+    assert table["barrier"]["overhead_ms"] == pytest.approx(1e3 * 64 * (1 / 294 - 1 / 300))
