@@ -87,6 +87,8 @@ ARCHIVES: Dict[str, str] = {
     "625c98a": "session 33: the same sparseloco folder with the 4-host race added (benchmarks/lowcomm/results/s33/)",
     "ec52768": "session 34: the GPU checks at 0fc2045 on one H100, MPS on and off, and ddp-cpu on its 16 cores "
                "(benchmarks/gpu/results/2026-11-27-h100-s34/)",
+    "3316526": "session 34: DDP and the DistributedOptimizer against the compute bound and the barrier contender, "
+               "one host (benchmarks/engine/results/s34/onehost/)",
 }
 
 
