@@ -209,12 +209,16 @@ const std::vector<FlagSpec>& specs() {
       {{"HOROVOD_THREAD_AFFINITY", "cores", "",
         "Comma list of cores, one per local rank, to pin the engine thread to."},
        [](auto& n, auto& v, Config* c) { return parseCoreList(n, v, &c->thread_affinity); }},
-      {{"LIGHTCC_BIND", "none|core", "none",
+      {{"LIGHTCC_BIND", "auto|core|none", "auto",
         "core: bind each local rank's calling thread, and the threads it starts after init, to its "
-        "own share of the cores (with c cores and l local ranks, c/l each)."},
+        "own share of the cores (with c cores and l local ranks, c/l each). auto: the same where "
+        "it is safe: at least two local ranks, no more ranks than cores, and no launcher, numactl "
+        "or cpuset has already narrowed the process's cores. none: never."},
        [](auto& n, auto& v, Config* c) {
-         if (v != "none" && v != "core") return badValue(n, v, "none or core");
-         c->bind_cores = v == "core";
+         if (v == "auto") c->binding = CpuBinding::kAuto;
+         else if (v == "core") c->binding = CpuBinding::kCore;
+         else if (v == "none") c->binding = CpuBinding::kNone;
+         else return badValue(n, v, "auto, core or none");
          return Status::OK();
        }},
       {{"LIGHTCC_TIMEOUT", "s", "60",

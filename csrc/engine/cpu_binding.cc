@@ -1,37 +1,92 @@
 // CPU binding: why — two ranks that wake each other through futexes get pulled onto one core by
-// the scheduler's wake-affine placement and can stay there, halving a host's bandwidth.
+// the scheduler's wake-affine placement and can stay there, halving a host's bandwidth. Measured
+// with DDP over lightcc on 2 cores: steps of 110 ms stretched to 200–280 ms a few times in a
+// hundred while unbound, never while bound (docs/tuning.md).
 #include "engine/cpu_binding.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
-#include <string>
+#include <mutex>
 #include <vector>
 
 namespace lightcc {
 
-Status bindToLocalCores(int local_rank, int local_size) {
+namespace {
+
+std::mutex first_mu;
+// The cores this process could use before lightcc first bound it. An engine rebuilt in the same
+// process (elastic recovery, a second init) may get another local rank or count: it splits these
+// again rather than the share it was given.
+std::vector<int> first_cores;
+
+bool currentCores(std::vector<int>* cores) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
-    return Status::SystemError("LIGHTCC_BIND=core: cannot read this process's CPU affinity");
-  }
-  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+    if (CPU_ISSET(c, &allowed)) cores->push_back(c);
   }
+  return true;
+}
+
+bool allowedCores(std::vector<int>* cores) {
+  {
+    std::lock_guard<std::mutex> lock(first_mu);
+    if (!first_cores.empty()) {
+      *cores = first_cores;
+      return true;
+    }
+  }
+  return currentCores(cores);
+}
+
+}  // namespace
+
+BindingChoice chooseBinding(CpuBinding mode, int local_size) {
+  if (mode == CpuBinding::kNone) return {false, "LIGHTCC_BIND=none"};
+  if (mode == CpuBinding::kCore) return {true, "LIGHTCC_BIND=core"};
+  std::vector<int> cores;
+  if (!allowedCores(&cores)) return {false, "auto: this process's CPU affinity is unreadable"};
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const int n = static_cast<int>(cores.size());
+  if (local_size < 2) return {false, "auto: the only rank on this host"};
+  if (local_size > n) {
+    return {false, "auto: " + std::to_string(local_size) + " local ranks share " + std::to_string(n) + " cores"};
+  }
+  if (online > 0 && n < online) {
+    return {false, "auto: this process may use " + std::to_string(n) + " of " + std::to_string(online) +
+                       " cores, a choice made before init; LIGHTCC_BIND=core splits them anyway"};
+  }
+  return {true, "auto: " + std::to_string(local_size) + " local ranks on " + std::to_string(n) +
+                    " cores that nothing had bound; LIGHTCC_BIND=none leaves them unbound"};
+}
+
+Status bindToLocalCores(int local_rank, int local_size, std::string* listed) {
+  std::vector<int> cores;
+  if (!allowedCores(&cores)) return Status::SystemError("LIGHTCC_BIND: cannot read this process's CPU affinity");
   const int n = static_cast<int>(cores.size());
   if (n == 0 || local_size < 1) return Status::OK();
   cpu_set_t mine;
   CPU_ZERO(&mine);
+  std::vector<int> share;
   if (local_size >= n) {
-    CPU_SET(cores[local_rank % n], &mine);
+    share.push_back(cores[local_rank % n]);
   } else {
-    for (int k = local_rank * n / local_size; k < (local_rank + 1) * n / local_size; ++k) CPU_SET(cores[k], &mine);
+    for (int k = local_rank * n / local_size; k < (local_rank + 1) * n / local_size; ++k) share.push_back(cores[k]);
   }
+  for (int c : share) CPU_SET(c, &mine);
   if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0) {
-    return Status::SystemError("LIGHTCC_BIND=core: cannot bind local rank " + std::to_string(local_rank) +
-                               " to its cores");
+    return Status::SystemError("LIGHTCC_BIND: cannot bind local rank " + std::to_string(local_rank) + " to its cores");
+  }
+  {
+    std::lock_guard<std::mutex> lock(first_mu);
+    if (first_cores.empty()) first_cores = cores;
+  }
+  if (listed != nullptr) {
+    listed->clear();
+    for (size_t i = 0; i < share.size(); ++i) *listed += (i ? "," : "") + std::to_string(share[i]);
   }
   return Status::OK();
 }

@@ -35,10 +35,7 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
     const DiagnosticsConfig& d = config.diagnostics;
     LIGHTCC_RETURN_IF_ERROR(engine->timeline_.start(d.timeline_path, d.timeline_mark_cycles));
   }
-  if (config.bind_cores) {
-    LIGHTCC_RETURN_IF_ERROR(bindToLocalCores(engine->topo_.local_rank, engine->topo_.local_size)
-                                .withContext("rank " + std::to_string(options.rank)));
-  }
+  LIGHTCC_RETURN_IF_ERROR(engine->bindCores(config.binding));
   const shm::HostGroup* host = engine->driver_->hostGroup();
   // Not beside the flags that ask for the engine's own algorithms on one host (tests, benchmarks).
   if (config.shm.direct && host != nullptr && host->direct(0) != nullptr && !engine->driver_->executors().hasStreams() &&
@@ -49,6 +46,24 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
   engine->life_.started();
   engine->thread_ = std::thread([d = engine->driver_.get()] { d->loop(); });
   *out = std::move(engine);
+  return Status::OK();
+}
+
+Status Engine::bindCores(CpuBinding mode) {
+  const BindingChoice choice = chooseBinding(mode, topo_.local_size);
+  if (!choice.bind) {
+    LIGHTCC_LOG(kInfo) << "CPU binding: none (" << choice.why << ")";
+    return Status::OK();
+  }
+  std::string cores;
+  Status st = bindToLocalCores(topo_.local_rank, topo_.local_size, &cores);
+  if (!st.ok()) {
+    if (mode == CpuBinding::kCore) return st.withContext("rank " + std::to_string(topo_.rank));
+    LIGHTCC_LOG(kWarning) << "CPU binding: none (" << st.message() << ")";  // auto: a choice, not a request
+    return Status::OK();
+  }
+  LIGHTCC_LOG(kInfo) << "CPU binding: local rank " << topo_.local_rank << " of " << topo_.local_size << " on cores "
+                     << cores << " (" << choice.why << ")";
   return Status::OK();
 }
 

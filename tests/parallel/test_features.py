@@ -39,6 +39,55 @@ def test_stall_inspector_names_missing_ranks():
     assert "Stall" in warning and "rank 1" in warning and "allreduce.lonely" in warning, warning
 
 
+def _cores_by_local_rank(results) -> dict:
+    got = {}
+    for res in results:
+        local, cores = res.stdout.split("CORES ")[1].split()[:2]
+        got[int(local)] = [int(c) for c in cores.split(",")]
+    return got
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_bind_auto_splits_the_cores_only_where_each_rank_gets_one(size):
+    """The default (LIGHTCC_BIND=auto): disjoint shares when the ranks fit the cores, else no binding."""
+    import os
+
+    allowed = sorted(os.sched_getaffinity(0))
+    results = run_ranks("bind_worker.py", size, timeout=120, env={"LIGHTCC_LOG_LEVEL": "info"})
+    got = _cores_by_local_rank(results)
+    fits = size <= len(allowed) and len(allowed) == os.cpu_count()
+    if fits:
+        flat = sorted(c for cores in got.values() for c in cores)
+        assert flat == allowed, got  # disjoint, and together every core
+        assert all(f"CPU binding: local rank {r.rank} of {size} on cores" in r.stderr for r in results)
+    else:
+        assert all(cores == allowed for cores in got.values()), got
+        assert all("CPU binding: none (auto: " in r.stderr for r in results)
+
+
+def test_bind_auto_leaves_cores_a_launcher_narrowed_alone():
+    """A process started on fewer cores than are online (taskset here; mpirun --bind-to, numactl,
+    a cpuset) keeps them: splitting them again would shrink what the launcher gave each rank."""
+    import os
+
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 3 or len(allowed) != os.cpu_count():
+        pytest.skip("needs 3 or more cores, all of them this process's")
+    narrowed = allowed[:-1]
+    prefix = ["taskset", "-c", ",".join(map(str, narrowed))]
+    results = run_ranks("bind_worker.py", 2, timeout=120, env={"LIGHTCC_LOG_LEVEL": "info"}, prefixes=[prefix, prefix])
+    assert all(cores == narrowed for cores in _cores_by_local_rank(results).values())
+    assert all("a choice made before init" in r.stderr for r in results)
+
+
+def test_bind_none_leaves_every_rank_unbound():
+    import os
+
+    allowed = sorted(os.sched_getaffinity(0))
+    got = _cores_by_local_rank(run_ranks("bind_worker.py", 2, timeout=120, env={"LIGHTCC_BIND": "none"}))
+    assert all(cores == allowed for cores in got.values()), got
+
+
 @pytest.mark.parametrize("size", [2, 3])
 def test_bind_core_gives_each_local_rank_its_own_cores(size):
     import os
