@@ -89,6 +89,8 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/gpu/results/2026-11-27-h100-s34/)",
     "3316526": "session 34: DDP and the DistributedOptimizer against the compute bound and the barrier contender, "
                "one host (benchmarks/engine/results/s34/onehost/)",
+    "f99a7ae": "session 34: the same folder with CPU binding's A/B on one host, the new default's 3 rounds and the "
+               "per-step stalls of unbound ranks (benchmarks/engine/results/s34/)",
 }
 
 
