@@ -91,6 +91,8 @@ ARCHIVES: Dict[str, str] = {
                "one host (benchmarks/engine/results/s34/onehost/)",
     "f99a7ae": "session 34: the same folder with CPU binding's A/B on one host, the new default's 3 rounds and the "
                "per-step stalls of unbound ranks (benchmarks/engine/results/s34/)",
+    "0999f8b": "session 34: the same folder with the TensorFlow front under binding and binding's A/B on 2 emulated "
+               "hosts of 2 ranks (benchmarks/engine/results/s34/)",
 }
 
 
