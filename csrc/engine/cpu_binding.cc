@@ -6,7 +6,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <unistd.h>
 
 #include <mutex>
 #include <vector>
@@ -31,7 +30,9 @@ bool currentCores(std::vector<int>* cores) {
   return true;
 }
 
-bool allowedCores(std::vector<int>* cores) {
+}  // namespace
+
+bool coresToSplit(std::vector<int>* cores) {
   {
     std::lock_guard<std::mutex> lock(first_mu);
     if (!first_cores.empty()) {
@@ -42,52 +43,43 @@ bool allowedCores(std::vector<int>* cores) {
   return currentCores(cores);
 }
 
-}  // namespace
-
-BindingChoice chooseBinding(CpuBinding mode, int local_size) {
+BindingChoice decideBinding(CpuBinding mode, int local_size, int usable, long online) {
   if (mode == CpuBinding::kNone) return {false, "LIGHTCC_BIND=none"};
   if (mode == CpuBinding::kCore) return {true, "LIGHTCC_BIND=core"};
-  std::vector<int> cores;
-  if (!allowedCores(&cores)) return {false, "auto: this process's CPU affinity is unreadable"};
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  const int n = static_cast<int>(cores.size());
   if (local_size < 2) return {false, "auto: the only rank on this host"};
-  if (local_size > n) {
-    return {false, "auto: " + std::to_string(local_size) + " local ranks share " + std::to_string(n) + " cores"};
+  if (local_size > usable) {
+    return {false, "auto: " + std::to_string(local_size) + " local ranks share " + std::to_string(usable) + " cores"};
   }
-  if (online > 0 && n < online) {
-    return {false, "auto: this process may use " + std::to_string(n) + " of " + std::to_string(online) +
+  if (online > 0 && usable < online) {
+    return {false, "auto: this process may use " + std::to_string(usable) + " of " + std::to_string(online) +
                        " cores, a choice made before init; LIGHTCC_BIND=core splits them anyway"};
   }
-  return {true, "auto: " + std::to_string(local_size) + " local ranks on " + std::to_string(n) +
+  return {true, "auto: " + std::to_string(local_size) + " local ranks on " + std::to_string(usable) +
                     " cores that nothing had bound; LIGHTCC_BIND=none leaves them unbound"};
 }
 
-Status bindToLocalCores(int local_rank, int local_size, std::string* listed) {
-  std::vector<int> cores;
-  if (!allowedCores(&cores)) return Status::SystemError("LIGHTCC_BIND: cannot read this process's CPU affinity");
+std::vector<int> shareOf(const std::vector<int>& cores, int local_rank, int local_size) {
   const int n = static_cast<int>(cores.size());
-  if (n == 0 || local_size < 1) return Status::OK();
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
   std::vector<int> share;
+  if (n == 0 || local_size < 1) return share;
   if (local_size >= n) {
     share.push_back(cores[local_rank % n]);
   } else {
     for (int k = local_rank * n / local_size; k < (local_rank + 1) * n / local_size; ++k) share.push_back(cores[k]);
   }
+  return share;
+}
+
+Status bindToCores(const std::vector<int>& share, const std::vector<int>& cores) {
+  if (share.empty()) return Status::OK();
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
   for (int c : share) CPU_SET(c, &mine);
   if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0) {
-    return Status::SystemError("LIGHTCC_BIND: cannot bind local rank " + std::to_string(local_rank) + " to its cores");
+    return Status::SystemError("LIGHTCC_BIND: cannot bind this thread to its cores");
   }
-  {
-    std::lock_guard<std::mutex> lock(first_mu);
-    if (first_cores.empty()) first_cores = cores;
-  }
-  if (listed != nullptr) {
-    listed->clear();
-    for (size_t i = 0; i < share.size(); ++i) *listed += (i ? "," : "") + std::to_string(share[i]);
-  }
+  std::lock_guard<std::mutex> lock(first_mu);
+  if (first_cores.empty()) first_cores = cores;
   return Status::OK();
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/config.h"
 #include "common/status.h"
@@ -15,15 +16,21 @@ struct BindingChoice {
 };
 
 // kCore always binds. kAuto binds only where no one has chosen already and a share exists: two
-// or more local ranks, no more of them than the cores this process may use, and those cores are
-// every online core. A launcher (mpirun --bind-to, srun --cpu-bind), numactl, taskset or a cpuset
-// that narrowed them made its own split; splitting each rank's share again would shrink it.
-BindingChoice chooseBinding(CpuBinding mode, int local_size);
+// or more local ranks, no more of them than the `usable` cores, and those are every `online`
+// core. A launcher (mpirun --bind-to, srun --cpu-bind), numactl, taskset or a cpuset that
+// narrowed them made its own split; splitting each rank's share again would shrink it.
+BindingChoice decideBinding(CpuBinding mode, int local_size, int usable, long online);
+
+// The cores this process may use: before lightcc first bound it, when it has (an engine rebuilt
+// in the same process splits those again for its new local rank). False when unreadable.
+bool coresToSplit(std::vector<int>* cores);
+
+// Local rank i's share of `cores` among `local_size`: with c cores, [i*c/l, (i+1)*c/l), or core
+// i mod c when ranks outnumber cores.
+std::vector<int> shareOf(const std::vector<int>& cores, int local_rank, int local_size);
 
 // Pins the calling thread (and so every thread it starts afterwards, the engine's included) to
-// local rank `local_rank`'s share of the cores this process may use: with c cores and l local
-// ranks, cores [i*c/l, (i+1)*c/l), or core i mod c when ranks outnumber cores. `cores` gets
-// the share as a list ("0-3" style is not attempted: "0,1,2,3").
-Status bindToLocalCores(int local_rank, int local_size, std::string* cores);
+// `share`, and remembers `cores` (what it was split from) for a later engine in this process.
+Status bindToCores(const std::vector<int>& share, const std::vector<int>& cores);
 
 }  // namespace lightcc

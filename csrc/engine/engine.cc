@@ -1,6 +1,8 @@
 // Engine: lifecycle, request validation, and the background loop's outer shape.
 #include "engine/engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "common/logging.h"
@@ -50,20 +52,32 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
 }
 
 Status Engine::bindCores(CpuBinding mode) {
-  const BindingChoice choice = chooseBinding(mode, topo_.local_size);
+  std::vector<int> cores;
+  if (mode != CpuBinding::kNone && !coresToSplit(&cores)) {
+    if (mode == CpuBinding::kCore) {
+      return Status::SystemError("LIGHTCC_BIND=core: cannot read this process's CPU affinity (rank " +
+                                 std::to_string(topo_.rank) + ")");
+    }
+    LIGHTCC_LOG(kWarning) << "CPU binding: none (auto: this process's CPU affinity is unreadable)";
+    return Status::OK();
+  }
+  const BindingChoice choice =
+      decideBinding(mode, topo_.local_size, static_cast<int>(cores.size()), sysconf(_SC_NPROCESSORS_ONLN));
   if (!choice.bind) {
     LIGHTCC_LOG(kInfo) << "CPU binding: none (" << choice.why << ")";
     return Status::OK();
   }
-  std::string cores;
-  Status st = bindToLocalCores(topo_.local_rank, topo_.local_size, &cores);
+  const std::vector<int> share = shareOf(cores, topo_.local_rank, topo_.local_size);
+  Status st = bindToCores(share, cores);
   if (!st.ok()) {
     if (mode == CpuBinding::kCore) return st.withContext("rank " + std::to_string(topo_.rank));
     LIGHTCC_LOG(kWarning) << "CPU binding: none (" << st.message() << ")";  // auto: a choice, not a request
     return Status::OK();
   }
+  std::string listed;
+  for (size_t i = 0; i < share.size(); ++i) listed += (i ? "," : "") + std::to_string(share[i]);
   LIGHTCC_LOG(kInfo) << "CPU binding: local rank " << topo_.local_rank << " of " << topo_.local_size << " on cores "
-                     << cores << " (" << choice.why << ")";
+                     << listed << " (" << choice.why << ")";
   return Status::OK();
 }
 
