@@ -231,6 +231,8 @@ void bindInfo(py::module_& m) {
   m.def("autotune_state", &autotuneState,
         "Autotune (HOROVOD_AUTOTUNE): the parameters in force on this rank, their generation, the cycle that "
         "applied them (the same on every rank) and whether the search has frozen.");
+  m.def("overlap_backward", [] { return engine().overlapBackward(); },
+        "Whether gradient collectives should start during the backward pass (LIGHTCC_OVERLAP).");
   m.def("fusion_info", &fusionInfo, "Fusion strategy, bucket sizes, top-k threshold and (cost) the fitted alpha-beta model.");
   m.def("two_d_info", &twoDInfo,
         "The 2D (hierarchical) allreduce as init chose it: LIGHT_2D_ALLREDUCE's mode, on or off, the group size, "

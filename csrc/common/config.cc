@@ -221,6 +221,19 @@ const std::vector<FlagSpec>& specs() {
          else return badValue(n, v, "auto, core or none");
          return Status::OK();
        }},
+      {{"LIGHTCC_OVERLAP", "auto|on|off", "auto",
+        "on: the fronts start each gradient's collective as soon as the backward pass produces it, "
+        "to overlap the rest of that pass. off: they start them all when the step waits for them. "
+        "auto: off where every rank is on this host and this rank has a single core, so the "
+        "collectives (copies through shared memory, no network to wait for) could only take "
+        "that core from the backward pass; on elsewhere."},
+       [](auto& n, auto& v, Config* c) {
+         if (v == "auto") c->overlap = Overlap::kAuto;
+         else if (v == "on") c->overlap = Overlap::kOn;
+         else if (v == "off") c->overlap = Overlap::kOff;
+         else return badValue(n, v, "auto, on or off");
+         return Status::OK();
+       }},
       {{"LIGHTCC_TIMEOUT", "s", "60",
         "How long a rank waits for a peer without progress before failing with an error."},
        [](auto& n, auto& v, Config* c) { return parseDouble(n, v, 0.1, 1e7, &c->timeout_seconds); }},

@@ -27,6 +27,10 @@ const char* twoDModeName(TwoDMode m);
 // LIGHTCC_BIND: kAuto binds where nobody else has (engine/cpu_binding.h says when).
 enum class CpuBinding : int { kAuto = 0, kCore = 1, kNone = 2 };
 
+// LIGHTCC_OVERLAP: kAuto starts gradient collectives during the backward pass unless they would
+// only take cores from it (engine/overlap_choice.h says when).
+enum class Overlap : int { kAuto = 0, kOn = 1, kOff = 2 };
+
 enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4, kFatal = 5 };
 
 // Config's fields by concern; each line names its flag. The flag table (config.cc's specs()) is
@@ -116,6 +120,7 @@ struct Config {
   bool dynamic_process_sets = false;  // HOROVOD_DYNAMIC_PROCESS_SETS
   std::vector<int> thread_affinity;  // HOROVOD_THREAD_AFFINITY (one core per local rank)
   CpuBinding binding = CpuBinding::kAuto;  // LIGHTCC_BIND
+  Overlap overlap = Overlap::kAuto;        // LIGHTCC_OVERLAP
   // LightCC's 2D (hierarchical) allreduce.
   TwoDMode two_d = TwoDMode::kAuto;  // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL/TORUS_ALLREDUCE)
   int64_t intra_size = 0;            // LIGHT_INTRA_SIZE (0 = ranks per host)

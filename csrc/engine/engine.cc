@@ -9,6 +9,7 @@
 #include "engine/cpu_binding.h"
 #include "engine/direct_allreduce.h"
 #include "engine/driver.h"
+#include "engine/overlap_choice.h"
 #include "engine/validate.h"
 
 namespace lightcc {
@@ -38,6 +39,11 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
     LIGHTCC_RETURN_IF_ERROR(engine->timeline_.start(d.timeline_path, d.timeline_mark_cycles));
   }
   LIGHTCC_RETURN_IF_ERROR(engine->bindCores(config.binding));
+  const OverlapChoice overlap = decideOverlap(config.overlap, engine->topo_.local_size == engine->topo_.size,
+                                              engine->topo_.size, coresOfThisThread());
+  engine->overlap_backward_ = overlap.overlap;
+  LIGHTCC_LOG(kInfo) << "Gradient collectives start " << (overlap.overlap ? "during the backward pass" : "when the step waits")
+                     << " (" << overlap.why << ")";
   const shm::HostGroup* host = engine->driver_->hostGroup();
   // Not beside the flags that ask for the engine's own algorithms on one host (tests, benchmarks).
   if (config.shm.direct && host != nullptr && host->direct(0) != nullptr && !engine->driver_->executors().hasStreams() &&

@@ -78,6 +78,9 @@ class Engine {
   const Tuning& tuning() const;
   // A caller is about to block on a handle: wake the engine if it holds tensors for a bucket.
   void nudgeFusion();
+  // Whether the fronts should start gradient collectives during the backward pass
+  // (LIGHTCC_OVERLAP, decided at init: engine/overlap_choice.h).
+  bool overlapBackward() const { return overlap_backward_; }
 
  private:
   Engine(const InitOptions& options, const Config& config);
@@ -102,6 +105,7 @@ class Engine {
   // Callers' direct steps (one-host jobs). Declared after driver_, whose mesh it reads: it goes first.
   std::unique_ptr<DirectAllreduce> direct_;
   std::vector<int> world_;  // 0..size-1, the global set's members, for the direct path's checks
+  bool overlap_backward_ = true;
 };
 
 }  // namespace lightcc

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 import lightcc.tensorflow as hvd
 from lightcc.tensorflow.keras._flavour import optimizer_variables
-from lightcc.tensorflow.models import build_model, is_sequence_model
+from lightcc.tensorflow.models import MLP_FEATURES, build_model, input_kind, is_sequence_model
 
 
 def parse_args() -> argparse.Namespace:
@@ -91,6 +91,10 @@ def main() -> None:
         data = tf.random.uniform([args.batch_size, seq], maxval=1000, dtype=tf.int32)
         target = tf.random.uniform([args.batch_size, seq], maxval=1000, dtype=tf.int64)
         unit = "samples"
+    elif input_kind(first) == "vector":
+        data = tf.random.uniform([args.batch_size, MLP_FEATURES])
+        target = tf.random.uniform([args.batch_size, 1], minval=0, maxval=999, dtype=tf.int64)
+        unit = "img"
     else:
         data = tf.random.uniform([args.batch_size, 224, 224, 3])
         target = tf.random.uniform([args.batch_size, 1], minval=0, maxval=999, dtype=tf.int64)

@@ -196,6 +196,16 @@ def is_homogeneous() -> bool:
     return bool(_check().is_homogeneous())
 
 
+def overlap_backward() -> bool:
+    """Whether gradient collectives should start during the backward pass (LIGHTCC_OVERLAP).
+
+    The engine decides at init: not where every rank is on this host and this rank has one
+    core, which its compute and its shared-memory collectives could only share; the fronts'
+    optimizers then start a step's collectives together when the step waits for them.
+    """
+    return bool(_check().overlap_backward())
+
+
 def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
     """Start writing a Chrome-trace timeline (rank 0 writes it)."""
     _check().start_timeline(str(file_path), bool(mark_cycles))

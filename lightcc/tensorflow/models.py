@@ -7,6 +7,7 @@ from lightcc.tensorflow.keras._flavour import keras_module
 
 IMAGE_SHAPE = (224, 224, 3)
 CLASSES = 1000
+MLP_FEATURES = 1024
 
 
 def _applications(name: str) -> Callable[..., Any]:
@@ -18,11 +19,13 @@ def _applications(name: str) -> Callable[..., Any]:
 
 
 def mlp25m(keras: Any) -> Any:
-    """A Dense MLP with ~24.9 M parameters over flattened 224x224x3 images (150528 -> 164 -> 1000)."""
+    """The torch front's mlp25m layer for layer (lightcc.models): 1024 -> 4096 -> 4096 -> 1000,
+    25.1 M parameters in three large GEMMs, so the two fronts' shares of their bounds compare
+    the same arithmetic and the same gradients."""
     return keras.Sequential([
-        keras.Input(IMAGE_SHAPE),
-        keras.layers.Flatten(),
-        keras.layers.Dense(164, activation="relu"),
+        keras.Input((MLP_FEATURES,)),
+        keras.layers.Dense(4096, activation="relu"),
+        keras.layers.Dense(4096, activation="relu"),
         keras.layers.Dense(CLASSES, activation="softmax"),
     ], name="mlp25m")
 
@@ -91,6 +94,14 @@ def build_model(name: str, keras: Any = None) -> Any:
                      f"keras.applications name")
 
 
+def input_kind(model: Any) -> str:
+    """What the model takes: "tokens" (int ids, the transformer), "vector" (mlp25m) or "image"."""
+    spec = model.inputs[0]
+    if len(spec.shape) == 2:
+        return "tokens" if "int" in str(spec.dtype) else "vector"
+    return "image"
+
+
 def is_sequence_model(model: Any) -> bool:
-    """Whether the model takes token ids (the transformer) rather than images."""
-    return len(model.inputs[0].shape) == 2
+    """Whether the model takes token ids (the transformer) rather than images or vectors."""
+    return input_kind(model) == "tokens"

@@ -2,9 +2,11 @@
 
 The story of one step: backward accumulates a parameter's gradient -> its post-accumulate hook
 counts down `backward_passes_per_step` and, at zero, starts an in-place async allreduce of the
-gradient (or of its whole group once every member is ready) -> `step()` calls `synchronize()`,
-which starts allreduces for parameters whose hooks never fired (zero-filled, so ranks with a
-different dynamic graph still submit every tensor), waits for every handle, writes the results
+gradient (or of its whole group once every member is ready), unless the engine says overlap
+does not pay here (`overlap_backward()`: one host, one core a rank), when it only marks it
+ready -> `step()` calls `synchronize()`, which starts the allreduces not started yet (for
+parameters whose hooks never fired, zero-filled, so ranks with a different dynamic graph still
+submit every tensor), waits for every handle, writes the results
 into `.grad`, and then the user's optimizer class steps. Under top-k compression with an SGD
 optimizer, parameters whose momentum the core already applied (DGC momentum correction) are
 stepped as plain SGD first and hidden from that step (`topk_training.py`).
@@ -17,6 +19,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 
+from lightcc.common.basics import overlap_backward
 from lightcc.common.ops import Adasum, Average, check_adasum, resolve_op
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.common.util import split_list
@@ -26,6 +29,8 @@ from lightcc.torch.topk_training import TopkTraining
 
 Group = Tuple[torch.Tensor, ...]
 Key = Union[torch.Tensor, Group]
+# A handle's context while its gradient waits for synchronize() to start it (LIGHTCC_OVERLAP).
+_DEFERRED = "deferred"
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -146,7 +151,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return handle, pairs
 
     def _hook(self, p: torch.Tensor) -> None:
-        if p in self._handles and self._handles[p][0] is not None and self._allreduce_delay[p] <= 0:
+        pending = self._handles.get(p)
+        ready = pending is not None and (pending[0] is not None or pending[1] is _DEFERRED)
+        if ready and self._allreduce_delay[p] <= 0:
             raise AssertionError("gradients were computed more than backward_passes_per_step times before "
                                  "step(); raise backward_passes_per_step to accumulate gradients locally")
         if self._groups is not None and self._p_to_group[p] in self._handles:
@@ -155,6 +162,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._allreduce_delay[p] -= 1
         if self._allreduce_delay[p] > 0:
             self._handles[p] = (None, None)
+            return
+        if not overlap_backward():  # synchronize() starts them all (see LIGHTCC_OVERLAP)
+            self._handles[p] = (None, _DEFERRED)
             return
         if self._groups is None:
             self._handles[p] = self._allreduce_grad_async(p)

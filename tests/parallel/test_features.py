@@ -103,3 +103,25 @@ def test_bind_core_gives_each_local_rank_its_own_cores(size):
     if size <= len(allowed):  # enough cores: the shares are disjoint
         flat = [c for cores in got.values() for c in cores]
         assert len(flat) == len(set(flat)), got
+
+
+@pytest.mark.parametrize("mode,size,layout", [("on", 2, "flat"), ("off", 3, "flat"), ("off", 2, "groups"),
+                                              ("on", 3, "groups")])
+def test_overlap_mode_gives_the_same_gradients(mode, size, layout):
+    """LIGHTCC_OVERLAP=on starts each allreduce from the backward hook, off from step(): both
+    average every gradient, and both refuse a second backward before step()."""
+    results = run_ranks("overlap_worker.py", size, [layout], timeout=120, env={"LIGHTCC_OVERLAP": mode})
+    for res in results:
+        assert f"OVERLAP {mode == 'on'} " in res.stdout and " 0 failed" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_overlap_auto_waits_for_the_step_only_on_one_core_a_rank(size):
+    """The default: on one host, a rank bound to a single core starts its collectives when the step
+    waits (its compute and its shared-memory collectives would share that core); else during backward."""
+    results = run_ranks("overlap_worker.py", size, ["flat"], timeout=120, env={"LIGHTCC_LOG_LEVEL": "info"})
+    for res in results:
+        cores = int(res.stdout.split("CORES ")[1].split()[0])
+        assert f"OVERLAP {cores != 1} " in res.stdout and " 0 failed" in res.stdout, res.stdout
+        assert "Gradient collectives start " + ("during the backward pass" if cores != 1 else "when the step waits") \
+            in res.stderr
