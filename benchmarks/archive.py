@@ -93,6 +93,8 @@ ARCHIVES: Dict[str, str] = {
                "per-step stalls of unbound ranks (benchmarks/engine/results/s34/)",
     "0999f8b": "session 34: the same folder with the TensorFlow front under binding and binding's A/B on 2 emulated "
                "hosts of 2 ranks (benchmarks/engine/results/s34/)",
+    "4f4146a": "session 35: one host, LIGHTCC_OVERLAP's A/B, the nice-19 engine thread tried, the issue-44 invocation "
+               "before and after with the TF front on the torch network, and where TF's step time goes",
 }
 
 
