@@ -2,9 +2,9 @@
 
 The story of one step: backward accumulates a parameter's gradient -> its post-accumulate hook
 counts down `backward_passes_per_step` and, at zero, starts an in-place async allreduce of the
-gradient (or of its whole group once every member is ready), unless the engine says overlap
-does not pay here (`overlap_backward()`: one host, one core a rank), when it only marks it
-ready -> `step()` calls `synchronize()`, which starts the allreduces not started yet (for
+gradient (or of its whole group once every member is ready), unless it is a host gradient and the
+engine says overlap does not pay here (`overlap_backward()`: one host, one core a rank), when it
+only marks it ready -> `step()` calls `synchronize()`, which starts the allreduces not started yet (for
 parameters whose hooks never fired, zero-filled, so ranks with a different dynamic graph still
 submit every tensor), waits for every handle, writes the results
 into `.grad`, and then the user's optimizer class steps. Under top-k compression with an SGD
@@ -163,7 +163,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self._allreduce_delay[p] > 0:
             self._handles[p] = (None, None)
             return
-        if not overlap_backward():  # synchronize() starts them all (see LIGHTCC_OVERLAP)
+        # Host gradients only: a GPU's collectives run on the device and overlap the backward pass
+        # whatever the core count. synchronize() starts the held ones (see LIGHTCC_OVERLAP).
+        if p.device.type == "cpu" and not overlap_backward():
             self._handles[p] = (None, _DEFERRED)
             return
         if self._groups is None:
