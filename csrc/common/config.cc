@@ -208,16 +208,16 @@ const std::vector<FlagSpec>& specs() {
        [](auto& n, auto& v, Config* c) { return parseBool(n, v, &c->dynamic_process_sets); }},
       {{"HOROVOD_THREAD_AFFINITY", "cores", "",
         "Comma list of cores, one per local rank, to pin the engine thread to."},
-       [](auto& n, auto& v, Config* c) { return parseCoreList(n, v, &c->thread_affinity); }},
+       [](auto& n, auto& v, Config* c) { return parseCoreList(n, v, &c->placement.thread_affinity); }},
       {{"LIGHTCC_BIND", "auto|core|none", "auto",
         "core: bind each local rank's calling thread, and the threads it starts after init, to its "
         "own share of the cores (with c cores and l local ranks, c/l each). auto: the same where "
         "it is safe: at least two local ranks, no more ranks than cores, and no launcher, numactl "
         "or cpuset has already narrowed the process's cores. none: never."},
        [](auto& n, auto& v, Config* c) {
-         if (v == "auto") c->binding = CpuBinding::kAuto;
-         else if (v == "core") c->binding = CpuBinding::kCore;
-         else if (v == "none") c->binding = CpuBinding::kNone;
+         if (v == "auto") c->placement.binding = CpuBinding::kAuto;
+         else if (v == "core") c->placement.binding = CpuBinding::kCore;
+         else if (v == "none") c->placement.binding = CpuBinding::kNone;
          else return badValue(n, v, "auto, core or none");
          return Status::OK();
        }},
@@ -229,9 +229,9 @@ const std::vector<FlagSpec>& specs() {
         "collectives (copies through shared memory, no network to wait for) could only take "
         "that core from the backward pass; on elsewhere."},
        [](auto& n, auto& v, Config* c) {
-         if (v == "auto") c->overlap = Overlap::kAuto;
-         else if (v == "on") c->overlap = Overlap::kOn;
-         else if (v == "off") c->overlap = Overlap::kOff;
+         if (v == "auto") c->placement.overlap = Overlap::kAuto;
+         else if (v == "on") c->placement.overlap = Overlap::kOn;
+         else if (v == "off") c->placement.overlap = Overlap::kOff;
          else return badValue(n, v, "auto, on or off");
          return Status::OK();
        }},

@@ -107,6 +107,13 @@ struct AutotuneConfig {
   double gp_noise = 0.8;             // HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE
 };
 
+// Where a rank's threads run, and when its gradient collectives start.
+struct PlacementConfig {
+  std::vector<int> thread_affinity;        // HOROVOD_THREAD_AFFINITY (one core per local rank)
+  CpuBinding binding = CpuBinding::kAuto;  // LIGHTCC_BIND
+  Overlap overlap = Overlap::kAuto;        // LIGHTCC_OVERLAP
+};
+
 // Immutable after parseConfig(); the engine keeps one copy. No other code calls getenv.
 struct Config {
   FusionConfig fusion;
@@ -118,9 +125,7 @@ struct Config {
   AutotuneConfig autotune;
   double timeout_seconds = 60.0;     // LIGHTCC_TIMEOUT
   bool dynamic_process_sets = false;  // HOROVOD_DYNAMIC_PROCESS_SETS
-  std::vector<int> thread_affinity;  // HOROVOD_THREAD_AFFINITY (one core per local rank)
-  CpuBinding binding = CpuBinding::kAuto;  // LIGHTCC_BIND
-  Overlap overlap = Overlap::kAuto;        // LIGHTCC_OVERLAP
+  PlacementConfig placement;
   // LightCC's 2D (hierarchical) allreduce.
   TwoDMode two_d = TwoDMode::kAuto;  // LIGHT_2D_ALLREDUCE (or HOROVOD_HIERARCHICAL/TORUS_ALLREDUCE)
   int64_t intra_size = 0;            // LIGHT_INTRA_SIZE (0 = ranks per host)

@@ -6,9 +6,13 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <mutex>
+#include <string>
 #include <vector>
+
+#include "common/logging.h"
 
 namespace lightcc {
 
@@ -80,6 +84,36 @@ Status bindToCores(const std::vector<int>& share, const std::vector<int>& cores)
   }
   std::lock_guard<std::mutex> lock(first_mu);
   if (first_cores.empty()) first_cores = cores;
+  return Status::OK();
+}
+
+Status bindThisRank(CpuBinding mode, int rank, int local_rank, int local_size) {
+  std::vector<int> cores;
+  if (mode != CpuBinding::kNone && !coresToSplit(&cores)) {
+    if (mode == CpuBinding::kCore) {
+      return Status::SystemError("LIGHTCC_BIND=core: cannot read this process's CPU affinity (rank " +
+                                 std::to_string(rank) + ")");
+    }
+    LIGHTCC_LOG(kWarning) << "CPU binding: none (auto: this process's CPU affinity is unreadable)";
+    return Status::OK();
+  }
+  const BindingChoice choice =
+      decideBinding(mode, local_size, static_cast<int>(cores.size()), sysconf(_SC_NPROCESSORS_ONLN));
+  if (!choice.bind) {
+    LIGHTCC_LOG(kInfo) << "CPU binding: none (" << choice.why << ")";
+    return Status::OK();
+  }
+  const std::vector<int> share = shareOf(cores, local_rank, local_size);
+  Status st = bindToCores(share, cores);
+  if (!st.ok()) {
+    if (mode == CpuBinding::kCore) return st.withContext("rank " + std::to_string(rank));
+    LIGHTCC_LOG(kWarning) << "CPU binding: none (" << st.message() << ")";  // auto: a choice, not a request
+    return Status::OK();
+  }
+  std::string listed;
+  for (size_t i = 0; i < share.size(); ++i) listed += (i ? "," : "") + std::to_string(share[i]);
+  LIGHTCC_LOG(kInfo) << "CPU binding: local rank " << local_rank << " of " << local_size << " on cores "
+                     << listed << " (" << choice.why << ")";
   return Status::OK();
 }
 

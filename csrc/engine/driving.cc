@@ -198,8 +198,8 @@ void Driver::end(const Status& why) {
 }
 
 void Driver::loop() {
-  if (!s_.config.thread_affinity.empty()) {
-    int core = s_.config.thread_affinity[s_.topo.local_rank % s_.config.thread_affinity.size()];
+  if (!s_.config.placement.thread_affinity.empty()) {
+    int core = s_.config.placement.thread_affinity[s_.topo.local_rank % s_.config.placement.thread_affinity.size()];
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(core, &set);

@@ -1,8 +1,6 @@
 // Engine: lifecycle, request validation, and the background loop's outer shape.
 #include "engine/engine.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "common/logging.h"
@@ -38,9 +36,10 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
     const DiagnosticsConfig& d = config.diagnostics;
     LIGHTCC_RETURN_IF_ERROR(engine->timeline_.start(d.timeline_path, d.timeline_mark_cycles));
   }
-  LIGHTCC_RETURN_IF_ERROR(engine->bindCores(config.binding));
-  const OverlapChoice overlap = decideOverlap(config.overlap, engine->topo_.local_size == engine->topo_.size,
-                                              engine->topo_.size, coresOfThisThread());
+  const Topology& topo = engine->topo_;
+  LIGHTCC_RETURN_IF_ERROR(bindThisRank(config.placement.binding, topo.rank, topo.local_rank, topo.local_size));
+  const OverlapChoice overlap =
+      decideOverlap(config.placement.overlap, topo.local_size == topo.size, topo.size, coresOfThisThread());
   engine->overlap_backward_ = overlap.overlap;
   LIGHTCC_LOG(kInfo) << "Gradient collectives start " << (overlap.overlap ? "during the backward pass" : "when the step waits")
                      << " (" << overlap.why << ")";
@@ -54,36 +53,6 @@ Status Engine::create(const InitOptions& options, const Config& config, std::uni
   engine->life_.started();
   engine->thread_ = std::thread([d = engine->driver_.get()] { d->loop(); });
   *out = std::move(engine);
-  return Status::OK();
-}
-
-Status Engine::bindCores(CpuBinding mode) {
-  std::vector<int> cores;
-  if (mode != CpuBinding::kNone && !coresToSplit(&cores)) {
-    if (mode == CpuBinding::kCore) {
-      return Status::SystemError("LIGHTCC_BIND=core: cannot read this process's CPU affinity (rank " +
-                                 std::to_string(topo_.rank) + ")");
-    }
-    LIGHTCC_LOG(kWarning) << "CPU binding: none (auto: this process's CPU affinity is unreadable)";
-    return Status::OK();
-  }
-  const BindingChoice choice =
-      decideBinding(mode, topo_.local_size, static_cast<int>(cores.size()), sysconf(_SC_NPROCESSORS_ONLN));
-  if (!choice.bind) {
-    LIGHTCC_LOG(kInfo) << "CPU binding: none (" << choice.why << ")";
-    return Status::OK();
-  }
-  const std::vector<int> share = shareOf(cores, topo_.local_rank, topo_.local_size);
-  Status st = bindToCores(share, cores);
-  if (!st.ok()) {
-    if (mode == CpuBinding::kCore) return st.withContext("rank " + std::to_string(topo_.rank));
-    LIGHTCC_LOG(kWarning) << "CPU binding: none (" << st.message() << ")";  // auto: a choice, not a request
-    return Status::OK();
-  }
-  std::string listed;
-  for (size_t i = 0; i < share.size(); ++i) listed += (i ? "," : "") + std::to_string(share[i]);
-  LIGHTCC_LOG(kInfo) << "CPU binding: local rank " << topo_.local_rank << " of " << topo_.local_size << " on cores "
-                     << listed << " (" << choice.why << ")";
   return Status::OK();
 }
 

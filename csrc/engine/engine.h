@@ -84,8 +84,6 @@ class Engine {
 
  private:
   Engine(const InitOptions& options, const Config& config);
-  // LIGHTCC_BIND on the calling thread, before the engine's threads start (they inherit it).
-  Status bindCores(CpuBinding mode);
   Status validate(const TensorEntry& e) const;
   // A group this rank rejected goes to negotiation anyway, marked with the reason, so peers
   // that submitted theirs get the error too instead of waiting for this rank forever.

@@ -30,7 +30,7 @@ from lightcc.torch.topk_training import TopkTraining
 Group = Tuple[torch.Tensor, ...]
 Key = Union[torch.Tensor, Group]
 # A handle's context while its gradient waits for synchronize() to start it (LIGHTCC_OVERLAP).
-_DEFERRED = "deferred"
+_DEFERRED = object()
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
