@@ -95,6 +95,8 @@ ARCHIVES: Dict[str, str] = {
                "hosts of 2 ranks (benchmarks/engine/results/s34/)",
     "4f4146a": "session 35: one host, LIGHTCC_OVERLAP's A/B, the nice-19 engine thread tried, the issue-44 invocation "
                "before and after with the TF front on the torch network, and where TF's step time goes",
+    "20da279": "session 35: the same folder with the final code's 3-round one-host invocation "
+               "(benchmarks/engine/results/s35/onehost-final/)",
 }
 
 
