@@ -87,6 +87,11 @@ Status bindToCores(const std::vector<int>& share, const std::vector<int>& cores)
   return Status::OK();
 }
 
+int coresOfThisThread() {
+  std::vector<int> cores;
+  return currentCores(&cores) ? static_cast<int>(cores.size()) : 0;
+}
+
 Status bindThisRank(CpuBinding mode, int rank, int local_rank, int local_size) {
   std::vector<int> cores;
   if (mode != CpuBinding::kNone && !coresToSplit(&cores)) {

@@ -33,6 +33,9 @@ std::vector<int> shareOf(const std::vector<int>& cores, int local_rank, int loca
 // `share`, and remembers `cores` (what it was split from) for a later engine in this process.
 Status bindToCores(const std::vector<int>& share, const std::vector<int>& cores);
 
+// The cores the calling thread may run on now (after any binding); 0 when unreadable.
+int coresOfThisThread();
+
 // LIGHTCC_BIND at init, on the calling thread before the engine's threads start (they inherit
 // it): decides, binds and logs the choice. Errors only for `core`; auto falls back to no binding.
 Status bindThisRank(CpuBinding mode, int rank, int local_rank, int local_size);

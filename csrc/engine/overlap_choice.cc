@@ -1,8 +1,5 @@
-// decideOverlap: the rule behind LIGHTCC_OVERLAP, and the affinity it reads.
+// decideOverlap: the rule behind LIGHTCC_OVERLAP.
 #include "engine/overlap_choice.h"
-
-#include <pthread.h>
-#include <sched.h>
 
 namespace lightcc {
 
@@ -17,13 +14,6 @@ OverlapChoice decideOverlap(Overlap mode, bool one_host, int size, int cores) {
   }
   return {false, "auto: one host and one core for this rank, which its compute and its shared-memory "
                  "collectives would only share"};
-}
-
-int coresOfThisThread() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) return 0;
-  return CPU_COUNT(&set);
 }
 
 }  // namespace lightcc

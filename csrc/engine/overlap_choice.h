@@ -19,7 +19,4 @@ struct OverlapChoice {
 // waits a scheduler slice. Between hosts a collective mostly waits for the network, which overlaps.
 OverlapChoice decideOverlap(Overlap mode, bool one_host, int size, int cores);
 
-// The cores the calling thread may run on (its affinity after any binding); 0 when unreadable.
-int coresOfThisThread();
-
 }  // namespace lightcc

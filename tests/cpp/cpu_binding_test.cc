@@ -52,11 +52,16 @@ void testShares() {
   check(shareOf({}, 0, 2).empty(), "no cores, no share");
 }
 
+void testThisThread() {
+  check(coresOfThisThread() >= 1, "this thread may run on at least one core");
+}
+
 }  // namespace
 
 int main() {
   testAuto();
   testForced();
   testShares();
+  testThisThread();
   return lightcc::testing::summary();
 }

@@ -29,15 +29,10 @@ void testForced() {
   check(!decideOverlap(Overlap::kOff, false, 8, 16).overlap, "off: never overlaps");
 }
 
-void testThisThread() {
-  check(coresOfThisThread() >= 1, "this thread may run on at least one core");
-}
-
 }  // namespace
 
 int main() {
   testAuto();
   testForced();
-  testThisThread();
   return lightcc::testing::summary();
 }
