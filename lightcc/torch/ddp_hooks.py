@@ -33,7 +33,7 @@ import torch
 from lightcc.common import op_args as _build
 from lightcc.common import ops as _ops
 from lightcc.common.native import core
-from lightcc.torch import futures as _futures
+from lightcc.torch import backward_hold
 from lightcc.torch import tensors as _t
 from lightcc.torch.topk_training import sgd_step_corrected
 
@@ -124,7 +124,8 @@ def _submit(wire: List[torch.Tensor], names: List[str], op: int, prescale: float
     """Allreduce `wire` in place as one engine submission; the future's value is `finish()`."""
     args = [_build.allreduce(_t.adapt(w, n, _t.ptr(w), list(shapes[i] if shapes is not None else w.shape)), op,
                              prescale, 1.0, 0) for i, (w, n) in enumerate(zip(wire, names))]
-    return _futures.submit(args, keepalive, lambda _: finish())
+    hold = not any(_t.is_device(w) for w in wire)
+    return backward_hold.launch(args, keepalive, lambda _: finish(), hold).future
 
 
 def allreduce_hook(state: LightccState, bucket: Any) -> torch.futures.Future:

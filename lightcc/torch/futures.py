@@ -58,10 +58,23 @@ def launch(args: Sequence[_ops.TensorArgs], keepalive: Any, finish: Callable[[Li
     tensor has completed: nobody waits, polls or holds a thread per submission. Callbacks
     chained with `then` run on that thread, with the GIL.
     """
+    pending = waiting()
+    start(pending, args, keepalive, finish, allocate)
+    return pending
+
+
+def waiting() -> Pending:
+    """A Pending whose submission `start` queues later (a collective held back, c10d/backward_hold.py)."""
+    return from_outcome(torch.futures.Future())
+
+
+def start(pending: Pending, args: Sequence[_ops.TensorArgs], keepalive: Any,
+          finish: Callable[[List[_ops.CoreResult]], Any], allocate: Optional[_ops.Allocator] = None) -> None:
+    """Queue the submission of `pending` (from `waiting`), as `launch` does."""
     # The error reaches the torch future through a callback that raises it, which torch turns
     # into a C++ error; a Python exception set on a future directly crashes torch 2.13 when DDP's
     # reducer meets it in the backward pass (a segfault, seen with a peer killed mid-training).
-    outcome: torch.futures.Future = torch.futures.Future()
+    outcome = pending.outcome
 
     def on_done(handle: int) -> None:
         try:
@@ -71,9 +84,7 @@ def launch(args: Sequence[_ops.TensorArgs], keepalive: Any, finish: Callable[[Li
             return
         outcome.set_result((value, None))
 
-    fut = outcome.then(_unwrap)
     _ops.handles.submit(args, keepalive, finish, allocate, on_done=on_done)
-    return Pending(fut, outcome)
 
 
 def after(first: Pending, then_launch: Callable[[Any], Pending]) -> Pending:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ranks import run_ranks
+from tests.ranks import free_port, run_ranks
 
 
 @pytest.mark.parametrize("size", [2, 3, 4])
@@ -125,3 +125,16 @@ def test_overlap_auto_waits_for_the_step_only_on_one_core_a_rank(size):
         assert f"OVERLAP {cores != 1} " in res.stdout and " 0 failed" in res.stdout, res.stdout
         assert "Gradient collectives start " + ("during the backward pass" if cores != 1 else "when the step waits") \
             in res.stderr
+
+
+@pytest.mark.parametrize("mode,size", [("off", 2), ("on", 2), ("off", 3), ("auto", 3)])
+def test_ddp_buckets_held_for_the_end_of_backward_average_the_same(mode, size):
+    """DDP over the lightcc backend: with overlap off its buckets' allreduces wait for the end of the
+    backward pass and average every gradient as they do started mid-pass; a wait inside the pass and
+    a pass that fails after holding a call still complete."""
+    env = {} if mode == "auto" else {"LIGHTCC_OVERLAP": mode}
+    results = run_ranks("ddp_hold_worker.py", size, [str(free_port())], timeout=120, env=env)
+    for res in results:
+        assert " 0 failed" in res.stdout, res.stdout + res.stderr
+        if mode != "auto":
+            assert f"HELD {mode == 'off'} OVERLAP {mode == 'on'} " in res.stdout, res.stdout

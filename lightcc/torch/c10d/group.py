@@ -23,6 +23,7 @@ from lightcc.c10d_backend import BACKEND_NAME
 from lightcc.common import op_args as _build
 from lightcc.common import op_spec as _spec
 from lightcc.common import ops as _ops
+from lightcc.torch import backward_hold
 from lightcc.torch import futures as _futures
 from lightcc.torch import tensors as _t
 from lightcc.torch.c10d import reduce_ops as _red
@@ -141,9 +142,10 @@ class LightccProcessGroup(dist.ProcessGroup):
         self._timed_out = True
 
     def _submit(self, args: List[_ops.TensorArgs], keepalive: Any,
-                finish: Callable[[List[_ops.CoreResult]], Any]) -> Any:
+                finish: Callable[[List[_ops.CoreResult]], Any], hold: bool = False) -> Any:
+        """Queues `args`; `hold`: host tensors, which may wait for the end of the backward pass (backward_hold.py)."""
         self._check_open()
-        pending = _futures.launch(args, keepalive, finish)
+        pending = backward_hold.launch(args, keepalive, finish, hold)
         self._names.hold([a.name for a in args], pending.outcome)
         return self._work(pending)
 
@@ -152,6 +154,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         one host runs a small allreduce as one direct step with no thread hand-off; its error
         raises here, in the caller."""
         self._check_open()
+        backward_hold.HOLD.release()
         _ops.run_now(args.as_tuple())
         return completed(_copy_back(tensors, work))
 
@@ -173,7 +176,8 @@ class LightccProcessGroup(dist.ProcessGroup):
         if sync and len(args) == 1 and not _t.is_device(work[0]):
             return self._now(args[0], tensors, work)
 
-        return self._submit(args, (tensors, work), lambda _: _copy_back(tensors, work))
+        return self._submit(args, (tensors, work), lambda _: _copy_back(tensors, work),
+                            hold=not any(_t.is_device(t) for t in work))
 
     def allreduce(self, tensors: List[torch.Tensor], opts: Optional[AllreduceOptions] = None) -> Any:
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
@@ -406,9 +410,7 @@ class LightccProcessGroup(dist.ProcessGroup):
         self._check_open()
         name = self._names.take("barrier", [])
         args = [_build.control(_spec.code("barrier"), name, self._set_id)]
-        pending = _futures.launch(args, None, lambda results: [])
-        self._names.hold([name], pending.outcome)
-        return self._work(pending)
+        return self._submit(args, None, lambda results: [])
 
     # ---- point-to-point (p2p.py) ----------------------------------------------------------------
 

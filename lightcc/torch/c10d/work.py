@@ -14,6 +14,7 @@ from typing import Any, Callable, List, Optional
 import torch
 import torch.distributed as dist
 
+from lightcc.torch.backward_hold import HOLD
 from lightcc.torch.futures import Pending, settled
 
 
@@ -33,6 +34,7 @@ class LightccWork(dist.Work):
         self._on_timeout = on_timeout
 
     def wait(self, timeout: Optional[timedelta] = None) -> bool:
+        self._unhold()
         # Otherwise no timer of its own: the engine fails every pending call after LIGHTCC_TIMEOUT
         # (the default group's timeout), naming the rank it waited for, and that error raises here.
         limits = [t for t in (timeout, self._limit) if t is not None and t.total_seconds() > 0]
@@ -64,10 +66,18 @@ class LightccWork(dist.Work):
         return self._pending.outcome.value()[1]
 
     def result(self) -> List[Any]:
+        self._unhold()
         return self._pending.result()
 
     def synchronize(self) -> None:
+        self._unhold()
         self._pending.result()
+
+    def _unhold(self) -> None:
+        """Starts the calls held for the end of the backward pass, in case this is one of them: a wait
+        inside the pass would otherwise wait for itself."""
+        if not self._pending.outcome.done():
+            HOLD.release()
 
 
 class SourcedWork(LightccWork):
