@@ -224,7 +224,8 @@ const std::vector<FlagSpec>& specs() {
       {{"LIGHTCC_OVERLAP", "auto|on|off", "auto",
         "on: the fronts start each host gradient's collective as soon as the backward pass produces "
         "it, to overlap the rest of that pass. off: they start them all when the step waits for them "
-        "(GPU gradients always start at once: their collectives run on the device). "
+        "(DDP's buckets when the backward pass ends: DDP waits for them there; GPU gradients always "
+        "start at once: their collectives run on the device). "
         "auto: off where every rank is on this host and this rank has a single core, so the "
         "collectives (copies through shared memory, no network to wait for) could only take "
         "that core from the backward pass; on elsewhere."},
