@@ -97,7 +97,10 @@ ARCHIVES: Dict[str, str] = {
                "before and after with the TF front on the torch network, and where TF's step time goes",
     "20da279": "session 35: the same folder with the final code's 3-round one-host invocation "
                "(benchmarks/engine/results/s35/onehost-final/)",
-    "404de83": "session 36: DDP's buckets held until the backward pass ends against LIGHTCC_OVERLAP=on, issue 44's acceptance on emulated hosts at one commit, the engine A/B from c78f1cd, the one-host invocation (benchmarks/engine/results/s36/), Horovod's TF suites (benchmarks/compat/results/horovod-s36/)",
+    "404de83": "session 36: DDP's buckets held until the backward pass ends against LIGHTCC_OVERLAP=on, "
+               "issue 44's acceptance on emulated hosts at one commit, the engine A/B from c78f1cd, the "
+               "one-host invocation (benchmarks/engine/results/s36/), Horovod's TF suites "
+               "(benchmarks/compat/results/horovod-s36/)",
 }
 
 
