@@ -64,7 +64,7 @@ def launch(args: Sequence[_ops.TensorArgs], keepalive: Any, finish: Callable[[Li
 
 
 def waiting() -> Pending:
-    """A Pending whose submission `start` queues later (a collective held back, c10d/backward_hold.py)."""
+    """A Pending whose submission `start` queues later (a collective held back: backward_hold.py)."""
     return from_outcome(torch.futures.Future())
 
 
