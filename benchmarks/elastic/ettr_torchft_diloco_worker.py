@@ -4,7 +4,7 @@
         --addr A --replica-id rN --steps 200 --sync-every 10
 
 It trains examples/pytorch/elastic_diloco.py's model on that example's batches with the same inner
-AdamW and the outer Nesterov SGD lightcc's DiLoCo defaults to (lr 0.7, momentum 0.9), so the race's
+AdamW and the outer Nesterov SGD lightcc's DiLoCo defaults to (`nesterov_outer`), so the race's
 two systems differ only in how they survive a loss. One process is one replica group of one rank;
 torchft's Manager forms a quorum at each outer step. On a failed outer step torchft puts every
 replica's weights back to the last outer step's: the period's inner steps are trained again. A
@@ -41,13 +41,15 @@ def main() -> int:
     from torchft.local_sgd import DiLoCo
     from torchft.process_group import ProcessGroupGloo
 
+    from lightcc.torch.lowcomm.diloco import nesterov_outer
+
     ex = example(DILOCO_EXAMPLE)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     store = dist.TCPStore(args.addr, args.store_port, is_master=True, wait_for_workers=False)  # noqa: F841
     model = ex.build()
     inner = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    outer = torch.optim.SGD(model.parameters(), lr=0.7, momentum=0.9, nesterov=True)
+    outer = nesterov_outer(list(model.parameters()))
     timeout = timedelta(seconds=args.timeout)
     manager = Manager(
         pg=ProcessGroupGloo(timeout=timeout), min_replica_size=args.min_replicas, use_async_quorum=False,

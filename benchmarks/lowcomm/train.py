@@ -21,6 +21,7 @@ import torch.distributed as dist
 
 from benchmarks.lowcomm.methods import BACKENDS, METHODS, Runner, init, wrap
 from benchmarks.lowcomm.lm import ByteLM, bits_per_byte, load_text, loss_of, windows
+from lightcc.torch.lowcomm.diloco import OUTER_LR, OUTER_MOMENTUM
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,8 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--islands", choices=["host"], default=None,
                    help="DiLoCo's islands: the ranks of each host train data-parallel, DiLoCo runs between hosts")
     p.add_argument("--sync-warmup", type=int, default=0, help="DiLoCo's warmup_steps: data-parallel steps first")
-    p.add_argument("--outer-lr", type=float, default=0.7)
-    p.add_argument("--outer-momentum", type=float, default=0.9)
+    p.add_argument("--outer-lr", type=float, default=OUTER_LR, help="both DiLoCos' outer SGD (default DiLoCo's)")
+    p.add_argument("--outer-momentum", type=float, default=OUTER_MOMENTUM,
+                   help="its Nesterov momentum (default DiLoCo's; the papers' is 0.9)")
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
     p.add_argument("--ctx", type=int, default=128)
@@ -51,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decay", choices=["none", "cosine"], default="none",
                    help="inner lr decay after warm-up, to --min-lr-ratio x --lr at the last step (both methods)")
     p.add_argument("--min-lr-ratio", type=float, default=0.1)
+    p.add_argument("--schedule-steps", type=int, default=None,
+                   help="the step the decay ends at (default --steps); a longer run then stays at the minimum, so "
+                   "its first N steps match an N-step run's (equal tokens) and the rest go on to a target loss")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--out", type=Path, default=None)
@@ -73,7 +78,8 @@ def lr_factor(args: argparse.Namespace, step: int) -> float:
         return (step + 1) / args.warmup
     if args.decay == "none":
         return 1.0
-    done = (step - args.warmup) / max(1, args.steps - args.warmup)
+    end = args.schedule_steps or args.steps
+    done = (step - args.warmup) / max(1, end - args.warmup)
     return args.min_lr_ratio + (1.0 - args.min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * min(1.0, done)))
 
 

@@ -34,6 +34,7 @@ from torch_helpers import checker
 
 import lightcc.torch as hvd
 from lightcc.torch import DiLoCo
+from lightcc.torch.lowcomm.diloco import OUTER_LR as LR, OUTER_MOMENTUM as MU  # the default outer step's settings
 
 R, N = int(os.environ["LIGHTCC_RANK"]), int(os.environ["LIGHTCC_SIZE"])
 INIT, MODE = sys.argv[1], sys.argv[2]
@@ -100,8 +101,8 @@ def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
     @torch.no_grad()
     def outer(f: int, delta: Dict[str, torch.Tensor], a: float) -> None:
         for k in frags[f]:
-            buf = momentum[k] = 0.9 * momentum[k] + delta[k] if k in momentum else delta[k].clone()
-            shared[k] -= 0.7 * (delta[k] + 0.9 * buf)
+            buf = momentum[k] = MU * momentum[k] + delta[k] if k in momentum else delta[k].clone()
+            shared[k] -= LR * (delta[k] + MU * buf)
             for p in params:
                 p[k].copy_(a * p[k] + (1 - a) * shared[k])
         dirty[f] = a > 0
