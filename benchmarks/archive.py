@@ -101,6 +101,8 @@ ARCHIVES: Dict[str, str] = {
                "issue 44's acceptance on emulated hosts at one commit, the engine A/B from c78f1cd, the "
                "one-host invocation (benchmarks/engine/results/s36/), Horovod's TF suites "
                "(benchmarks/compat/results/horovod-s36/)",
+    "63f24e7": "session 37: DiLoCo against DDP at equal tokens over 2000 steps, outer momentum 0.5 and 0.9, 2 and "
+               "4 ranks, three seeds; the 1 Gbit/s race over 2000 steps (benchmarks/lowcomm/results/long-s37/)",
 }
 
 

@@ -38,8 +38,8 @@ _LABELS = checks.LABELS
 
 # The default outer step: the papers' Nesterov SGD at their lr, with momentum 0.5 instead of their 0.9.
 # At H = 50 successive pseudo-gradients point much the same way, and 0.9 then steps θ by up to
-# lr / (1 − 0.9) = 7 mean pseudo-gradients; on docs/lowcomm.md's benchmark that left DiLoCo 13–14 %
-# behind DDP where 0.5 (up to 1.4) was 1–2 % behind, at 2 and 4 workers.
+# lr / (1 − 0.9) = 7 mean pseudo-gradients; on docs/lowcomm.md's 2000-step benchmark that left DiLoCo
+# 10–14 % behind DDP at equal tokens where 0.5 (up to 1.4) was −0.2 to +5.6 %, at 2 and 4 workers.
 OUTER_LR = 0.7
 OUTER_MOMENTUM = 0.5
 PAPERS_OUTER_MOMENTUM = 0.9
