@@ -103,6 +103,8 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/compat/results/horovod-s36/)",
     "63f24e7": "session 37: DiLoCo against DDP at equal tokens over 2000 steps, outer momentum 0.5 and 0.9, 2 and "
                "4 ranks, three seeds; the 1 Gbit/s race over 2000 steps (benchmarks/lowcomm/results/long-s37/)",
+    "56ff9c3": "session 38: int8, int4, streaming and SparseLoCo's outer steps over 2000 steps at today's DiLoCo "
+               "defaults, 2 ranks, seed 0 (benchmarks/lowcomm/results/long-s38/)",
 }
 
 
