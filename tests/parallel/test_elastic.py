@@ -137,7 +137,9 @@ def test_discovery_script_adds_a_host_slot(tmp_path, grow):
     script.write_text(f"#!/bin/sh\ncat {hosts}\n")
     script.chmod(0o755)
     flags = ["-np", "2", "--min-np", "2", "--max-np", "3", "--host-discovery-script", str(script)]
-    with ElasticJob(flags, WORKER, ["3", "600", "10", "0.03", "4"]) as job:
+    # 10 epochs: the newcomer needs a discovery poll, a process start and a torch import (seconds on a slow
+    # 2-core machine) before it joins; 3 epochs ended 4 s after the host grew there, with no one joined.
+    with ElasticJob(flags, WORKER, ["10", "600", "10", "0.03", "4"]) as job:
         t, _ = job.wait_for(r"STEP w\d+ gen=1 rank=1 size=2 epoch=0 batch=5 ", 90)
         hosts.write_text("localhost:3\n")
         job.wait_for(r"START w2 ", 20, after=t)
