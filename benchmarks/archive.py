@@ -105,10 +105,8 @@ ARCHIVES: Dict[str, str] = {
                "4 ranks, three seeds; the 1 Gbit/s race over 2000 steps (benchmarks/lowcomm/results/long-s37/)",
     "56ff9c3": "session 38: int8, int4, streaming and SparseLoCo's outer steps over 2000 steps at today's DiLoCo "
                "defaults, 2 ranks, seed 0 (benchmarks/lowcomm/results/long-s38/)",
-    "ad2b45e": "session 39: SparseLoCo's outer step over three seeds at 2 ranks, and DiLoCo's outer lr 1.0 at 2 "
-               "and 4 ranks over three seeds, 2000-step task (benchmarks/lowcomm/results/long-s39/)",
-    "66280c4": "session 39: the same folder with sparseloco at 4 ranks over 2000 steps, seed 0 "
-               "(benchmarks/lowcomm/results/long-s39/)",
+    "66280c4": "session 39: SparseLoCo's outer step over three seeds at 2 ranks and one at 4, and DiLoCo's outer "
+               "lr 1.0 at 2 and 4 ranks over three seeds, 2000-step task (benchmarks/lowcomm/results/long-s39/)",
 }
 
 
