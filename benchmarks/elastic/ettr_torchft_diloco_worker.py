@@ -4,9 +4,10 @@
         --addr A --replica-id rN --steps 200 --sync-every 10
 
 It trains examples/pytorch/elastic_diloco.py's model on that example's batches with the same inner
-AdamW and the outer Nesterov SGD lightcc's DiLoCo defaults to (`nesterov_outer`), so the race's
-two systems differ only in how they survive a loss. One process is one replica group of one rank;
-torchft's Manager forms a quorum at each outer step. On a failed outer step torchft puts every
+AdamW and the outer Nesterov SGD lightcc's DiLoCo defaults to (`nesterov_outer`, its lr set before
+each outer step to `default_outer_lr` of that step's participants, as lightcc's follows its
+workers), so the race's two systems differ only in how they survive a loss. One process is one
+replica group of one rank; torchft's Manager forms a quorum at each outer step. On a failed outer step torchft puts every
 replica's weights back to the last outer step's: the period's inner steps are trained again. A
 replica started late heals from a peer over torchft's HTTP transport at its first quorum.
 
@@ -41,7 +42,7 @@ def main() -> int:
     from torchft.local_sgd import DiLoCo
     from torchft.process_group import ProcessGroupGloo
 
-    from lightcc.torch.lowcomm.diloco import nesterov_outer
+    from lightcc.torch.lowcomm.diloco import default_outer_lr, nesterov_outer
 
     ex = example(DILOCO_EXAMPLE)
     torch.manual_seed(args.seed)
@@ -49,7 +50,6 @@ def main() -> int:
     store = dist.TCPStore(args.addr, args.store_port, is_master=True, wait_for_workers=False)  # noqa: F841
     model = ex.build()
     inner = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    outer = nesterov_outer(list(model.parameters()))
     timeout = timedelta(seconds=args.timeout)
     manager = Manager(
         pg=ProcessGroupGloo(timeout=timeout), min_replica_size=args.min_replicas, use_async_quorum=False,
@@ -61,6 +61,15 @@ def main() -> int:
         # would copy that one's trained weights before the first outer step). A replacement, behind the
         # others' step, still heals from a peer.
         init_sync=False)
+    outer = nesterov_outer(list(model.parameters()))
+    outer_step = outer.step
+
+    def following_step(*step_args, **kwargs):  # torchft steps it after the quorum: participants are known
+        for group in outer.param_groups:
+            group["lr"] = default_outer_lr(manager.num_participants())
+        return outer_step(*step_args, **kwargs)
+
+    outer.step = following_step
     H = args.sync_every
     launched = int(args.replica_id.lstrip("r"))
     with DiLoCo(manager, [model], inner, outer, sync_every=H) as diloco:

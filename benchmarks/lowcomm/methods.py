@@ -142,6 +142,14 @@ def outer_factory(args: argparse.Namespace) -> Any:
     return outer
 
 
+def diloco_workers(args: argparse.Namespace, size: int) -> int:
+    """M, the number of DiLoCo workers: the ranks, or the hosts with --islands host (lightcc's DiLoCo only)."""
+    if args.islands != "host":
+        return size
+    from lightcc.common.basics import local_size
+    return size // local_size()
+
+
 def host_addr(rank: int) -> str:
     """This rank's host address on emulated hosts (race.py sets LOWCOMM_ADDRS), else loopback."""
     addrs = os.environ.get("LOWCOMM_ADDRS", "127.0.0.1").split(",")

@@ -19,9 +19,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 import torch.distributed as dist
 
-from benchmarks.lowcomm.methods import BACKENDS, METHODS, Runner, init, wrap
+from benchmarks.lowcomm.methods import BACKENDS, METHODS, Runner, diloco_workers, init, wrap
 from benchmarks.lowcomm.lm import ByteLM, bits_per_byte, load_text, loss_of, windows
-from lightcc.torch.lowcomm.diloco import OUTER_LR, OUTER_MOMENTUM
+from lightcc.torch.lowcomm.diloco import OUTER_MOMENTUM, default_outer_lr
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--islands", choices=["host"], default=None,
                    help="DiLoCo's islands: the ranks of each host train data-parallel, DiLoCo runs between hosts")
     p.add_argument("--sync-warmup", type=int, default=0, help="DiLoCo's warmup_steps: data-parallel steps first")
-    p.add_argument("--outer-lr", type=float, default=OUTER_LR, help="both DiLoCos' outer SGD (default DiLoCo's)")
+    p.add_argument("--outer-lr", type=float, default=None,
+                   help="both DiLoCos' outer SGD (default DiLoCo's for the number of workers: default_outer_lr)")
     p.add_argument("--outer-momentum", type=float, default=OUTER_MOMENTUM,
                    help="its Nesterov momentum (default DiLoCo's; the papers' is 0.9)")
     p.add_argument("--steps", type=int, default=300)
@@ -88,6 +89,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     torch.set_num_threads(1)
     init(args)
     rank, size = dist.get_rank(), dist.get_world_size()
+    if args.outer_lr is None:  # resolved here, so the RESULT line records the lr that ran
+        args.outer_lr = default_outer_lr(diloco_workers(args, size))
     train, val = load_text()
     torch.manual_seed(args.seed)
     model = ByteLM(ctx=args.ctx)

@@ -106,7 +106,8 @@ def main() -> int:
     train(state)
     s = diloco.stats()
     print(f"stats rank={dist.get_rank()} inner_taken={s['inner_taken']} recoveries={s['recoveries']} "
-          f"redone={s['redone_exchanges']} member_since={joined['step']}", flush=True)
+          f"redone={s['redone_exchanges']} member_since={joined['step']} workers={s['workers']} "
+          f"outer_lr={s['outer_lr']}", flush=True)
     digests = [None] * dist.get_world_size()
     dist.all_gather_object(digests, digest(model.parameters()))
     identical = len(set(digests)) == 1

@@ -21,6 +21,7 @@ from testbed.elastic_job import ROOT, ElasticJob, kill_rank, local_flags
 EXAMPLE = str(ROOT / "examples" / "pytorch" / "elastic_diloco.py")
 STEP = r"\[w\d+\]<stdout>:step (\d+) ([\d.]+) (\d+) (\w+)"
 STATS = r"\[(w\d+)\]<stdout>:stats rank=(\d+) inner_taken=(\d+) recoveries=(\d+) redone=(\d+) member_since=(\d+)"
+OUTER = r"\[(w\d+)\]<stdout>:stats .* workers=(\d+) outer_lr=([\d.]+)"
 
 
 def _finish(job: ElasticJob, steps: int) -> Dict[str, Tuple[int, int, int, int, int]]:
@@ -47,6 +48,9 @@ def test_kill9_worker_left_out_survivors_keep_progress(tmp_path):
         _rank, taken, recoveries, _redone, since = stats[w]
         # every inner step once: the step the failure interrupted is re-run without its inner step
         assert (taken, recoveries, since) == (steps, 1, 0), (w, stats[w])
+    # the default outer lr followed M from 3 workers (0.85) to 2 (0.7) on every survivor
+    outer = {m.group(1): (int(m.group(2)), float(m.group(3))) for m in job.matches(OUTER)}
+    assert outer == {w: (2, 0.7) for w in survivors}, outer
     seen = [(int(m.group(1)), float(m.group(2))) for m in job.matches(STEP)]
     assert seen[-1][0] == steps and set(range(1, steps + 1)) <= {n for n, _ in seen}, seen
     # the figure is a benchmark's; this only catches a stall

@@ -1,4 +1,5 @@
-"""DiLoCo's pure parts without ranks: outer-gradient codecs (bytes, error bounds, error feedback), specs, fragments."""
+"""DiLoCo's pure parts without ranks: outer-gradient codecs (bytes, error bounds, error feedback), specs, fragments,
+the default outer lr."""
 from __future__ import annotations
 
 import pytest
@@ -7,7 +8,15 @@ import torch
 from lightcc.torch.lowcomm import fragments
 from lightcc.torch.lowcomm.codecs import Dense, Quantized
 from lightcc.torch.lowcomm.compression_specs import parse_compression
+from lightcc.torch.lowcomm.diloco import default_outer_lr, nesterov_outer
 from lightcc.torch.lowcomm.sparse_codec import SparseLowBit
+
+
+def test_default_outer_lr_grows_from_two_workers_to_four_and_is_held_after():
+    """docs/lowcomm.md's rule: 0.7 measured best at 2 workers, 1.0 at 4; a line between, not extrapolated beyond."""
+    assert [default_outer_lr(m) for m in (1, 2, 3, 4, 5, 8, 1024)] == [0.7, 0.7, 0.85, 1.0, 1.0, 1.0, 1.0]
+    group = nesterov_outer([torch.zeros(2, requires_grad=True)]).param_groups[0]
+    assert (group["lr"], group["momentum"], group["nesterov"]) == (0.7, 0.5, True)
 
 
 @pytest.mark.parametrize("spec,bits,chunk", [("int8", 8, 1024), ("INT4:64", 4, 64), ("int8:2", 8, 2)])

@@ -36,18 +36,33 @@ _instances = itertools.count()
 _LABELS = checks.LABELS
 
 
-# The default outer step: the papers' Nesterov SGD at their lr, with momentum 0.5 instead of their 0.9.
-# At H = 50 successive pseudo-gradients point much the same way, and 0.9 then steps θ by up to
-# lr / (1 − 0.9) = 7 mean pseudo-gradients; on docs/lowcomm.md's 2000-step benchmark that left DiLoCo
-# 10–14 % behind DDP at equal tokens where 0.5 (up to 1.4) was −0.2 to +5.6 %, at 2 and 4 workers.
-OUTER_LR = 0.7
+# The default outer step: the papers' Nesterov SGD with momentum 0.5 instead of their 0.9, at an lr that
+# grows with the number of DiLoCo workers M (an island counts once). At H = 50 successive pseudo-gradients
+# point much the same way, and 0.9 then steps θ by up to lr / (1 − 0.9) = 7 mean pseudo-gradients; on
+# docs/lowcomm.md's 2000-step benchmark that left DiLoCo 10–14 % behind DDP at equal tokens. The DiLoCo
+# scaling-law paper (arXiv 2503.09799) finds the best outer lr rising with M; on that benchmark 0.7 did best
+# at M = 2 (1.0 worse on two seeds of three) and 1.0 at M = 4 (better than 0.7 on every seed). Between the
+# two measured sizes the lr follows a straight line; beyond 4 it is held at 1.0, not extrapolated.
+OUTER_LR = 0.7  # at M <= 2
+OUTER_LR_MAX = 1.0  # from M = 4 on
 OUTER_MOMENTUM = 0.5
 PAPERS_OUTER_MOMENTUM = 0.9
 
 
-def nesterov_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
-    """The default outer optimizer: SGD, Nesterov momentum 0.5, learning rate 0.7 (docs/lowcomm.md says why)."""
-    return torch.optim.SGD(params, lr=OUTER_LR, momentum=OUTER_MOMENTUM, nesterov=True)
+def default_outer_lr(workers: int) -> float:
+    """The default outer lr for `workers` DiLoCo workers: 0.7 up to 2, 0.85 at 3, 1.0 from 4 on."""
+    if workers >= 4:
+        return OUTER_LR_MAX
+    return OUTER_LR + (OUTER_LR_MAX - OUTER_LR) * max(0, workers - 2) / 2
+
+
+def nesterov_outer(params: List[torch.Tensor], lr: float = OUTER_LR) -> torch.optim.Optimizer:
+    """The default's outer optimizer: SGD, Nesterov momentum 0.5, at `lr` (the default's at 2 workers).
+
+    `DiLoCo` without `outer_optimizer` builds it and keeps its lr at `default_outer_lr` of the number
+    of workers (docs/lowcomm.md says why); passed explicitly it keeps the lr it was built with.
+    """
+    return torch.optim.SGD(params, lr=lr, momentum=OUTER_MOMENTUM, nesterov=True)
 
 
 def papers_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
@@ -64,8 +79,10 @@ class DiLoCo:
         inner_optimizer: steps the model locally; must own exactly its trainable parameters.
         sync_every: H, inner steps between two outer steps of a fragment (>= 1).
         outer_optimizer: ``params -> torch.optim.Optimizer``, called once per fragment with that
-            fragment's shared float32 weights; default `nesterov_outer` (SGD, Nesterov, lr 0.7,
-            momentum 0.5; `papers_outer` has the papers' 0.9), or the codec's own (``"sparseloco"``:
+            fragment's shared float32 weights; default `nesterov_outer` (SGD, Nesterov, momentum 0.5)
+            at `default_outer_lr` of the number of workers (islands count once: 0.7 up to 2, 1.0 from
+            4), followed when an elastic job grows or shrinks (`papers_outer` has the papers' lr 0.7
+            and momentum 0.9), or the codec's own (``"sparseloco"``:
             `sparse_outer`, SGD without momentum, whose place the codec's decaying residual takes).
         fragments: an int F (contiguous runs of parameters of about equal size) or lists of
             parameters or names covering each trainable parameter once. Fragment f syncs at
@@ -122,6 +139,7 @@ class DiLoCo:
         self._island_steps = 0
         self._island_bytes = 0
         self._dirty: List[bool] = []
+        self._default_outer = False  # the outer optimizer is the default's, whose lr follows M (_follow_workers)
         self._islands = Islands.alone(self._size, rank())
         problem, sig = None, None
         try:
@@ -130,6 +148,7 @@ class DiLoCo:
             problem = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
         checks.agree(problem, sig, _LABELS, self.name)
         self._form_islands()
+        self._follow_workers()
         self._start_from_rank0()
         self._engine_bytes = int(core().stats()["bytes_sent"])
 
@@ -140,6 +159,7 @@ class DiLoCo:
         named = checks.trainable(self.model)
         checks.check_optimizer(named, self.inner_optimizer)
         codec = parse_compression(compression)
+        self._default_outer = make_outer is None and codec.default_outer is None
         make_outer = make_outer or codec.default_outer or nesterov_outer
         parts = _frag.build(named, spec)
         self.delay = (0 if len(parts) == 1 else 1) if delay is None else delay
@@ -308,6 +328,7 @@ class DiLoCo:
             ex.load_state_dict(saved)
         self._steps, self._dirty = int(state["steps"]), list(state["dirty"])
         self._high = self._steps
+        self._follow_workers()  # a job resumed at another size: the saved lr was the old size's
 
     def elastic_state_handler(self) -> Any:
         """The handler `lightcc.torch.elastic.TorchState(diloco=this)` commits, restores and syncs it with.
@@ -319,6 +340,28 @@ class DiLoCo:
         from lightcc.torch.lowcomm.elastic_diloco import DiLoCoStateHandler
 
         return DiLoCoStateHandler(self)
+
+    @property
+    def workers(self) -> int:
+        """M, the number of DiLoCo workers: ranks, or islands when `islands` groups ranks."""
+        return len(self._islands.groups)
+
+    @property
+    def outer_lr(self) -> float:
+        """The outer optimizer's learning rate (its first group's, on the first fragment)."""
+        return float(self._fragments[0].outer.param_groups[0]["lr"])
+
+    def _follow_workers(self) -> None:
+        """With the default outer optimizer, set its lr to `default_outer_lr(self.workers)`; else nothing.
+
+        The constructor, `load_state_dict` and an elastic re-formation call it; every rank computes
+        the same M from the same groups, so the outer steps stay alike.
+        """
+        if self._default_outer:
+            lr = default_outer_lr(self.workers)
+            for ex in self._fragments:
+                for group in ex.outer.param_groups:
+                    group["lr"] = lr
 
     def shared_weights(self) -> List[torch.Tensor]:
         """The float32 weights every rank last agreed on (θ), fragment by fragment; the same on every rank."""
@@ -349,7 +392,8 @@ class DiLoCo:
         - ``inner_taken``: inner optimizer steps this rank took (under elastic `run`, a step re-run
           after a failure does not take its inner step twice); ``recoveries``: re-formations this
           DiLoCo went through; ``redone_exchanges``: outer exchanges started again after one, without
-          the workers that were lost (elastic_diloco.py).
+          the workers that were lost (elastic_diloco.py);
+        - ``workers``, ``outer_lr``: M and the outer optimizer's lr now (`_follow_workers`).
         """
         return {
             "inner_steps": self._steps,
@@ -365,4 +409,6 @@ class DiLoCo:
             "inner_taken": self._taken,
             "recoveries": self._recoveries,
             "redone_exchanges": self._redone,
+            "workers": self.workers,
+            "outer_lr": self.outer_lr,
         }

@@ -106,6 +106,7 @@ class DiLoCoStateHandler(StateHandler):
         members = _agree(d, root_rank)
         if d._islands is None:
             _regroup(d)
+        d._follow_workers()  # M may have changed; before the root's outer state goes to new workers below
         if not any(members):  # the job's start: the constructor's broadcast made every rank alike
             d._member = True
             return

@@ -82,6 +82,9 @@ def reference_case(label: str, steps: int, H: int, frags: List[List[str]], delay
         err = (p.detach() - ref[k].detach()).abs().max().item()
         c.check(err < 2e-5, f"{label}: {k} differs from the reference by {err}")
     c.check(base.identical(model), f"{label}: ranks ended with different weights")
+    s = diloco.stats()
+    c.check(s["workers"] == len(groups) and s["outer_lr"] == base.default_outer_lr(len(groups)),
+            f"{label}: an island is one worker: M and the outer lr {s}")
     check_bytes(label, diloco, model, groups, warmup)
     if R == 0:
         print(f"ISLANDS {label} {groups}: {diloco.stats()}", flush=True)

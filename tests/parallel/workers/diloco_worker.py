@@ -34,7 +34,7 @@ from torch_helpers import checker
 
 import lightcc.torch as hvd
 from lightcc.torch import DiLoCo
-from lightcc.torch.lowcomm.diloco import OUTER_LR as LR, OUTER_MOMENTUM as MU  # the default outer step's settings
+from lightcc.torch.lowcomm.diloco import OUTER_MOMENTUM as MU, default_outer_lr  # the default outer step's settings
 
 R, N = int(os.environ["LIGHTCC_RANK"]), int(os.environ["LIGHTCC_SIZE"])
 INIT, MODE = sys.argv[1], sys.argv[2]
@@ -88,6 +88,7 @@ def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
     hold the same pseudo-gradient, so the weighted mean over islands is the plain mean over ranks.
     """
     groups = groups or [[r] for r in range(N)]
+    lr = 0.7 if len(groups) <= 2 else 0.85 if len(groups) == 3 else 1.0  # the default's for M workers (docs)
     models = [mlp(100) for _ in range(N)]
     opts = [torch.optim.AdamW(m.parameters(), lr=0.05) for m in models]
     params = [dict(m.named_parameters()) for m in models]
@@ -102,7 +103,7 @@ def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
     def outer(f: int, delta: Dict[str, torch.Tensor], a: float) -> None:
         for k in frags[f]:
             buf = momentum[k] = MU * momentum[k] + delta[k] if k in momentum else delta[k].clone()
-            shared[k] -= LR * (delta[k] + MU * buf)
+            shared[k] -= lr * (delta[k] + MU * buf)
             for p in params:
                 p[k].copy_(a * p[k] + (1 - a) * shared[k])
         dirty[f] = a > 0
@@ -160,6 +161,7 @@ def reference_case(label: str, steps: int, H: int, frags: List[List[str]], delay
         c.check(err < 2e-5, f"{label}: {k} differs from the reference by {err}")
     c.check(identical(model), f"{label}: ranks ended with different weights")
     s = diloco.stats()
+    c.check(s["workers"] == N and s["outer_lr"] == default_outer_lr(N), f"{label}: M and the outer lr {s}")
     c.check(s["outer_exchanges"] == exchanges, f"{label}: {s['outer_exchanges']} exchanges, expected {exchanges}")
     c.check(s["wire_bytes"] == s["dense_bytes"] > 0, f"{label}: uncompressed bytes {s}")
     numel = sum(p.numel() for p in model.parameters())
