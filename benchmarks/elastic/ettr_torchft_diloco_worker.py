@@ -7,9 +7,10 @@ It trains examples/pytorch/elastic_diloco.py's model on that example's batches w
 AdamW and the outer Nesterov SGD lightcc's DiLoCo defaults to (`nesterov_outer`, its lr set before
 each outer step to `default_outer_lr` of that step's participants, as lightcc's follows its
 workers), so the race's two systems differ only in how they survive a loss. One process is one
-replica group of one rank; torchft's Manager forms a quorum at each outer step. On a failed outer step torchft puts every
-replica's weights back to the last outer step's: the period's inner steps are trained again. A
-replica started late heals from a peer over torchft's HTTP transport at its first quorum.
+replica group of one rank; torchft's Manager forms a quorum at each outer step. On a failed outer
+step torchft puts every replica's weights back to the last outer step's: the period's inner steps
+are trained again. A replica started late heals from a peer over torchft's HTTP transport at its
+first quorum.
 
 Replica rN trains on the example's batches of rank N − 1. The replica that was rank 0 in the
 last quorum (before the first quorum, r1) prints ``step <n> <unix time> <participants>
