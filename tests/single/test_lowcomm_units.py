@@ -8,7 +8,7 @@ import torch
 from lightcc.torch.lowcomm import fragments
 from lightcc.torch.lowcomm.codecs import Dense, Quantized
 from lightcc.torch.lowcomm.compression_specs import parse_compression
-from lightcc.torch.lowcomm.diloco import default_outer_lr, nesterov_outer
+from lightcc.torch.lowcomm import default_outer_lr, nesterov_outer
 from lightcc.torch.lowcomm.sparse_codec import SparseLowBit
 
 
