@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build" / "cpp-tests"
+# An editable install's kept build (setup.py's cmake_dir_of_editable): its core is compiled already.
+INSTALLED = ROOT / "build" / f"cmake-{sys.implementation.cache_tag}"
+BUILD = INSTALLED if (INSTALLED / "CMakeCache.txt").exists() else ROOT / "build" / "cpp-tests"
 TESTS = sorted(p.stem for p in (ROOT / "tests" / "cpp").glob("*_test.cc"))
 
 
