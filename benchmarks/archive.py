@@ -107,6 +107,8 @@ ARCHIVES: Dict[str, str] = {
                "defaults, 2 ranks, seed 0 (benchmarks/lowcomm/results/long-s38/)",
     "66280c4": "session 39: SparseLoCo's outer step over three seeds at 2 ranks and one at 4, and DiLoCo's outer "
                "lr 1.0 at 2 and 4 ranks over three seeds, 2000-step task (benchmarks/lowcomm/results/long-s39/)",
+    "5b29bb0": "session 40: DDP and DiLoCo at outer lr 1.0 at 8 ranks over 2000 steps, seed 0 "
+               "(benchmarks/lowcomm/results/long-s40/)",
 }
 
 
