@@ -142,3 +142,30 @@ def test_rank0_dies_while_sending_the_state_to_the_standby(tmp_path):
     assert stats[g1[2]][1] == steps, stats  # the survivor took every inner step once
     _rank, taken, _recoveries, _redone, since = stats["w3"]
     assert 0 < since < steps and taken == steps - since, stats["w3"]
+
+
+def test_second_loss_regroups_a_survivor_with_a_later_standby(tmp_path):
+    """islands='host', two losses one after the other: in generation 3 the survivor has re-formed twice and
+    the second standby once. The regrouping's collectives must carry a name every rank agrees on (in
+    CI the whole-host case hung when they were named by each rank's own count of recoveries)."""
+    steps = 90
+    flags = ["-np", "2", "--min-np", "2", "--max-np", "2", *local_flags(tmp_path, 4),
+             "--blacklist-cooldown-range", "1000", "1000"]
+    args = ["--steps", str(steps), "--sync-every", "6", "--step-time", "0.05", "--islands", "host"]
+    with ElasticJob(flags, EXAMPLE, args) as job:
+        for w in ("w2", "w3"):
+            job.wait_for(rf"worker {w} \(host localhost\) waits as a warm standby", 120)
+        step = max(int(m.group(1)) for m in job.matches(STEP))
+        t0, _, _victim = kill_rank(job, rank=1, after_step=step + 3)
+        job.wait_for(r"generation 2: 2 worker\(s\)", 60, after=t0)
+        step = max(int(m.group(1)) for m in job.matches(STEP))
+        job.wait_for(rf"<stdout>:step {step + 3} ", 60)
+        joiner = job.members(2)[1]
+        t1 = time.monotonic()
+        os.kill(job.worker_pids()[joiner], signal.SIGKILL)
+        job.wait_for(r"generation 3: 2 worker\(s\)", 60, after=t1)
+        job.wait_for(r"<stdout>:step \d+ [\d.]+ 2 ", 60, after=time.monotonic())
+        stats = _finish(job, steps)
+    g1, g2, g3 = job.members(1), job.members(2), job.members(3)
+    assert g2[0] == g1[0] and g3[0] == g1[0] and {g2[1], g3[1]} == {"w2", "w3"}, (g1, g2, g3)
+    assert stats[g1[0]][1:3] == (steps, 2), stats  # the survivor: every inner step once, two recoveries

@@ -22,11 +22,11 @@ DiLoCo object (`DiLoCo.elastic_state_handler`). What each of `run`'s moves does 
   and buffers; their residuals start at zero.
 
 With islands="host" the islands are found again in the new world (new process sets: the old ones
-died with the old engine); a new worker in an island with members copies a member (weights,
-buffers, inner state) so the island stays identical, and a new island starts from θ. Not covered:
-islands given as lists of ranks (a re-formation renumbers the ranks they name), and
-`compression="topk"`, whose residuals live in the engine and are lost with it. Both are refused
-when the handler is made.
+died with the old engine), named by a round every rank agrees on; a new worker in an island with
+members copies a member (weights, buffers, inner and outer optimizer state) so the island stays
+identical, and a new island starts from θ. Not covered: islands given as lists of ranks (a
+re-formation renumbers the ranks they name), and `compression="topk"`, whose residuals live in the
+engine and are lost with it. Both are refused when the handler is made.
 """
 from __future__ import annotations
 
@@ -103,9 +103,9 @@ class DiLoCoStateHandler(StateHandler):
     @torch.no_grad()
     def sync(self, root_rank: int = 0) -> None:
         d = self.value
-        members = _agree(d, root_rank)
+        members, round_ = _agree(d, root_rank)
         if d._islands is None:
-            _regroup(d)
+            _regroup(d, round_)
         d._follow_workers()  # M may have changed; before the root's outer state goes to new workers below
         if not any(members):  # the job's start: the constructor's broadcast made every rank alike
             d._member = True
@@ -139,13 +139,15 @@ class DiLoCoStateHandler(StateHandler):
         d._member = True
 
 
-def _regroup(d: Any) -> None:
+def _regroup(d: Any, round_: int) -> None:
     """islands='host' in the new world: the hosts' ranks found again, new process sets, each rank's slices.
 
+    `round_` names this world's collectives and sets; it must come from `_agree` (the same on every
+    rank), not from this rank's own count of recoveries, which a worker that joined later has fewer of.
     A residual whose slice did not move stays; the others start from zero (what they held belonged
     to the old slices). Raises ValueError alike on every rank if a fragment is too small to cut.
     """
-    tag = f"{d.name}.r{d._recoveries}"
+    tag = f"{d.name}.r{round_}"
     groups = host_groups(local_size(), tag)
     try:
         layout = Islands(groups, rank())
@@ -158,16 +160,18 @@ def _regroup(d: Any) -> None:
         ex.place(d._islands, keep_residual=True)
 
 
-def _agree(d: Any, root_rank: int) -> List[bool]:
-    """Who has trained in this job; every rank raises alike if one runs another DiLoCo than the root."""
+def _agree(d: Any, root_rank: int) -> Tuple[List[bool], int]:
+    """Who has trained in this job, and a round number alike on every rank (the most recoveries any
+    rank has seen); every rank raises alike if one runs another DiLoCo than the root."""
     sig = checks.signature(d._settings, checks.trainable(d.model))
-    seen: List[Tuple[bool, Any]] = allgather_object((d._member, sig), name=f"{d.name}.elastic.members")
-    for r, (_, other) in enumerate(seen):
+    seen: List[Tuple[bool, Any, int]] = allgather_object((d._member, sig, d._recoveries),
+                                                         name=f"{d.name}.elastic.members")
+    for r, (_, other, _) in enumerate(seen):
         diff = checks.mismatch(r, seen[root_rank][1], other)
         if diff is not None:
             raise ValueError(f"lightcc DiLoCo on rank {rank()}: rank {r} joined with another DiLoCo than rank "
                              f"{root_rank}'s: {diff.replace('rank 0', f'rank {root_rank}')}")
-    return [m for m, _ in seen]
+    return [m for m, _, _ in seen], max(n for _, _, n in seen)
 
 
 def _root_state(d: Any, heavy: bool) -> Dict[str, Any]:
@@ -197,14 +201,18 @@ def _join(d: Any, state: Dict[str, Any]) -> None:
 
 
 def _join_island(d: Any, source: int) -> None:
-    """Every rank of an island that new workers joined takes `source`'s weights, buffers and inner state.
+    """Every rank of an island that new workers joined takes `source`'s weights, buffers, inner and outer state.
 
     The island's ranks must stay identical (they average their gradients at every inner step), so the
-    newcomers copy a member of their island rather than θ. Collective over the island.
+    newcomers copy a member of their island rather than θ; every rank steps θ with its own outer
+    optimizer, so a newcomer needs the members' momentum too. Collective over the island.
     """
     island = d._islands.island_set
     broadcast_parameters(d.model.state_dict(), root_rank=source, process_set=island)
-    inner = broadcast_object(d.inner_optimizer.state_dict() if rank() == source else None, root_rank=source,
-                             name=f"{d.name}.elastic.island_inner", process_set=island)
+    mine = ({"inner": d.inner_optimizer.state_dict(), "outer": [ex.outer.state_dict() for ex in d._fragments]}
+            if rank() == source else None)
+    state = broadcast_object(mine, root_rank=source, name=f"{d.name}.elastic.island_state", process_set=island)
     if not d._member:
-        d.inner_optimizer.load_state_dict(inner)
+        d.inner_optimizer.load_state_dict(state["inner"])
+        for ex, outer in zip(d._fragments, state["outer"]):
+            ex.outer.load_state_dict(outer)
