@@ -108,6 +108,7 @@ def test_quality_two_ranks_two_epochs(tmp_path):
     assert topk["compressed_tensors"], "the weight matrices should have been top-k compressed"
 
 
+@pytest.mark.long  # 34 s of CI; the quality harness itself is covered by the tests above
 def test_quality_ddp_hooks_mode_on_loopback(tmp_path):
     """`benchmarks.quality tta --ddp-hooks` (the PowerSGD comparison, docs/topk.md) for one epoch of a small MLP:
     torch's PowerSGD over gloo, lightcc's top-k over the lightcc backend, DDP's own allreduce. PowerSGD at

@@ -166,6 +166,7 @@ def test_keras_fit_survives_kill9(tmp_path):
     assert json.loads(report.read_text())["reports"][0]["rank"] == 1
 
 
+@pytest.mark.long  # 54 s of CI waiting out growing cooldowns; a death while the state is sent stays (test_elastic_ddp)
 def test_newcomers_dying_in_the_state_broadcast_flap_with_growing_cooldown(tmp_path):
     """The next three workers started on the freed slot die mid-broadcast: survivors recover every time, the
     slot's cooldown doubles (1, 2, 4 s), the host's other slots are untouched, and w6 finally joins."""

@@ -127,6 +127,7 @@ def test_a_leader_cut_off_and_back_stands_down(tmp_path):
             driver_loss.kill_marked(mark)
 
 
+@pytest.mark.long  # CI keeps the cut-off leader standing down (a_leader_cut_off_and_back_stands_down)
 def test_a_stopped_leader_is_replaced_and_stands_down_when_continued(tmp_path):
     """SIGSTOP of the leading lightccrun for 3 s: to the standby and the relays it is lost (no beats), so
     the standby leads in term 1 and every relay follows; SIGCONT: the old leader finds term 1 and stands
@@ -172,6 +173,7 @@ def test_drivers_without_the_same_secret_stop_with_a_clear_error(tmp_path):
         driver_loss.kill_marked(mark)
 
 
+@pytest.mark.long  # 34 s of CI; the takeovers workers follow stay in CI
 @pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 def test_a_takeover_no_worker_follows_is_undone(tmp_path):
     """The standby driver (on host 0, no workers) loses its route to the leader (host 1) while every

@@ -105,7 +105,9 @@ def test_bind_core_gives_each_local_rank_its_own_cores(size):
         assert len(flat) == len(set(flat)), got
 
 
-@pytest.mark.parametrize("mode,size,layout", [("on", 2, "flat"), ("off", 3, "flat"), ("off", 2, "groups"),
+# CI: on and off, flat and groups, at 3 ranks; `-m long` adds the two cases at 2.
+@pytest.mark.parametrize("mode,size,layout", [pytest.param("on", 2, "flat", marks=pytest.mark.long), ("off", 3, "flat"),
+                                              pytest.param("off", 2, "groups", marks=pytest.mark.long),
                                               ("on", 3, "groups")])
 def test_overlap_mode_gives_the_same_gradients(mode, size, layout):
     """LIGHTCC_OVERLAP=on starts each allreduce from the backward hook, off from step(): both
@@ -127,7 +129,9 @@ def test_overlap_auto_waits_for_the_step_only_on_one_core_a_rank(size):
             in res.stderr
 
 
-@pytest.mark.parametrize("mode,size", [("off", 2), ("on", 2), ("off", 3), ("auto", 3)])
+# CI: off and on at 2, auto at 3; `-m long` adds off at 3 (30 s of CI's time for no new path).
+@pytest.mark.parametrize("mode,size", [("off", 2), ("on", 2), pytest.param("off", 3, marks=pytest.mark.long),
+                                       ("auto", 3)])
 def test_ddp_buckets_held_for_the_end_of_backward_average_the_same(mode, size):
     """DDP over the lightcc backend: with overlap off its buckets' allreduces wait for the end of the
     backward pass and average every gradient as they do started mid-pass; a wait inside the pass and

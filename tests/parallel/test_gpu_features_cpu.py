@@ -21,6 +21,7 @@ def test_cost_fusion_at_two_ranks():
     gpu.test_steps_exact_under_setting("cost", 2)
 
 
+@pytest.mark.long  # 61 s; the GPU run (tests/gpu/run.sh) runs it on the GPU, test_autotune.py covers autotune in CI
 def test_autotune_converges():
     gpu.test_autotune_converges_on_gpu_job()
 
