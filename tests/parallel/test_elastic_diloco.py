@@ -148,7 +148,7 @@ def test_second_loss_regroups_a_survivor_with_a_later_standby(tmp_path):
     """islands='host', two losses one after the other: in generation 3 the survivor has re-formed twice and
     the second standby once. The regrouping's collectives must carry a name every rank agrees on (in
     CI the whole-host case hung when they were named by each rank's own count of recoveries)."""
-    steps = 160  # room for both standbys to be waiting before the first kill on a busy machine
+    steps = 240  # room for both standbys to be waiting before the first kill on a busy machine
     flags = ["-np", "2", "--min-np", "2", "--max-np", "2", *local_flags(tmp_path, 4),
              "--blacklist-cooldown-range", "1000", "1000"]
     args = ["--steps", str(steps), "--sync-every", "6", "--step-time", "0.05", "--islands", "host"]
