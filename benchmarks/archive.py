@@ -109,6 +109,8 @@ ARCHIVES: Dict[str, str] = {
                "lr 1.0 at 2 and 4 ranks over three seeds, 2000-step task (benchmarks/lowcomm/results/long-s39/)",
     "5b29bb0": "session 40: DDP and DiLoCo at outer lr 1.0 at 8 ranks over 2000 steps, seed 0 "
                "(benchmarks/lowcomm/results/long-s40/)",
+    "cb10067": "session 41: DiLoCo at outer lr 1.4 (0.5 sqrt(M)) at 8 ranks over 2000 steps, seed 0 "
+               "(benchmarks/lowcomm/results/long-s41/)",
 }
 
 
