@@ -137,6 +137,14 @@ def worker(args: argparse.Namespace) -> None:
               "device_name": torch.cuda.get_device_name(0) if cuda else "cpu"}
     print("RESULT " + json.dumps(result), flush=True)
     close()
+    if args.config.startswith("ddp") and not cuda:
+        # torch's gloo ranks abort now and then once the group is closed, as this function's locals (the
+        # DDP reducer, the gloo group) are freed: "Fatal Python error: Aborted" at the call of worker(),
+        # no frame below it, and the rank then hung (CI, c43632b). So they leave here, before any of that
+        # teardown, as in benchmarks/quality/ddp_worker.py. lightcc's ranks take the normal exit.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 # ---- the parent: one configuration at a time ---------------------------------------------------
@@ -292,13 +300,6 @@ def main() -> int:
     args = parse_args()
     if args.worker:
         worker(args)
-        if args.config.startswith("ddp") and args.device != "cuda":
-            # torch's gloo ranks abort now and then in the interpreter's teardown, after their RESULT line
-            # and the group's close ("Fatal Python error: Aborted", no Python frame; seen in CI, as in
-            # benchmarks/quality/ddp_worker.py): they leave without it. lightcc's ranks exit normally.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(0)
         return 0
     configs = [c for c in args.configs.split(",") if c]
     unknown = set(configs) - set(CONFIGS)
