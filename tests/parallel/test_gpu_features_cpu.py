@@ -13,6 +13,7 @@ def host_device(monkeypatch):
     monkeypatch.setenv("LIGHTCC_DEVICE_EXECUTOR", "host")
 
 
+@pytest.mark.long  # 30 s; test_device_executor.py::test_streams runs streams through the device executor in CI
 def test_streams_at_three_ranks():
     gpu.test_steps_exact_under_setting("streams", 3)
 

@@ -34,8 +34,9 @@ def _check_survivors(res: dict) -> None:
         assert s["after_s"] < TIMEOUT_S * 1.1 + 4, msg
 
 
-@pytest.mark.parametrize("mode", ["cut", "kill"])
-@pytest.mark.parametrize("hosts,per_host", [(2, 2), (4, 4)])
+# CI keeps the cut at 4 hosts of 4 and both kills; the cut at 2 of 2 (10 s) runs with -m long.
+@pytest.mark.parametrize("mode,hosts,per_host", [pytest.param("cut", 2, 2, marks=pytest.mark.long), ("cut", 4, 4),
+                                                 ("kill", 2, 2), ("kill", 4, 4)])
 def test_every_survivor_names_the_lost_host(mode, hosts, per_host):
     with netns.hosts(hosts) as h:
         tag = h.tag

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.ranks import ROOT, run_ranks
 
 EXAMPLES = ROOT / "examples" / "tensorflow2"
@@ -18,6 +20,7 @@ def test_keras_digits_reaches_stated_accuracy():
     assert float(match.group(1)) >= 0.95, results[0].stdout[-3000:]
 
 
+@pytest.mark.long  # 21 s; CI runs Horovod's own tensorflow2_synthetic_benchmark.py (test_horovod_examples.py)
 def test_synthetic_benchmark_runs():
     args = ["--model", "mlp25m", "--batch-size", "4", "--num-warmup-batches", "1", "--num-batches-per-iter", "2",
             "--num-iters", "2"]

@@ -53,7 +53,8 @@ def test_momentum_sgd_reaches_dense_accuracy(size, optimizer):
         assert set(rows[setting]["velocities"]) == {"velocity:" + n for n in COMPRESSED}, rows[setting]
 
 
-@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+# CI keeps Adam; AdamW (18 s) takes the same compressed-update path with decoupled decay: -m long.
+@pytest.mark.parametrize("optimizer", ["adam", pytest.param("adamw", marks=pytest.mark.long)])
 def test_adam_reaches_dense_accuracy(optimizer):
     # Adam/AdamW compress their update, computed from each rank's own moments (lightcc/torch/topk_training.py):
     # with the gradient compressed instead, 0.1 % ended 1.7 points below dense (97.50 vs 99.17 %).
