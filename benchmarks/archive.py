@@ -111,6 +111,8 @@ ARCHIVES: Dict[str, str] = {
                "(benchmarks/lowcomm/results/long-s40/)",
     "cb10067": "session 41: DiLoCo at outer lr 1.4 (0.5 sqrt(M)) at 8 ranks over 2000 steps, seed 0 "
                "(benchmarks/lowcomm/results/long-s41/)",
+    "58848ba": "session 42: sparseloco at 4 ranks, seeds 1 and 2; sparseloco:0.2 at 2 ranks, seeds 1 and 2, "
+               "Nesterov lr 1.0 and SGD lr 2 (benchmarks/lowcomm/results/long-s42/)",
 }
 
 
