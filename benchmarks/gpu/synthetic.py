@@ -96,7 +96,7 @@ def worker(args: argparse.Namespace) -> None:
     if args.config.startswith("ddp"):
         from torch.nn.parallel import DistributedDataParallel
 
-        from lightcc.bench.torch_group import TorchGroup
+        from lightcc.bench.torch_group import TorchGroup, exit_before_gloo_teardown
 
         group = TorchGroup("nccl" if cuda else "gloo", "127.0.0.1", int(os.environ["SYNTH_PORT"]), rank, size,
                            device_id=dev if cuda else None)
@@ -138,13 +138,8 @@ def worker(args: argparse.Namespace) -> None:
     print("RESULT " + json.dumps(result), flush=True)
     close()
     if args.config.startswith("ddp") and not cuda:
-        # torch's gloo ranks abort now and then once the group is closed, as this function's locals (the
-        # DDP reducer, the gloo group) are freed: "Fatal Python error: Aborted" at the call of worker(),
-        # no frame below it, and the rank then hung (CI, c43632b). So they leave here, before any of that
-        # teardown, as in benchmarks/quality/ddp_worker.py. lightcc's ranks take the normal exit.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        # Here, not after worker() returns: the abort came as this function's locals were freed (CI, c43632b).
+        exit_before_gloo_teardown(0)
 
 
 # ---- the parent: one configuration at a time ---------------------------------------------------
