@@ -85,7 +85,7 @@ class LightccDiloco(Runner):
         super().__init__(model, opt)
         self.diloco = DiLoCo(model, opt, sync_every=args.sync_every, outer_optimizer=outer_factory(args),
                              fragments=args.fragments, compression=args.compression, warmup_steps=args.sync_warmup,
-                             islands=args.islands, delay=args.delay)
+                             islands=args.islands, delay=args.delay, mix=args.mix)
 
     def step(self) -> None:
         self.diloco.step()

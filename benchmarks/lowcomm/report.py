@@ -15,8 +15,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 # what a DDP run and a DiLoCo run must share to be compared (the rest are DiLoCo's own knobs)
 SHARED = ("seed", "steps", "batch", "ctx", "lr", "warmup", "decay", "min_lr_ratio")
-DILOCO = ("sync_every", "sync_warmup", "outer_lr", "outer_momentum", "fragments", "compression")
-DEFAULTS = {"warmup": "0", "decay": "none", "min_lr_ratio": "0.1", "sync_warmup": "0"}  # rows older than the flags
+DILOCO = ("sync_every", "sync_warmup", "outer_lr", "outer_momentum", "fragments", "delay", "mix", "compression")
+# DiLoCo's knobs a row names only when they differ from these (DiLoCo's own defaults)
+UNSAID = {"fragments": "1", "delay": "None", "mix": "None", "compression": "none"}
+DEFAULTS = {"warmup": "0", "decay": "none", "min_lr_ratio": "0.1", "sync_warmup": "0",
+            "mix": "None"}  # rows older than the flags
 
 
 def load(path: Path) -> List[Dict[str, Any]]:
@@ -41,6 +44,10 @@ def exchanges(row: Dict[str, Any]) -> int:
     """Collectives of training: DDP's one per step (a bucketed allreduce), DiLoCo's outer plus warm-up ones."""
     if row["method"] == "ddp":
         return int(arg(row, "steps"))
+    if row["method"] == "local":
+        return 0
+    if row["method"] == "torchft-diloco":  # torchft's stats do not count them: one every H steps
+        return int(arg(row, "steps")) // int(arg(row, "sync_every"))
     return int(row["stats"]["outer_exchanges"]) + int(row["stats"].get("warmup_exchanges", 0))
 
 
@@ -59,8 +66,7 @@ def table(rows: List[Dict[str, Any]]) -> str:
     for r in rows:
         knobs = ("lr {lr} warmup {warmup} decay {decay}".format(**{k: arg(r, k) for k in ("lr", "warmup", "decay")}))
         if r["method"] == "diloco":
-            setting = tuple(f"{k}={arg(r, k)}" for k in DILOCO
-                            if k not in ("fragments", "compression") or arg(r, k) not in ("1", "none"))
+            setting = tuple(f"{k}={arg(r, k)}" for k in DILOCO if arg(r, k) != UNSAID.get(k))
             knobs = " ".join(setting) + " " + knobs
         g = gap(r, ddp)
         out.append(f"| {r['method']} | {r['ranks']} | {knobs} | {arg(r, 'seed')} | {arg(r, 'steps')} | "

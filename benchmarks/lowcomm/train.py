@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fragments", type=int, default=1)
     p.add_argument("--delay", type=int, default=None,
                    help="DiLoCo's delay: inner steps an exchange overlaps (default 0 with one fragment, else 1)")
+    p.add_argument("--mix", type=float, default=None,
+                   help="DiLoCo's mix α: the share of local progress a merge keeps (default 0 without delay, else 0.5)")
     p.add_argument("--compression", default="none")
     p.add_argument("--islands", choices=["host"], default=None,
                    help="DiLoCo's islands: the ranks of each host train data-parallel, DiLoCo runs between hosts")
