@@ -46,8 +46,8 @@ def exchanges(row: Dict[str, Any]) -> int:
         return int(arg(row, "steps"))
     if row["method"] == "local":
         return 0
-    if row["method"] == "torchft-diloco":  # torchft's stats do not count them: one every H steps
-        return int(arg(row, "steps")) // int(arg(row, "sync_every"))
+    if row["method"] == "torchft-diloco":  # its Manager's step counts the committed outer steps
+        return int(row["stats"]["manager_step"])
     return int(row["stats"]["outer_exchanges"]) + int(row["stats"].get("warmup_exchanges", 0))
 
 
