@@ -31,7 +31,8 @@ def test_gap_is_to_the_ddp_run_of_equal_tokens_and_knobs_name_only_what_differs(
 def test_rows_of_local_and_torchft_runs_and_rows_older_than_the_mix_flag():
     old = row("diloco", 2.1, {"outer_exchanges": 2})
     del old["args"]["mix"]
-    lines = table([row("ddp", 2.0), row("local", 3.0), row("torchft-diloco", 2.1, {"manager_step": 2}), old]).splitlines()
+    torchft = row("torchft-diloco", 2.1, {"manager_step": 2})
+    lines = table([row("ddp", 2.0), row("local", 3.0), torchft, old]).splitlines()
     assert any(x.startswith("| local |") and x.endswith("| 3.0000 | 0 | +50.0 % |") for x in lines)
     assert any(x.startswith("| torchft-diloco |") and "| 2 |" in x for x in lines)
     assert not any("mix=" in x for x in lines)
