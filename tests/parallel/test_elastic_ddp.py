@@ -122,7 +122,8 @@ def test_whole_host_lost_across_hosts_the_standby_host_takes_part(tmp_path):
                 os.kill(pids[w], signal.SIGKILL)
             h.cut(1)
             job.wait_for(r"<stdout>:step \d+ [\d.]+ 4 ", 60, after=t0 + 0.001)
-            seen = _check_run(job, 300)
+            # The first host listed holds rank 0: killed between its commit and its print, one line is lost.
+            seen = _check_run(job, 300, rank0_killed=g1[0] in victims)
     # Under load the driver may form a generation before the second standby asked to join; the next
     # one takes it. The last generation is what the standby host's ranks took part in.
     last = max(int(m.group(1)) for m in job.matches(r"generation (\d+): \d+ worker"))
