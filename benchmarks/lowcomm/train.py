@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sync-every", type=int, default=50, help="DiLoCo's H")
     p.add_argument("--fragments", type=int, default=1)
     p.add_argument("--delay", type=int, default=None,
-                   help="DiLoCo's delay: inner steps an exchange overlaps (default 0 with one fragment, else 1)")
+                   help="DiLoCo's delay: inner steps an exchange overlaps (default 0 with one fragment, else 2)")
     p.add_argument("--mix", type=float, default=None,
                    help="DiLoCo's mix α: the share of local progress a merge keeps (default 0 without delay, else 0.5)")
     p.add_argument("--compression", default="none")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lightcc.torch.lowcomm import fragments
+from lightcc.torch.lowcomm import checks, fragments
 from lightcc.torch.lowcomm.codecs import Dense, Quantized
 from lightcc.torch.lowcomm.compression_specs import parse_compression
 from lightcc.torch.lowcomm import default_outer_lr, nesterov_outer
@@ -99,6 +99,14 @@ def test_offsets_are_distinct_and_the_last_fragment_syncs_at_multiples_of_h():
     for count, h in ((1, 1), (2, 4), (3, 10), (4, 4), (5, 7)):
         offs = [fragments.offset(f, count, h) for f in range(count)]
         assert len(set(offs)) == count and offs[-1] == 0
+
+
+def test_default_delay_is_two_with_fragments_and_always_valid():
+    assert checks.default_delay(1, 50) == 0 and checks.default_delay(5, 50) == 2 and checks.default_delay(2, 2) == 1
+    for count in range(1, 9):
+        for h in range(count, 20):
+            checks.check_settings(h, checks.default_delay(count, h), 0.5, count)
+    assert checks.default_delay(2, "50") == 1  # check_settings names the bad sync_every, not a TypeError here
 
 
 def test_listed_fragments_are_checked():

@@ -57,6 +57,18 @@ def check_settings(sync_every: Any, delay: int, mix: float, fragment_count: int)
         raise ValueError(f"mix must be in [0, 1], got {mix!r}")
 
 
+def default_delay(fragment_count: int, sync_every: Any) -> int:
+    """τ when the user gives none: 0 with one fragment (DiLoCo), else 2 (1 where H = 2 leaves no room).
+
+    Two inner steps rather than one, because one did not hide the exchange where the ranks fill the
+    cores: the engine's thread then competes with the very step it should overlap (docs/lowcomm.md,
+    "At 100 Mbit/s over 2000 steps"). A bad sync_every is left to check_settings to name.
+    """
+    if fragment_count == 1:
+        return 0
+    return 2 if isinstance(sync_every, int) and sync_every > 2 else 1
+
+
 def check_warmup(warmup_steps: Any) -> None:
     """warmup_steps is an int >= 0."""
     if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:

@@ -88,7 +88,7 @@ class DiLoCo:
             parameters or names covering each trainable parameter once. Fragment f syncs at
             steps t with t % H == ((f + 1) * H // F) % H.
         delay: τ, inner steps an exchange overlaps before its result is applied, in [0, H);
-            default 0 with one fragment, 1 with several.
+            default 0 with one fragment, 2 with several (1 when H = 2).
         mix: α of the merge local ← α·local + (1 − α)·shared after an outer step; default 0
             (restart from the shared weights) when delay is 0, else 0.5.
         compression: outer-gradient codec or spec ("none", "bf16", "fp16", "int8[:CHUNK]",
@@ -162,7 +162,7 @@ class DiLoCo:
         self._default_outer = make_outer is None and codec.default_outer is None
         make_outer = make_outer or codec.default_outer or nesterov_outer
         parts = _frag.build(named, spec)
-        self.delay = (0 if len(parts) == 1 else 1) if delay is None else delay
+        self.delay = checks.default_delay(len(parts), self.sync_every) if delay is None else delay
         self.mix = (0.0 if self.delay == 0 else 0.5) if mix is None else float(mix)
         checks.check_settings(self.sync_every, self.delay, self.mix, len(parts))
         checks.check_warmup(self.warmup_steps)
