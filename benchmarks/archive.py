@@ -115,6 +115,8 @@ ARCHIVES: Dict[str, str] = {
                "Nesterov lr 1.0 and SGD lr 2 (benchmarks/lowcomm/results/long-s42/)",
     "2c3dbf5": "session 43: the 100 Mbit/s race over 2000 steps at today's DiLoCo defaults, streaming's wait at delay 1 "
                "and 2 and its merge at momentum 0.5, sparseloco's lr 2.8 at 4 ranks (benchmarks/lowcomm/results/long-s43/)",
+    "75707b8": "session 44: streaming's wait at delay 1 and 2 at 100 Mbit/s over 2000 steps, seeds 1 and 2 "
+               "(benchmarks/lowcomm/results/long-s44/)",
 }
 
 
