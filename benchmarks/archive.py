@@ -117,6 +117,7 @@ ARCHIVES: Dict[str, str] = {
                "and 2 and its merge at momentum 0.5, sparseloco's lr 2.8 at 4 ranks (benchmarks/lowcomm/results/long-s43/)",
     "75707b8": "session 44: streaming's wait at delay 1 and 2 at 100 Mbit/s over 2000 steps, seeds 1 and 2 "
                "(benchmarks/lowcomm/results/long-s44/)",
+    "8b68f96": "session 44: the same with streaming at delay 3 on seed 2 added (benchmarks/lowcomm/results/long-s44/)",
 }
 
 
