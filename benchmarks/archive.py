@@ -120,6 +120,8 @@ ARCHIVES: Dict[str, str] = {
     "8b68f96": "session 44: the same with streaming at delay 3 on seed 2 added (benchmarks/lowcomm/results/long-s44/)",
     "1e9d406": "session 45: the 100 Mbit/s race over 2000 steps at today's defaults, seeds 1 and 2, and streaming's "
                "wait at delay 2 on seed 0, on an AVX-512 machine (benchmarks/lowcomm/results/long-s45/)",
+    "24ec797": "session 45: sparseloco:0.2 with Nesterov lr 1.0 at 2 ranks over 2000 steps, seeds 1 and 2, on the "
+               "same machine (benchmarks/lowcomm/results/long-s45/)",
 }
 
 
