@@ -25,7 +25,7 @@ def test_quantized_specs_parse(spec, bits, chunk):
     assert isinstance(codec, Quantized) and (codec.bits, codec.chunk) == (bits, chunk)
 
 
-@pytest.mark.parametrize("spec", ["int3", "int8:", "int8:7", "int4:0", "top-k", "fp8", "", 8])
+@pytest.mark.parametrize("spec", ["int3", "int8:", "int8:7", "int4:0", "top-k", "fp4", "e3m0:3", "fp8:0", "", 8])
 def test_bad_specs_are_refused_with_the_grammar(spec):
     with pytest.raises(ValueError, match="compression"):
         parse_compression(spec)

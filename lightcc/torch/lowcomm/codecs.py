@@ -13,6 +13,8 @@ back into the average over ranks:
   averages and quantises it again for an allgather. Either way the result is bit-identical
   everywhere. Bytes handed to the engine: 1 (int8) or 0.5 (int4) per element plus 2 per chunk, and
   in the reduce-scatter form the owned shard's again.
+- ``Float8`` and ``E3M0`` (``"fp8[:CHUNK]"``, ``"e3m0[:CHUNK]"``, float_codecs.py): ``Quantized``'s
+  chunks, scales and exchanges with small floats for codes: E4M3, and a sign with a 3-bit exponent.
 - ``EngineTopk`` (``"topk"``): the float32 pseudo-gradient handed to the engine's top-k allreduce
   (LIGHT_TOPK_ALLREDUCE=1), which selects, exchanges and keeps the residual itself; what it puts on
   links is in the engine's ``topk_bytes_sent``.

@@ -7,13 +7,16 @@ from typing import Optional, Union
 import torch
 
 from lightcc.torch.lowcomm.codecs import Dense, EngineTopk, OuterCompression, Quantized
+from lightcc.torch.lowcomm.float_codecs import E3M0, Float8
 from lightcc.torch.lowcomm.sparse_codec import SparseLowBit
 
 _CASTS = {"none": torch.float32, "fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
           "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
-_QUANT = re.compile(r"^int(8|4)(?::(\d+))?$")
+_QUANT = re.compile(r"^(int8|int4|fp8|e3m0)(?::(\d+))?$")
+_SMALL = {"int8": lambda c: Quantized(8, c), "int4": lambda c: Quantized(4, c), "fp8": Float8, "e3m0": E3M0}
 _SPARSE = re.compile(r"^sparseloco(?::([0-9.e-]+))?(?::(\d+))?(?::([0-9.e-]+))?$")
-SPECS = ("none, bf16, fp16, int8[:CHUNK], int4[:CHUNK] (CHUNK: elements per scale, default 1024), topk or "
+SPECS = ("none, bf16, fp16, int8[:CHUNK], int4[:CHUNK], fp8[:CHUNK] (E4M3), e3m0[:CHUNK] (4-bit: sign and exponent) "
+         "(CHUNK: elements per scale, default 1024), topk or "
          "sparseloco[:DENSITY[:CHUNK[:DECAY]]] (default 0.1 of each 4096 elements, residual decay 0.95)")
 
 
@@ -42,4 +45,4 @@ def parse_compression(spec: Union[str, OuterCompression, None]) -> OuterCompress
     chunk: Optional[int] = int(m.group(2)) if m and m.group(2) else None
     if m is None or (chunk is not None and (chunk < 2 or chunk % 2)):
         raise ValueError(f"cannot parse compression spec {spec!r}: expected {SPECS}")
-    return Quantized(int(m.group(1)), chunk or 1024)
+    return _SMALL[m.group(1)](chunk or 1024)

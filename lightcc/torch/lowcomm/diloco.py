@@ -92,7 +92,8 @@ class DiLoCo:
         mix: α of the merge local ← α·local + (1 − α)·shared after an outer step; default 0
             (restart from the shared weights) when delay is 0, else 0.5.
         compression: outer-gradient codec or spec ("none", "bf16", "fp16", "int8[:CHUNK]",
-            "int4[:CHUNK]", "topk": the engine's top-k, which needs LIGHT_TOPK_ALLREDUCE=1,
+            "int4[:CHUNK]", "fp8[:CHUNK]" (E4M3), "e3m0[:CHUNK]" (4 bits: a sign and an exponent),
+            "topk": the engine's top-k, which needs LIGHT_TOPK_ALLREDUCE=1,
             "sparseloco[:DENSITY[:CHUNK[:DECAY]]]": SparseLoCo's top-k with 2-bit values, which
             brings its own momentum-free outer SGD); lossy codecs keep an error-feedback residual on each rank
             (top-k's lives in the engine).

@@ -8,7 +8,7 @@ with torch's TCPStore on PORT). MODES is a comma list (one process start runs se
   per-rank data; each rank's weights after `finish()` must equal a reference computed in this
   process by simulating every rank (mean gradient in the warm-up, mean pseudo-gradient, Nesterov SGD
   written out), and the counted bytes must be what the exchanges handed over;
-- ``train``: a teacher-student regression under each codec (none, bf16, int8, int4, sparseloco) and streaming
+- ``train``: a teacher-student regression under each codec (none, bf16, int8, int4, fp8, e3m0, sparseloco) and streaming
   with int4: the loss must fall to under half and every rank must end with identical weights;
 - ``topk``: the same regression with the engine's top-k as the codec (the test starts the engine with
   LIGHT_TOPK_ALLREDUCE=1): it trains, ranks stay identical, the engine ran top-k batches;
@@ -205,8 +205,9 @@ def wire_bytes(diloco: DiLoCo, compression: str) -> int:
             per = 2 * n
         elif compression.startswith("sparseloco:"):
             per = sparse_bytes(n, compression)
-        else:  # intB:CHUNK: codes of the padded chunks plus one bfloat16 scale per chunk
-            bits, chunk = (int(v) for v in compression[3:].split(":"))
+        else:  # int8, int4, fp8 or e3m0 :CHUNK: codes of the padded chunks plus one bfloat16 scale per chunk
+            name, chunk_text = compression.split(":")
+            bits, chunk = {"int8": 8, "fp8": 8, "int4": 4, "e3m0": 4}[name], int(chunk_text)
             chunks = -(-n // chunk)
             per = chunks * chunk * bits // 8 + 2 * chunks
             if N >= 3 and chunks >= N:  # the reduce-scatter form hands the owned shard's rows again
@@ -293,7 +294,7 @@ def train() -> None:
     if N >= 3:
         two_phase_case(8)
         two_phase_case(4)
-    for spec in ("none", "bf16", "int8:64", "int4:64"):
+    for spec in ("none", "bf16", "int8:64", "int4:64", "fp8:64", "e3m0:64"):
         train_case(spec, 1)
     train_case("int4:64", 2)
     # SparseLoCo: a momentum-free outer SGD, the decaying residual in momentum's place
