@@ -109,8 +109,8 @@ for phase in "${phases[@]}"; do
     harp)
       step harp-nccl 180 $PY -m pytest -x -q -p no:cacheprovider tests/gpu/test_harp_nccl.py
       ;;
-    lowcomm)  # SparseLoCo's rows from CUDA tensors against the engine's from CPU tensors
-      step lowcomm 120 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_sparse_codec_gpu.py
+    lowcomm)  # SparseLoCo's rows, and the chunked codecs' (int8, int4, fp8, e3m0), from CUDA tensors against CPU ones
+      step lowcomm 120 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_sparse_codec_gpu.py tests/gpu/test_float_codecs_gpu.py
       ;;
     features)  # streams, order/cost fusion, pacing off, autotune converging (elastic skips itself under MPS)
       step features 580 $PY -m pytest -v -p no:cacheprovider tests/gpu/test_features_gpu.py ${FEATURES_K:+-k "$FEATURES_K"}
