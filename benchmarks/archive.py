@@ -122,6 +122,8 @@ ARCHIVES: Dict[str, str] = {
                "wait at delay 2 on seed 0, on an AVX-512 machine (benchmarks/lowcomm/results/long-s45/)",
     "24ec797": "session 45: sparseloco:0.2 with Nesterov lr 1.0 at 2 ranks over 2000 steps, seeds 1 and 2, on the "
                "same machine (benchmarks/lowcomm/results/long-s45/)",
+    "a479336": "session 46: every outer-step codec over three seeds at 2 ranks over 2000 steps on one AVX-512 "
+               "machine: int8, fp8, int4, e3m0, sparseloco at H = 25 and 50 (benchmarks/lowcomm/results/long-s46/)",
 }
 
 
