@@ -4,9 +4,10 @@ Both travel as `Quantized` does (a bfloat16 scale per chunk of CHUNK elements; a
 2 ranks, the reduce-scatter form from 3 on) and differ only in what a code means:
 
 - ``Float8`` (``"fp8[:CHUNK]"``): E4M3 (``torch.float8_e4m3fn``: 4 exponent bits, 3 mantissa bits,
-  largest 448), the chunk scaled so its absolute maximum is 448. Relative error at most 1/16 down
-  to 2^-6 of the chunk's maximum, where int8's step (1/254 of the maximum) is coarser than the
-  value below 1/16 of it: small entries keep more of themselves. 1 byte an element, as int8.
+  largest 448), the chunk scaled so its absolute maximum is 448. An entry is off by at most 1/16 of
+  itself down to 2^-6/448 of the chunk's maximum (E4M3's smallest normal), where int8, in steps of
+  1/127 of the maximum, is off by up to 1/254 of the maximum and sends an entry under that as 0:
+  small entries keep more of themselves, large ones less. 1 byte an element, as int8.
 - ``E3M0`` (``"e3m0[:CHUNK]"``): Streaming DiLoCo's 4-bit float, a sign and a 3-bit exponent and no
   mantissa: 0 or ±2^-6 … ±1 times the chunk's absolute maximum, each value rounded to the nearer
   (so at most a third of itself off, or 2^-7 of the maximum below 2^-6). Half a byte, as int4,
