@@ -66,10 +66,12 @@ def no_leaked_mpi_segments_at_exit():
 def no_leaked_segments():
     """Fail a test whose processes left shared memory behind; clean it up either way.
 
-    OpenMPI's segments are unlinked and reported as a warning naming the test, not a failure: a
-    rank of an mpirun job that is killed, or exits without MPI_Finalize, leaves its segment
-    behind, and what decides that is OpenMPI's, not lightcc's. Only segments no live process uses
-    are removed, so a job still running on this machine keeps its own.
+    OpenMPI's segments are unlinked and reported as a warning naming the test, not a failure: what
+    leaves them is OpenMPI's, not lightcc's. A rank of a killed mpirun job leaves its segment, and so
+    does every process that initialises MPI outside mpirun (a singleton) even when it exits cleanly
+    (OpenMPI 5.0.11 here): Lightning does that in each process when mpi4py is installed, to ask
+    whether it runs under MPI. Only segments no live process uses are removed, so a job still
+    running on this machine keeps its own.
     """
     before, mpi_before = _orphans(), _mpi_segments()
     yield
@@ -78,7 +80,7 @@ def no_leaked_segments():
     if new_mpi:
         left = _remove_unused(new_mpi)
         if left:
-            warnings.warn(f"the test's MPI ranks left OpenMPI segments behind (removed): {sorted(left)}",
+            warnings.warn(f"the test's processes left OpenMPI segments behind (removed): {sorted(left)}",
                           stacklevel=1)
     leaked = _orphans() - before
     for path in leaked:
