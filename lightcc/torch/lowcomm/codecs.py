@@ -128,11 +128,15 @@ class Quantized(OuterCompression):
         decoded = (codes.float() * scale.float()[:, None]).reshape(-1)[:n]
         return [self._pack(codes.reshape(-1)), scale], decoded
 
-    def _quantize(self, rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """int8 codes and bfloat16 scales of float32 rows of one chunk each."""
+    def _scale(self, rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(each row's bfloat16 scale, its absolute maximum over `levels`; the same as float32, 1 where it is 0)."""
         # The scale is rounded to bfloat16 before use, so decoding with the sent scale is exact.
         scale = (rows.abs().amax(dim=1) / self.levels).to(torch.bfloat16)
-        safe = torch.where(scale == 0, torch.ones_like(scale), scale).float()
+        return scale, torch.where(scale == 0, torch.ones_like(scale), scale).float()
+
+    def _quantize(self, rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """int8 codes and bfloat16 scales of float32 rows of one chunk each."""
+        scale, safe = self._scale(rows)
         return torch.round(rows / safe[:, None]).clamp_(-self.levels, self.levels).to(torch.int8), scale
 
     def _rows(self, packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:

@@ -28,23 +28,16 @@ _E4M3_MAX = 448.0
 _E3M0_LEVELS = torch.tensor([0.0] + [2.0 ** (e - 7) for e in range(1, 8)])
 
 
-def _scales(rows: torch.Tensor, top: float) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(bfloat16 scale per row mapping its absolute maximum to `top`, the same as float32 never 0)."""
-    # Rounded to bfloat16 before use, so decoding with the scale that was sent is exact.
-    scale = (rows.abs().amax(dim=1) / top).to(torch.bfloat16)
-    return scale, torch.where(scale == 0, torch.ones_like(scale), scale).float()
-
-
 class Float8(Quantized):
     """E4M3 floats scaled per chunk of `chunk` elements so the chunk's absolute maximum is 448."""
 
     def __init__(self, chunk: int = 1024) -> None:
         super().__init__(8, chunk)
-        self.levels = _E4M3_MAX
+        self.levels = _E4M3_MAX  # the scale maps a chunk's absolute maximum to E4M3's largest
         self.spec = f"fp8:{chunk}"
 
     def _quantize(self, rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        scale, safe = _scales(rows, _E4M3_MAX)
+        scale, safe = self._scale(rows)
         # The bfloat16 scale may round down: clamp, since E4M3 has no infinity and casts what is past 448 to NaN.
         return (rows / safe[:, None]).clamp_(-_E4M3_MAX, _E4M3_MAX).to(torch.float8_e4m3fn), scale
 
@@ -60,12 +53,12 @@ class E3M0(Quantized):
 
     def __init__(self, chunk: int = 1024) -> None:
         super().__init__(4, chunk)
-        self.levels = 1.0
+        self.levels = 1.0  # the scale is the chunk's absolute maximum
         self.spec = f"e3m0:{chunk}"
 
     def _quantize(self, rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(the rounded multipliers of the scale, ±2^k or 0, as float32; the bfloat16 scales)."""
-        scale, safe = _scales(rows, 1.0)
+        scale, safe = self._scale(rows)
         x = rows / safe[:, None]
         mantissa, exponent = torch.frexp(x.abs())  # |x| = mantissa · 2^exponent, mantissa in [0.5, 1)
         # The nearer power of two: 2^(exponent - 1) below, twice that above, and 0.75 the mantissa between.
