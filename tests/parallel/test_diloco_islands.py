@@ -1,7 +1,8 @@
 """lightcc.torch.DiLoCo with islands on real ranks: dense data parallelism inside an island, DiLoCo between islands.
 
 Each case starts ranks of workers/diloco_islands_worker.py: 4 ranks as two islands of two, 3 ranks as
-uneven islands (odd size: one island of two, one of one), and islands="host" over fake host ids.
+uneven islands (odd size: one island of two, one of one), islands="host" over fake host ids, and
+islands="env:VAR" over each rank's value of VAR.
 """
 from __future__ import annotations
 
@@ -25,7 +26,15 @@ def test_each_codec_trains_with_islands_and_a_checkpoint_resumes_exactly(size, i
 
 def test_host_islands_follow_the_host_ids():
     """Two fake hosts of 2 and 1 ranks: islands="host" makes them the islands and trains across them."""
-    run_ranks("diloco_islands_worker.py", 3, ["hvd", "host,reference", "host"], timeout=180, hosts=["ha", "hb", "ha"])
+    run_ranks("diloco_islands_worker.py", 3, ["hvd", "named,reference", "host"], timeout=180, hosts=["ha", "hb", "ha"])
+
+
+def test_islands_named_by_an_environment_variable_and_re_formed_by_it():
+    """islands='env:VAR' on one host: ranks 0 and 2 share a value, rank 1 has another; the islands follow the values,
+    equal the reference, and re-form from them under the elastic handler (where lists of ranks are refused)."""
+    regions = {r: {"LIGHTCC_TEST_REGION": region} for r, region in enumerate(["east", "west", "east"])}
+    run_ranks("diloco_islands_worker.py", 3, [init_arg("c10d"), "named,reference,elastic", "env:LIGHTCC_TEST_REGION"],
+              timeout=240, per_rank_env=regions)
 
 
 def test_engine_topk_compresses_each_lane():

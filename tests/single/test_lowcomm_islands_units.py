@@ -9,6 +9,7 @@ from lightcc.torch.lowcomm.islands import Islands, check_spec
 def test_a_partition_is_made_canonical():
     assert check_spec([[3, 2], [1, 0]], 4) == [[0, 1], [2, 3]]
     assert check_spec(None, 4) is None and check_spec("host", 4) == "host"
+    assert check_spec("env:REGION", 4) == "env:REGION" and check_spec("env:_r2", 4) == "env:_r2"
 
 
 @pytest.mark.parametrize("spec,needle", [
@@ -19,6 +20,9 @@ def test_a_partition_is_made_canonical():
     ([[0, 1.0], [2, 3]], "names 1.0"),
     ("hosts", "islands must be None, 'host'"),
     ([], "islands must be None, 'host'"),
+    ("env:", "'env:VARIABLE'"),
+    ("env:2ND", "got 'env:2ND'"),
+    ("env:A-B", "got 'env:A-B'"),
 ])
 def test_bad_partitions_are_refused(spec, needle):
     with pytest.raises(ValueError) as err:

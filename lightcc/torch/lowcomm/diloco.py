@@ -30,7 +30,7 @@ from lightcc.torch.lowcomm import fragments as _frag
 from lightcc.torch.lowcomm.codecs import OuterCompression
 from lightcc.torch.lowcomm.compression_specs import parse_compression
 from lightcc.torch.lowcomm.exchange import FragmentExchange, OuterFactory
-from lightcc.torch.lowcomm.islands import IslandSpec, Islands, check_spec, host_groups
+from lightcc.torch.lowcomm.islands import IslandSpec, Islands, check_spec, is_named, named_groups
 
 _instances = itertools.count()
 _LABELS = checks.LABELS
@@ -99,8 +99,9 @@ class DiLoCo:
             (top-k's lives in the engine).
         warmup_steps: W, inner steps trained data-parallel first (gradients averaged over the ranks
             before each inner step, one allreduce per step); outer steps start H steps after them.
-        islands: None (every rank its own DiLoCo worker), ``"host"`` (the ranks of each host) or
-            lists of ranks partitioning the job, the same on every rank. An island's ranks average
+        islands: None (every rank its own DiLoCo worker), ``"host"`` (the ranks of each host),
+            ``"env:VAR"`` (the ranks whose environment variable VAR has the same value: a region, a
+            rack) or lists of ranks partitioning the job, the same on every rank. An island's ranks average
             their gradients at every inner step (dense data parallelism over its process set) and
             DiLoCo runs between the islands: each island's pseudo-gradient crosses between islands
             once, sharded over its ranks, weighted by the island's rank count (islands.py).
@@ -188,7 +189,7 @@ class DiLoCo:
         if self.islands is None:
             return
         try:
-            groups = host_groups(local_size(), self.name) if self.islands == "host" else self.islands
+            groups = named_groups(self.islands, local_size(), self.name) if is_named(self.islands) else self.islands
             layout = Islands(groups, rank())
             for ex in self._fragments:
                 ex.place(layout)

@@ -21,12 +21,13 @@ DiLoCo object (`DiLoCo.elastic_state_handler`). What each of `run`'s moves does 
   New workers take θ as their weights, and rank 0's outer-optimizer state, inner-optimizer state
   and buffers; their residuals start at zero.
 
-With islands="host" the islands are found again in the new world (new process sets: the old ones
-died with the old engine), named by a round every rank agrees on; a new worker in an island with
-members copies a member (weights, buffers, inner and outer optimizer state) so the island stays
-identical, and a new island starts from θ. Not covered: islands given as lists of ranks (a
-re-formation renumbers the ranks they name), and `compression="topk"`, whose residuals live in the
-engine and are lost with it. Both are refused when the handler is made.
+With islands="host" or "env:VAR" the islands are found again in the new world from every rank's
+label (new process sets: the old ones died with the old engine), named by a round every rank agrees
+on; a new worker in an island with members copies a member (weights, buffers, inner and outer
+optimizer state) so the island stays identical, and a new island starts from θ. Not covered:
+islands given as lists of ranks (a re-formation renumbers the ranks they name: name the groups by
+an environment variable instead), and `compression="topk"`, whose residuals live in the engine and
+are lost with it. Both are refused when the handler is made.
 """
 from __future__ import annotations
 
@@ -40,16 +41,17 @@ from lightcc.torch import mpi_ops as M
 from lightcc.torch.elastic.state import StateHandler
 from lightcc.torch.functions import allgather_object, broadcast_object, broadcast_parameters
 from lightcc.torch.lowcomm import checks
-from lightcc.torch.lowcomm.islands import Islands, host_groups
+from lightcc.torch.lowcomm.islands import Islands, is_named, named_groups
 
 
 class DiLoCoStateHandler(StateHandler):
     """Commits, restores and syncs one `DiLoCo` for lightcc's elastic `run` (module docstring)."""
 
     def __init__(self, diloco: Any) -> None:
-        if diloco.islands not in (None, "host"):
-            raise ValueError("lightcc DiLoCo: elastic training takes islands=None or 'host', not lists of ranks "
-                             "(a re-formation renumbers the ranks they name)")
+        if diloco.islands is not None and not is_named(diloco.islands):
+            raise ValueError("lightcc DiLoCo: elastic training takes islands=None, 'host' or 'env:VARIABLE', not "
+                             "lists of ranks (a re-formation renumbers the ranks they name; name each rank's "
+                             "island by an environment variable instead)")
         if diloco.compression.spec == "topk":
             raise ValueError("lightcc DiLoCo: elastic training with compression='topk' is not supported "
                              "(its residuals live in the engine, which a re-formation replaces)")
@@ -95,7 +97,7 @@ class DiLoCoStateHandler(StateHandler):
             d._islands = Islands.alone(d._size, rank())
             for ex in d._fragments:
                 ex.islands = d._islands
-        else:  # the hosts are found again in sync (a collective); the old sets died with the old engine
+        else:  # the islands are found again in sync (a collective); the old sets died with the old engine
             d._islands = None
         d._engine_bytes = self._engine_now = int(core().stats()["bytes_sent"])
         d._recoveries += 1
@@ -140,16 +142,17 @@ class DiLoCoStateHandler(StateHandler):
 
 
 def _regroup(d: Any, round_: int) -> None:
-    """islands='host' in the new world: the hosts' ranks found again, new process sets, each rank's slices.
+    """Named islands ('host', 'env:VAR') in the new world: their ranks found again, new sets, each rank's slices.
 
     `round_` names this world's collectives and sets; it must come from `_agree` (the same on every
     rank), not from this rank's own count of recoveries, which a worker that joined later has fewer of.
     A residual whose slice did not move stays; the others start from zero (what they held belonged
-    to the old slices). Raises ValueError alike on every rank if a fragment is too small to cut.
+    to the old slices). Raises ValueError alike on every rank if a rank lacks its island's label or a
+    fragment is too small to cut.
     """
     tag = f"{d.name}.r{round_}"
-    groups = host_groups(local_size(), tag)
     try:
+        groups = named_groups(d.islands, local_size(), tag)
         layout = Islands(groups, rank())
         for ex in d._fragments:
             ex.place(layout, keep_residual=True)

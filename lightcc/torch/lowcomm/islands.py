@@ -1,9 +1,10 @@
 """DiLoCo's islands: groups of ranks training data-parallel inside, and where each rank's share of an outer step goes.
 
-An island is a group of ranks (one host's, by default of ``islands="host"``, or groups the user
-names) that averages its gradients at every inner step over its own process set, so its ranks hold
-bit-identical weights and therefore the same pseudo-gradient. Sending that pseudo-gradient from
-every rank across the slow link would repeat it g times, so it is sharded instead:
+An island is a group of ranks (one host's with ``islands="host"``; the ranks that share the value
+of an environment variable with ``islands="env:VAR"``; or lists of ranks) that averages its
+gradients at every inner step over its own process set, so its ranks hold bit-identical weights
+and therefore the same pseudo-gradient. Sending that pseudo-gradient from every rank across the
+slow link would repeat it g times, so it is sharded instead:
 
 - the flat fragment is cut into k slices, k = the smallest island's size; local rank j < k of every
   island owns slice j and exchanges it (encoded by the codec) with the local ranks j of the other
@@ -25,6 +26,7 @@ making another. Only the thread that calls DiLoCo.step() uses an `Islands`.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
@@ -36,18 +38,22 @@ from lightcc.torch.functions import allgather_object
 
 IslandSpec = Union[None, str, Sequence[Sequence[int]]]
 Groups = List[List[int]]
+_ENV = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
+KINDS = "None, 'host', 'env:VARIABLE' or a non-empty list of lists of ranks"
 
 
 def check_spec(spec: Any, size: int) -> Union[None, str, Groups]:
-    """The islands argument checked on this rank and made canonical: None, "host", or groups partitioning range(size).
+    """The islands argument checked on this rank and made canonical: None, a named spec, or a partition of range(size).
 
-    Groups are sorted inside and by their first rank, so two ranks listing the same partition in
-    another order agree; groups that still differ between ranks are caught by the agreement.
+    A named spec (`is_named`) is "host" or "env:VAR"; its groups are found later, from every rank's
+    label (`named_groups`). Groups are sorted inside and by their first rank, so two ranks listing
+    the same partition in another order agree; groups that still differ between ranks are caught
+    by the agreement.
     """
-    if spec is None or spec == "host":
+    if spec is None or spec == "host" or (isinstance(spec, str) and _ENV.match(spec)):
         return spec
     if isinstance(spec, str) or not isinstance(spec, (list, tuple)) or not spec:
-        raise ValueError(f"islands must be None, 'host' or a non-empty list of lists of ranks, got {spec!r}")
+        raise ValueError(f"islands must be {KINDS}, got {spec!r}")
     where: dict = {}
     for i, group in enumerate(spec):
         if isinstance(group, (str, bytes)) or not isinstance(group, (list, tuple)) or not group:
@@ -70,20 +76,36 @@ def host_id() -> str:
     return os.environ.get("LIGHTCC_HOSTNAME") or os.environ.get("HOROVOD_HOSTNAME") or socket.gethostname()
 
 
-def host_groups(local_size: int, name: str) -> Groups:
-    """The ranks of each host, from every rank's host id; the same on every rank (one allgather_object).
+def is_named(spec: Any) -> bool:
+    """Whether a checked spec names its islands by a label each rank reads ("host", "env:VAR") rather than by ranks.
 
-    Raises ValueError on every rank alike when a host's rank count is not the engine's local size
-    there (the host ids this sees are not the ones the engine placed ranks by).
+    Only named islands survive an elastic re-formation, which renumbers the ranks.
     """
-    seen: List[Tuple[str, int]] = allgather_object((host_id(), local_size), name=f"{name}.hosts")
+    return isinstance(spec, str)
+
+
+def named_groups(spec: str, local_size: int, name: str) -> Groups:
+    """The ranks sharing each label of a named spec, from every rank's label; the same on every rank (one allgather).
+
+    "host": the host id (`host_id`), and each host's rank count must be the engine's local size
+    there (else the host ids this sees are not the ones the engine placed ranks by). "env:VAR": the
+    value of VAR on each rank, which every rank must have set (non-empty). Raises ValueError on every
+    rank alike, naming the ranks at fault.
+    """
+    var = None if spec == "host" else spec[len("env:"):]
+    label = host_id() if var is None else os.environ.get(var, "")
+    seen: List[Tuple[str, int]] = allgather_object((label, local_size), name=f"{name}.hosts")
+    unset = [r for r, (value, _) in enumerate(seen) if not value]
+    if unset:
+        raise ValueError(f"islands={spec!r}: {var} is not set (or empty) on rank{'s' * (len(unset) > 1)} "
+                         f"{', '.join(map(str, unset))}; set it on every rank to name its island")
     groups: dict = {}
-    for r, (host, _) in enumerate(seen):
-        groups.setdefault(host, []).append(r)
-    for r, (host, local) in enumerate(seen):
-        if len(groups[host]) != local:
-            raise ValueError(f"islands='host': host {host!r} has {len(groups[host])} ranks by host id but rank {r} "
-                             f"has local size {local}; pass the islands as lists of ranks")
+    for r, (value, _) in enumerate(seen):
+        groups.setdefault(value, []).append(r)
+    for r, (value, local) in enumerate(seen if var is None else ()):
+        if len(groups[value]) != local:
+            raise ValueError(f"islands='host': host {value!r} has {len(groups[value])} ranks by host id but rank {r} "
+                             f"has local size {local}; name the islands by 'env:VAR' or as lists of ranks")
     return sorted(groups.values(), key=lambda g: g[0])
 
 

@@ -1,7 +1,8 @@
 """Runs lightcc.torch.DiLoCo with islands on real ranks: reference, islands in step, codecs, checkpoints, bad input.
 
 argv: INIT MODES ISLANDS (INIT and MODES as in diloco_worker.py, whose helpers this reuses). ISLANDS is
-``host`` or a JSON list of lists of ranks (``[[0,1],[2]]``); the test gives fake host ids for ``host``.
+``host``, ``env:VAR`` or a JSON list of lists of ranks (``[[0,1],[2]]``); the test gives fake host ids
+for ``host`` and each rank's VAR for ``env:VAR``.
 MODES is a comma list of
 
 - ``reference``: plain DiLoCo, Streaming DiLoCo (2 fragments, delay 1, mix 0.5) and plain DiLoCo after
@@ -13,7 +14,8 @@ MODES is a comma list of
   the loss falls, every rank ends identical, wire bytes are the slice's;
 - ``topk``: the same with the engine's top-k over the lanes (the test starts the engine with it);
 - ``checkpoint``: streaming int8 with islands saved mid-exchange and resumed ends bit-identical;
-- ``elastic``: islands='host' under the elastic handler: re-formed without a failure, bit-identical to the
+- ``named``: the islands of ``host`` or ``env:VAR`` are the ranks sharing a host id or VAR's value;
+- ``elastic``: named islands under the elastic handler: re-formed without a failure, bit-identical to the
   straight run; a rank posing as a new worker copies its island;
 - ``bad``: bad islands raise the same ValueError on every rank; a valid DiLoCo runs afterwards.
 """
@@ -32,7 +34,7 @@ from lightcc.torch.functions import allgather_object
 
 R, N, c = base.R, base.N, base.c
 SPEC = sys.argv[3]
-ISLANDS = "host" if SPEC == "host" else json.loads(SPEC)
+ISLANDS = SPEC if SPEC == "host" or SPEC.startswith("env:") else json.loads(SPEC)
 
 
 def groups_of(diloco: DiLoCo) -> List[List[int]]:
@@ -211,6 +213,10 @@ def bad() -> None:
     base.expect_error("out of range", make([list(range(N + 1))]), f"names {N}", f"[0, {N})")
     base.expect_error("not lists", make("hosts"), "islands must be None, 'host'")
     base.expect_error("empty island", make([list(range(N)), []]), "island 1 must be a non-empty list")
+    if R != last:
+        base.os.environ["LIGHTCC_TEST_SOME_RANKS"] = f"island{R % 2}"
+    base.expect_error("label unset on a rank", make("env:LIGHTCC_TEST_SOME_RANKS"),
+                      f"LIGHTCC_TEST_SOME_RANKS is not set (or empty) on rank {last};")
     differ = [[r] for r in range(N)] if R == last else [list(range(N))]
     base.expect_error("islands differ", make(differ), "islands is", f"on rank {last}")
     base.expect_error("none on one rank", make(None if R == last else [list(range(N))]), "islands is",
@@ -223,17 +229,18 @@ def bad() -> None:
     c.check(base.identical(model), "after the bad islands, a valid DiLoCo ends with identical weights")
 
 
-def host() -> None:
-    """islands='host' groups the ranks by their host ids (the test gives LIGHTCC_HOSTNAME per rank)."""
+def named() -> None:
+    """islands='host' groups the ranks by their host ids, 'env:VAR' by VAR's value (the test sets both per rank)."""
     model = base.mlp(1)
-    diloco = DiLoCo(model, torch.optim.SGD(model.parameters(), lr=0.1), sync_every=2, islands="host")
-    hosts = allgather_object(base.os.environ["LIGHTCC_HOSTNAME"], name="hosts")
-    expected = sorted(([r for r in range(N) if hosts[r] == h] for h in set(hosts)), key=lambda g: g[0])
-    c.check(groups_of(diloco) == expected, f"host islands {groups_of(diloco)}, expected {expected}")
+    diloco = DiLoCo(model, torch.optim.SGD(model.parameters(), lr=0.1), sync_every=2, islands=ISLANDS)
+    var = "LIGHTCC_HOSTNAME" if ISLANDS == "host" else ISLANDS[len("env:"):]
+    labels = allgather_object(base.os.environ[var], name="labels")
+    expected = sorted(([r for r in range(N) if labels[r] == v] for v in set(labels)), key=lambda g: g[0])
+    c.check(groups_of(diloco) == expected, f"{ISLANDS} islands {groups_of(diloco)}, expected {expected}")
 
 
 def elastic() -> None:
-    """islands='host' under the elastic handler: rollbacks, re-formations (the hosts found again, new process
+    """Named islands under the elastic handler: rollbacks, re-formations (the hosts found again, new process
     sets) and re-syncs without a failure leave a streaming int8 run bit-identical to the straight one
     (diloco_worker.rolled_back_run); a rank posing as a new worker in an island with members copies its
     island, which stays identical."""
@@ -264,13 +271,13 @@ def elastic() -> None:
         DiLoCo(model, opt, sync_every=4, islands=[[r] for r in range(N)]).elastic_state_handler()
         c.check(False, "elastic islands: islands as lists of ranks were taken")
     except ValueError as err:
-        c.check("islands=None or 'host'" in str(err), f"elastic islands: {err}")
+        c.check("islands=None, 'host' or 'env:VARIABLE', not lists" in str(err), f"elastic islands: {err}")
 
 
 if __name__ == "__main__":
     torch.set_num_threads(1)  # ranks share a few cores
     base.start()
     for mode in base.MODE.split(","):
-        {"reference": reference, "train": train, "checkpoint": checkpoint, "bad": bad, "host": host,
+        {"reference": reference, "train": train, "checkpoint": checkpoint, "bad": bad, "named": named,
          "topk": topk, "elastic": elastic}[mode]()
     c.finish()
