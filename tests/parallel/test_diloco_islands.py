@@ -47,3 +47,10 @@ def test_engine_topk_compresses_each_lane():
 def test_host_islands_under_the_elastic_handler():
     """islands='host' re-formed without a failure stays exact; a new worker copies its island (2 + 1 fake hosts)."""
     run_ranks("diloco_islands_worker.py", 3, ["hvd", "elastic", "host"], timeout=180, hosts=["ha", "hb", "ha"])
+
+
+@pytest.mark.parametrize("size,style,layout", [(4, "hvd", "halves"), (3, "c10d", "halves"), (4, "c10d", "islands")])
+def test_separate_diloco_on_each_process_set(size, style, layout):
+    """Disjoint process sets (hvd's add_process_set, torch's new_group) each run their own DiLoCo at once, equal to
+    the reference of their own ranks; islands inside a set are named by global ranks."""
+    run_ranks("diloco_sets_worker.py", size, [init_arg(style), layout], timeout=180)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from lightcc.common.process_sets import global_process_set
 from lightcc.torch.lowcomm.islands import Islands, check_spec
 
 
@@ -42,5 +43,5 @@ def test_slices_cover_the_fragment_once_and_only_the_smallest_islands_size_is_cu
 
 def test_without_islands_a_rank_owns_the_whole_fragment_unscaled():
     alone = Islands.alone(3, 1)
-    assert alone.bounds(10) == (0, 10) and alone.scale == 1.0 and alone.lane_set is None
+    assert alone.bounds(10) == (0, 10) and alone.scale == 1.0 and alone.lane_set is global_process_set
     assert not alone.dense_inside and alone.lane_size == 3

@@ -13,6 +13,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import torch
 
 from lightcc.common.basics import rank
+from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch.functions import allgather_object
 
 Signature = Tuple[Tuple[Any, ...], List[Tuple[str, Tuple[int, ...], str]]]
@@ -90,30 +91,34 @@ def signature(settings: Tuple[Any, ...], named: Sequence[Tuple[str, torch.Tensor
     return settings, [(n, tuple(p.shape), str(p.dtype).replace("torch.", "")) for n, p in named]
 
 
-def _mismatch(r: int, mine: Signature, theirs: Signature, labels: Sequence[str]) -> Optional[str]:
-    """How rank r's signature differs from rank 0's, or None."""
+def _mismatch(r: int, mine: Signature, theirs: Signature, labels: Sequence[str], first: int = 0) -> Optional[str]:
+    """How rank r's signature differs from rank `first`'s, or None."""
     (s0, p0), (sr, pr) = mine, theirs
     for label, a, b in zip(labels, s0, sr):
         if a != b:
-            return f"{label} is {a!r} on rank 0 but {b!r} on rank {r}"
+            return f"{label} is {a!r} on rank {first} but {b!r} on rank {r}"
     for (n0, shape0, dt0), (nr, shaper, dtr) in zip(p0, pr):
         if n0 != nr:
-            return f"parameter {n0!r} of rank 0 is {nr!r} on rank {r} (the models differ)"
+            return f"parameter {n0!r} of rank {first} is {nr!r} on rank {r} (the models differ)"
         if (shape0, dt0) != (shaper, dtr):
-            return f"parameter {n0!r} is {dt0} {list(shape0)} on rank 0 but {dtr} {list(shaper)} on rank {r}"
+            return f"parameter {n0!r} is {dt0} {list(shape0)} on rank {first} but {dtr} {list(shaper)} on rank {r}"
     if len(p0) != len(pr):
-        return f"the model has {len(p0)} trainable parameters on rank 0 but {len(pr)} on rank {r}"
+        return f"the model has {len(p0)} trainable parameters on rank {first} but {len(pr)} on rank {r}"
     return None
 
 
-def agree(problem: Optional[str], sig: Optional[Signature], labels: Sequence[str], name: str) -> None:
-    """Share every rank's problem and signature; raise the same ValueError on every rank if any is wrong."""
-    everyone = allgather_object((problem, sig), name=f"{name}.signature")
-    me = rank()
-    for r, (p, _) in enumerate(everyone):
+def agree(problem: Optional[str], sig: Optional[Signature], labels: Sequence[str], name: str,
+          job: ProcessSet = global_process_set) -> None:
+    """Share the problem and signature of every rank of `job`; raise the same ValueError on each if any is wrong.
+
+    Ranks are named by their global rank, also when `job` is a process set.
+    """
+    everyone = allgather_object((problem, sig), name=f"{name}.signature", process_set=job)
+    me, ranks = rank(), job.ranks
+    for i, (p, _) in enumerate(everyone):
         if p is not None:
-            raise ValueError(f"lightcc DiLoCo on rank {me}: rank {r}: {p}")
-    for r in range(1, len(everyone)):
-        diff = _mismatch(r, everyone[0][1], everyone[r][1], labels)
+            raise ValueError(f"lightcc DiLoCo on rank {me}: rank {ranks[i]}: {p}")
+    for i in range(1, len(everyone)):
+        diff = _mismatch(ranks[i], everyone[0][1], everyone[i][1], labels, first=ranks[0])
         if diff is not None:
             raise ValueError(f"lightcc DiLoCo on rank {me}: {diff}")

@@ -21,10 +21,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
-from lightcc.common.basics import is_initialized, local_size, rank, size
+from lightcc.common.basics import is_initialized, local_size, rank
 from lightcc.common.native import core
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
+from lightcc.torch.c10d.group import LightccProcessGroup
 from lightcc.torch.lowcomm import checks
 from lightcc.torch.lowcomm import fragments as _frag
 from lightcc.torch.lowcomm.codecs import OuterCompression
@@ -47,6 +48,40 @@ OUTER_LR = 0.7  # at M <= 2
 OUTER_LR_MAX = 1.0  # from M = 4 on
 OUTER_MOMENTUM = 0.5
 PAPERS_OUTER_MOMENTUM = 0.9
+
+
+def as_process_set(group: Any) -> ProcessSet:
+    """A lightcc `ProcessSet` as is, or the process set under a torch.distributed group on lightcc (`dist.new_group`).
+
+    Raises ValueError on this rank for anything else: there are no peers yet to agree with.
+    """
+    if isinstance(group, ProcessSet):
+        return group
+    if group is torch.distributed.GroupMember.NON_GROUP_MEMBER:  # what new_group gives the ranks outside it
+        raise ValueError(f"lightcc DiLoCo on rank {rank()}: rank {rank()} is not in the torch.distributed group "
+                         f"passed as process_set (new_group gave it GroupMember.NON_GROUP_MEMBER)")
+    if isinstance(group, LightccProcessGroup):
+        if group.process_set_id == 0:
+            return global_process_set
+        ps = ProcessSet(torch.distributed.get_process_group_ranks(group))
+        ps.process_set_id = group.process_set_id
+        return ps
+    if isinstance(group, torch.distributed.ProcessGroup):
+        raise ValueError(f"lightcc DiLoCo on rank {rank()}: process_set is a torch.distributed group on "
+                         f"{group.name()!r}, not on the lightcc backend")
+    raise ValueError(f"lightcc DiLoCo on rank {rank()}: process_set must be a lightcc ProcessSet or a "
+                     f"torch.distributed group on lightcc, not {type(group).__name__}")
+
+
+def _membership(process_set: ProcessSet) -> Tuple[int, int]:
+    """(size, this rank's position) of the process set DiLoCo runs on; ValueError on this rank if it has none.
+
+    Raised before any collective: a rank outside the set, or a set not registered, has no peers to agree with.
+    """
+    try:
+        return process_set.size(), process_set.rank()
+    except ValueError as err:
+        raise ValueError(f"lightcc DiLoCo on rank {rank()}: {err}") from None
 
 
 def default_outer_lr(workers: int) -> float:
@@ -105,8 +140,13 @@ class DiLoCo:
             their gradients at every inner step (dense data parallelism over its process set) and
             DiLoCo runs between the islands: each island's pseudo-gradient crosses between islands
             once, sharded over its ranks, weighted by the island's rank count (islands.py).
+        process_set: the ranks this DiLoCo runs on, a registered `ProcessSet` or a torch.distributed
+            group on lightcc (`dist.new_group`) this rank is in; default every rank. Its collectives
+            stay inside the set and rank 0's part falls to the set's lowest rank, so disjoint sets
+            train separate DiLoCos at once (a tensor-parallel shard's replicas, say). Islands given
+            as lists name global ranks, partitioning the set's. Not under elastic training.
         name: prefix of the engine's tensor names; default counts instances (build them in the
-            same order on every rank).
+            same order on every rank) and names the process set.
 
     Raises:
         ValueError: on every rank alike, naming the rank and the parameter, for bad input.
@@ -117,15 +157,19 @@ class DiLoCo:
                  outer_optimizer: Optional[OuterFactory] = None,
                  fragments: _frag.FragmentSpec = 1, delay: Optional[int] = None, mix: Optional[float] = None,
                  compression: Union[str, OuterCompression, None] = None, warmup_steps: int = 0,
-                 islands: IslandSpec = None, name: Optional[str] = None) -> None:
+                 islands: IslandSpec = None, process_set: Any = global_process_set,
+                 name: Optional[str] = None) -> None:
         if not is_initialized():
             raise RuntimeError("lightcc DiLoCo: lightcc is not initialised; call lightcc.torch.init() or "
                                "dist.init_process_group('lightcc') first")
         self.model, self.inner_optimizer = model, inner_optimizer
         self.sync_every = sync_every
         self.warmup_steps = warmup_steps
-        self.name = name if name is not None else f"diloco{next(_instances)}"
-        self._size = size()
+        self.process_set = process_set = as_process_set(process_set)
+        self._size, self._me = _membership(process_set)
+        whole = process_set.process_set_id == 0
+        self.name = name if name is not None else (
+            f"diloco{next(_instances)}" + ("" if whole else f".set{process_set.process_set_id}"))
         self._steps = 0
         # Inner steps this rank's optimizer really took, and the step count they reached: after an
         # elastic rollback (elastic_diloco.py) a re-run step below it skips the inner step it took.
@@ -142,13 +186,13 @@ class DiLoCo:
         self._island_bytes = 0
         self._dirty: List[bool] = []
         self._default_outer = False  # the outer optimizer is the default's, whose lr follows M (_follow_workers)
-        self._islands = Islands.alone(self._size, rank())
+        self._islands = Islands.alone(self._size, self._me, process_set)
         problem, sig = None, None
         try:
             sig = self._build(outer_optimizer, fragments, delay, mix, compression, islands)
         except Exception as err:  # noqa: BLE001  (any local failure is shared before raising, or peers hang)
             problem = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
-        checks.agree(problem, sig, _LABELS, self.name)
+        checks.agree(problem, sig, _LABELS, self.name, process_set)
         self._form_islands()
         self._follow_workers()
         self._start_from_rank0()
@@ -168,7 +212,8 @@ class DiLoCo:
         self.mix = (0.0 if self.delay == 0 else 0.5) if mix is None else float(mix)
         checks.check_settings(self.sync_every, self.delay, self.mix, len(parts))
         checks.check_warmup(self.warmup_steps)
-        self.islands = check_spec(islands, self._size)
+        whole = self.process_set.process_set_id == 0
+        self.islands = check_spec(islands, self._size, None if whole else self.process_set.ranks)
         for f, part in enumerate(parts):
             ex = FragmentExchange(part, make_outer, codec, f"{self.name}.f{f}", self._islands)
             ex.check_outer()
@@ -188,21 +233,26 @@ class DiLoCo:
         """
         if self.islands is None:
             return
+        job = self.process_set
         try:
-            groups = named_groups(self.islands, local_size(), self.name) if is_named(self.islands) else self.islands
-            layout = Islands(groups, rank())
+            if is_named(self.islands):
+                groups = named_groups(self.islands, local_size(), self.name, job)
+            else:  # global ranks to positions in the set
+                groups = [[job.ranks.index(r) for r in g] for g in self.islands]
+            layout = Islands(groups, self._me)
             for ex in self._fragments:
                 ex.place(layout)
         except ValueError as err:
             raise ValueError(f"lightcc DiLoCo on rank {rank()}: {err}") from None
-        self._islands = Islands(groups, rank(), self.name)  # now with its process sets
+        self._islands = Islands(groups, self._me, self.name, job)  # now with its process sets
         for ex in self._fragments:
             ex.place(self._islands)
 
     @torch.no_grad()
     def _start_from_rank0(self) -> None:
-        """Every rank takes rank 0's parameters and buffers; the shared weights start from them."""
-        handles = [M.broadcast_async_(t, 0, name=f"{self.name}.init.{key}")
+        """Every rank takes the set's first rank's parameters and buffers; the shared weights start from them."""
+        root = self.process_set.ranks[0]
+        handles = [M.broadcast_async_(t, root, name=f"{self.name}.init.{key}", process_set=self.process_set)
                    for key, t in self.model.state_dict(keep_vars=False).items() if isinstance(t, torch.Tensor)]
         for h in handles:
             M.synchronize(h)
@@ -249,7 +299,7 @@ class DiLoCo:
         Every rank holds the same weights and the same inner-optimizer state afterwards (the same
         inputs give the same outputs), so the shared weights are just the local ones at the end.
         """
-        loss, handed = self._dense_step(closure, global_process_set, f"{self.name}.warmup")
+        loss, handed = self._dense_step(closure, self.process_set, f"{self.name}.warmup")
         self._warmup_exchanges += 1
         self._warmup_bytes += handed
         self._steps += 1

@@ -52,6 +52,9 @@ class DiLoCoStateHandler(StateHandler):
             raise ValueError("lightcc DiLoCo: elastic training takes islands=None, 'host' or 'env:VARIABLE', not "
                              "lists of ranks (a re-formation renumbers the ranks they name; name each rank's "
                              "island by an environment variable instead)")
+        if diloco.process_set.process_set_id != 0:
+            raise ValueError("lightcc DiLoCo: elastic training runs DiLoCo on the whole job, not on a process set "
+                             "(a re-formation replaces the engine and its process sets)")
         if diloco.compression.spec == "topk":
             raise ValueError("lightcc DiLoCo: elastic training with compression='topk' is not supported "
                              "(its residuals live in the engine, which a re-formation replaces)")
@@ -92,7 +95,7 @@ class DiLoCoStateHandler(StateHandler):
         d = self.value
         self._drop_inflight()
         d._engine_prior += getattr(self, "_engine_now", d._engine_bytes) - d._engine_bytes
-        d._size = size()
+        d._size, d._me = size(), rank()
         if d.islands is None:
             d._islands = Islands.alone(d._size, rank())
             for ex in d._fragments:

@@ -94,9 +94,7 @@ class FragmentExchange:
             wire, decoded = self.codec.encode(delta)
             if self.residual is not None:
                 self.residual = delta - decoded
-            lane = self.islands.lane_set
-            self.handle = (self.codec.start(wire, self.name) if lane is None
-                           else self.codec.start(wire, self.name, process_set=lane))
+            self.handle = self.codec.start(wire, self.name, process_set=self.islands.lane_set)
             self.wire_bytes += sum(w.numel() * w.element_size() for w in wire)
             self.dense_bytes += 4 * (self.hi - self.lo)
         self.inflight = True

@@ -32,7 +32,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from lightcc.common.process_sets import ProcessSet, add_process_set_of_members
+from lightcc.common.process_sets import ProcessSet, add_process_set_of_members, global_process_set
 from lightcc.torch import mpi_ops as M
 from lightcc.torch.functions import allgather_object
 
@@ -42,32 +42,35 @@ _ENV = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
 KINDS = "None, 'host', 'env:VARIABLE' or a non-empty list of lists of ranks"
 
 
-def check_spec(spec: Any, size: int) -> Union[None, str, Groups]:
+def check_spec(spec: Any, size: int, ranks: Optional[Sequence[int]] = None) -> Union[None, str, Groups]:
     """The islands argument checked on this rank and made canonical: None, a named spec, or a partition of range(size).
 
     A named spec (`is_named`) is "host" or "env:VAR"; its groups are found later, from every rank's
     label (`named_groups`). Groups are sorted inside and by their first rank, so two ranks listing
     the same partition in another order agree; groups that still differ between ranks are caught
-    by the agreement.
+    by the agreement. `ranks`: the global ranks DiLoCo runs on (a process set's), which the groups
+    must partition; default range(size).
     """
     if spec is None or spec == "host" or (isinstance(spec, str) and _ENV.match(spec)):
         return spec
     if isinstance(spec, str) or not isinstance(spec, (list, tuple)) or not spec:
         raise ValueError(f"islands must be {KINDS}, got {spec!r}")
+    members = list(range(size)) if ranks is None else list(ranks)
+    among = f"[0, {size})" if ranks is None else f"DiLoCo's process set {members}"
     where: dict = {}
     for i, group in enumerate(spec):
         if isinstance(group, (str, bytes)) or not isinstance(group, (list, tuple)) or not group:
             raise ValueError(f"islands: island {i} must be a non-empty list of ranks, got {group!r}")
         for r in group:
-            if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < size:
-                raise ValueError(f"islands: island {i} names {r!r}, which is not a rank in [0, {size})")
+            if isinstance(r, bool) or not isinstance(r, int) or r not in members:
+                raise ValueError(f"islands: island {i} names {r!r}, which is not a rank in {among}")
             if r in where:
                 raise ValueError(f"islands: rank {r} is in island {where[r]} and again in island {i}")
             where[r] = i
-    missing = [r for r in range(size) if r not in where]
+    missing = [r for r in members if r not in where]
     if missing:
         raise ValueError(f"islands: rank {missing[0]} is in no island ({len(missing)} left out); the islands must "
-                         f"partition ranks 0..{size - 1}")
+                         f"partition {'ranks 0..' + str(size - 1) if ranks is None else among}")
     return sorted((sorted(int(r) for r in g) for g in spec), key=lambda g: g[0])
 
 
@@ -84,17 +87,18 @@ def is_named(spec: Any) -> bool:
     return isinstance(spec, str)
 
 
-def named_groups(spec: str, local_size: int, name: str) -> Groups:
+def named_groups(spec: str, local_size: int, name: str, job: ProcessSet = global_process_set) -> Groups:
     """The ranks sharing each label of a named spec, from every rank's label; the same on every rank (one allgather).
 
-    "host": the host id (`host_id`), and each host's rank count must be the engine's local size
-    there (else the host ids this sees are not the ones the engine placed ranks by). "env:VAR": the
+    Ranks are positions in `job`, the process set DiLoCo runs on, over which the labels are shared.
+    "host": the host id (`host_id`), and on the whole job each host's rank count must be the engine's
+    local size there (else the host ids this sees are not the ones the engine placed ranks by). "env:VAR": the
     value of VAR on each rank, which every rank must have set (non-empty). Raises ValueError on every
     rank alike, naming the ranks at fault.
     """
     var = None if spec == "host" else spec[len("env:"):]
     label = host_id() if var is None else os.environ.get(var, "")
-    seen: List[Tuple[str, int]] = allgather_object((label, local_size), name=f"{name}.hosts")
+    seen: List[Tuple[str, int]] = allgather_object((label, local_size), name=f"{name}.hosts", process_set=job)
     unset = [r for r, (value, _) in enumerate(seen) if not value]
     if unset:
         raise ValueError(f"islands={spec!r}: {var} is not set (or empty) on rank{'s' * (len(unset) > 1)} "
@@ -102,24 +106,28 @@ def named_groups(spec: str, local_size: int, name: str) -> Groups:
     groups: dict = {}
     for r, (value, _) in enumerate(seen):
         groups.setdefault(value, []).append(r)
-    for r, (value, local) in enumerate(seen if var is None else ()):
+    for r, (value, local) in enumerate(seen if var is None and job.process_set_id == 0 else ()):
         if len(groups[value]) != local:
             raise ValueError(f"islands='host': host {value!r} has {len(groups[value])} ranks by host id but rank {r} "
                              f"has local size {local}; name the islands by 'env:VAR' or as lists of ranks")
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def _members_set(ranks: List[int], name: str) -> ProcessSet:
-    """A process set of `ranks`, registered by its members alone (every caller is one of them)."""
+def _members_set(ranks: List[int], name: str, job: ProcessSet) -> ProcessSet:
+    """A process set of `ranks` (positions in `job`), registered by its members alone (every caller is one of them)."""
+    ranks = [job.ranks[r] for r in ranks]
     ps = ProcessSet(ranks)
     ps.process_set_id = add_process_set_of_members(ranks, name)
     return ps
 
 
 class Islands:
-    """This rank's island, its lane and slice, and the weight of its island (owned by DiLoCo's calling thread)."""
+    """This rank's island, its lane and slice, and the weight of its island (owned by DiLoCo's calling thread).
 
-    def __init__(self, groups: Groups, me: int, name: str = "") -> None:
+    `groups` and `me` are positions in `job`, the process set DiLoCo runs on (the whole job by default).
+    """
+
+    def __init__(self, groups: Groups, me: int, name: str = "", job: ProcessSet = global_process_set) -> None:
         self.groups = groups
         mine = next(i for i, g in enumerate(groups) if me in g)
         self.island = groups[mine]
@@ -129,18 +137,18 @@ class Islands:
         # n * s_i / N: the codec's plain average over the lane then weighs island i by s_i / N
         self.scale = len(groups) * len(self.island) / size
         self.island_set: Optional[ProcessSet] = None
-        self.lane_set: Optional[ProcessSet] = None  # None: the whole job (every island one rank)
+        self.lane_set = job  # every island one rank: the lane is DiLoCo's whole job
         self.lane_size = len(groups)
         if name and len(self.island) > 1:
-            self.island_set = _members_set(self.island, f"{name}.island{mine}")
+            self.island_set = _members_set(self.island, f"{name}.island{mine}", job)
         lane = sorted(g[self.local] for g in groups) if self.local < self.shards else []
         if name and lane and len(lane) < size:
-            self.lane_set = _members_set(lane, f"{name}.lane{self.local}")
+            self.lane_set = _members_set(lane, f"{name}.lane{self.local}", job)
 
     @classmethod
-    def alone(cls, size: int, me: int) -> "Islands":
+    def alone(cls, size: int, me: int, job: ProcessSet = global_process_set) -> "Islands":
         """No islands: every rank its own island, the lane the whole job (today's DiLoCo); makes no process set."""
-        return cls([[r] for r in range(size)], me)
+        return cls([[r] for r in range(size)], me, job=job)
 
     def bounds(self, numel: int, local: Optional[int] = None) -> Tuple[int, int]:
         """[lo, hi) of the slice of a flat fragment of `numel` elements owned by local rank `local` (this rank's)."""

@@ -80,16 +80,20 @@ def identical(model: torch.nn.Module) -> bool:
 # ---- the one-process reference: every rank simulated, the outer step written out ------------
 
 def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float, warmup: int = 0,
-             groups: Optional[List[List[int]]] = None) -> List[torch.nn.Module]:
+             groups: Optional[List[List[int]]] = None, ranks: Optional[List[int]] = None) -> List[torch.nn.Module]:
     """Every rank of DiLoCo simulated in one process, the outer step written out: the reference.
 
-    `groups` are islands (default: every rank alone): after the warm-up each inner step averages the
-    gradients over the island. The outer average is per rank: island i weighs s_i / N, and its s_i ranks
-    hold the same pseudo-gradient, so the weighted mean over islands is the plain mean over ranks.
+    `ranks` are the global ranks DiLoCo runs on (a process set's; default every rank), whose first
+    rank's init every rank starts from; the result and `groups` index them by position. `groups` are
+    islands (default: every rank alone): after the warm-up each inner step averages the gradients over
+    the island. The outer average is per rank: island i weighs s_i / n, and its s_i ranks hold the same
+    pseudo-gradient, so the weighted mean over islands is the plain mean over ranks.
     """
-    groups = groups or [[r] for r in range(N)]
+    ranks = ranks or list(range(N))
+    n = len(ranks)
+    groups = groups or [[i] for i in range(n)]
     lr = 0.7 if len(groups) <= 2 else 0.85 if len(groups) == 3 else 1.0  # the default's for M workers (docs)
-    models = [mlp(100) for _ in range(N)]
+    models = [mlp(100 + ranks[0]) for _ in range(n)]
     opts = [torch.optim.AdamW(m.parameters(), lr=0.05) for m in models]
     params = [dict(m.named_parameters()) for m in models]
     momentum: Dict[str, torch.Tensor] = {}
@@ -97,7 +101,7 @@ def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
     dirty = [False] * len(frags)
 
     def mean_delta(f: int) -> Dict[str, torch.Tensor]:
-        return {k: sum(shared[k] - p[k].detach() for p in params) / N for k in frags[f]}
+        return {k: sum(shared[k] - p[k].detach() for p in params) / n for k in frags[f]}
 
     @torch.no_grad()
     def outer(f: int, delta: Dict[str, torch.Tensor], a: float) -> None:
@@ -109,19 +113,19 @@ def simulate(steps: int, H: int, frags: List[List[str]], delay: int, mix: float,
         dirty[f] = a > 0
 
     def dense_step(t: int, sets: List[List[int]]) -> None:
-        for r in range(N):
-            inner_step(models[r], r, t)
+        for i, r in enumerate(ranks):
+            inner_step(models[i], r, t)
         for g in sets:
             for k in params[0]:
                 mean = sum(params[r][k].grad for r in g) / len(g)
                 for r in g:
                     params[r][k].grad = mean.clone()
-        for r in range(N):
-            opts[r].step()
-            opts[r].zero_grad()
+        for i in range(n):
+            opts[i].step()
+            opts[i].zero_grad()
 
     for t in range(1, warmup + 1):
-        dense_step(t, [list(range(N))])
+        dense_step(t, [list(range(n))])
     with torch.no_grad():
         shared = {k: v.detach().clone() for k, v in params[0].items()}
     for t in range(warmup + 1, steps + 1):
