@@ -27,14 +27,21 @@ import lightcc.torch.elastic as elastic
 from lightcc.torch import DiLoCo
 
 
+def _islands(text: str) -> str:
+    if text in ("none", "host") or (text.startswith("env:") and len(text) > 4):
+        return text
+    raise argparse.ArgumentTypeError(f"expected none, host or env:VAR, not {text!r}")
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=100, help="inner steps to train")
     p.add_argument("--sync-every", type=int, default=10, help="H: inner steps between outer steps")
     p.add_argument("--fragments", type=int, default=1, help="> 1: Streaming DiLoCo")
     p.add_argument("--compression", default="none", help="outer-gradient codec (docs/lowcomm.md)")
-    p.add_argument("--islands", choices=["none", "host"], default="none",
-                   help="host: each host's ranks train data-parallel, DiLoCo runs between hosts")
+    p.add_argument("--islands", type=_islands, default="none",
+                   help="host: each host's ranks train data-parallel, DiLoCo runs between hosts; env:VAR: the "
+                        "ranks sharing VAR's value (a region, a rack) do")
     p.add_argument("--batch", type=int, default=16, help="samples per rank per step")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)

@@ -145,15 +145,17 @@ def test_rank0_dies_while_sending_the_state_to_the_standby(tmp_path):
     assert 0 < since < steps and taken == steps - since, stats["w3"]
 
 
-def test_second_loss_regroups_a_survivor_with_a_later_standby(tmp_path):
-    """islands='host', two losses one after the other: in generation 3 the survivor has re-formed twice and
-    the second standby once. The regrouping's collectives must carry a name every rank agrees on (in
-    CI the whole-host case hung when they were named by each rank's own count of recoveries)."""
+@pytest.mark.parametrize("islands", ["host", "env:LIGHTCC_TEST_REGION"])
+def test_second_loss_regroups_a_survivor_with_a_later_standby(tmp_path, islands):
+    """Named islands ('host', or 'env:VAR' with one value on this host), two losses one after the other: in
+    generation 3 the survivor has re-formed twice and the second standby once. The regrouping's collectives
+    must carry a name every rank agrees on (in CI the whole-host case hung when they were named by each
+    rank's own count of recoveries)."""
     steps = 240  # room for both standbys to be waiting before the first kill on a busy machine
     flags = ["-np", "2", "--min-np", "2", "--max-np", "2", *local_flags(tmp_path, 4),
              "--blacklist-cooldown-range", "1000", "1000"]
-    args = ["--steps", str(steps), "--sync-every", "6", "--step-time", "0.05", "--islands", "host"]
-    with ElasticJob(flags, EXAMPLE, args) as job:
+    args = ["--steps", str(steps), "--sync-every", "6", "--step-time", "0.05", "--islands", islands]
+    with ElasticJob(flags, EXAMPLE, args, env={"LIGHTCC_TEST_REGION": "here"}) as job:
         for w in ("w2", "w3"):
             job.wait_for(rf"worker {w} \(host localhost\) waits as a warm standby", 120)
         step = max(int(m.group(1)) for m in job.matches(STEP))
