@@ -32,12 +32,20 @@ def _finish(job: ElasticJob, steps: int) -> Dict[str, Tuple[int, int, int, int, 
     return stats
 
 
-def test_kill9_worker_left_out_survivors_keep_progress(tmp_path):
-    """3 workers, H = 5, plain DiLoCo; rank 1 is killed mid-period: two survivors finish in place."""
+# The engine's top-k for outer steps: every outer step compressed from the first (docs/lowcomm.md).
+TOPK = {"LIGHT_TOPK_ALLREDUCE": "1", "LIGHT_TOPK_DENSITY": "0.1", "LIGHT_TOPK_THRESHOLD": "512",
+        "LIGHT_TOPK_WARMUP_STEPS": "0", "LIGHT_TOPK_CLIP": "0"}
+
+
+@pytest.mark.parametrize("compression", ["none", "topk"])
+def test_kill9_worker_left_out_survivors_keep_progress(tmp_path, compression):
+    """3 workers, H = 5, plain DiLoCo (or the engine's top-k, whose residuals restart with the new engine); rank 1
+    is killed mid-period: two survivors finish in place."""
     steps = 60
     flags = ["-np", "3", "--min-np", "2", "--max-np", "3", *local_flags(tmp_path, 3),
              "--blacklist-cooldown-range", "1000", "1000"]
-    with ElasticJob(flags, EXAMPLE, ["--steps", str(steps), "--sync-every", "5", "--step-time", "0.05"]) as job:
+    args = ["--steps", str(steps), "--sync-every", "5", "--step-time", "0.05", "--compression", compression]
+    with ElasticJob(flags, EXAMPLE, args, env=TOPK if compression == "topk" else None) as job:
         t0, _, victim = kill_rank(job, rank=1, after_step=17)
         job.wait_for(r"<stdout>:step \d+ [\d.]+ 2 ", 60, after=t0)
         stats = _finish(job, steps)

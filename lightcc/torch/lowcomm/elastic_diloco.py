@@ -24,10 +24,13 @@ DiLoCo object (`DiLoCo.elastic_state_handler`). What each of `run`'s moves does 
 With islands="host" or "env:VAR" the islands are found again in the new world from every rank's
 label (new process sets: the old ones died with the old engine), named by a round every rank agrees
 on; a new worker in an island with members copies a member (weights, buffers, inner and outer
-optimizer state) so the island stays identical, and a new island starts from θ. Not covered:
-islands given as lists of ranks (a re-formation renumbers the ranks they name: name the groups by
-an environment variable instead), and `compression="topk"`, whose residuals live in the engine and
-are lost with it. Both are refused when the handler is made.
+optimizer state) so the island stays identical, and a new island starts from θ.
+
+`compression="topk"` keeps its residuals in the engine, which a re-formation replaces on every rank:
+they restart at zero everywhere, so the ranks stay alike (what they had not sent yet is dropped).
+Not covered, and refused when the handler is made: islands given as lists of ranks (a re-formation
+renumbers the ranks they name: name the groups by an environment variable instead), and DiLoCo on a
+process set (the sets die with the engine).
 """
 from __future__ import annotations
 
@@ -55,9 +58,6 @@ class DiLoCoStateHandler(StateHandler):
         if diloco.process_set.process_set_id != 0:
             raise ValueError("lightcc DiLoCo: elastic training runs DiLoCo on the whole job, not on a process set "
                              "(a re-formation replaces the engine and its process sets)")
-        if diloco.compression.spec == "topk":
-            raise ValueError("lightcc DiLoCo: elastic training with compression='topk' is not supported "
-                             "(its residuals live in the engine, which a re-formation replaces)")
         super().__init__(diloco)
         self._committed = 0
         self.save()
