@@ -129,11 +129,19 @@ def test_listed_fragments_are_checked():
 def test_sparse_specs_parse(spec, density, chunk, k):
     codec = parse_compression(spec)
     assert isinstance(codec, SparseLowBit) and (codec.density, codec.chunk, codec.k) == (density, chunk, k)
-    assert codec.lossy and codec.feedback_decay == 0.95
+    assert codec.lossy and codec.feedback_decay == 0.95 and not codec.scatter
+
+
+@pytest.mark.parametrize("spec,spec_out", [("sparseloco:scatter", "sparseloco:0.1:4096:0.95:scatter"),
+                                           ("sparseloco:0.2:1024:0.9:scatter", "sparseloco:0.2:1024:0.9:scatter")])
+def test_sparse_scatter_form_is_asked_for_by_a_suffix(spec, spec_out):
+    codec = parse_compression(spec)
+    assert codec.scatter and codec.spec == spec_out and parse_compression(codec.spec).spec == spec_out
 
 
 @pytest.mark.parametrize("spec", ["sparseloco:0", "sparseloco:1.5", "sparseloco:0.1:3", "sparseloco:0.1:70000",
-                                  "sparseloco:", "sparseloco:x", "sparse"])
+                                  "sparseloco:", "sparseloco:x", "sparse", "sparseloco:gather",
+                                  "sparseloco:scatter:0.1"])
 def test_bad_sparse_specs_are_refused_with_the_grammar(spec):
     with pytest.raises(ValueError, match="compression"):
         parse_compression(spec)

@@ -37,7 +37,7 @@ import torch
 from lightcc.common.native import core
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
-from lightcc.torch.lowcomm.scatter_gather import TwoPhase
+from lightcc.torch.lowcomm.scatter_gather import ScatterForm, TwoPhase
 
 
 
@@ -104,7 +104,7 @@ class Dense(OuterCompression):
         return M.synchronize(handle).float()
 
 
-class Quantized(OuterCompression):
+class Quantized(ScatterForm, OuterCompression):
     """Symmetric `bits`-bit (8 or 4) linear quantisation per chunk of `chunk` elements, exchanged by allgather."""
 
     def __init__(self, bits: int = 8, chunk: int = 1024) -> None:
@@ -171,21 +171,11 @@ class Quantized(OuterCompression):
             return M.grouped_allgather_async(wire, name=name, process_set=process_set)
         return TwoPhase(self._rows(*wire), self.chunk, name, process_set)
 
-    def progress(self, handle: Any) -> None:
-        if isinstance(handle, TwoPhase) and not handle.gathering and M.poll(handle.handle):
-            handle.advance(self._decode_rows, self._encode_rows)
-
     def finish(self, handle: Any, numel: int, size: int) -> torch.Tensor:
         if isinstance(handle, TwoPhase):
-            return handle.result(self._decode_rows, self._encode_rows, numel)
+            return self._result(handle, numel)
         packed, scales = M.synchronize(handle)
         return self.average(packed, scales, numel, size)
-
-    def feedback(self, handle: Any) -> Optional[Tuple[int, torch.Tensor]]:
-        return handle.feedback if isinstance(handle, TwoPhase) else None
-
-    def extra_bytes(self, handle: Any) -> int:
-        return handle.handed if isinstance(handle, TwoPhase) else 0
 
     def average(self, packed: torch.Tensor, scales: torch.Tensor, numel: int, size: int) -> torch.Tensor:
         """The float32 mean of `size` ranks' gathered codes and scales (rank after rank, as allgather returns them)."""

@@ -13,12 +13,15 @@ steps that move 2 (N - 1)/N × payload, as a ring allreduce does:
 The second quantisation loses something too: the owner feeds N times that loss back into its
 own residual for the shard (`feedback`), so the next outer step's mean makes up for it.
 
-At N = 2 both forms move one payload per rank and the allgather quantises once, so the codec
+At N = 2 both forms move one payload per rank and the allgather quantises once, so a codec
 uses this form only from N = 3 on, and only when every rank owns at least one chunk.
+
+`ScatterForm` gives a codec of one fixed-size row per chunk (int8/int4/fp8/E3M0, and SparseLoCo's
+when asked) the hooks DiLoCo's exchange calls for this form.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 
@@ -70,3 +73,26 @@ class TwoPhase:
         self.advance(decode, encode)
         rows = M.synchronize(self.handle)
         return decode(rows).reshape(-1)[:numel]
+
+
+class ScatterForm:
+    """A codec's hooks for exchanges in the reduce-scatter form; the codec gives `_decode_rows` and `_encode_rows`."""
+
+    def _decode_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _encode_rows(self, values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def progress(self, handle: Any) -> None:
+        if isinstance(handle, TwoPhase) and not handle.gathering and M.poll(handle.handle):
+            handle.advance(self._decode_rows, self._encode_rows)
+
+    def _result(self, handle: TwoPhase, numel: int) -> torch.Tensor:
+        return handle.result(self._decode_rows, self._encode_rows, numel)
+
+    def feedback(self, handle: Any) -> Optional[Tuple[int, torch.Tensor]]:
+        return handle.feedback if isinstance(handle, TwoPhase) else None
+
+    def extra_bytes(self, handle: Any) -> int:
+        return handle.handed if isinstance(handle, TwoPhase) else 0

@@ -41,6 +41,7 @@ from lightcc.common.native import core
 from lightcc.common.process_sets import ProcessSet, global_process_set
 from lightcc.torch import mpi_ops as M
 from lightcc.torch.lowcomm.codecs import OuterCompression
+from lightcc.torch.lowcomm.scatter_gather import ScatterForm, TwoPhase
 
 
 def _pack_bits(bits: torch.Tensor) -> torch.Tensor:
@@ -61,13 +62,19 @@ def sparse_outer(params: List[torch.Tensor]) -> torch.optim.Optimizer:
     return torch.optim.SGD(params, lr=2.0)
 
 
-class SparseLowBit(OuterCompression):
-    """Per-chunk top-k of `density` with 2-bit values; its residual decays by `decay` before each exchange."""
+class SparseLowBit(ScatterForm, OuterCompression):
+    """Per-chunk top-k of `density` with 2-bit values; its residual decays by `decay` before each exchange.
+
+    `scatter`: from 3 ranks on, the reduce-scatter form (scatter_gather.py) instead of the allgather:
+    each chunk's owner averages the ranks' rows and sends that average, selected and coded again, to
+    all; its loss goes back into the owner's residual. Each rank then moves 2 (N − 1)/N payloads
+    instead of N − 1, so the saving no longer halves each time the workers double.
+    """
 
     lossy = True
     default_outer = staticmethod(sparse_outer)
 
-    def __init__(self, density: float = 0.1, chunk: int = 4096, decay: float = 0.95) -> None:
+    def __init__(self, density: float = 0.1, chunk: int = 4096, decay: float = 0.95, scatter: bool = False) -> None:
         if not 0.0 < density <= 1.0:
             raise ValueError(f"sparseloco compression needs a density in (0, 1], not {density}")
         if not 4 <= chunk <= 65536:
@@ -78,7 +85,8 @@ class SparseLowBit(OuterCompression):
         # Kept per chunk: a multiple of 4 (whole code bytes), at least 4, at most the chunk.
         self.k = min(chunk - chunk % 4, max(4, 4 * math.ceil(chunk * density / 4)))
         self.feedback_decay = decay
-        self.spec = f"sparseloco:{density:g}:{chunk}:{decay:g}"
+        self.scatter = bool(scatter)
+        self.spec = f"sparseloco:{density:g}:{chunk}:{decay:g}" + (":scatter" if scatter else "")
         # Elias-Fano: b low bits an index; the high parts (index >> b, at most (chunk - 1) >> b) in unary.
         self.low_bits = (chunk // self.k).bit_length() - 1
         self.high_bits = self.k + ((chunk - 1) >> self.low_bits) + 1
@@ -177,10 +185,23 @@ class SparseLowBit(OuterCompression):
         kept = torch.where((codes & 1).bool(), levels[:, 0:1], levels[:, 1:2]) * (1 - (codes >> 1).float() * 2)
         return torch.zeros(rows.shape[0], self.chunk, device=rows.device).scatter_(1, idx, kept)
 
+    def _decode_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        return self.decode_rows(rows)
+
+    def _encode_rows(self, values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(rows, what they decode to) of float32 values, one chunk per row (the reduce-scatter form's owner)."""
+        wire, decoded = self.encode(values.reshape(-1))
+        return wire[0].view(values.shape[0], -1), decoded.view(values.shape)
+
     def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> Any:
+        size, rows = process_set.size(), wire[0].numel() // self.row_bytes()
+        if self.scatter and size >= 3 and rows >= size:  # as Quantized: below 3 the allgather moves no more
+            return TwoPhase(wire[0].view(rows, -1), self.chunk, name, process_set)
         return M.allgather_async(wire[0], name=name, process_set=process_set)
 
     def finish(self, handle: Any, numel: int, size: int) -> torch.Tensor:
+        if isinstance(handle, TwoPhase):
+            return self._result(handle, numel)
         return self.average(M.synchronize(handle), numel, size)
 
     def average(self, gathered: torch.Tensor, numel: int, size: int) -> torch.Tensor:

@@ -209,6 +209,9 @@ def wire_bytes(diloco: DiLoCo, compression: str) -> int:
             per = 2 * n
         elif compression.startswith("sparseloco:"):
             per = sparse_bytes(n, compression)
+            chunks = -(-n // int(compression.split(":")[2]))
+            if compression.endswith(":scatter") and N >= 3 and chunks >= N:  # the owned shard's rows again
+                per += (chunks // N + (1 if R < chunks % N else 0)) * sparse_bytes(1, compression)
         else:  # int8, int4, fp8 or e3m0 :CHUNK: codes of the padded chunks plus one bfloat16 scale per chunk
             name, chunk_text = compression.split(":")
             bits, chunk = {"int8": 8, "fp8": 8, "int4": 4, "e3m0": 4}[name], int(chunk_text)
@@ -263,6 +266,36 @@ def topk() -> None:
     c.check(core().stats()["topk_batches"] > before, "topk: the engine ran no top-k batch")
 
 
+def sparse_two_phase_case() -> None:
+    """sparseloco with ':scatter' from 3 ranks: each owner's re-selected mean, exactly, and N x its loss fed back."""
+    from lightcc.torch.lowcomm.scatter_gather import TwoPhase
+    from lightcc.torch.lowcomm.sparse_codec import SparseLowBit
+
+    codec, numel, chunk = SparseLowBit(0.25, 64, scatter=True), 1000, 64
+    flats = [torch.randn(numel, generator=torch.Generator().manual_seed(k)) for k in range(N)]
+    handle = codec.start(codec.encode(flats[R])[0], "sparse_two_phase")
+    c.check(isinstance(handle, TwoPhase), f"sparseloco:scatter: {N} ranks should take the reduce-scatter form")
+    got = codec.finish(handle, numel, N)
+    total = codec.encode(flats[0])[1].clone()
+    for k in range(1, N):  # every rank's decoded contribution, summed in rank order as the owners do
+        total += codec.encode(flats[k])[1]
+    mean = total / N
+    want = codec.encode(mean)[1]  # chunks are selected and coded alone: the owners' shards, whole
+    c.check(torch.equal(got, want), f"sparseloco:scatter: the average is not the owners' re-coded mean "
+                                    f"({(got - want).abs().max().item()})")
+    first, values = codec.feedback(handle)
+    loss = (N * (mean - got))[first:first + values.numel()]
+    c.check(torch.allclose(values[:loss.numel()], loss, atol=1e-5), "sparseloco:scatter: feedback is not N x the loss")
+    chunks = -(-numel // chunk)
+    owned = chunks // N + (1 if R < chunks % N else 0)
+    c.check(codec.extra_bytes(handle) == owned * codec.row_bytes(),
+            f"sparseloco:scatter: step 2 handed {codec.extra_bytes(handle)} bytes, expected {owned} rows")
+    plain = SparseLowBit(0.25, 64)
+    gathered = plain.start(plain.encode(flats[R])[0], "sparse_gather")
+    c.check(not isinstance(gathered, TwoPhase), "sparseloco without ':scatter' should allgather")
+    plain.finish(gathered, numel, N)
+
+
 def two_phase_case(bits: int) -> None:
     """From 3 ranks the quantised codec takes the reduce-scatter form: its average against one computed here."""
     from lightcc.torch.lowcomm.codecs import Quantized
@@ -298,6 +331,8 @@ def train() -> None:
     if N >= 3:
         two_phase_case(8)
         two_phase_case(4)
+        sparse_two_phase_case()
+        train_case("sparseloco:0.25:64:0.95:scatter", 1, outer=lambda params: torch.optim.SGD(params, lr=1.0))
     for spec in ("none", "bf16", "int8:64", "int4:64", "fp8:64", "e3m0:64"):
         train_case(spec, 1)
     train_case("int4:64", 2)
