@@ -266,20 +266,28 @@ def topk() -> None:
     c.check(core().stats()["topk_batches"] > before, "topk: the engine ran no top-k batch")
 
 
+def two_phase_run(codec, numel: int, label: str):
+    """One exchange of every rank's seeded random vector that must take the reduce-scatter form: (the vectors,
+    its handle, its average, the mean of the ranks' decoded vectors summed in rank order as the owners do)."""
+    from lightcc.torch.lowcomm.scatter_gather import TwoPhase
+
+    flats = [torch.randn(numel, generator=torch.Generator().manual_seed(k)) for k in range(N)]
+    handle = codec.start(codec.encode(flats[R])[0], f"two_phase.{label}")
+    c.check(isinstance(handle, TwoPhase), f"{label}: {N} ranks should take the reduce-scatter form")
+    got = codec.finish(handle, numel, N)
+    total = codec.encode(flats[0])[1].clone()
+    for k in range(1, N):
+        total += codec.encode(flats[k])[1]
+    return flats, handle, got, total / N
+
+
 def sparse_two_phase_case() -> None:
     """sparseloco with ':scatter' from 3 ranks: each owner's re-selected mean, exactly, and N x its loss fed back."""
     from lightcc.torch.lowcomm.scatter_gather import TwoPhase
     from lightcc.torch.lowcomm.sparse_codec import SparseLowBit
 
     codec, numel, chunk = SparseLowBit(0.25, 64, scatter=True), 1000, 64
-    flats = [torch.randn(numel, generator=torch.Generator().manual_seed(k)) for k in range(N)]
-    handle = codec.start(codec.encode(flats[R])[0], "sparse_two_phase")
-    c.check(isinstance(handle, TwoPhase), f"sparseloco:scatter: {N} ranks should take the reduce-scatter form")
-    got = codec.finish(handle, numel, N)
-    total = codec.encode(flats[0])[1].clone()
-    for k in range(1, N):  # every rank's decoded contribution, summed in rank order as the owners do
-        total += codec.encode(flats[k])[1]
-    mean = total / N
+    flats, handle, got, mean = two_phase_run(codec, numel, "sparseloco:scatter")
     want = codec.encode(mean)[1]  # chunks are selected and coded alone: the owners' shards, whole
     c.check(torch.equal(got, want), f"sparseloco:scatter: the average is not the owners' re-coded mean "
                                     f"({(got - want).abs().max().item()})")
@@ -299,18 +307,9 @@ def sparse_two_phase_case() -> None:
 def two_phase_case(bits: int) -> None:
     """From 3 ranks the quantised codec takes the reduce-scatter form: its average against one computed here."""
     from lightcc.torch.lowcomm.codecs import Quantized
-    from lightcc.torch.lowcomm.scatter_gather import TwoPhase
 
     codec, numel, chunk = Quantized(bits, 64), 1000, 64
-    flats = [torch.randn(numel, generator=torch.Generator().manual_seed(k)) for k in range(N)]
-    wire, _ = codec.encode(flats[R])
-    handle = codec.start(wire, f"two_phase.{bits}")
-    c.check(isinstance(handle, TwoPhase), f"int{bits}: {N} ranks should take the reduce-scatter form")
-    got = codec.finish(handle, numel, N)
-    total = codec.encode(flats[0])[1].clone()
-    for k in range(1, N):  # every rank's decoded contribution, summed in rank order as the owners do
-        total += codec.encode(flats[k])[1]
-    mean = total / N
+    _, handle, got, mean = two_phase_run(codec, numel, f"int{bits}")
     padded = torch.zeros(-(-numel // chunk) * chunk)
     padded[:numel] = mean
     step = padded.view(-1, chunk).abs().amax(dim=1) / codec.levels  # the second quantisation's step per chunk
