@@ -292,8 +292,14 @@ def sparse_two_phase_case() -> None:
     c.check(torch.equal(got, want), f"sparseloco:scatter: the average is not the owners' re-coded mean "
                                     f"({(got - want).abs().max().item()})")
     first, values = codec.feedback(handle)
-    loss = (N * (mean - got))[first:first + values.numel()]
-    c.check(torch.allclose(values[:loss.numel()], loss, atol=1e-5), "sparseloco:scatter: feedback is not N x the loss")
+    own = codec.encode(flats[R])[1]
+    mine = torch.where(got == 0, own, torch.zeros_like(own))  # what the result dropped of this rank's own
+    c.check(first == 0 and torch.equal(values[got == 0], mine[got == 0]), "sparseloco:scatter: a rank's dropped "
+            "entries did not go back to its own residual")
+    # over the ranks nothing sent is lost: the feedback sums to the decoded contributions minus N x the result
+    total_back = hvd.allreduce(values, op=hvd.Sum, name="sparse_two_phase.feedback")
+    c.check(torch.allclose(total_back, N * mean - N * got, atol=1e-5),
+            f"sparseloco:scatter: feedback sums to {(total_back - N * (mean - got)).abs().max().item()} off")
     chunks = -(-numel // chunk)
     owned = chunks // N + (1 if R < chunks % N else 0)
     c.check(codec.extra_bytes(handle) == owned * codec.row_bytes(),
