@@ -124,6 +124,8 @@ ARCHIVES: Dict[str, str] = {
                "same machine (benchmarks/lowcomm/results/long-s45/)",
     "a479336": "session 46: every outer-step codec over three seeds at 2 ranks over 2000 steps on one AVX-512 "
                "machine: int8, fp8, int4, e3m0, sparseloco at H = 25 and 50 (benchmarks/lowcomm/results/long-s46/)",
+    "700b59e": "session 47: seeds 3 and 4 at 2 ranks (DDP, DiLoCo, int8, sparseloco, sparseloco:0.2) and sparseloco's "
+               "reduce-scatter form at 4 ranks, 2000 steps, the same machine (benchmarks/lowcomm/results/long-s47/)",
 }
 
 
