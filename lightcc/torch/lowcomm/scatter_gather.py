@@ -48,6 +48,8 @@ class TwoPhase:
         self.owned = shard_rows(rows.shape[0], self.size)
         self.first_row = sum(self.owned[:self.rank])
         self.handle = M.alltoall_async(rows, splits=self.owned, name=f"{name}.scatter", process_set=process_set)
+        self.sent = rows  # this rank's rows (a codec's feedback may need what it sent)
+        self.average: Optional[torch.Tensor] = None  # the result, once `result` returned it
         self.gathering = False
         self.handed = 0  # bytes handed to the engine by step 2
         self.feedback: Optional[Tuple[int, torch.Tensor]] = None  # (first element, N × the owner's loss)
@@ -72,7 +74,8 @@ class TwoPhase:
         """The ranks' average, `numel` elements (waits for both steps)."""
         self.advance(decode, encode)
         rows = M.synchronize(self.handle)
-        return decode(rows).reshape(-1)[:numel]
+        self.average = decode(rows).reshape(-1)[:numel]
+        return self.average
 
 
 class ScatterForm:

@@ -200,15 +200,12 @@ class SparseLowBit(ScatterForm, OuterCompression):
     def start(self, wire: List[torch.Tensor], name: str, process_set: ProcessSet = global_process_set) -> Any:
         size, rows = process_set.size(), wire[0].numel() // self.row_bytes()
         if self.scatter and size >= 3 and rows >= size:  # as Quantized: below 3 the allgather moves no more
-            handle = TwoPhase(wire[0].view(rows, -1), self.chunk, name, process_set)
-            handle.sent, handle.average = wire[0].view(rows, -1), None
-            return handle
+            return TwoPhase(wire[0].view(rows, -1), self.chunk, name, process_set)
         return M.allgather_async(wire[0], name=name, process_set=process_set)
 
     def finish(self, handle: Any, numel: int, size: int) -> torch.Tensor:
         if isinstance(handle, TwoPhase):
-            handle.average = self._result(handle, numel)
-            return handle.average
+            return self._result(handle, numel)
         return self.average(M.synchronize(handle), numel, size)
 
     def feedback(self, handle: Any) -> Optional[Tuple[int, torch.Tensor]]:
