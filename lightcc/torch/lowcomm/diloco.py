@@ -212,8 +212,7 @@ class DiLoCo:
         self.mix = (0.0 if self.delay == 0 else 0.5) if mix is None else float(mix)
         checks.check_settings(self.sync_every, self.delay, self.mix, len(parts))
         checks.check_warmup(self.warmup_steps)
-        whole = self.process_set.process_set_id == 0
-        self.islands = check_spec(islands, self._size, None if whole else self.process_set.ranks)
+        self.islands = check_spec(islands, self._size, self.process_set.ranks)
         for f, part in enumerate(parts):
             ex = FragmentExchange(part, make_outer, codec, f"{self.name}.f{f}", self._islands)
             ex.check_outer()

@@ -49,14 +49,15 @@ def check_spec(spec: Any, size: int, ranks: Optional[Sequence[int]] = None) -> U
     label (`named_groups`). Groups are sorted inside and by their first rank, so two ranks listing
     the same partition in another order agree; groups that still differ between ranks are caught
     by the agreement. `ranks`: the global ranks DiLoCo runs on (a process set's), which the groups
-    must partition; default range(size).
+    must partition; default range(size), the whole job.
     """
     if spec is None or spec == "host" or (isinstance(spec, str) and _ENV.match(spec)):
         return spec
     if isinstance(spec, str) or not isinstance(spec, (list, tuple)) or not spec:
         raise ValueError(f"islands must be {KINDS}, got {spec!r}")
     members = list(range(size)) if ranks is None else list(ranks)
-    among = f"[0, {size})" if ranks is None else f"DiLoCo's process set {members}"
+    whole = members == list(range(size))
+    among = f"[0, {size})" if whole else f"DiLoCo's process set {members}"
     where: dict = {}
     for i, group in enumerate(spec):
         if isinstance(group, (str, bytes)) or not isinstance(group, (list, tuple)) or not group:
@@ -70,7 +71,7 @@ def check_spec(spec: Any, size: int, ranks: Optional[Sequence[int]] = None) -> U
     missing = [r for r in members if r not in where]
     if missing:
         raise ValueError(f"islands: rank {missing[0]} is in no island ({len(missing)} left out); the islands must "
-                         f"partition {'ranks 0..' + str(size - 1) if ranks is None else among}")
+                         f"partition {'ranks 0..' + str(size - 1) if whole else among}")
     return sorted((sorted(int(r) for r in g) for g in spec), key=lambda g: g[0])
 
 

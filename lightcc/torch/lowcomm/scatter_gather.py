@@ -81,11 +81,8 @@ class TwoPhase:
 class ScatterForm:
     """A codec's hooks for exchanges in the reduce-scatter form; the codec gives `_decode_rows` and `_encode_rows`."""
 
-    def _decode_rows(self, rows: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
-
-    def _encode_rows(self, values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        raise NotImplementedError
+    _decode_rows: Decode
+    _encode_rows: Encode
 
     def progress(self, handle: Any) -> None:
         if isinstance(handle, TwoPhase) and not handle.gathering and M.poll(handle.handle):
